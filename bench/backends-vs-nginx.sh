@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# Compares `sluice serve petstore|static` with nginx-light returning the same
+# bytes, one worker each, under wrk -t1 -c128, plain and with pipeline.lua at
+# depth 16. Rounds alternate sluice and nginx; the table shows medians.
+#
+#   bench/backends-vs-nginx.sh                  # 3 rounds of 10 s per cell
+#   DURATION=5s ROUNDS=1 bench/backends-vs-nginx.sh
+#
+# Needs: wrk, nginx (apt-get install -y wrk nginx-light), a release build.
+# With 2+ CPUs the servers are pinned to CPU 1 and wrk to CPU 0.
+set -euo pipefail
+
+DURATION=${DURATION:-10s}
+ROUNDS=${ROUNDS:-3}
+CONNS=${CONNS:-128}
+DEPTH=${DEPTH:-16}
+SLUICE_PORT=${SLUICE_PORT:-18080}
+NGINX_PORT=${NGINX_PORT:-18081}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+OUT=${OUT:-$ROOT/results/backends-vs-nginx}
+SLUICE=${SLUICE:-$ROOT/target/release/sluice}
+
+for tool in wrk nginx taskset; do
+  command -v "$tool" >/dev/null || { echo "missing $tool: apt-get install -y wrk nginx-light util-linux" >&2; exit 2; }
+done
+[[ -x $SLUICE ]] || (cd "$ROOT" && cargo build --release --locked -p sluice)
+
+if (( $(nproc) >= 2 )); then SERVER_CPU="taskset -c 1"; LOAD_CPU="taskset -c 0"; else SERVER_CPU=""; LOAD_CPU=""; fi
+mkdir -p "$OUT"
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK"; }
+trap cleanup EXIT
+
+PETS='[{"id":1,"name":"catten","tag":"cat"},{"id":2,"name":"doggy","tag":"dog"}]'
+# The same 1 KiB that `sluice serve static` sends.
+STATIC=$(python3 -c 'import itertools;print("".join(itertools.islice(itertools.cycle("abcdefghijklmnopqrstuvwxyz0123456789"),1024)),end="")')
+
+# Starts nginx with one worker answering `return 200` with the given body and type.
+start_nginx() {
+  local body=$1 type=$2
+  cat >"$WORK/nginx.conf" <<NGINX
+worker_processes 1;
+daemon off;
+error_log $WORK/nginx-error.log warn;
+pid $WORK/nginx.pid;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  server {
+    listen 127.0.0.1:$NGINX_PORT backlog=8192;
+    location / { default_type $type; return 200 '$body'; }
+  }
+}
+NGINX
+  $SERVER_CPU nginx -c "$WORK/nginx.conf" -p "$WORK" &
+  PIDS+=($!)
+  wait_port "$NGINX_PORT"
+}
+
+start_sluice() {
+  $SERVER_CPU "$SLUICE" serve "$1" --workers 1 --listen "127.0.0.1:$SLUICE_PORT" 2>"$WORK/sluice.log" >/dev/null &
+  PIDS+=($!)
+  wait_port "$SLUICE_PORT"
+}
+
+wait_port() {
+  for _ in $(seq 100); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+    sleep 0.05
+  done
+  echo "nothing listens on port $1" >&2; exit 1
+}
+
+stop_servers() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; PIDS=(); }
+
+# run_wrk PORT PATH MODE -> "requests/s p99" (p99 is "-" when pipelined: wrk times batches)
+run_wrk() {
+  local port=$1 path=$2 mode=$3 out
+  if [[ $mode == pipelined ]]; then
+    out=$($LOAD_CPU wrk -t1 -c"$CONNS" -d"$DURATION" "http://127.0.0.1:$port" -s "$ROOT/bench/pipeline.lua" --latency -- "$path" "$DEPTH")
+  else
+    out=$($LOAD_CPU wrk -t1 -c"$CONNS" -d"$DURATION" "http://127.0.0.1:$port$path" --latency)
+  fi
+  echo "$out" >>"$OUT/wrk.log"
+  local rps p99 errors
+  rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
+  p99=$(awk '$1=="99%" {print $2}' <<<"$out")
+  errors=$(grep -E 'Socket errors|Non-2xx' <<<"$out" || true)
+  [[ -z $errors ]] || echo "  warning: $errors" >&2
+  [[ $mode == pipelined ]] && p99="-"
+  echo "$rps $p99"
+}
+
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+: >"$OUT/wrk.log"
+TABLE="$OUT/table.md"
+{
+  echo "| service | mode | sluice req/s | nginx req/s | ratio | sluice p99 | nginx p99 |"
+  echo "|---|---|---:|---:|---:|---:|---:|"
+} >"$TABLE"
+
+for service in petstore static; do
+  if [[ $service == petstore ]]; then body=$PETS; type=application/json; path=/v1/pets; else body=$STATIC; type=text/plain; path=/; fi
+  start_sluice "$service"
+  start_nginx "$body" "$type"
+  # Warm-up round, discarded.
+  run_wrk "$SLUICE_PORT" "$path" plain >/dev/null; run_wrk "$NGINX_PORT" "$path" plain >/dev/null
+  for mode in plain pipelined; do
+    : >"$WORK/sluice.$mode"; : >"$WORK/nginx.$mode"
+    for round in $(seq "$ROUNDS"); do
+      read -r s_rps s_p99 < <(run_wrk "$SLUICE_PORT" "$path" "$mode")
+      read -r n_rps n_p99 < <(run_wrk "$NGINX_PORT" "$path" "$mode")
+      echo "$service $mode round $round: sluice $s_rps req/s (p99 $s_p99), nginx $n_rps req/s (p99 $n_p99)" >&2
+      echo "$s_rps $s_p99" >>"$WORK/sluice.$mode"; echo "$n_rps $n_p99" >>"$WORK/nginx.$mode"
+    done
+    s=$(cut -d' ' -f1 "$WORK/sluice.$mode" | median); n=$(cut -d' ' -f1 "$WORK/nginx.$mode" | median)
+    sp=$(cut -d' ' -f2 "$WORK/sluice.$mode" | tr '\n' ' '); np=$(cut -d' ' -f2 "$WORK/nginx.$mode" | tr '\n' ' ')
+    ratio=$(awk -v s="$s" -v n="$n" 'BEGIN {printf "%.2f", s/n}')
+    printf '| %s | %s | %.0f | %.0f | %sx | %s | %s |\n' "$service" "$mode" "$s" "$n" "$ratio" "$sp" "$np" >>"$TABLE"
+  done
+  stop_servers
+done
+
+echo
+echo "wrk -t1 -c$CONNS -d$DURATION, pipelined = pipeline.lua depth $DEPTH; medians of $ROUNDS alternating rounds; p99 per round"
+cat "$TABLE"

@@ -1,0 +1,306 @@
+//! One HTTP/1.1 connection: read, parse every complete request, answer each
+//! in order into one buffer, flush once, repeat.
+
+use std::{
+    cell::RefCell,
+    time::{Duration, SystemTime},
+};
+
+use bytes::{Buf, BytesMut};
+use http::{header, Method, StatusCode};
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::TcpStream,
+    sync::watch,
+    time::{sleep_until, Instant},
+};
+
+use super::{
+    codec::{self, Framing, Head, Limits, Persistence, Rejection},
+    Request, Response,
+};
+use crate::{problem::Problem, App};
+
+/// Limits for every backend connection.
+pub(crate) const LIMITS: Limits = Limits {
+    max_head: 32 * 1024,
+    max_body: crate::request::MAX_JSON_BODY,
+};
+/// A keep-alive connection with no request for this long is closed.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// A request must arrive completely (head and body) within this time of its first byte.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// After an error response, how long unread input is drained so that the
+/// close is a FIN, not a reset that could destroy the response in flight.
+const LINGER: Duration = Duration::from_secs(1);
+const LINGER_MAX_BYTES: usize = 1024 * 1024;
+const READ_RESERVE: usize = 16 * 1024;
+/// Bodies larger than this are written straight from their buffer, not copied.
+const INLINE_BODY_MAX: usize = 64 * 1024;
+/// Pending responses are flushed early once they exceed this.
+const FLUSH_AT: usize = 256 * 1024;
+
+/// Serves `stream` until the client closes, a timeout passes, a request is
+/// rejected, or shutdown is signalled (idle connections close at once, a
+/// request in progress is answered with `Connection: close`).
+pub(crate) async fn serve_connection(stream: TcpStream, app: App, shutdown: watch::Receiver<bool>) {
+    let now = Instant::now();
+    let mut conn = Connection {
+        stream,
+        rbuf: BytesMut::with_capacity(READ_RESERVE),
+        wbuf: Vec::with_capacity(READ_RESERVE),
+        chunked: Vec::new(),
+        shutdown,
+        last_read: now,
+        request_started: None,
+    };
+    conn.run(&app).await;
+}
+
+struct Connection {
+    stream: TcpStream,
+    rbuf: BytesMut,
+    wbuf: Vec<u8>,
+    /// Decoded chunked body of the current request.
+    chunked: Vec<u8>,
+    shutdown: watch::Receiver<bool>,
+    last_read: Instant,
+    /// When the first byte of the request being read arrived.
+    request_started: Option<Instant>,
+}
+
+/// Why reading stopped.
+enum ReadEnd {
+    Closed,
+    TimedOut,
+    Shutdown,
+}
+
+impl Connection {
+    async fn run(&mut self, app: &App) {
+        loop {
+            let head = match codec::parse_head(&self.rbuf, &LIMITS) {
+                Ok(Some(head)) => head,
+                Ok(None) => match self.read_more().await {
+                    Ok(()) => continue,
+                    Err(end) => return self.end(end).await,
+                },
+                Err(rejection) => return self.reject(rejection).await,
+            };
+            let body_len = match self.read_body(&head).await {
+                Ok(len) => len,
+                Err(Ok(rejection)) => return self.reject(rejection).await,
+                Err(Err(end)) => return self.end(end).await,
+            };
+            let closing = !head.keep_alive || *self.shutdown.borrow();
+            let response = {
+                let request = self.request(&head, body_len);
+                app.handle(&request).await
+            };
+            self.rbuf.advance(head.len + body_len);
+            self.request_started = None;
+            let persistence = match (closing, head.http10) {
+                (true, _) => Persistence::Close,
+                (false, true) => Persistence::KeepAlive10,
+                (false, false) => Persistence::KeepAlive,
+            };
+            if !self
+                .write_response(&response, head.method == Method::HEAD, persistence)
+                .await
+            {
+                return;
+            }
+            if closing {
+                // Pipelined input after the last answered request is unread.
+                let linger = !self.rbuf.is_empty();
+                return self.close(linger).await;
+            }
+        }
+    }
+
+    fn request(&self, head: &Head, body_len: usize) -> Request<'_> {
+        let text =
+            |range: std::ops::Range<usize>| std::str::from_utf8(&self.rbuf[range]).unwrap_or("");
+        Request {
+            method: head.method.clone(),
+            path: text(head.path.clone()),
+            query: head.query.clone().map(text),
+            content_type: head.content_type.clone().map(|r| &self.rbuf[r]),
+            body: match head.framing {
+                Framing::Chunked => &self.chunked,
+                _ => &self.rbuf[head.len..head.len + body_len],
+            },
+        }
+    }
+
+    /// Makes the whole body available; returns the bytes it occupies after
+    /// the head. The error is a rejection to answer, or why reading stopped.
+    async fn read_body(&mut self, head: &Head) -> Result<usize, Result<Rejection, ReadEnd>> {
+        let wanted = match head.framing {
+            Framing::Empty => return Ok(0),
+            Framing::Length(len) if len > LIMITS.max_body => {
+                return Err(Ok(codec::body_too_large(&LIMITS)))
+            }
+            Framing::Length(len) => Some(len),
+            Framing::Chunked => None,
+        };
+        let mut continued = !head.expect_continue;
+        loop {
+            let available = &self.rbuf[head.len..];
+            match wanted {
+                Some(len) if available.len() >= len => return Ok(len),
+                Some(_) => {}
+                None => match codec::decode_chunked(available, &mut self.chunked, &LIMITS) {
+                    Ok(Some(consumed)) => return Ok(consumed),
+                    Ok(None) => {}
+                    Err(rejection) => return Err(Ok(rejection)),
+                },
+            }
+            if !continued {
+                self.wbuf
+                    .extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+                continued = true;
+            }
+            self.read_more().await.map_err(Err)?;
+        }
+    }
+
+    /// Flushes pending responses, then reads at least one byte.
+    async fn read_more(&mut self) -> Result<(), ReadEnd> {
+        if !self.flush().await {
+            return Err(ReadEnd::Closed);
+        }
+        let idle = self.rbuf.is_empty();
+        if !idle && self.request_started.is_none() {
+            self.request_started = Some(Instant::now());
+        }
+        if idle && *self.shutdown.borrow() {
+            return Err(ReadEnd::Shutdown);
+        }
+        // One timer per wait: the deadline moves only when a request starts.
+        let deadline = match self.request_started {
+            Some(started) => started + REQUEST_TIMEOUT,
+            None => self.last_read + IDLE_TIMEOUT,
+        };
+        self.rbuf.reserve(READ_RESERVE);
+        tokio::select! {
+            biased;
+            read = self.stream.read_buf(&mut self.rbuf) => match read {
+                Ok(0) | Err(_) => Err(ReadEnd::Closed),
+                Ok(_) => {
+                    self.last_read = Instant::now();
+                    Ok(())
+                }
+            },
+            _ = self.shutdown.changed(), if idle => Err(ReadEnd::Shutdown),
+            _ = sleep_until(deadline) => Err(ReadEnd::TimedOut),
+        }
+    }
+
+    async fn end(&mut self, end: ReadEnd) {
+        match end {
+            ReadEnd::Closed => {}
+            ReadEnd::Shutdown => self.close(false).await,
+            ReadEnd::TimedOut if self.rbuf.is_empty() => self.close(false).await,
+            ReadEnd::TimedOut => {
+                let detail = format!("request not received within {REQUEST_TIMEOUT:?}");
+                self.reject(Rejection::new(StatusCode::REQUEST_TIMEOUT, detail))
+                    .await;
+            }
+        }
+    }
+
+    /// Answers a request that cannot be served, then closes.
+    async fn reject(&mut self, rejection: Rejection) {
+        tracing::debug!(status = %rejection.status, detail = %rejection.detail, "rejected request");
+        let response = Problem::new(rejection.status, rejection.detail).into_response();
+        if self
+            .write_response(&response, false, Persistence::Close)
+            .await
+        {
+            self.close(true).await;
+        }
+    }
+
+    /// Encodes a response after those already pending; flushes when enough is pending.
+    async fn write_response(
+        &mut self,
+        response: &Response,
+        head_only: bool,
+        persistence: Persistence,
+    ) -> bool {
+        let mut fields: [(&[u8], &[u8]); 4] = [(b"", b""); 4];
+        fields[0] = (
+            header::CONTENT_TYPE.as_str().as_bytes(),
+            response.content_type.as_bytes(),
+        );
+        let mut count = 1;
+        for (name, value) in response.headers.iter().take(fields.len() - 1) {
+            fields[count] = (name.as_str().as_bytes(), value.as_bytes());
+            count += 1;
+        }
+        with_date(|date| {
+            codec::encode_head(
+                &mut self.wbuf,
+                response.status,
+                &fields[..count],
+                response.body.len(),
+                date,
+                persistence,
+            );
+        });
+        if !head_only {
+            if response.body.len() <= INLINE_BODY_MAX {
+                self.wbuf.extend_from_slice(&response.body);
+            } else if !self.flush().await || self.stream.write_all(&response.body).await.is_err() {
+                return false;
+            }
+        }
+        self.wbuf.len() < FLUSH_AT || self.flush().await
+    }
+
+    async fn flush(&mut self) -> bool {
+        if self.wbuf.is_empty() {
+            return true;
+        }
+        let written = self.stream.write_all(&self.wbuf).await.is_ok();
+        self.wbuf.clear();
+        written
+    }
+
+    /// Flushes and half-closes. With `linger`, drains unread input for a
+    /// moment, so that the client reads the last response instead of a reset.
+    async fn close(&mut self, linger: bool) {
+        if !self.flush().await || self.stream.shutdown().await.is_err() || !linger {
+            return;
+        }
+        let deadline = Instant::now() + LINGER;
+        let mut drained = 0;
+        let mut scratch = [0u8; 4096];
+        while drained < LINGER_MAX_BYTES {
+            match tokio::time::timeout_at(deadline, self.stream.read(&mut scratch)).await {
+                Ok(Ok(n)) if n > 0 => drained += n,
+                _ => return,
+            }
+        }
+    }
+}
+
+thread_local! {
+    /// The `Date` value, formatted once per second per thread.
+    static DATE: RefCell<(u64, Vec<u8>)> = const { RefCell::new((u64::MAX, Vec::new())) };
+}
+
+fn with_date(f: impl FnOnce(&[u8])) {
+    let now = SystemTime::now();
+    let second = now
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    DATE.with_borrow_mut(|(cached, text)| {
+        if *cached != second {
+            *cached = second;
+            *text = httpdate::fmt_http_date(now).into_bytes();
+        }
+        f(text);
+    });
+}

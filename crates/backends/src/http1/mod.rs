@@ -1,0 +1,58 @@
+//! A lean HTTP/1.1 server for the backends.
+//!
+//! Why not hyper: the backends must out-serve nginx under pipelined load, and
+//! hyper only batches pipelined responses with `pipeline_flush`, which drops
+//! everything still buffered when a connection closes with unread input (a
+//! malformed request after valid ones gets neither the earlier answers nor a
+//! 400). This server parses every complete request in the read buffer,
+//! answers each in order into one write buffer and flushes once per batch;
+//! every rejection is a problem+json response. See docs/LIFECYCLE-backends.md.
+
+pub mod codec;
+mod conn;
+
+use bytes::Bytes;
+use http::{HeaderName, HeaderValue, Method, StatusCode};
+
+pub(crate) use conn::serve_connection;
+
+/// A request as the services see it: borrowed from the connection's read
+/// buffer, body complete (de-chunked) and within the limit.
+#[derive(Debug)]
+pub struct Request<'a> {
+    pub method: Method,
+    pub path: &'a str,
+    pub query: Option<&'a str>,
+    pub content_type: Option<&'a [u8]>,
+    pub body: &'a [u8],
+}
+
+/// A complete response; `Content-Length`, `Date` and `Connection` are added when encoding.
+#[derive(Debug, Clone)]
+pub struct Response {
+    pub status: StatusCode,
+    pub content_type: HeaderValue,
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    pub body: Bytes,
+}
+
+impl Response {
+    pub fn new(status: StatusCode, content_type: HeaderValue, body: Bytes) -> Self {
+        Self {
+            status,
+            content_type,
+            headers: Vec::new(),
+            body,
+        }
+    }
+
+    pub fn with_header(mut self, name: HeaderName, value: HeaderValue) -> Self {
+        self.headers.push((name, value));
+        self
+    }
+
+    /// The first extra header of that name.
+    pub fn header(&self, name: &HeaderName) -> Option<&HeaderValue> {
+        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+    }
+}

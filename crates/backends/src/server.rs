@@ -1,0 +1,197 @@
+//! Listeners, workers and graceful shutdown.
+//!
+//! Each worker is an OS thread running a current-thread Tokio runtime with
+//! its own `SO_REUSEPORT` listener on the shared address, so the kernel
+//! spreads connections across workers and no connection ever crosses a core.
+
+use std::{
+    io,
+    net::{SocketAddr, TcpListener as StdListener},
+    thread::JoinHandle,
+    time::Duration,
+};
+
+use anyhow::{bail, Context};
+use socket2::{Domain, Protocol, Socket, Type};
+use tokio::{net::TcpListener, sync::watch, task::JoinSet};
+use tracing::{info, warn};
+
+use crate::{
+    customers, http1::serve_connection, passthrough, static_body, App, Backend, ServeOptions,
+};
+
+/// Backlog for each worker's listener; the kernel caps it at `net.core.somaxconn`.
+const LISTEN_BACKLOG: i32 = 8192;
+/// Pause after an accept error such as EMFILE, so that the loop does not spin.
+const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(20);
+
+/// A backend serving on its workers until [`RunningServer::shutdown`].
+#[derive(Debug)]
+pub struct RunningServer {
+    backend: Backend,
+    local_addr: SocketAddr,
+    shutdown: watch::Sender<bool>,
+    workers: Vec<JoinHandle<()>>,
+}
+
+impl RunningServer {
+    /// The bound address, with the real port when port 0 was asked for.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// Stops accepting, lets in-flight requests finish until the shutdown
+    /// deadline, then closes what is left. Blocks until every worker is done.
+    pub fn shutdown(self) {
+        // Receivers are gone only if every worker already exited.
+        let _ = self.shutdown.send(true);
+        for worker in self.workers {
+            if worker.join().is_err() {
+                warn!("a worker thread panicked during shutdown");
+            }
+        }
+    }
+}
+
+/// Binds `backend` on `options.listen` with `options.workers` workers and starts serving.
+/// Fails before serving anything if the address cannot be bound.
+pub fn start(backend: Backend, options: &ServeOptions) -> anyhow::Result<RunningServer> {
+    if options.workers == 0 {
+        bail!("--workers must be at least 1");
+    }
+    let first =
+        bind(options.listen).with_context(|| format!("cannot listen on {}", options.listen))?;
+    let local_addr = first.local_addr()?;
+    let mut listeners = vec![first];
+    for _ in 1..options.workers {
+        listeners.push(bind(local_addr).with_context(|| format!("cannot listen on {local_addr}"))?);
+    }
+
+    let shared = SharedState::new(backend);
+    let (shutdown, _) = watch::channel(false);
+    let mut workers = Vec::with_capacity(listeners.len());
+    for (index, listener) in listeners.into_iter().enumerate() {
+        let app = shared.app_for_worker(options);
+        let shutdown_rx = shutdown.subscribe();
+        let deadline = options.shutdown_deadline;
+        let handle = std::thread::Builder::new()
+            .name(format!("{backend}-worker-{index}"))
+            .spawn(move || run_worker(listener, app, shutdown_rx, deadline))
+            .context("cannot spawn a worker thread")?;
+        workers.push(handle);
+    }
+    info!(%backend, %local_addr, workers = options.workers, "serving");
+    Ok(RunningServer {
+        backend,
+        local_addr,
+        shutdown,
+        workers,
+    })
+}
+
+/// State that all workers of one server must share (customers are one registry).
+enum SharedState {
+    Customers(customers::Customers),
+    Other(Backend),
+}
+
+impl SharedState {
+    fn new(backend: Backend) -> Self {
+        match backend {
+            Backend::Customers => SharedState::Customers(customers::Customers::seeded()),
+            other => SharedState::Other(other),
+        }
+    }
+
+    fn app_for_worker(&self, options: &ServeOptions) -> App {
+        match self {
+            SharedState::Customers(store) => App::Customers(store.clone()),
+            SharedState::Other(Backend::Petstore) => App::Petstore,
+            SharedState::Other(Backend::Downstream) => App::Downstream,
+            SharedState::Other(Backend::Passthrough) => App::Passthrough(
+                passthrough::Passthrough::new(&options.downstream, options.downstream_timeout),
+            ),
+            SharedState::Other(Backend::Static) => {
+                App::Static(static_body::StaticBody::new(options.static_size))
+            }
+            SharedState::Other(Backend::Customers) => unreachable!("customers are shared state"),
+        }
+    }
+}
+
+fn bind(addr: SocketAddr) -> io::Result<StdListener> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_reuse_address(true)?;
+    socket.set_reuse_port(true)?;
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(LISTEN_BACKLOG)?;
+    Ok(socket.into())
+}
+
+fn run_worker(
+    listener: StdListener,
+    app: App,
+    shutdown: watch::Receiver<bool>,
+    deadline: Duration,
+) {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            warn!(%err, "cannot build a worker runtime");
+            return;
+        }
+    };
+    runtime.block_on(async move {
+        match TcpListener::from_std(listener) {
+            Ok(listener) => serve(listener, app, shutdown, deadline).await,
+            Err(err) => warn!(%err, "cannot register the listener"),
+        }
+    });
+}
+
+async fn serve(
+    listener: TcpListener,
+    app: App,
+    mut shutdown: watch::Receiver<bool>,
+    deadline: Duration,
+) {
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            biased;
+            _ = shutdown.changed() => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _peer)) => {
+                    // Small responses must not wait for Nagle.
+                    let _ = stream.set_nodelay(true);
+                    connections.spawn(serve_connection(stream, app.clone(), shutdown.clone()));
+                    // Reap finished connections so the set stays as small as the live ones.
+                    while connections.try_join_next().is_some() {}
+                }
+                Err(err) => {
+                    warn!(%err, "accept failed");
+                    tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
+                }
+            }
+        }
+    }
+    drop(listener);
+    let drained = tokio::time::timeout(deadline, async {
+        while connections.join_next().await.is_some() {}
+    });
+    if drained.await.is_err() {
+        warn!(
+            ?deadline,
+            open = connections.len(),
+            "shutdown deadline passed; closing the remaining connections"
+        );
+    }
+}

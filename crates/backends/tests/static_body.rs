@@ -1,0 +1,46 @@
+//! `static` over real sockets.
+
+use backends::Backend;
+use testkit::{serve, serve_with, test_options, RawConn, ServeOptions};
+
+#[tokio::test]
+async fn any_path_gets_the_default_kilobyte() {
+    let server = serve(Backend::Static);
+    let mut conn = RawConn::connect(server.addr()).await;
+    for path in ["/", "/any/thing", "/x?y=z"] {
+        let response = conn.get(path).await;
+        assert_eq!(response.status, 200);
+        assert_eq!(response.body.len(), 1024);
+        assert_eq!(response.header("content-type"), Some("text/plain"));
+    }
+}
+
+#[tokio::test]
+async fn size_is_configurable() {
+    for size in [0, 1, 65_536] {
+        let server = serve_with(
+            Backend::Static,
+            ServeOptions {
+                static_size: size,
+                ..test_options()
+            },
+        );
+        let mut conn = RawConn::connect(server.addr()).await;
+        assert_eq!(conn.get("/").await.body.len(), size);
+    }
+}
+
+#[tokio::test]
+async fn only_get_and_head() {
+    let server = serve(Backend::Static);
+    let mut conn = RawConn::connect(server.addr()).await;
+    let head = conn.request("HEAD", "/", &[], b"").await;
+    assert_eq!(head.header("content-length"), Some("1024"));
+    let post = conn.request("POST", "/", &[], b"x").await;
+    assert_eq!(post.status, 405);
+    assert_eq!(post.header("allow"), Some("GET, HEAD"));
+    assert_eq!(
+        post.header("content-type"),
+        Some("application/problem+json")
+    );
+}

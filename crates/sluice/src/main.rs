@@ -1,0 +1,39 @@
+//! `sluice`: the sidecar proxy, its load generator, reference backends and benchmark.
+
+mod serve;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Sidecar HTTP proxy, API gateway and load balancer, with the benchmark
+/// toolkit that proves what it costs.
+#[derive(Debug, Parser)]
+#[command(name = "sluice", version, propagate_version = true)]
+#[command(after_help = "Examples:\n  \
+    sluice serve petstore --listen 127.0.0.1:8080 --workers 1\n  \
+    sluice serve static --size 1024\n  \
+    sluice serve passthrough --listen 127.0.0.1:8082 --downstream http://127.0.0.1:8081")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    Serve(serve::ServeArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Serve(args) => serve::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("sluice: error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! `sluice serve NAME`: run a reference backend until SIGINT or SIGTERM.
+
+use std::{net::SocketAddr, time::Duration};
+
+use anyhow::Context;
+use backends::{Backend, ServeOptions};
+use clap::{Args, ValueEnum};
+use tracing::{info, warn};
+
+/// Run a reference backend (petstore, customers, downstream, passthrough, static).
+#[derive(Debug, Args)]
+#[command(after_help = "Services:\n  \
+    petstore     GET /v1/pets, GET /v1/pets/{id}, POST /v1/pets (specs/petstore.yaml)\n  \
+    customers    GET /customers (newest 10), GET /customers/{id}, POST /customers\n  \
+    downstream   POST /messages {\"id\",\"payload\",\"delay\"}: answers after `delay` ms\n  \
+    passthrough  POST /passthrough/message: forwards to --downstream's /messages\n  \
+    static       any GET: a fixed body of --size bytes\n\n\
+Examples:\n  \
+    sluice serve petstore --workers 1\n  \
+    sluice serve downstream --listen 127.0.0.1:8081\n  \
+    sluice serve passthrough --listen 127.0.0.1:8082 --downstream http://127.0.0.1:8081\n  \
+    sluice serve static --listen 127.0.0.1:9000 --size 1024\n\n\
+SIGINT or SIGTERM stops accepting and lets in-flight requests finish until\n\
+--shutdown-deadline; a second signal exits at once.")]
+pub(crate) struct ServeArgs {
+    /// The service to run.
+    #[arg(value_parser = parse_backend)]
+    service: Backend,
+    /// Address to listen on (port 0 picks a free port, printed at start).
+    #[arg(short, long, default_value = "127.0.0.1:8080")]
+    listen: SocketAddr,
+    /// Worker threads, each with its own listener (SO_REUSEPORT) and runtime [default: number of CPUs]
+    #[arg(short, long)]
+    workers: Option<usize>,
+    /// Body size in bytes for `static`.
+    #[arg(long, default_value_t = 1024)]
+    size: usize,
+    /// Base URL of the downstream for `passthrough`.
+    #[arg(long, default_value = "http://127.0.0.1:8081")]
+    downstream: http::Uri,
+    /// How long `passthrough` waits for the downstream before answering 504.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    downstream_timeout: Duration,
+    /// How long in-flight requests may run after SIGINT/SIGTERM.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    shutdown_deadline: Duration,
+    /// Log format on stderr; the level comes from RUST_LOG (default: info).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+fn parse_backend(name: &str) -> Result<Backend, String> {
+    name.parse()
+}
+
+pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
+    init_logging(args.log_format);
+    if args.service == Backend::Passthrough && args.downstream.authority().is_none() {
+        anyhow::bail!(
+            "--downstream must be an absolute http:// URL, got `{}`",
+            args.downstream
+        );
+    }
+    let defaults = ServeOptions::default();
+    let options = ServeOptions {
+        listen: args.listen,
+        workers: args.workers.unwrap_or(defaults.workers),
+        static_size: args.size,
+        downstream: args.downstream,
+        downstream_timeout: args.downstream_timeout,
+        shutdown_deadline: args.shutdown_deadline,
+    };
+    let fd_limit = rlimit::increase_nofile_limit(u64::MAX).unwrap_or(0);
+    let server = backends::start(args.service, &options)?;
+    // Scripts read the bound address from this line when they ask for port 0.
+    println!(
+        "sluice serve {} listening on http://{}",
+        args.service,
+        server.local_addr()
+    );
+    info!(fd_limit, "open-file limit");
+
+    let signals = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot build the signal runtime")?;
+    let first = signals.block_on(next_signal())?;
+    info!(signal = first, deadline = ?options.shutdown_deadline, "shutting down");
+    let draining = std::thread::spawn(move || server.shutdown());
+    std::thread::spawn(move || {
+        if let Ok(Ok(second)) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map(|rt| rt.block_on(next_signal()))
+        {
+            warn!(signal = second, "second signal; exiting without draining");
+            std::process::exit(130);
+        }
+    });
+    draining
+        .join()
+        .map_err(|_| anyhow::anyhow!("shutdown panicked"))?;
+    info!("stopped");
+    Ok(())
+}
+
+async fn next_signal() -> anyhow::Result<&'static str> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
+    let mut int = signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?;
+    Ok(tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+    })
+}
+
+fn init_logging(format: LogFormat) {
+    use tracing_subscriber::{fmt, EnvFilter};
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
