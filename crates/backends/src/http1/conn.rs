@@ -3,6 +3,8 @@
 
 use std::{
     cell::RefCell,
+    future::Future,
+    pin::Pin,
     time::{Duration, SystemTime},
 };
 
@@ -12,7 +14,7 @@ use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
     net::TcpStream,
     sync::watch,
-    time::{sleep_until, Instant},
+    time::{sleep_until, Instant, Sleep},
 };
 
 use super::{
@@ -45,12 +47,17 @@ const FLUSH_AT: usize = 256 * 1024;
 /// request in progress is answered with `Connection: close`).
 pub(crate) async fn serve_connection(stream: TcpStream, app: App, shutdown: watch::Receiver<bool>) {
     let now = Instant::now();
+    let mut signal = shutdown.clone();
     let mut conn = Connection {
         stream,
         rbuf: BytesMut::with_capacity(READ_RESERVE),
         wbuf: Vec::with_capacity(READ_RESERVE),
         chunked: Vec::new(),
         shutdown,
+        shutdown_signal: Box::pin(async move {
+            let _ = signal.changed().await;
+        }),
+        timer: Box::pin(sleep_until(now + IDLE_TIMEOUT)),
         last_read: now,
         request_started: None,
     };
@@ -64,6 +71,12 @@ struct Connection {
     /// Decoded chunked body of the current request.
     chunked: Vec<u8>,
     shutdown: watch::Receiver<bool>,
+    /// Completes when shutdown is signalled; built once so that waiting for
+    /// a read costs no new future.
+    shutdown_signal: Pin<Box<dyn Future<Output = ()> + Send>>,
+    /// Fires no later than the current deadline; moved lazily, because
+    /// re-arming a timer on every read costs more than the read's parsing.
+    timer: Pin<Box<Sleep>>,
     last_read: Instant,
     /// When the first byte of the request being read arrived.
     request_started: Option<Instant>,
@@ -177,23 +190,32 @@ impl Connection {
         if idle && *self.shutdown.borrow() {
             return Err(ReadEnd::Shutdown);
         }
-        // One timer per wait: the deadline moves only when a request starts.
         let deadline = match self.request_started {
             Some(started) => started + REQUEST_TIMEOUT,
             None => self.last_read + IDLE_TIMEOUT,
         };
+        if deadline < self.timer.deadline() {
+            self.timer.as_mut().reset(deadline);
+        }
         self.rbuf.reserve(READ_RESERVE);
-        tokio::select! {
-            biased;
-            read = self.stream.read_buf(&mut self.rbuf) => match read {
-                Ok(0) | Err(_) => Err(ReadEnd::Closed),
-                Ok(_) => {
-                    self.last_read = Instant::now();
-                    Ok(())
+        loop {
+            tokio::select! {
+                biased;
+                read = self.stream.read_buf(&mut self.rbuf) => return match read {
+                    Ok(0) | Err(_) => Err(ReadEnd::Closed),
+                    Ok(_) => {
+                        self.last_read = Instant::now();
+                        Ok(())
+                    }
+                },
+                () = self.shutdown_signal.as_mut(), if idle => return Err(ReadEnd::Shutdown),
+                () = self.timer.as_mut() => {
+                    if Instant::now() >= deadline {
+                        return Err(ReadEnd::TimedOut);
+                    }
+                    self.timer.as_mut().reset(deadline);
                 }
-            },
-            _ = self.shutdown.changed(), if idle => Err(ReadEnd::Shutdown),
-            _ = sleep_until(deadline) => Err(ReadEnd::TimedOut),
+            }
         }
     }
 
