@@ -1,0 +1,205 @@
+//! `sluice serve` as a user runs it: a separate process, real signals,
+//! exit codes, and 10,000 concurrent delayed requests.
+
+use std::{
+    io::{BufRead, BufReader},
+    net::SocketAddr,
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use testkit::RawConn;
+
+/// A `sluice serve` child process, killed if a test fails before it exits.
+struct Served {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Served {
+    fn start(args: &[&str]) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .arg("serve")
+            .args(args)
+            .args(["--listen", "127.0.0.1:0"])
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn sluice");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("read the listening line");
+        let addr = line
+            .trim()
+            .rsplit("http://")
+            .next()
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| panic!("no address in {line:?}"));
+        Self { child, addr }
+    }
+
+    fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .args([format!("-{name}"), self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success());
+    }
+
+    /// Waits up to `limit` for the process to exit and returns its code.
+    fn wait_exit(&mut self, limit: Duration) -> i32 {
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return status.code().unwrap_or(-1);
+            }
+            assert!(
+                started.elapsed() < limit,
+                "sluice did not exit within {limit:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test]
+async fn serves_then_exits_cleanly_on_sigterm() {
+    let mut served = Served::start(&["petstore", "--workers", "2"]);
+    let mut conn = RawConn::connect(served.addr).await;
+    assert_eq!(conn.get("/v1/pets").await.text(), backends::PETS);
+    served.signal("TERM");
+    assert_eq!(served.wait_exit(Duration::from_secs(5)), 0);
+}
+
+#[tokio::test]
+async fn sigint_lets_the_request_in_flight_finish() {
+    let mut served = Served::start(&["downstream", "--workers", "1"]);
+    let mut conn = RawConn::connect(served.addr).await;
+    conn.send(testkit::request_bytes(
+        "POST",
+        "/messages",
+        &["Content-Type: application/json"],
+        br#"{"id":"drain","delay":500}"#,
+    ))
+    .await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    served.signal("INT");
+    let response = conn.read_response(false).await;
+    assert_eq!(response.status, 200);
+    assert_eq!(response.json()["id"], "drain");
+    assert_eq!(served.wait_exit(Duration::from_secs(5)), 0);
+}
+
+#[test]
+fn unknown_service_is_a_usage_error() {
+    let output = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["serve", "petshop"])
+        .output()
+        .expect("run sluice");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("unknown service `petshop`"), "{stderr}");
+    assert!(
+        stderr.contains("petstore, customers, downstream, passthrough, static"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn address_in_use_fails_with_the_address() {
+    // A listener without SO_REUSEPORT keeps the port to itself.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = taken.local_addr().expect("local addr").to_string();
+    let output = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["serve", "static", "--listen", &addr])
+        .output()
+        .expect("run sluice");
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!("cannot listen on {addr}")),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn help_lists_services_and_examples() {
+    let output = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["serve", "--help"])
+        .output()
+        .expect("run sluice");
+    assert!(output.status.success());
+    let help = String::from_utf8_lossy(&output.stdout);
+    for needle in [
+        "petstore",
+        "customers",
+        "downstream",
+        "passthrough",
+        "static",
+        "Examples:",
+        "--workers",
+    ] {
+        assert!(help.contains(needle), "help lacks {needle}: {help}");
+    }
+}
+
+/// seeds/003's point: delays wait on timers, so 10,000 concurrent requests
+/// of 1 s finish in about 1 s. The server is its own process so that client
+/// and server each need only 10,000 descriptors.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_concurrent_delays_finish_in_about_the_delay() {
+    let limit = testkit::raise_fd_limit();
+    let wanted = 10_000usize;
+    let count = wanted.min(usize::try_from(limit).unwrap_or(wanted).saturating_sub(256));
+    if count < wanted {
+        eprintln!(
+            "open-file limit {limit}: running {count} concurrent requests instead of {wanted}"
+        );
+    }
+    let served = Served::start(&["downstream", "--workers", "2"]);
+    let addr = served.addr;
+
+    let mut conns = Vec::with_capacity(count);
+    for batch in 0..count.div_ceil(500) {
+        let size = 500.min(count - batch * 500);
+        let connecting: Vec<_> = (0..size)
+            .map(|_| tokio::spawn(RawConn::connect(addr)))
+            .collect();
+        for conn in connecting {
+            conns.push(conn.await.expect("connect task"));
+        }
+    }
+
+    let started = Instant::now();
+    let requests: Vec<_> = conns
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut conn)| {
+            tokio::spawn(async move {
+                conn.post_json("/messages", &format!(r#"{{"id":"{i}","delay":1000}}"#))
+                    .await
+                    .status
+            })
+        })
+        .collect();
+    for request in requests {
+        assert_eq!(request.await.expect("request task"), 200);
+    }
+    let elapsed = started.elapsed();
+    eprintln!("{count} concurrent requests with a 1000 ms delay took {elapsed:?}");
+    assert!(elapsed >= Duration::from_millis(1000));
+    assert!(
+        elapsed < Duration::from_secs(5),
+        "{count} x 1 s took {elapsed:?}: delays are not concurrent"
+    );
+}
