@@ -93,9 +93,13 @@ run_wrk() {
   echo "$rps $p99"
 }
 
+# Peak resident set (VmHWM) of a process, in KiB.
+peak_rss() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo "?"; }
+
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 : >"$OUT/wrk.log"
+: >"$OUT/rss.txt"
 TABLE="$OUT/table.md"
 {
   echo "| service | mode | sluice req/s | nginx req/s | ratio | sluice p99 | nginx p99 |"
@@ -121,9 +125,12 @@ for service in petstore static; do
     ratio=$(awk -v s="$s" -v n="$n" 'BEGIN {printf "%.2f", s/n}')
     printf '| %s | %s | %.0f | %.0f | %sx | %s | %s |\n' "$service" "$mode" "$s" "$n" "$ratio" "$sp" "$np" >>"$TABLE"
   done
+  echo "$service: peak RSS sluice $(peak_rss "${PIDS[0]}") KiB, nginx worker $(peak_rss "$(pgrep -P "${PIDS[1]}" | head -1)") KiB" >>"$OUT/rss.txt"
   stop_servers
 done
 
 echo
 echo "wrk -t1 -c$CONNS -d$DURATION, pipelined = pipeline.lua depth $DEPTH; medians of $ROUNDS alternating rounds; p99 per round"
 cat "$TABLE"
+echo
+cat "$OUT/rss.txt"
