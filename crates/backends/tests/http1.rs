@@ -146,3 +146,18 @@ async fn a_deep_pipeline_is_answered_in_order() {
         assert_eq!(response.body.len(), 1024);
     }
 }
+
+#[tokio::test]
+async fn absolute_form_targets_are_served_by_path() {
+    let server = serve(Backend::Petstore);
+    let mut conn = RawConn::connect(server.addr()).await;
+    conn.send("GET http://example.test/v1/pets/2 HTTP/1.1\r\nHost: example.test\r\n\r\n")
+        .await;
+    assert_eq!(conn.read_response(false).await.json()["id"], 2);
+    // No path at all means `/`, which the petstore does not serve.
+    conn.send("GET http://example.test HTTP/1.1\r\nHost: example.test\r\n\r\n")
+        .await;
+    let root = conn.read_response(false).await;
+    assert_eq!(root.status, 404);
+    assert!(root.json()["detail"].as_str().unwrap().ends_with(" /"));
+}

@@ -130,7 +130,9 @@ fn split_target(
         .strip_prefix("http://")
         .or_else(|| target.strip_prefix("https://"))
     {
-        rest.find('/').map_or("/", |slash| &rest[slash..])
+        // The authority ends at the path or the query; with neither, the
+        // path is empty (served as `/`) and still a slice of `buf`.
+        &rest[rest.find(['/', '?']).unwrap_or(rest.len())..]
     } else {
         return Err(Rejection::bad(format!("invalid request target `{target}`")));
     };
@@ -371,6 +373,13 @@ mod tests {
         let raw = "POST http://h:1/p?q HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
         let head = parse(raw).unwrap().unwrap();
         assert_eq!(&raw[head.path.clone()], "/p");
+        for (target, path, query) in [("http://h", "", None), ("https://h?a=/b", "", Some("a=/b"))]
+        {
+            let raw = format!("GET {target} HTTP/1.1\r\nHost: h\r\n\r\n");
+            let head = parse(&raw).unwrap().unwrap();
+            assert_eq!(&raw[head.path.clone()], path);
+            assert_eq!(head.query.map(|q| &raw[q]), query);
+        }
         assert_eq!(&raw[head.content_type.clone().unwrap()], "application/json");
         assert_eq!(head.framing, Framing::Length(2));
     }

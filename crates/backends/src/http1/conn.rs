@@ -136,7 +136,11 @@ impl Connection {
             |range: std::ops::Range<usize>| std::str::from_utf8(&self.rbuf[range]).unwrap_or("");
         Request {
             method: head.method.clone(),
-            path: text(head.path.clone()),
+            // An absolute-form target without a path (`http://host`) means `/`.
+            path: match text(head.path.clone()) {
+                "" => "/",
+                path => path,
+            },
             query: head.query.clone().map(text),
             content_type: head.content_type.clone().map(|r| &self.rbuf[r]),
             body: match head.framing {
