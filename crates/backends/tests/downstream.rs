@@ -65,26 +65,13 @@ async fn wrong_method_path_and_media_type() {
 async fn concurrent_delays_overlap() {
     testkit::raise_fd_limit();
     let server = serve(Backend::Downstream);
-    let addr = server.addr();
-    let mut conns = Vec::new();
-    for _ in 0..1000 {
-        conns.push(RawConn::connect(addr).await);
-    }
+    let conns = testkit::connect_many(server.addr(), 1000).await;
     let started = Instant::now();
-    let tasks: Vec<_> = conns
-        .into_iter()
-        .enumerate()
-        .map(|(i, mut conn)| {
-            tokio::spawn(async move {
-                conn.post_json("/messages", &format!(r#"{{"id":"{i}","delay":300}}"#))
-                    .await
-                    .status
-            })
-        })
-        .collect();
-    for task in tasks {
-        assert_eq!(task.await.unwrap(), 200);
-    }
+    let statuses = testkit::post_json_on_each(conns, "/messages", |i| {
+        format!(r#"{{"id":"{i}","delay":300}}"#)
+    })
+    .await;
+    assert!(statuses.iter().all(|&status| status == 200));
     let elapsed = started.elapsed();
     assert!(
         elapsed < Duration::from_secs(3),

@@ -167,34 +167,14 @@ async fn ten_thousand_concurrent_delays_finish_in_about_the_delay() {
         );
     }
     let served = Served::start(&["downstream", "--workers", "2"]);
-    let addr = served.addr;
 
-    let mut conns = Vec::with_capacity(count);
-    for batch in 0..count.div_ceil(500) {
-        let size = 500.min(count - batch * 500);
-        let connecting: Vec<_> = (0..size)
-            .map(|_| tokio::spawn(RawConn::connect(addr)))
-            .collect();
-        for conn in connecting {
-            conns.push(conn.await.expect("connect task"));
-        }
-    }
-
+    let conns = testkit::connect_many(served.addr, count).await;
     let started = Instant::now();
-    let requests: Vec<_> = conns
-        .into_iter()
-        .enumerate()
-        .map(|(i, mut conn)| {
-            tokio::spawn(async move {
-                conn.post_json("/messages", &format!(r#"{{"id":"{i}","delay":1000}}"#))
-                    .await
-                    .status
-            })
-        })
-        .collect();
-    for request in requests {
-        assert_eq!(request.await.expect("request task"), 200);
-    }
+    let statuses = testkit::post_json_on_each(conns, "/messages", |i| {
+        format!(r#"{{"id":"{i}","delay":1000}}"#)
+    })
+    .await;
+    assert!(statuses.iter().all(|&status| status == 200));
     let elapsed = started.elapsed();
     eprintln!("{count} concurrent requests with a 1000 ms delay took {elapsed:?}");
     assert!(elapsed >= Duration::from_millis(1000));

@@ -78,6 +78,44 @@ pub fn serve_with(backend: Backend, options: ServeOptions) -> TestServer {
     }
 }
 
+/// Opens `count` connections to `addr`, at most 500 connects in flight so
+/// that the listen backlog never overflows. Needs a multi-thread or current
+/// Tokio runtime.
+pub async fn connect_many(addr: SocketAddr, count: usize) -> Vec<RawConn> {
+    let mut conns = Vec::with_capacity(count);
+    while conns.len() < count {
+        let batch: Vec<_> = (0..500.min(count - conns.len()))
+            .map(|_| tokio::spawn(RawConn::connect(addr)))
+            .collect();
+        for conn in batch {
+            conns.push(conn.await.expect("connect task"));
+        }
+    }
+    conns
+}
+
+/// Sends one `POST path` with JSON `body(i)` on every connection at once and
+/// returns the statuses in connection order, once all have answered.
+pub async fn post_json_on_each(
+    conns: Vec<RawConn>,
+    path: &'static str,
+    body: impl Fn(usize) -> String,
+) -> Vec<u16> {
+    let requests: Vec<_> = conns
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut conn)| {
+            let body = body(i);
+            tokio::spawn(async move { conn.post_json(path, &body).await.status })
+        })
+        .collect();
+    let mut statuses = Vec::with_capacity(requests.len());
+    for request in requests {
+        statuses.push(request.await.expect("request task"));
+    }
+    statuses
+}
+
 /// Raises this process's open-file limit to its hard limit and returns the
 /// new soft limit, so that tests with thousands of sockets can run.
 pub fn raise_fd_limit() -> u64 {
