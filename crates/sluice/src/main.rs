@@ -1,5 +1,6 @@
 //! `sluice`: the sidecar proxy, its load generator, reference backends and benchmark.
 
+mod load;
 mod serve;
 
 use std::process::ExitCode;
@@ -11,6 +12,7 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "sluice", version, propagate_version = true)]
 #[command(after_help = "Examples:\n  \
+    sluice load -t1 -c128 -d10s http://127.0.0.1:8080/v1/pets\n  \
     sluice serve petstore --listen 127.0.0.1:8080 --workers 1\n  \
     sluice serve static --size 1024\n  \
     sluice serve passthrough --listen 127.0.0.1:8082 --downstream http://127.0.0.1:8081")]
@@ -21,12 +23,14 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    Load(load::LoadArgs),
     Serve(serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Load(args) => return load::run(args),
         Command::Serve(args) => serve::run(args),
     };
     match result {

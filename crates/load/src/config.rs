@@ -1,0 +1,128 @@
+//! What a run does, checked before anything starts.
+
+use std::{fmt, path::PathBuf, time::Duration};
+
+use bytes::Bytes;
+use http::{HeaderName, HeaderValue, Method};
+
+use crate::target::{parse_url, RequestSpec, Target};
+
+/// Everything `sluice load` needs to run. Build it with [`LoadConfig::new`]
+/// and set fields; [`crate::run`] validates it.
+#[derive(Debug, Clone)]
+pub struct LoadConfig {
+    pub target: Target,
+    /// Used round-robin; all share the target's scheme, host and port.
+    pub requests: Vec<RequestSpec>,
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    pub body: Bytes,
+    pub connections: usize,
+    pub threads: usize,
+    /// Run for this long after the warm-up (unless `total_requests` is set).
+    pub duration: Duration,
+    /// Stop after this many requests instead of after `duration`.
+    pub total_requests: Option<u64>,
+    /// Requests in flight per connection (HTTP/1.1 pipelining).
+    pub pipeline: usize,
+    /// Open model: requests per second across all connections.
+    pub rate: Option<f64>,
+    /// A request without a response after this long is a timeout; also bounds connecting.
+    pub timeout: Duration,
+    /// Run this long first and discard it.
+    pub warmup: Duration,
+    /// Accept any server certificate (https).
+    pub insecure: bool,
+    /// Trust the CA certificates in this PEM file (https) instead of the built-in roots.
+    pub cacert: Option<PathBuf>,
+}
+
+/// A configuration mistake; `sluice load` prints it and exits with 2.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError(pub String);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl LoadConfig {
+    /// A wrk-like default run (`-t1 -c10 -d10s`, GET) of the given URLs, each
+    /// optionally with its own method.
+    pub fn new(urls: &[(Method, String)]) -> Result<Self, ConfigError> {
+        let mut target: Option<Target> = None;
+        let mut requests = Vec::with_capacity(urls.len());
+        for (method, url) in urls {
+            let (this, path) = parse_url(url).map_err(ConfigError)?;
+            match &target {
+                Some(first) if *first != this => {
+                    return Err(ConfigError(format!(
+                        "all URLs must share one scheme, host and port: `{url}` is not on {first}"
+                    )))
+                }
+                Some(_) => {}
+                None => target = Some(this),
+            }
+            requests.push(RequestSpec {
+                method: method.clone(),
+                url: url.clone(),
+                path,
+            });
+        }
+        let target = target.ok_or_else(|| ConfigError("no URL given".into()))?;
+        Ok(Self {
+            target,
+            requests,
+            headers: Vec::new(),
+            body: Bytes::new(),
+            connections: 10,
+            threads: 1,
+            duration: Duration::from_secs(10),
+            total_requests: None,
+            pipeline: 1,
+            rate: None,
+            timeout: Duration::from_secs(2),
+            warmup: Duration::ZERO,
+            insecure: false,
+            cacert: None,
+        })
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let fail = |message: String| Err(ConfigError(message));
+        if self.threads == 0 {
+            return fail("--threads must be at least 1".into());
+        }
+        if self.connections < self.threads {
+            return fail(format!(
+                "--connections ({}) must be at least --threads ({}): each thread needs a connection",
+                self.connections, self.threads
+            ));
+        }
+        if self.pipeline == 0 {
+            return fail("--pipeline must be at least 1".into());
+        }
+        if self.total_requests == Some(0) {
+            return fail("--requests must be at least 1".into());
+        }
+        if self.total_requests.is_none() && self.duration.is_zero() {
+            return fail("--duration must be longer than 0".into());
+        }
+        if self.timeout.is_zero() {
+            return fail("--timeout must be longer than 0".into());
+        }
+        if let Some(rate) = self.rate {
+            if !rate.is_finite() || rate <= 0.0 {
+                return fail(format!(
+                    "--rate must be a positive number of requests per second, got {rate}"
+                ));
+            }
+        }
+        if self.requests.is_empty() {
+            return fail("no request to send".into());
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,364 @@
+//! The results of a run: a serialisable report (`--json`) and the wrk-style
+//! text a wrk user recognises, with what wrk leaves out.
+
+use std::{collections::BTreeMap, fmt::Write as _};
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use crate::stats::Errors;
+
+/// Percentiles shown in the text and listed in the JSON summary.
+pub const PERCENTILES: [f64; 8] = [50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 99.99, 99.999];
+
+/// The whole report; `--json` writes it as is.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub tool: String,
+    pub config: ReportConfig,
+    /// Measured time (after the warm-up), in seconds.
+    pub elapsed_s: f64,
+    pub requests: u64,
+    pub bytes_read: u64,
+    pub requests_per_sec: f64,
+    pub bytes_per_sec: f64,
+    /// Latency in µs; in the open model, from each request's intended send time.
+    pub latency: LatencySummary,
+    /// Open model only: latency from the actual send (what a naive tool reports).
+    pub uncorrected_latency: Option<LatencySummary>,
+    /// Requests/s of each thread in each whole second (wrk's "Req/Sec").
+    pub thread_rate: RateSummary,
+    /// Responses completed in each second of the run, all threads together.
+    pub per_second: Vec<u64>,
+    pub errors: Errors,
+    /// Responses by status code.
+    pub status: BTreeMap<u16, u64>,
+    pub non_2xx_3xx: u64,
+    pub schedule: Option<ScheduleReport>,
+    /// True if the run was interrupted (Ctrl-C) before its end.
+    pub interrupted: bool,
+}
+
+/// The run's settings as they were applied.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReportConfig {
+    pub target: String,
+    pub urls: Vec<String>,
+    pub threads: usize,
+    pub connections: usize,
+    pub duration_s: Option<f64>,
+    pub total_requests: Option<u64>,
+    pub pipeline: usize,
+    pub rate: Option<f64>,
+    pub timeout_ms: u64,
+    pub warmup_s: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LatencySummary {
+    pub count: u64,
+    pub min_us: u64,
+    pub mean_us: f64,
+    pub stdev_us: f64,
+    pub max_us: u64,
+    /// Share of samples within one standard deviation of the mean, in %.
+    pub within_stdev_pct: f64,
+    pub percentiles: Vec<Percentile>,
+    /// The full percentile spectrum (HdrHistogram's iteration by quantile).
+    pub spectrum: Vec<SpectrumPoint>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Percentile {
+    pub percentile: f64,
+    pub value_us: u64,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct SpectrumPoint {
+    pub percentile: f64,
+    pub value_us: u64,
+    pub count: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct RateSummary {
+    pub mean: f64,
+    pub stdev: f64,
+    pub max: f64,
+    pub within_stdev_pct: f64,
+}
+
+/// How the open model kept to its timetable.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct ScheduleReport {
+    pub target_rate: f64,
+    pub achieved_rate: f64,
+    /// How far the most-behind connection was from its timetable at the end, in ms.
+    pub max_lag_ms: f64,
+    /// Requests that were due but never sent.
+    pub unsent: u64,
+}
+
+impl LatencySummary {
+    pub fn from_histogram(histogram: &Histogram<u64>) -> Self {
+        let count = histogram.len();
+        let mean = histogram.mean();
+        let stdev = histogram.stdev();
+        let within: u64 = histogram
+            .iter_recorded()
+            .filter(|v| (v.value_iterated_to() as f64 - mean).abs() <= stdev)
+            .map(|v| v.count_at_value())
+            .sum();
+        Self {
+            count,
+            min_us: if count == 0 { 0 } else { histogram.min() },
+            mean_us: mean,
+            stdev_us: stdev,
+            max_us: histogram.max(),
+            within_stdev_pct: percent(within, count),
+            percentiles: PERCENTILES
+                .iter()
+                .map(|&p| Percentile {
+                    percentile: p,
+                    value_us: histogram.value_at_percentile(p),
+                })
+                .collect(),
+            spectrum: histogram
+                .iter_quantiles(1)
+                .map(|v| SpectrumPoint {
+                    percentile: v.percentile(),
+                    value_us: v.value_iterated_to(),
+                    count: v.count_since_last_iteration(),
+                })
+                .collect(),
+        }
+    }
+
+    pub fn at(&self, percentile: f64) -> u64 {
+        self.percentiles
+            .iter()
+            .find(|p| p.percentile == percentile)
+            .map_or(0, |p| p.value_us)
+    }
+}
+
+impl RateSummary {
+    pub fn from_samples(samples: &[u64]) -> Self {
+        if samples.is_empty() {
+            return Self::default();
+        }
+        let n = samples.len() as f64;
+        let mean = samples.iter().sum::<u64>() as f64 / n;
+        let variance = samples
+            .iter()
+            .map(|&s| (s as f64 - mean).powi(2))
+            .sum::<f64>()
+            / (n - 1.0).max(1.0);
+        let stdev = variance.sqrt();
+        let within = samples
+            .iter()
+            .filter(|&&s| (s as f64 - mean).abs() <= stdev)
+            .count();
+        Self {
+            mean,
+            stdev,
+            max: samples.iter().copied().max().unwrap_or(0) as f64,
+            within_stdev_pct: percent(within as u64, samples.len() as u64),
+        }
+    }
+}
+
+fn percent(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / whole as f64
+    }
+}
+
+/// `765.52us`, `1.23ms`, `2.00s`, as wrk prints times.
+pub fn format_us(us: f64) -> String {
+    if us < 1000.0 {
+        format!("{us:.2}us")
+    } else if us < 1_000_000.0 {
+        format!("{:.2}ms", us / 1000.0)
+    } else if us < 60_000_000.0 {
+        format!("{:.2}s", us / 1_000_000.0)
+    } else {
+        format!("{:.2}m", us / 60_000_000.0)
+    }
+}
+
+/// `160.95k`, as wrk prints counts.
+pub fn format_count(n: f64) -> String {
+    if n < 1000.0 {
+        format!("{n:.2}")
+    } else if n < 1_000_000.0 {
+        format!("{:.2}k", n / 1000.0)
+    } else {
+        format!("{:.2}M", n / 1_000_000.0)
+    }
+}
+
+/// `19.29MB`, as wrk prints sizes (binary multiples).
+pub fn format_bytes(n: f64) -> String {
+    const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
+    let mut value = n;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.2}{}", UNITS[unit])
+}
+
+fn format_percentile(p: f64) -> String {
+    let text = format!("{p}");
+    format!("{text:>7}%")
+}
+
+impl Report {
+    /// The wrk-style text block.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        let c = &self.config;
+        let length = match (c.total_requests, c.duration_s) {
+            (Some(n), _) => format!("{n} requests"),
+            (None, Some(d)) => format!("{d}s"),
+            (None, None) => String::new(),
+        };
+        let _ = writeln!(out, "Running {length} test @ {}", c.urls.join(", "));
+        let mut shape = format!("  {} threads and {} connections", c.threads, c.connections);
+        if c.pipeline > 1 {
+            let _ = write!(shape, ", pipeline {}", c.pipeline);
+        }
+        if let Some(rate) = c.rate {
+            let _ = write!(shape, ", open model at {rate} req/s");
+        }
+        if c.warmup_s > 0.0 {
+            let _ = write!(shape, " (after {}s warm-up)", c.warmup_s);
+        }
+        let _ = writeln!(out, "{shape}");
+        let _ = writeln!(out, "  Thread Stats   Avg      Stdev     Max   +/- Stdev");
+        let l = &self.latency;
+        let _ = writeln!(
+            out,
+            "    Latency {:>10}{:>10}{:>9}{:>9.2}%",
+            format_us(l.mean_us),
+            format_us(l.stdev_us),
+            format_us(l.max_us as f64),
+            l.within_stdev_pct
+        );
+        let r = &self.thread_rate;
+        let _ = writeln!(
+            out,
+            "    Req/Sec {:>10}{:>10}{:>9}{:>9.2}%",
+            format_count(r.mean),
+            format_count(r.stdev),
+            format_count(r.max),
+            r.within_stdev_pct
+        );
+        let title = if self.uncorrected_latency.is_some() {
+            "  Latency Distribution (corrected: from each request's intended send time)"
+        } else {
+            "  Latency Distribution"
+        };
+        write_distribution(&mut out, title, l);
+        if let Some(uncorrected) = &self.uncorrected_latency {
+            write_distribution(
+                &mut out,
+                "  Uncorrected Latency (from the actual send)",
+                uncorrected,
+            );
+        }
+        let _ = writeln!(
+            out,
+            "  {} requests in {:.2}s, {} read",
+            self.requests,
+            self.elapsed_s,
+            format_bytes(self.bytes_read as f64)
+        );
+        if self.non_2xx_3xx > 0 {
+            let _ = writeln!(out, "  Non-2xx or 3xx responses: {}", self.non_2xx_3xx);
+        }
+        let e = &self.errors;
+        if e.total() > 0 {
+            let _ = writeln!(
+                out,
+                "  Errors: connect {}, read {}, write {}, timeout {}, parse {}",
+                e.connect, e.read, e.write, e.timeout, e.parse
+            );
+        }
+        if !self.status.is_empty() {
+            let codes: Vec<String> = self
+                .status
+                .iter()
+                .map(|(code, n)| format!("{code}: {n}"))
+                .collect();
+            let _ = writeln!(out, "  Status codes: {}", codes.join(", "));
+        }
+        if !self.per_second.is_empty() {
+            let series: Vec<String> = self
+                .per_second
+                .iter()
+                .map(|&n| format_count(n as f64))
+                .collect();
+            let _ = writeln!(out, "  Requests by second: {}", series.join(" "));
+        }
+        if let Some(s) = &self.schedule {
+            let _ = writeln!(
+                out,
+                "  Schedule: {:.0} req/s asked, {:.2} achieved; at the end {:.1} ms behind, {} due requests never sent",
+                s.target_rate, s.achieved_rate, s.max_lag_ms, s.unsent
+            );
+        }
+        if self.interrupted {
+            let _ = writeln!(out, "  Interrupted: these are the results so far.");
+        }
+        let _ = writeln!(out, "Requests/sec: {:>10.2}", self.requests_per_sec);
+        let _ = writeln!(
+            out,
+            "Transfer/sec: {:>10}",
+            format_bytes(self.bytes_per_sec)
+        );
+        out
+    }
+}
+
+fn write_distribution(out: &mut String, title: &str, latency: &LatencySummary) {
+    let _ = writeln!(out, "{title}");
+    for p in [50.0, 75.0, 90.0, 99.0, 99.9, 99.99] {
+        let _ = writeln!(
+            out,
+            "{}{:>10}",
+            format_percentile(p),
+            format_us(latency.at(p) as f64)
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_like_wrk() {
+        assert_eq!(format_us(765.52), "765.52us");
+        assert_eq!(format_us(1234.0), "1.23ms");
+        assert_eq!(format_us(2_000_000.0), "2.00s");
+        assert_eq!(format_count(160_950.0), "160.95k");
+        assert_eq!(format_count(12.0), "12.00");
+        assert_eq!(format_bytes(19.29 * 1024.0 * 1024.0), "19.29MB");
+        assert_eq!(format_percentile(99.9), "   99.9%");
+    }
+
+    #[test]
+    fn rate_summary() {
+        let r = RateSummary::from_samples(&[10, 10, 10, 40]);
+        assert_eq!(r.mean, 17.5);
+        assert_eq!(r.max, 40.0);
+        assert_eq!(r.within_stdev_pct, 75.0);
+        assert_eq!(RateSummary::from_samples(&[]).mean, 0.0);
+    }
+}

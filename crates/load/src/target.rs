@@ -1,0 +1,223 @@
+//! What to send: the target server and the request bytes, built once.
+
+use std::fmt;
+
+use bytes::Bytes;
+use http::{HeaderName, HeaderValue, Method, Uri};
+
+/// `http` or `https`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scheme {
+    Http,
+    Https,
+}
+
+/// The server all requests of a run go to.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Target {
+    pub scheme: Scheme,
+    pub host: String,
+    pub port: u16,
+}
+
+impl Target {
+    /// `host:port` as sent in `Host` (the port omitted when it is the scheme's default).
+    pub fn authority(&self) -> String {
+        let default = match self.scheme {
+            Scheme::Http => 80,
+            Scheme::Https => 443,
+        };
+        let host = if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
+        if self.port == default {
+            host
+        } else {
+            format!("{host}:{}", self.port)
+        }
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let scheme = match self.scheme {
+            Scheme::Http => "http",
+            Scheme::Https => "https",
+        };
+        write!(f, "{scheme}://{}", self.authority())
+    }
+}
+
+/// One request of the rotation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestSpec {
+    pub method: Method,
+    pub url: String,
+    /// Origin-form path and query.
+    pub path: String,
+}
+
+/// Splits an absolute `http(s)://host[:port]/path?query` URL.
+pub fn parse_url(url: &str) -> Result<(Target, String), String> {
+    let uri: Uri = url
+        .parse()
+        .map_err(|err| format!("invalid URL `{url}`: {err}"))?;
+    let scheme = match uri.scheme_str() {
+        Some("http") => Scheme::Http,
+        Some("https") => Scheme::Https,
+        Some(other) => {
+            return Err(format!(
+                "invalid URL `{url}`: scheme `{other}` is not http or https"
+            ))
+        }
+        None => {
+            return Err(format!(
+                "invalid URL `{url}`: expected http://HOST[:PORT]/PATH"
+            ))
+        }
+    };
+    let host = uri
+        .host()
+        .filter(|h| !h.is_empty())
+        .ok_or_else(|| format!("invalid URL `{url}`: no host"))?
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string();
+    let port = uri.port_u16().unwrap_or(match scheme {
+        Scheme::Http => 80,
+        Scheme::Https => 443,
+    });
+    let path = uri
+        .path_and_query()
+        .map_or("/".to_string(), |pq| pq.as_str().to_string());
+    let path = if path.is_empty() {
+        "/".to_string()
+    } else {
+        path
+    };
+    Ok((Target { scheme, host, port }, path))
+}
+
+/// Parses `Name: value` as given to `-H`.
+pub fn parse_header(line: &str) -> Result<(HeaderName, HeaderValue), String> {
+    let (name, value) = line
+        .split_once(':')
+        .ok_or_else(|| format!("invalid header `{line}`: expected `Name: value`"))?;
+    let name = HeaderName::from_bytes(name.trim().as_bytes())
+        .map_err(|_| format!("invalid header name in `{line}`"))?;
+    let value = HeaderValue::from_str(value.trim())
+        .map_err(|_| format!("invalid header value in `{line}`"))?;
+    Ok((name, value))
+}
+
+/// Parses a requests file: one `[METHOD ]URL` per line; blank lines and `#` comments skipped.
+pub fn parse_requests_file(
+    text: &str,
+    default_method: &Method,
+) -> Result<Vec<(Method, String)>, String> {
+    let mut requests = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let mut words = line.split_whitespace();
+        let (method, url) = match (words.next(), words.next(), words.next()) {
+            (Some(url), None, _) => (default_method.clone(), url),
+            (Some(method), Some(url), None) => {
+                let method = Method::from_bytes(method.as_bytes())
+                    .map_err(|_| format!("line {}: invalid method `{method}`", index + 1))?;
+                (method, url)
+            }
+            _ => return Err(format!("line {}: expected `[METHOD ]URL`", index + 1)),
+        };
+        requests.push((method, url.to_string()));
+    }
+    if requests.is_empty() {
+        return Err("no requests in the file".into());
+    }
+    Ok(requests)
+}
+
+/// The bytes of one request, with `Host` (unless given), the extra headers
+/// and, when there is a body or the method usually has one, `Content-Length`.
+pub fn request_bytes(
+    spec: &RequestSpec,
+    target: &Target,
+    headers: &[(HeaderName, HeaderValue)],
+    body: &[u8],
+) -> Bytes {
+    let mut out = Vec::with_capacity(128 + body.len());
+    out.extend_from_slice(spec.method.as_str().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(spec.path.as_bytes());
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+    if !headers.iter().any(|(name, _)| name == http::header::HOST) {
+        out.extend_from_slice(b"Host: ");
+        out.extend_from_slice(target.authority().as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    for (name, value) in headers {
+        out.extend_from_slice(name.as_str().as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    let has_body_method = matches!(spec.method, Method::POST | Method::PUT | Method::PATCH);
+    if !body.is_empty() || has_body_method {
+        out.extend_from_slice(format!("Content-Length: {}\r\n", body.len()).as_bytes());
+    }
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(body);
+    Bytes::from(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        let (target, path) = parse_url("http://127.0.0.1:8080/v1/pets?limit=1").unwrap();
+        assert_eq!(target.authority(), "127.0.0.1:8080");
+        assert_eq!(path, "/v1/pets?limit=1");
+        let (target, path) = parse_url("https://example.test").unwrap();
+        assert_eq!((target.port, path.as_str()), (443, "/"));
+        assert_eq!(target.to_string(), "https://example.test");
+        let (v6, _) = parse_url("http://[::1]:9000/").unwrap();
+        assert_eq!(v6.authority(), "[::1]:9000");
+        for bad in ["ftp://x/", "/just/a/path", "http://", "not a url"] {
+            assert!(parse_url(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn headers_and_request_files() {
+        assert_eq!(parse_header("J-Tenant-Id: 1007").unwrap().1, "1007");
+        assert!(parse_header("no colon").is_err());
+        assert!(parse_header("bad name: x").is_err());
+        let file = "# comment\nhttp://h/a\n\nPOST http://h/b\n";
+        let parsed = parse_requests_file(file, &Method::GET).unwrap();
+        assert_eq!(parsed[1], (Method::POST, "http://h/b".to_string()));
+        assert!(parse_requests_file("GET a b", &Method::GET).is_err());
+    }
+
+    #[test]
+    fn request_bytes_have_host_and_length() {
+        let (target, path) = parse_url("http://h:81/x").unwrap();
+        let spec = RequestSpec {
+            method: Method::POST,
+            url: String::new(),
+            path,
+        };
+        let headers = [parse_header("X-A: 1").unwrap()];
+        let bytes = request_bytes(&spec, &target, &headers, b"{}");
+        assert_eq!(
+            &bytes[..],
+            b"POST /x HTTP/1.1\r\nHost: h:81\r\nx-a: 1\r\nContent-Length: 2\r\n\r\n{}"
+        );
+    }
+}

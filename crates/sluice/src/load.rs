@@ -1,0 +1,250 @@
+//! `sluice load`: the load generator's command line.
+
+use std::{
+    io::IsTerminal,
+    path::PathBuf,
+    process::ExitCode,
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    },
+    time::Duration,
+};
+
+use clap::Args;
+use http::Method;
+use indicatif::{ProgressBar, ProgressStyle};
+use load::{ConfigError, LoadConfig, Progress, RunControl};
+
+/// Load an HTTP/1.1 server: wrk's closed model with pipelining, or wrk2's
+/// open model (--rate) with coordinated-omission correction.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  \
+    sluice load -t1 -c128 -d10s http://127.0.0.1:8080/v1/pets\n  \
+    sluice load -c128 --pipeline 16 -H 'J-Tenant-Id: 1007' http://127.0.0.1:8080/v1/pets\n  \
+    sluice load -c50 --rate 2000 -d30s --warmup 5s http://127.0.0.1:8080/customers\n  \
+    sluice load -n 10000 -c16 -X POST -H 'Content-Type: application/json' \\\n      \
+      --body '{\"id\":\"1\",\"delay\":300}' http://127.0.0.1:8081/messages\n  \
+    sluice load --requests-file urls.txt -c64 --json result.json\n\n\
+Latency is measured per request, pipelined ones included. With --rate it counts\n\
+from each request's intended send time, so a stalled server shows as latency\n\
+instead of fewer samples; the uncorrected figures are printed beside it.\n\
+Exit status: 0 after a run (errors are reported, not fatal), 2 for bad input.")]
+pub(crate) struct LoadArgs {
+    /// Target URLs (http:// or https://), used round-robin; all on one host and port.
+    #[arg(required_unless_present = "requests_file")]
+    urls: Vec<String>,
+    /// Connections to keep open.
+    #[arg(short, long, default_value_t = 10)]
+    connections: usize,
+    /// Threads, each with its own runtime and share of the connections.
+    #[arg(short, long, default_value_t = 1)]
+    threads: usize,
+    /// How long to run after the warm-up (10s, 500ms, 1m; a bare number is seconds).
+    #[arg(short, long, default_value = "10s", value_parser = parse_duration)]
+    duration: Duration,
+    /// Stop after this many requests instead of after --duration.
+    #[arg(short = 'n', long = "requests")]
+    requests: Option<u64>,
+    /// Requests in flight per connection (HTTP/1.1 pipelining), each timed on its own.
+    #[arg(short, long, default_value_t = 1)]
+    pipeline: usize,
+    /// Open model: requests per second across all connections (wrk2's -R).
+    #[arg(short = 'R', long, value_parser = parse_rate)]
+    rate: Option<f64>,
+    /// Add a header to every request, `Name: value` (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    headers: Vec<String>,
+    /// Request method for URLs given without one.
+    #[arg(short = 'X', long, default_value = "GET", value_parser = parse_method)]
+    method: Method,
+    /// Request body.
+    #[arg(long, conflicts_with = "body_file")]
+    body: Option<String>,
+    /// Request body read from a file.
+    #[arg(long)]
+    body_file: Option<PathBuf>,
+    /// A file of requests used round-robin: one `[METHOD ]URL` per line, `#` comments.
+    #[arg(long, value_name = "FILE")]
+    requests_file: Option<PathBuf>,
+    /// A request without a response after this long counts as a timeout; also bounds connecting.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    timeout: Duration,
+    /// Run this long first and discard the results.
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    warmup: Duration,
+    /// https: accept any server certificate.
+    #[arg(short = 'k', long)]
+    insecure: bool,
+    /// https: trust the CA certificates in this PEM file.
+    #[arg(long, value_name = "FILE")]
+    cacert: Option<PathBuf>,
+    /// Also write the full report (config, percentile spectrum, per-second series, errors) as JSON.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// No progress line.
+    #[arg(short, long)]
+    quiet: bool,
+    /// Accepted for wrk compatibility: the distribution is always printed.
+    #[arg(long, hide = true)]
+    latency: bool,
+}
+
+/// wrk accepts `10` as ten seconds; humantime wants a unit.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    if let Ok(seconds) = text.parse::<u64>() {
+        return Ok(Duration::from_secs(seconds));
+    }
+    humantime::parse_duration(text).map_err(|err| format!("invalid duration `{text}`: {err}"))
+}
+
+fn parse_rate(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(rate) if rate.is_finite() && rate > 0.0 => Ok(rate),
+        _ => Err(format!(
+            "invalid rate `{text}`: expected requests per second > 0"
+        )),
+    }
+}
+
+fn parse_method(text: &str) -> Result<Method, String> {
+    Method::from_bytes(text.as_bytes()).map_err(|_| format!("invalid method `{text}`"))
+}
+
+pub(crate) fn run(args: LoadArgs) -> ExitCode {
+    let config = match build_config(&args) {
+        Ok(config) => config,
+        Err(err) => return usage_error(&err),
+    };
+    let interrupt = Arc::new(AtomicBool::new(false));
+    watch_ctrl_c(Arc::clone(&interrupt));
+    let bar = (!args.quiet && std::io::stderr().is_terminal()).then(progress_bar);
+    let control = RunControl {
+        interrupt,
+        on_progress: bar.clone().map(|bar| progress_callback(bar)),
+    };
+    let result = load::run(&config, control);
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    let report = match result {
+        Ok(report) => report,
+        Err(err) => match err.downcast_ref::<ConfigError>() {
+            Some(config_error) => return usage_error(config_error),
+            None => {
+                eprintln!("sluice load: error: {err:#}");
+                return ExitCode::FAILURE;
+            }
+        },
+    };
+    print!("{}", report.to_text());
+    if let Some(path) = &args.json {
+        let written = serde_json::to_vec_pretty(&report)
+            .map_err(std::io::Error::other)
+            .and_then(|json| std::fs::write(path, json));
+        if let Err(err) = written {
+            eprintln!("sluice load: error: cannot write {}: {err}", path.display());
+            return ExitCode::FAILURE;
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+fn usage_error(err: &ConfigError) -> ExitCode {
+    eprintln!("sluice load: error: {err}");
+    ExitCode::from(2)
+}
+
+fn build_config(args: &LoadArgs) -> Result<LoadConfig, ConfigError> {
+    let mut urls: Vec<(Method, String)> = args
+        .urls
+        .iter()
+        .map(|url| (args.method.clone(), url.clone()))
+        .collect();
+    if let Some(path) = &args.requests_file {
+        let text = std::fs::read_to_string(path)
+            .map_err(|err| ConfigError(format!("--requests-file {}: {err}", path.display())))?;
+        let listed = load::parse_requests_file(&text, &args.method)
+            .map_err(|err| ConfigError(format!("--requests-file {}: {err}", path.display())))?;
+        urls.extend(listed);
+    }
+    let mut config = LoadConfig::new(&urls)?;
+    config.headers = args
+        .headers
+        .iter()
+        .map(|h| load::parse_header(h).map_err(ConfigError))
+        .collect::<Result<_, _>>()?;
+    config.body = match (&args.body, &args.body_file) {
+        (Some(body), _) => body.clone().into(),
+        (None, Some(path)) => std::fs::read(path)
+            .map_err(|err| ConfigError(format!("--body-file {}: {err}", path.display())))?
+            .into(),
+        (None, None) => Default::default(),
+    };
+    config.connections = args.connections;
+    config.threads = args.threads;
+    config.duration = args.duration;
+    config.total_requests = args.requests;
+    config.pipeline = args.pipeline;
+    config.rate = args.rate;
+    config.timeout = args.timeout;
+    config.warmup = args.warmup;
+    config.insecure = args.insecure;
+    config.cacert = args.cacert.clone();
+    config.validate()?;
+    Ok(config)
+}
+
+fn progress_bar() -> ProgressBar {
+    let bar = ProgressBar::new_spinner();
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    bar
+}
+
+fn progress_callback(bar: ProgressBar) -> Box<dyn FnMut(Progress) + Send> {
+    let mut last = (Duration::ZERO, 0u64);
+    Box::new(move |p: Progress| {
+        let (last_elapsed, last_responses) = last;
+        let window = (p.elapsed - last_elapsed).as_secs_f64().max(1e-3);
+        let rate = (p.responses - last_responses) as f64 / window;
+        last = (p.elapsed, p.responses);
+        let phase = if p.warming_up {
+            "warming up"
+        } else {
+            "running"
+        };
+        let planned = p.planned.map_or(String::new(), |planned| {
+            format!(" / {:.0}s", planned.as_secs_f64())
+        });
+        bar.set_message(format!(
+            "{phase} {:.1}s{planned}  {} responses  {} req/s",
+            p.elapsed.as_secs_f64(),
+            p.responses,
+            load::format_count(rate)
+        ));
+        bar.tick();
+    })
+}
+
+/// The first Ctrl-C ends the run and prints what was measured; a second exits at once.
+fn watch_ctrl_c(interrupt: Arc<AtomicBool>) {
+    std::thread::spawn(move || {
+        let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        else {
+            return;
+        };
+        runtime.block_on(async {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                interrupt.store(true, Ordering::Relaxed);
+            }
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(130);
+            }
+        });
+    });
+}
