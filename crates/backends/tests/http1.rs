@@ -161,3 +161,28 @@ async fn absolute_form_targets_are_served_by_path() {
     assert_eq!(root.status, 404);
     assert!(root.json()["detail"].as_str().unwrap().ends_with(" /"));
 }
+
+#[tokio::test]
+async fn an_endless_chunk_extension_is_cut_off() {
+    let server = serve(Backend::Petstore);
+    let mut conn = RawConn::connect(server.addr()).await;
+    conn.send("POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n1;")
+        .await;
+    conn.send(vec![b'a'; 64 * 1024]).await;
+    let response = conn.read_response(false).await;
+    assert_eq!(response.status, 431);
+    assert!(response.json()["detail"]
+        .as_str()
+        .unwrap()
+        .contains("chunk"));
+}
+
+#[tokio::test]
+async fn one_byte_chunks_cannot_multiply_the_body_limit() {
+    let server = serve(Backend::Petstore);
+    let mut conn = RawConn::connect(server.addr()).await;
+    conn.send("POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+        .await;
+    conn.send(b"1\r\n \r\n".repeat(20_000)).await;
+    assert_eq!(conn.read_response(false).await.status, 413);
+}

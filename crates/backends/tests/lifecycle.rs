@@ -31,6 +31,8 @@ async fn in_flight_requests_finish_after_shutdown() {
     let response = in_flight.await.unwrap();
     assert_eq!(response.status, 200);
     assert_eq!(response.json()["id"], "late");
+    // Shutdown came while the handler ran: the answer says the connection ends.
+    assert_eq!(response.header("connection"), Some("close"));
     assert!(
         took >= Duration::from_millis(200),
         "shutdown returned before the request finished: {took:?}"

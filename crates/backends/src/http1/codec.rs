@@ -153,6 +153,8 @@ fn read_fields(
     head: &mut Head,
 ) -> Result<(), Rejection> {
     let mut host = false;
+    let mut close = false;
+    let mut keep_alive = false;
     let mut length: Option<usize> = None;
     let mut chunked = false;
     for header in headers {
@@ -172,11 +174,8 @@ fn read_fields(
             chunked = true;
         } else if name.eq_ignore_ascii_case("connection") {
             for token in value.split(|&b| b == b',').map(trim) {
-                if token.eq_ignore_ascii_case(b"close") {
-                    head.keep_alive = false;
-                } else if token.eq_ignore_ascii_case(b"keep-alive") && head.http10 {
-                    head.keep_alive = true;
-                }
+                close |= token.eq_ignore_ascii_case(b"close");
+                keep_alive |= token.eq_ignore_ascii_case(b"keep-alive");
             }
         } else if name.eq_ignore_ascii_case("content-type") {
             head.content_type = Some(offset(buf, value)..offset(buf, value) + value.len());
@@ -192,9 +191,12 @@ fn read_fields(
                     "only `Expect: 100-continue` is supported",
                 ));
             }
-            head.expect_continue = true;
+            // HTTP/1.0 clients do not know 100 Continue (RFC 9110 10.1.1).
+            head.expect_continue = !head.http10;
         }
     }
+    // `close` wins over `keep-alive`, in any order.
+    head.keep_alive = !close && (!head.http10 || keep_alive);
     if !host && !head.http10 {
         return Err(Rejection::bad("HTTP/1.1 request without Host"));
     }
@@ -233,54 +235,152 @@ fn parse_length(value: &[u8]) -> Result<usize, Rejection> {
         .fold(0usize, |n, d| n * 10 + usize::from(d - b'0')))
 }
 
-/// Decodes a chunked body at the start of `buf` into `out` (cleared first).
-/// Returns the bytes consumed (trailers included) or `None` when more input
-/// is needed. Chunk extensions are ignored and trailers discarded.
-pub fn decode_chunked(
-    buf: &[u8],
-    out: &mut Vec<u8>,
-    limits: &Limits,
-) -> Result<Option<usize>, Rejection> {
-    out.clear();
-    let mut pos = 0;
-    loop {
-        let (size_len, size) = match httparse::parse_chunk_size(&buf[pos..]) {
-            Ok(httparse::Status::Complete(parsed)) => parsed,
-            Ok(httparse::Status::Partial) => return Ok(None),
-            Err(_) => return Err(Rejection::bad("invalid chunk size line")),
-        };
-        pos += size_len;
-        if size == 0 {
-            return Ok(skip_trailers(&buf[pos..], limits)?.map(|len| pos + len));
+/// A chunk-size line (size and extensions) may not be longer than this.
+pub const MAX_CHUNK_LINE: usize = 4096;
+/// The chunked framing of one body may be as large as its data or this,
+/// whichever is more: a client sending one-byte chunks must not make the
+/// server buffer many times the body limit.
+const MAX_CHUNK_OVERHEAD: usize = 64 * 1024;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum ChunkState {
+    #[default]
+    Size,
+    Data(usize),
+    DataEnd,
+    Trailers,
+}
+
+/// Decodes a chunked request body incrementally: it keeps its place between
+/// calls, so every byte is examined once however the body is split across
+/// reads. Chunk extensions are checked and ignored; trailers are discarded.
+#[derive(Debug, Default)]
+pub struct ChunkedDecoder {
+    /// Bytes of the raw body consumed so far.
+    pos: usize,
+    /// Where the trailer section began.
+    trailers_from: usize,
+    state: ChunkState,
+    /// The decoded body.
+    pub body: Vec<u8>,
+}
+
+impl ChunkedDecoder {
+    /// Forgets the last body; a buffer grown by a large one is released.
+    pub fn reset(&mut self) {
+        self.pos = 0;
+        self.state = ChunkState::Size;
+        self.body.clear();
+        if self.body.capacity() > MAX_CHUNK_OVERHEAD {
+            self.body = Vec::new();
         }
-        let size = usize::try_from(size).unwrap_or(usize::MAX);
-        if size > limits.max_body.saturating_sub(out.len()) {
-            return Err(body_too_large(limits));
+    }
+
+    /// `raw` is the body as received so far, from its first byte; it only
+    /// grows between calls. Returns the length of the whole chunked body
+    /// (trailers included) once it is complete.
+    pub fn decode(&mut self, raw: &[u8], limits: &Limits) -> Result<Option<usize>, Rejection> {
+        loop {
+            let overhead = self.pos - self.body.len();
+            if overhead > MAX_CHUNK_OVERHEAD.max(self.body.len()) {
+                return Err(Rejection::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "chunked framing larger than the data it frames",
+                ));
+            }
+            match self.state {
+                ChunkState::Size => {
+                    let Some(line) = next_line(&raw[self.pos..], MAX_CHUNK_LINE)? else {
+                        return Ok(None);
+                    };
+                    let size = chunk_size(line, limits)?;
+                    self.pos += line.len() + 2;
+                    if size == 0 {
+                        self.trailers_from = self.pos;
+                        self.state = ChunkState::Trailers;
+                    } else if size > limits.max_body.saturating_sub(self.body.len()) {
+                        return Err(body_too_large(limits));
+                    } else {
+                        self.state = ChunkState::Data(size);
+                    }
+                }
+                ChunkState::Data(remaining) => {
+                    let take = remaining.min(raw.len() - self.pos);
+                    self.body.extend_from_slice(&raw[self.pos..self.pos + take]);
+                    self.pos += take;
+                    if take < remaining {
+                        self.state = ChunkState::Data(remaining - take);
+                        return Ok(None);
+                    }
+                    self.state = ChunkState::DataEnd;
+                }
+                ChunkState::DataEnd => {
+                    match raw.get(self.pos..self.pos + 2) {
+                        None => return Ok(None),
+                        Some(b"\r\n") => self.pos += 2,
+                        Some(_) => return Err(Rejection::bad("chunk data not followed by CRLF")),
+                    }
+                    self.state = ChunkState::Size;
+                }
+                ChunkState::Trailers => {
+                    let budget = limits
+                        .max_head
+                        .saturating_sub(self.pos - self.trailers_from);
+                    let Some(line) = next_line(&raw[self.pos..], budget)? else {
+                        return Ok(None);
+                    };
+                    self.pos += line.len() + 2;
+                    if line.is_empty() {
+                        return Ok(Some(self.pos));
+                    }
+                }
+            }
         }
-        if buf.len() - pos < size.saturating_add(2) {
-            return Ok(None);
-        }
-        out.extend_from_slice(&buf[pos..pos + size]);
-        pos += size;
-        if &buf[pos..pos + 2] != b"\r\n" {
-            return Err(Rejection::bad("chunk data not followed by CRLF"));
-        }
-        pos += 2;
     }
 }
 
-/// Length of the trailer section (ending in an empty line), or `None` if incomplete.
-fn skip_trailers(buf: &[u8], limits: &Limits) -> Result<Option<usize>, Rejection> {
-    if buf.starts_with(b"\r\n") {
-        return Ok(Some(2));
+/// The next CRLF-terminated line (without its CRLF); `None` if incomplete.
+/// A bare LF, a control byte, or no CRLF within `max` bytes is an error.
+fn next_line(buf: &[u8], max: usize) -> Result<Option<&[u8]>, Rejection> {
+    for (i, &byte) in buf.iter().enumerate().take(max.saturating_add(2)) {
+        match byte {
+            b'\r' => {
+                return match buf.get(i + 1) {
+                    None => Ok(None),
+                    Some(b'\n') => Ok(Some(&buf[..i])),
+                    Some(_) => Err(Rejection::bad("bare CR in chunked framing")),
+                }
+            }
+            b'\t' | b' '..=b'~' => {}
+            _ => return Err(Rejection::bad("invalid byte in chunked framing")),
+        }
     }
-    if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-        return Ok(Some(end + 4));
-    }
-    if buf.len() > limits.max_head {
-        return Err(head_too_large(limits));
+    if buf.len() > max {
+        return Err(Rejection::new(
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            "chunk-size line or trailer section too long",
+        ));
     }
     Ok(None)
+}
+
+/// `1*HEXDIG [ BWS ";" extension ]`: at least one digit; the size must fit the body limit.
+fn chunk_size(line: &[u8], limits: &Limits) -> Result<usize, Rejection> {
+    let digits = line.iter().take_while(|b| b.is_ascii_hexdigit()).count();
+    if digits == 0 {
+        return Err(Rejection::bad("chunk size missing"));
+    }
+    let rest = line[digits..].trim_ascii_start();
+    if !rest.is_empty() && rest[0] != b';' {
+        return Err(Rejection::bad("invalid chunk size"));
+    }
+    let significant = line[..digits].iter().skip_while(|&&b| b == b'0').count();
+    if significant > 15 {
+        return Err(body_too_large(limits));
+    }
+    Ok(line[..digits].iter().fold(0usize, |size, &b| {
+        size * 16 + (b as char).to_digit(16).unwrap_or(0) as usize
+    }))
 }
 
 pub fn body_too_large(limits: &Limits) -> Rejection {
@@ -288,6 +388,11 @@ pub fn body_too_large(limits: &Limits) -> Rejection {
         StatusCode::PAYLOAD_TOO_LARGE,
         format!("request body exceeds {} bytes", limits.max_body),
     )
+}
+
+/// 1xx and 204 responses carry neither a body nor `Content-Length` (RFC 9110 8.6).
+pub fn may_have_body(status: StatusCode) -> bool {
+    !status.is_informational() && status != StatusCode::NO_CONTENT
 }
 
 /// What the response says about the connection.
@@ -321,9 +426,12 @@ pub fn encode_head(
         out.extend_from_slice(value);
         out.extend_from_slice(b"\r\n");
     }
-    out.extend_from_slice(b"content-length: ");
-    out.extend_from_slice(itoa::Buffer::new().format(body_len).as_bytes());
-    out.extend_from_slice(b"\r\ndate: ");
+    if may_have_body(status) {
+        out.extend_from_slice(b"content-length: ");
+        out.extend_from_slice(itoa::Buffer::new().format(body_len).as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"date: ");
     out.extend_from_slice(date);
     match persistence {
         Persistence::KeepAlive => {}
@@ -396,6 +504,17 @@ mod tests {
             .unwrap()
             .unwrap();
         assert!(old_ka.keep_alive);
+        for close_wins in [
+            "GET / HTTP/1.0\r\nConnection: close, keep-alive\r\n\r\n",
+            "GET / HTTP/1.0\r\nConnection: close\r\nConnection: keep-alive\r\n\r\n",
+        ] {
+            assert!(
+                !parse(close_wins).unwrap().unwrap().keep_alive,
+                "{close_wins}"
+            );
+        }
+        let old_expect = "POST / HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\n";
+        assert!(!parse(old_expect).unwrap().unwrap().expect_continue);
     }
 
     #[test]
@@ -458,52 +577,74 @@ mod tests {
         assert_eq!(many.unwrap_err().status, 431);
     }
 
+    fn decode_all(raw: &[u8]) -> Result<Option<(usize, Vec<u8>)>, Rejection> {
+        let mut decoder = ChunkedDecoder::default();
+        Ok(decoder
+            .decode(raw, &LIMITS)?
+            .map(|used| (used, decoder.body)))
+    }
+
     #[test]
     fn chunked_bodies() {
-        let mut out = Vec::new();
-        let body = b"4;ext=1\r\nWiki\r\n5\r\npedia\r\n0\r\n\r\nNEXT";
+        let body = b"4;ext=1\r\nWiki\r\n5 ; e\r\npedia\r\n0\r\n\r\nNEXT";
         assert_eq!(
-            decode_chunked(body, &mut out, &LIMITS),
-            Ok(Some(body.len() - 4))
+            decode_all(body),
+            Ok(Some((body.len() - 4, b"Wikipedia".to_vec())))
         );
-        assert_eq!(out, b"Wikipedia");
         let trailers = b"1\r\na\r\n0\r\nX-T: 1\r\n\r\n";
-        assert_eq!(
-            decode_chunked(trailers, &mut out, &LIMITS),
-            Ok(Some(trailers.len()))
-        );
+        assert_eq!(decode_all(trailers).unwrap().unwrap().0, trailers.len());
         for partial in [
             &b"4\r\nWi"[..],
             b"4\r\nWiki\r\n",
             b"0\r\n",
             b"0\r\nX: 1\r\n",
+            b"4\r",
         ] {
-            assert_eq!(decode_chunked(partial, &mut out, &LIMITS), Ok(None));
+            assert_eq!(decode_all(partial), Ok(None));
         }
-        assert_eq!(
-            decode_chunked(b"zz\r\n", &mut out, &LIMITS)
-                .unwrap_err()
-                .status,
-            400
-        );
-        assert_eq!(
-            decode_chunked(b"1\r\nab\r\n", &mut out, &LIMITS)
-                .unwrap_err()
-                .status,
-            400
-        );
-        assert_eq!(
-            decode_chunked(b"41\r\n", &mut out, &LIMITS)
-                .unwrap_err()
-                .status,
-            413
-        );
-        assert_eq!(
-            decode_chunked(b"ffffffffffffffff\r\n", &mut out, &LIMITS)
-                .unwrap_err()
-                .status,
-            413
-        );
+        for (bad, status) in [
+            (&b"zz\r\n"[..], 400),
+            (b"\r\n\r\n", 400),
+            (b"1\r\nab\r\n", 400),
+            (b"2;a\nb\r\n", 400),
+            (b"1\nab", 400),
+            (b"1;\x01\r\n", 400),
+            (b"41\r\n", 413),
+            (b"ffffffffffffffffff\r\n", 413),
+        ] {
+            assert_eq!(
+                decode_all(bad).unwrap_err().status.as_u16(),
+                status,
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+        let endless_extension = [&b"1;"[..], &[b'a'; MAX_CHUNK_LINE]].concat();
+        assert_eq!(decode_all(&endless_extension).unwrap_err().status, 431);
+    }
+
+    #[test]
+    fn chunked_decoding_resumes_where_it_stopped() {
+        let raw = b"3\r\nabc\r\n2;x\r\nde\r\n0\r\nT: v\r\n\r\n";
+        let mut decoder = ChunkedDecoder::default();
+        for end in 0..raw.len() {
+            assert_eq!(decoder.decode(&raw[..end], &LIMITS), Ok(None), "at {end}");
+        }
+        assert_eq!(decoder.decode(raw, &LIMITS), Ok(Some(raw.len())));
+        assert_eq!(decoder.body, b"abcde");
+        decoder.reset();
+        assert_eq!(decoder.decode(b"0\r\n\r\n", &LIMITS), Ok(Some(5)));
+    }
+
+    #[test]
+    fn tiny_chunks_cannot_multiply_the_body_limit() {
+        let limits = Limits {
+            max_head: 1024,
+            max_body: 1 << 20,
+        };
+        let raw: Vec<u8> = b"1\r\nx\r\n".repeat(20_000);
+        let mut decoder = ChunkedDecoder::default();
+        assert_eq!(decoder.decode(&raw, &limits).unwrap_err().status, 413);
     }
 
     /// A deterministic stand-in for the fuzz target (fuzz/): mutated valid
@@ -522,7 +663,6 @@ mod tests {
             state ^= state << 17;
             state
         };
-        let mut body = Vec::new();
         for round in 0..30_000 {
             let mut input = seeds[round % seeds.len()].to_vec();
             for _ in 0..=next() % 4 {
@@ -541,9 +681,8 @@ mod tests {
                     assert!(head.len <= input.len());
                     assert!(head.path.end <= head.len);
                     if head.framing == Framing::Chunked {
-                        if let Ok(Some(used)) =
-                            decode_chunked(&input[head.len..], &mut body, &LIMITS)
-                        {
+                        let mut decoder = ChunkedDecoder::default();
+                        if let Ok(Some(used)) = decoder.decode(&input[head.len..], &LIMITS) {
                             assert!(used <= input.len() - head.len);
                         }
                     }
@@ -576,5 +715,15 @@ mod tests {
             Persistence::Close,
         );
         assert!(out.ends_with(b"connection: close\r\n\r\n"));
+        out.clear();
+        encode_head(
+            &mut out,
+            StatusCode::NO_CONTENT,
+            &[],
+            0,
+            b"D",
+            Persistence::KeepAlive,
+        );
+        assert_eq!(out, b"HTTP/1.1 204 No Content\r\ndate: D\r\n\r\n");
     }
 }

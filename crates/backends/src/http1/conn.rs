@@ -18,7 +18,7 @@ use tokio::{
 };
 
 use super::{
-    codec::{self, Framing, Head, Limits, Persistence, Rejection},
+    codec::{self, ChunkedDecoder, Framing, Head, Limits, Persistence, Rejection},
     Request, Response,
 };
 use crate::{problem::Problem, App};
@@ -41,6 +41,10 @@ const READ_RESERVE: usize = 16 * 1024;
 const INLINE_BODY_MAX: usize = 64 * 1024;
 /// Pending responses are flushed early once they exceed this.
 const FLUSH_AT: usize = 256 * 1024;
+/// A client that takes nothing of a pending write for this long is dropped.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Buffers grown past this by one large request are replaced afterwards.
+const SHRINK_ABOVE: usize = 64 * 1024;
 
 /// Serves `stream` until the client closes, a timeout passes, a request is
 /// rejected, or shutdown is signalled (idle connections close at once, a
@@ -52,7 +56,7 @@ pub(crate) async fn serve_connection(stream: TcpStream, app: App, shutdown: watc
         stream,
         rbuf: BytesMut::with_capacity(READ_RESERVE),
         wbuf: Vec::with_capacity(READ_RESERVE),
-        chunked: Vec::new(),
+        chunked: ChunkedDecoder::default(),
         shutdown,
         shutdown_signal: Box::pin(async move {
             let _ = signal.changed().await;
@@ -68,8 +72,8 @@ struct Connection {
     stream: TcpStream,
     rbuf: BytesMut,
     wbuf: Vec<u8>,
-    /// Decoded chunked body of the current request.
-    chunked: Vec<u8>,
+    /// Decoder (and decoded body) of the current request's chunked body.
+    chunked: ChunkedDecoder,
     shutdown: watch::Receiver<bool>,
     /// Completes when shutdown is signalled; built once so that waiting for
     /// a read costs no new future.
@@ -98,29 +102,29 @@ impl Connection {
                     Ok(()) => continue,
                     Err(end) => return self.end(end).await,
                 },
-                Err(rejection) => return self.reject(rejection).await,
+                Err(rejection) => return self.reject(rejection, false).await,
             };
+            let head_only = head.method == Method::HEAD;
             let body_len = match self.read_body(&head).await {
                 Ok(len) => len,
-                Err(Ok(rejection)) => return self.reject(rejection).await,
+                Err(Ok(rejection)) => return self.reject(rejection, head_only).await,
                 Err(Err(end)) => return self.end(end).await,
             };
-            let closing = !head.keep_alive || *self.shutdown.borrow();
             let response = {
                 let request = self.request(&head, body_len);
                 app.handle(&request).await
             };
+            // Shutdown may have come while the handler ran.
+            let closing = !head.keep_alive || *self.shutdown.borrow();
             self.rbuf.advance(head.len + body_len);
             self.request_started = None;
+            self.release_large_buffers();
             let persistence = match (closing, head.http10) {
                 (true, _) => Persistence::Close,
                 (false, true) => Persistence::KeepAlive10,
                 (false, false) => Persistence::KeepAlive,
             };
-            if !self
-                .write_response(&response, head.method == Method::HEAD, persistence)
-                .await
-            {
+            if !self.write_response(&response, head_only, persistence).await {
                 return;
             }
             if closing {
@@ -144,7 +148,7 @@ impl Connection {
             query: head.query.clone().map(text),
             content_type: head.content_type.clone().map(|r| &self.rbuf[r]),
             body: match head.framing {
-                Framing::Chunked => &self.chunked,
+                Framing::Chunked => &self.chunked.body,
                 _ => &self.rbuf[head.len..head.len + body_len],
             },
         }
@@ -167,7 +171,7 @@ impl Connection {
             match wanted {
                 Some(len) if available.len() >= len => return Ok(len),
                 Some(_) => {}
-                None => match codec::decode_chunked(available, &mut self.chunked, &LIMITS) {
+                None => match self.chunked.decode(available, &LIMITS) {
                     Ok(Some(consumed)) => return Ok(consumed),
                     Ok(None) => {}
                     Err(rejection) => return Err(Ok(rejection)),
@@ -230,22 +234,31 @@ impl Connection {
             ReadEnd::TimedOut if self.rbuf.is_empty() => self.close(false).await,
             ReadEnd::TimedOut => {
                 let detail = format!("request not received within {REQUEST_TIMEOUT:?}");
-                self.reject(Rejection::new(StatusCode::REQUEST_TIMEOUT, detail))
+                self.reject(Rejection::new(StatusCode::REQUEST_TIMEOUT, detail), false)
                     .await;
             }
         }
     }
 
     /// Answers a request that cannot be served, then closes.
-    async fn reject(&mut self, rejection: Rejection) {
+    async fn reject(&mut self, rejection: Rejection, head_only: bool) {
         tracing::debug!(status = %rejection.status, detail = %rejection.detail, "rejected request");
         let response = Problem::new(rejection.status, rejection.detail).into_response();
         if self
-            .write_response(&response, false, Persistence::Close)
+            .write_response(&response, head_only, Persistence::Close)
             .await
         {
             self.close(true).await;
         }
+    }
+
+    /// A connection that once carried a large request must not keep its
+    /// buffers for the rest of its life.
+    fn release_large_buffers(&mut self) {
+        if self.rbuf.is_empty() && self.rbuf.capacity() > SHRINK_ABOVE {
+            self.rbuf = BytesMut::with_capacity(READ_RESERVE);
+        }
+        self.chunked.reset();
     }
 
     /// Encodes a response after those already pending; flushes when enough is pending.
@@ -275,10 +288,10 @@ impl Connection {
                 persistence,
             );
         });
-        if !head_only {
+        if !head_only && codec::may_have_body(response.status) {
             if response.body.len() <= INLINE_BODY_MAX {
                 self.wbuf.extend_from_slice(&response.body);
-            } else if !self.flush().await || self.stream.write_all(&response.body).await.is_err() {
+            } else if !self.flush().await || !self.write_bounded(&response.body).await {
                 return false;
             }
         }
@@ -289,9 +302,30 @@ impl Connection {
         if self.wbuf.is_empty() {
             return true;
         }
-        let written = self.stream.write_all(&self.wbuf).await.is_ok();
+        let wbuf = std::mem::take(&mut self.wbuf);
+        let written = self.write_bounded(&wbuf).await;
+        self.wbuf = wbuf;
         self.wbuf.clear();
+        if self.wbuf.capacity() > SHRINK_ABOVE {
+            self.wbuf = Vec::with_capacity(READ_RESERVE);
+        }
         written
+    }
+
+    /// Writes all of `bytes`, giving up on a client that has not taken them
+    /// within [`WRITE_TIMEOUT`]. Usually one non-blocking write suffices and
+    /// no timer is armed.
+    async fn write_bounded(&mut self, bytes: &[u8]) -> bool {
+        let written = match self.stream.try_write(bytes) {
+            Ok(n) => n,
+            Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => 0,
+            Err(_) => return false,
+        };
+        if written == bytes.len() {
+            return true;
+        }
+        let rest = self.stream.write_all(&bytes[written..]);
+        matches!(tokio::time::timeout(WRITE_TIMEOUT, rest).await, Ok(Ok(())))
     }
 
     /// Flushes and half-closes. With `linger`, drains unread input for a
