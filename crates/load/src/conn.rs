@@ -1,7 +1,8 @@
 //! One client connection: connect, send, read, time each request, reconnect.
 //!
-//! Closed model: keep `pipeline` requests in flight; as responses arrive,
-//! the freed slots are refilled with one write. Open model: request k of
+//! Closed model: send `pipeline` requests in one write, wait for all their
+//! responses (each timed from that write to its own arrival), repeat. Open
+//! model: request k of
 //! this connection is due at `first + k * interval`; it is sent when due and
 //! a slot is free, and its latency counts from when it was due, so a stalled
 //! server cannot hide its stall by slowing the client (coordinated omission).
@@ -222,8 +223,14 @@ impl Client {
         }
     }
 
-    /// Queues as many requests as are allowed now into `wbuf`.
+    /// Queues as many requests as are allowed now into `wbuf`. The closed
+    /// model sends a new batch of `pipeline` requests only once the last
+    /// batch is answered (wrk's pipeline.lua); the open model sends each
+    /// request when it is due and a slot is free.
     fn fill(&mut self, wbuf: &mut Vec<u8>, now: Instant) {
+        if self.schedule.is_none() && !self.in_flight.is_empty() {
+            return;
+        }
         while self.in_flight.len() < self.shared.pipeline && !self.shared.stopping() {
             let intended = match &self.schedule {
                 Some(schedule) if schedule.next > now => return,
@@ -346,7 +353,10 @@ impl Client {
 
     fn at_eof(&mut self, reader: &mut ResponseReader) -> SessionEnd {
         let now = Instant::now();
-        if let (Some(done), Some(front)) = (reader.finish_at_eof(), self.in_flight.pop_front()) {
+        if let Some(done) = reader.finish_at_eof() {
+            let Some(front) = self.in_flight.pop_front() else {
+                return SessionEnd::Failed(ErrorKind::Parse);
+            };
             self.stats
                 .borrow_mut()
                 .response(done.status, front.intended, front.sent, now);

@@ -341,8 +341,9 @@ fn build_report(
         .filter(|(code, _)| !(200..400).contains(*code))
         .map(|(_, n)| n)
         .sum();
+    // Whole seconds only: a last partial second would read as a drop.
     let mut per_second = all.per_second.clone();
-    per_second.truncate(elapsed.as_secs_f64().ceil() as usize);
+    per_second.truncate(whole_seconds.max(1));
     Report {
         tool: format!("sluice load {}", env!("CARGO_PKG_VERSION")),
         config: ReportConfig {

@@ -11,11 +11,13 @@
 //! # }
 //! ```
 
+pub mod fake;
 mod raw;
 
 use std::net::SocketAddr;
 
 pub use backends::{Backend, RunningServer, ServeOptions};
+pub use fake::{Behaviour, FakeServer};
 pub use raw::{request_bytes, RawConn, RawResponse, IO_TIMEOUT};
 
 /// A backend running in this process on 127.0.0.1 with a free port; shut

@@ -1,0 +1,192 @@
+//! A deliberately simple HTTP/1.1 server that misbehaves on request, for
+//! testing clients (the load generator, later the proxy's upstream side):
+//! it counts requests, delays some answers, stalls, closes mid-answer or
+//! answers garbage.
+
+use std::{
+    net::SocketAddr,
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc,
+    },
+    time::Duration,
+};
+
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::{TcpListener, TcpStream},
+    sync::watch,
+    time::Instant,
+};
+
+/// The answer to every request: `200 OK` with body `ok`.
+pub const OK_RESPONSE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+
+/// How the server answers.
+#[derive(Debug, Clone, Copy)]
+pub enum Behaviour {
+    /// Every request gets [`OK_RESPONSE`] at once.
+    Normal,
+    /// The `nth`, `2 * nth`, ... request on each connection is answered after
+    /// `delay`; the answers before it are flushed first.
+    DelayEvery { nth: u64, delay: Duration },
+    /// Answers due between `after` and `after + stall` from the server's start
+    /// wait until the stall ends, on every connection.
+    StallOnce { after: Duration, stall: Duration },
+    /// Requests are read and never answered.
+    Silent,
+    /// Half of a response, then the connection is closed.
+    CloseMidResponse,
+    /// A response that is not HTTP.
+    Malformed,
+}
+
+/// A running fake server; stops when dropped.
+#[derive(Debug)]
+pub struct FakeServer {
+    addr: SocketAddr,
+    requests: Arc<AtomicU64>,
+    stop: watch::Sender<bool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl FakeServer {
+    pub fn start(behaviour: Behaviour) -> Self {
+        let std_listener =
+            std::net::TcpListener::bind("127.0.0.1:0").expect("bind the fake server");
+        std_listener
+            .set_nonblocking(true)
+            .expect("non-blocking listener");
+        let addr = std_listener.local_addr().expect("fake server address");
+        let requests = Arc::new(AtomicU64::new(0));
+        let (stop, stop_rx) = watch::channel(false);
+        let counter = Arc::clone(&requests);
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("fake server runtime");
+            runtime.block_on(accept_loop(std_listener, behaviour, counter, stop_rx));
+        });
+        Self {
+            addr,
+            requests,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:PORT` followed by `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// Complete request heads received so far.
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for FakeServer {
+    fn drop(&mut self) {
+        self.stop.send_replace(true);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+async fn accept_loop(
+    listener: std::net::TcpListener,
+    behaviour: Behaviour,
+    requests: Arc<AtomicU64>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let listener = TcpListener::from_std(listener).expect("register the fake listener");
+    let started = Instant::now();
+    loop {
+        tokio::select! {
+            _ = stop.changed() => return,
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else { continue };
+                let requests = Arc::clone(&requests);
+                let stop = stop.clone();
+                tokio::spawn(serve(stream, behaviour, requests, started, stop));
+            }
+        }
+    }
+}
+
+async fn serve(
+    mut stream: TcpStream,
+    behaviour: Behaviour,
+    requests: Arc<AtomicU64>,
+    started: Instant,
+    mut stop: watch::Receiver<bool>,
+) {
+    let _ = stream.set_nodelay(true);
+    let mut buf = Vec::new();
+    let mut out = Vec::new();
+    let mut on_connection = 0u64;
+    let mut chunk = [0u8; 16 * 1024];
+    loop {
+        let read = tokio::select! {
+            _ = stop.changed() => return,
+            read = stream.read(&mut chunk) => read,
+        };
+        let n = match read {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        buf.extend_from_slice(&chunk[..n]);
+        // Requests are heads without bodies: each ends with an empty line.
+        while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            buf.drain(..end + 4);
+            requests.fetch_add(1, Ordering::SeqCst);
+            on_connection += 1;
+            match behaviour {
+                Behaviour::Normal => out.extend_from_slice(OK_RESPONSE),
+                Behaviour::DelayEvery { nth, delay } => {
+                    if on_connection % nth == 0 {
+                        if stream.write_all(&out).await.is_err() {
+                            return;
+                        }
+                        out.clear();
+                        tokio::time::sleep(delay).await;
+                    }
+                    out.extend_from_slice(OK_RESPONSE);
+                }
+                Behaviour::StallOnce { after, stall } => {
+                    let now = Instant::now();
+                    let (from, until) = (started + after, started + after + stall);
+                    if now >= from && now < until {
+                        if stream.write_all(&out).await.is_err() {
+                            return;
+                        }
+                        out.clear();
+                        tokio::time::sleep_until(until).await;
+                    }
+                    out.extend_from_slice(OK_RESPONSE);
+                }
+                Behaviour::Silent => {}
+                Behaviour::CloseMidResponse => {
+                    let _ = stream
+                        .write_all(&OK_RESPONSE[..OK_RESPONSE.len() - 1])
+                        .await;
+                    return;
+                }
+                Behaviour::Malformed => out.extend_from_slice(b"HTTP/1.1 two hundred\r\n\r\n"),
+            }
+        }
+        if !out.is_empty() {
+            if stream.write_all(&out).await.is_err() {
+                return;
+            }
+            out.clear();
+        }
+    }
+}
