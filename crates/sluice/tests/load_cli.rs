@@ -1,0 +1,83 @@
+//! `sluice load` as a user runs it: output, JSON report and exit codes.
+
+use std::process::{Command, Output};
+
+use testkit::{Behaviour, FakeServer};
+
+fn sluice_load(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .arg("load")
+        .args(args)
+        .output()
+        .expect("run sluice load")
+}
+
+#[test]
+fn a_run_prints_wrk_style_text_and_writes_json() {
+    let server = FakeServer::start(Behaviour::Normal);
+    let json = std::env::temp_dir().join(format!("sluice-load-{}.json", std::process::id()));
+    let url = server.url("/v1/pets");
+    let output = sluice_load(&[
+        "-n",
+        "300",
+        "-c",
+        "3",
+        "-H",
+        "J-Tenant-Id: 1007",
+        "--json",
+        json.to_str().unwrap(),
+        &url,
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("300 requests in"), "{text}");
+    assert!(text.contains("Requests/sec:"), "{text}");
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    std::fs::remove_file(&json).ok();
+    assert_eq!(report["requests"], 300);
+    assert_eq!(report["config"]["connections"], 3);
+    assert_eq!(server.requests(), 300);
+}
+
+#[test]
+fn bad_input_exits_2_with_one_line() {
+    let cases: [(&[&str], &str); 7] = [
+        (&["not-a-url"], "invalid URL"),
+        (&["ftp://127.0.0.1/"], "is not http or https"),
+        (&["-H", "no colon", "http://127.0.0.1:1/"], "invalid header"),
+        (&["--rate", "0", "http://127.0.0.1:1/"], "invalid rate"),
+        (&["-d", "soon", "http://127.0.0.1:1/"], "invalid duration"),
+        (
+            &["-t", "4", "-c", "2", "http://127.0.0.1:1/"],
+            "must be at least --threads",
+        ),
+        (
+            &["-c", "10000000", "http://127.0.0.1:1/"],
+            "open-file limit",
+        ),
+    ];
+    for (args, message) in cases {
+        let output = sluice_load(args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(message),
+            "{args:?}: expected {message:?} in {stderr}"
+        );
+        assert!(output.stdout.is_empty(), "{args:?} printed a report");
+    }
+}
+
+#[test]
+fn an_unreachable_target_is_reported_not_fatal() {
+    let url = format!("http://{}/", testkit::closed_port());
+    let output = sluice_load(&["-d", "300ms", "-c", "2", &url]);
+    assert!(output.status.success());
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("Errors: connect "), "{text}");
+    assert!(text.contains("0 requests in"), "{text}");
+}
