@@ -264,3 +264,49 @@ fn configuration_mistakes_are_config_errors() {
     let err = load::run(&unresolvable, RunControl::default()).unwrap_err();
     assert!(err.to_string().contains("cannot resolve"), "{err}");
 }
+
+#[test]
+fn warm_up_requests_are_sent_but_not_reported() {
+    let server = FakeServer::start(Behaviour::Normal);
+    let mut warmed = config(&server.url("/"));
+    warmed.warmup = Duration::from_millis(500);
+    warmed.duration = Duration::from_millis(500);
+    let report = run(&warmed);
+    assert!(
+        (0.45..1.0).contains(&report.elapsed_s),
+        "{}",
+        report.elapsed_s
+    );
+    assert!(report.requests > 0);
+    // About half of what the server answered fell in the warm-up.
+    assert!(
+        server.requests() > report.requests * 3 / 2,
+        "server {}, reported {}",
+        server.requests(),
+        report.requests
+    );
+}
+
+#[test]
+fn https_with_a_ca_file_or_insecure() {
+    let certs = testkit::TestCerts::generate();
+    let server = FakeServer::start_tls(Behaviour::Normal, &certs);
+    let mut trusted = config(&server.https_url("/"));
+    trusted.total_requests = Some(200);
+    trusted.cacert = Some(certs.ca_path.clone());
+    let report = run(&trusted);
+    assert_eq!(report.requests, 200);
+    assert_eq!(report.errors.total(), 0);
+
+    let mut insecure = config(&server.https_url("/"));
+    insecure.total_requests = Some(50);
+    insecure.insecure = true;
+    assert_eq!(run(&insecure).requests, 50);
+
+    // The built-in web roots do not know the test CA: every connect fails.
+    let mut untrusted = config(&server.https_url("/"));
+    untrusted.duration = Duration::from_millis(300);
+    let report = run(&untrusted);
+    assert_eq!(report.requests, 0);
+    assert!(report.errors.connect > 0, "{:?}", report.errors);
+}

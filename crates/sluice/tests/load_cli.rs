@@ -81,3 +81,29 @@ fn an_unreachable_target_is_reported_not_fatal() {
     assert!(text.contains("Errors: connect "), "{text}");
     assert!(text.contains("0 requests in"), "{text}");
 }
+
+#[test]
+fn ctrl_c_prints_the_results_so_far() {
+    let server = FakeServer::start(Behaviour::Normal);
+    let child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["load", "-d", "30s", "-c", "2", &server.url("/")])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn sluice load");
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let started = std::time::Instant::now();
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    assert!(status.success());
+    let output = child.wait_with_output().expect("wait for sluice load");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    assert!(output.status.success());
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        text.contains("Interrupted: these are the results so far."),
+        "{text}"
+    );
+    assert!(text.contains("Requests/sec:"), "{text}");
+}

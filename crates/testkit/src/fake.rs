@@ -13,11 +13,12 @@ use std::{
 };
 
 use tokio::{
-    io::{AsyncReadExt, AsyncWriteExt},
-    net::{TcpListener, TcpStream},
+    io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt},
+    net::TcpListener,
     sync::watch,
     time::Instant,
 };
+use tokio_rustls::TlsAcceptor;
 
 /// The answer to every request: `200 OK` with body `ok`.
 pub const OK_RESPONSE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
@@ -52,6 +53,16 @@ pub struct FakeServer {
 
 impl FakeServer {
     pub fn start(behaviour: Behaviour) -> Self {
+        Self::start_with(behaviour, None)
+    }
+
+    /// The same over TLS with `certs`' server certificate; the URL stays
+    /// `http://`-less: use [`FakeServer::https_url`].
+    pub fn start_tls(behaviour: Behaviour, certs: &crate::TestCerts) -> Self {
+        Self::start_with(behaviour, Some(certs.acceptor()))
+    }
+
+    fn start_with(behaviour: Behaviour, tls: Option<TlsAcceptor>) -> Self {
         let std_listener =
             std::net::TcpListener::bind("127.0.0.1:0").expect("bind the fake server");
         std_listener
@@ -66,7 +77,7 @@ impl FakeServer {
                 .enable_all()
                 .build()
                 .expect("fake server runtime");
-            runtime.block_on(accept_loop(std_listener, behaviour, counter, stop_rx));
+            runtime.block_on(accept_loop(std_listener, behaviour, counter, stop_rx, tls));
         });
         Self {
             addr,
@@ -83,6 +94,11 @@ impl FakeServer {
     /// `http://127.0.0.1:PORT` followed by `path`.
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
+    }
+
+    /// `https://localhost:PORT` followed by `path` (the name the test certificate carries).
+    pub fn https_url(&self, path: &str) -> String {
+        format!("https://localhost:{}{path}", self.addr.port())
     }
 
     /// Complete request heads received so far.
@@ -105,6 +121,7 @@ async fn accept_loop(
     behaviour: Behaviour,
     requests: Arc<AtomicU64>,
     mut stop: watch::Receiver<bool>,
+    tls: Option<TlsAcceptor>,
 ) {
     let listener = TcpListener::from_std(listener).expect("register the fake listener");
     let started = Instant::now();
@@ -113,22 +130,32 @@ async fn accept_loop(
             _ = stop.changed() => return,
             accepted = listener.accept() => {
                 let Ok((stream, _)) = accepted else { continue };
+                let _ = stream.set_nodelay(true);
                 let requests = Arc::clone(&requests);
                 let stop = stop.clone();
-                tokio::spawn(serve(stream, behaviour, requests, started, stop));
+                let tls = tls.clone();
+                tokio::spawn(async move {
+                    match tls {
+                        None => serve(stream, behaviour, requests, started, stop).await,
+                        Some(acceptor) => {
+                            if let Ok(stream) = acceptor.accept(stream).await {
+                                serve(stream, behaviour, requests, started, stop).await;
+                            }
+                        }
+                    }
+                });
             }
         }
     }
 }
 
-async fn serve(
-    mut stream: TcpStream,
+async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
     behaviour: Behaviour,
     requests: Arc<AtomicU64>,
     started: Instant,
     mut stop: watch::Receiver<bool>,
 ) {
-    let _ = stream.set_nodelay(true);
     let mut buf = Vec::new();
     let mut out = Vec::new();
     let mut on_connection = 0u64;

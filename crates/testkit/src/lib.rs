@@ -11,12 +11,14 @@
 //! # }
 //! ```
 
+pub mod certs;
 pub mod fake;
 mod raw;
 
 use std::net::SocketAddr;
 
 pub use backends::{Backend, RunningServer, ServeOptions};
+pub use certs::TestCerts;
 pub use fake::{Behaviour, FakeServer};
 pub use raw::{request_bytes, RawConn, RawResponse, IO_TIMEOUT};
 
