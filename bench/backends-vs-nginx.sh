@@ -19,6 +19,8 @@ NGINX_PORT=${NGINX_PORT:-18081}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$ROOT/results/backends-vs-nginx}
 SLUICE=${SLUICE:-$ROOT/target/release/sluice}
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
 
 for tool in wrk nginx taskset; do
   command -v "$tool" >/dev/null || { echo "missing $tool: apt-get install -y wrk nginx-light util-linux" >&2; exit 2; }
@@ -32,28 +34,11 @@ PIDS=()
 cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK"; }
 trap cleanup EXIT
 
-PETS='[{"id":1,"name":"catten","tag":"cat"},{"id":2,"name":"doggy","tag":"dog"}]'
 # The same 1 KiB that `sluice serve static` sends.
 STATIC=$(python3 -c 'import itertools;print("".join(itertools.islice(itertools.cycle("abcdefghijklmnopqrstuvwxyz0123456789"),1024)),end="")')
 
-# Starts nginx with one worker answering `return 200` with the given body and type.
 start_nginx() {
-  local body=$1 type=$2
-  cat >"$WORK/nginx.conf" <<NGINX
-worker_processes 1;
-daemon off;
-error_log $WORK/nginx-error.log warn;
-pid $WORK/nginx.pid;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 1000000;
-  server {
-    listen 127.0.0.1:$NGINX_PORT backlog=8192;
-    location / { default_type $type; return 200 '$body'; }
-  }
-}
-NGINX
+  write_nginx_conf "$WORK" "$NGINX_PORT" "$1" "$2"
   $SERVER_CPU nginx -c "$WORK/nginx.conf" -p "$WORK" &
   PIDS+=($!)
   wait_port "$NGINX_PORT"
@@ -63,14 +48,6 @@ start_sluice() {
   $SERVER_CPU "$SLUICE" serve "$1" --workers 1 --listen "127.0.0.1:$SLUICE_PORT" 2>"$WORK/sluice.log" >/dev/null &
   PIDS+=($!)
   wait_port "$SLUICE_PORT"
-}
-
-wait_port() {
-  for _ in $(seq 100); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-    sleep 0.05
-  done
-  echo "nothing listens on port $1" >&2; exit 1
 }
 
 stop_servers() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; PIDS=(); }
@@ -96,7 +73,6 @@ run_wrk() {
 # Peak resident set (VmHWM) of a process, in KiB.
 peak_rss() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo "?"; }
 
-median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 : >"$OUT/wrk.log"
 : >"$OUT/rss.txt"

@@ -22,6 +22,8 @@ PORT=${PORT:-18090}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$ROOT/results/load-vs-wrk}
 SLUICE=${SLUICE:-$ROOT/target/release/sluice}
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
 URL="http://127.0.0.1:$PORT/v1/pets"
 
 for tool in wrk taskset /usr/bin/time; do
@@ -35,27 +37,13 @@ cleanup() { [[ -n $SERVER ]] && kill "$SERVER" 2>/dev/null; wait 2>/dev/null || 
 trap cleanup EXIT
 
 if [[ $TARGET == nginx ]]; then
-  cat >"$WORK/nginx.conf" <<NGINX
-worker_processes 1;
-daemon off;
-error_log $WORK/nginx-error.log warn;
-pid $WORK/nginx.pid;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 1000000;
-  server {
-    listen 127.0.0.1:$PORT backlog=8192;
-    location / { default_type application/json; return 200 '[{"id":1,"name":"catten","tag":"cat"},{"id":2,"name":"doggy","tag":"dog"}]'; }
-  }
-}
-NGINX
+  write_nginx_conf "$WORK" "$PORT" "$PETS" application/json
   taskset -c 1 nginx -c "$WORK/nginx.conf" -p "$WORK" &
 else
   taskset -c 1 "$SLUICE" serve petstore --workers 1 --listen "127.0.0.1:$PORT" >/dev/null 2>&1 &
 fi
 SERVER=$!
-for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break; sleep 0.05; done
+wait_port "$PORT"
 
 # rps TOOL THREADS MODE -> requests/s
 rps() {
@@ -75,8 +63,6 @@ rps() {
   echo "$out" >>"$OUT/runs.log"
   awk '/^Requests\/sec:/ {print $2}' <<<"$out"
 }
-
-median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 : >"$OUT/runs.log"
 TABLE="$OUT/table.md"

@@ -36,6 +36,9 @@ pub struct LoadConfig {
     pub cacert: Option<PathBuf>,
 }
 
+/// Longest duration, timeout or warm-up accepted.
+const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
+
 /// A configuration mistake; `sluice load` prints it and exits with 2.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigError(pub String);
@@ -113,10 +116,29 @@ impl LoadConfig {
         if self.timeout.is_zero() {
             return fail("--timeout must be longer than 0".into());
         }
+        for (flag, value) in [
+            ("--duration", self.duration),
+            ("--timeout", self.timeout),
+            ("--warmup", self.warmup),
+        ] {
+            if value > MAX_DURATION {
+                return fail(format!("{flag} must be at most a year, got {value:?}"));
+            }
+        }
+        if self.total_requests.is_some() && !self.warmup.is_zero() {
+            return fail("--warmup goes with a timed run (-d), not with --requests".into());
+        }
         if let Some(rate) = self.rate {
             if !rate.is_finite() || rate <= 0.0 {
                 return fail(format!(
                     "--rate must be a positive number of requests per second, got {rate}"
+                ));
+            }
+            let interval = self.connections as f64 / rate;
+            if !(1e-9..=MAX_DURATION.as_secs_f64()).contains(&interval) {
+                return fail(format!(
+                    "--rate {rate} over {} connections is out of range (one request per connection every 1 ns to 1 year)",
+                    self.connections
                 ));
             }
         }

@@ -16,7 +16,7 @@ use std::{
     rc::Rc,
     sync::{
         atomic::{AtomicBool, AtomicU64, Ordering},
-        Arc,
+        Arc, OnceLock,
     },
     time::Duration,
 };
@@ -56,14 +56,19 @@ pub(crate) struct Shared {
     pub timeout: Duration,
     /// Requests still allowed to start (`-n`); `None` for a timed run.
     pub budget: Option<AtomicU64>,
+    /// `-n` as configured: the run ends when this many are answered or lost.
+    pub total: Option<u64>,
     /// Requests answered or lost, for ending a `-n` run.
     pub finished: AtomicU64,
     pub stopped: AtomicBool,
+    /// When the stop was requested, the end of the measured time.
+    pub stopped_at: OnceLock<Instant>,
     pub stop: watch::Sender<bool>,
 }
 
 impl Shared {
     pub(crate) fn request_stop(&self) {
+        self.stopped_at.get_or_init(Instant::now);
         self.stopped.store(true, Ordering::Relaxed);
         self.stop.send_replace(true);
     }
@@ -84,8 +89,8 @@ impl Shared {
     }
 
     /// Counts answered or lost requests; ends a `-n` run when all are done.
-    fn finish(&self, count: u64, total: Option<u64>) {
-        if let Some(total) = total {
+    fn finish(&self, count: u64) {
+        if let Some(total) = self.total {
             if count > 0 && self.finished.fetch_add(count, Ordering::Relaxed) + count >= total {
                 self.request_stop();
             }
@@ -120,7 +125,6 @@ pub(crate) struct Client {
     shared: Arc<Shared>,
     stats: Rc<RefCell<Stats>>,
     progress: Arc<AtomicU64>,
-    total: Option<u64>,
     next_request: usize,
     schedule: Option<Schedule>,
     stop_signal: Pin<Box<dyn Future<Output = ()>>>,
@@ -138,14 +142,12 @@ impl Client {
         schedule: Option<Schedule>,
     ) -> Self {
         let mut stop = shared.stop.subscribe();
-        let total = shared.budget.as_ref().map(|b| b.load(Ordering::Relaxed));
         let now = Instant::now();
         Self {
             next_request: index % shared.requests.len(),
             shared,
             stats,
             progress,
-            total,
             schedule,
             stop_signal: Box::pin(async move {
                 let _ = stop.wait_for(|stopped| *stopped).await;
@@ -171,6 +173,11 @@ impl Client {
                 Ok(None) => SessionEnd::Stop,
                 Err(()) => {
                     self.record_error(ErrorKind::Connect);
+                    // A `-n` run against a dead target must end: each failed
+                    // connect uses up one request.
+                    if self.shared.total.is_some() && self.shared.take_permit() {
+                        self.shared.finish(1);
+                    }
                     let pause = tokio::time::sleep(RECONNECT_PAUSE);
                     tokio::select! {
                         () = pause => {}
@@ -183,6 +190,8 @@ impl Client {
             self.in_flight.clear();
             match end {
                 SessionEnd::Stop => return,
+                // The server closed with pipelined requests unanswered.
+                SessionEnd::Reconnect if lost > 0 => self.record_error(ErrorKind::Read),
                 SessionEnd::Reconnect => {}
                 SessionEnd::Failed(ErrorKind::Timeout) => {
                     for _ in 0..lost {
@@ -191,7 +200,7 @@ impl Client {
                 }
                 SessionEnd::Failed(kind) => self.record_error(kind),
             }
-            self.shared.finish(lost, self.total);
+            self.shared.finish(lost);
         }
     }
 
@@ -238,6 +247,8 @@ impl Client {
                 None => now,
             };
             if !self.shared.take_permit() {
+                // Budget spent: nothing more will be due.
+                self.schedule = None;
                 return;
             }
             let request = &self.shared.requests[self.next_request];
@@ -261,8 +272,8 @@ impl Client {
         loop {
             self.fill(&mut wbuf, Instant::now());
             if !wbuf.is_empty() {
-                if stream.write_all(&wbuf).await.is_err() {
-                    return SessionEnd::Failed(ErrorKind::Write);
+                if let Some(end) = self.write(&mut stream, &wbuf).await {
+                    return end;
                 }
                 wbuf.clear();
             }
@@ -295,6 +306,11 @@ impl Client {
                     if let Some(end) = self.responses(&mut reader, &mut rbuf, now) {
                         return end;
                     }
+                    // The read branch is polled first: a server that never
+                    // pauses must not keep the stop from being seen.
+                    if self.shared.stopping() {
+                        return SessionEnd::Stop;
+                    }
                 }
                 () = self.stop_signal.as_mut() => return SessionEnd::Stop,
                 () = self.timer.as_mut() => {
@@ -308,6 +324,37 @@ impl Client {
                     }
                 }
                 () = self.send_timer.as_mut(), if self.schedule.is_some() && can_send => {}
+            }
+        }
+    }
+
+    /// Writes a batch, giving up at the stop or when its oldest request
+    /// times out (a server that stops reading must not hang the run).
+    async fn write<S: AsyncWrite + Unpin>(
+        &mut self,
+        stream: &mut S,
+        bytes: &[u8],
+    ) -> Option<SessionEnd> {
+        let deadline = self.in_flight.front().map_or_else(
+            || Instant::now() + self.shared.timeout,
+            |front| front.sent + self.shared.timeout,
+        );
+        if deadline < self.timer.deadline() {
+            self.timer.as_mut().reset(deadline);
+        }
+        let write = stream.write_all(bytes);
+        tokio::pin!(write);
+        loop {
+            tokio::select! {
+                biased;
+                written = &mut write => return written.err().map(|_| SessionEnd::Failed(ErrorKind::Write)),
+                () = self.stop_signal.as_mut() => return Some(SessionEnd::Stop),
+                () = self.timer.as_mut() => {
+                    if Instant::now() >= deadline {
+                        return Some(SessionEnd::Failed(ErrorKind::Timeout));
+                    }
+                    self.timer.as_mut().reset(deadline);
+                }
             }
         }
     }
@@ -347,7 +394,7 @@ impl Client {
             }
         }
         self.progress.fetch_add(completed, Ordering::Relaxed);
-        self.shared.finish(completed, self.total);
+        self.shared.finish(completed);
         end
     }
 
@@ -361,7 +408,7 @@ impl Client {
                 .borrow_mut()
                 .response(done.status, front.intended, front.sent, now);
             self.progress.fetch_add(1, Ordering::Relaxed);
-            self.shared.finish(1, self.total);
+            self.shared.finish(1);
         }
         if self.in_flight.is_empty() {
             SessionEnd::Reconnect

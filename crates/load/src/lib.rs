@@ -159,7 +159,11 @@ pub fn run(config: &LoadConfig, mut control: RunControl) -> anyhow::Result<Repor
         std::thread::sleep(until_end.min(Duration::from_millis(10)));
     };
     shared.request_stop();
-    let stopped_at = Instant::now();
+    let stopped_at = shared
+        .stopped_at
+        .get()
+        .copied()
+        .unwrap_or_else(Instant::now);
 
     let mut results = Vec::with_capacity(workers.len());
     for worker in workers {
@@ -202,8 +206,10 @@ fn prepare(config: &LoadConfig) -> Result<Shared, ConfigError> {
         pipeline: config.pipeline,
         timeout: config.timeout,
         budget: config.total_requests.map(AtomicU64::new),
+        total: config.total_requests,
         finished: AtomicU64::new(0),
         stopped: AtomicBool::new(false),
+        stopped_at: std::sync::OnceLock::new(),
         stop,
     })
 }
@@ -285,12 +291,16 @@ fn run_thread(
     let now = Instant::now();
     let mut max_lag = Duration::ZERO;
     let mut unsent = 0;
-    if let Some(rate) = plan.rate {
+    // A `-n` run ends when its budget is spent: nothing is "behind" then.
+    if let (Some(rate), None) = (plan.rate, shared.total) {
         let interval = plan.connections as f64 / rate;
         for client in &clients {
             let lag = client.lag(now);
             max_lag = max_lag.max(lag);
-            unsent += (lag.as_secs_f64() / interval) as u64;
+            // The request at the head of the timetable is itself due.
+            if !lag.is_zero() {
+                unsent += (lag.as_secs_f64() / interval) as u64 + 1;
+            }
         }
     }
     drop(clients);
@@ -316,7 +326,11 @@ fn build_report(
     let mut max_lag = Duration::ZERO;
     let mut unsent = 0;
     for result in &results {
-        thread_samples.extend(result.stats.per_second.iter().take(whole_seconds).copied());
+        // Seconds without a response count as zero, not as missing.
+        thread_samples.extend(
+            (0..whole_seconds)
+                .map(|second| result.stats.per_second.get(second).copied().unwrap_or(0)),
+        );
         max_lag = max_lag.max(result.max_lag);
         unsent += result.unsent;
     }
@@ -343,7 +357,7 @@ fn build_report(
         .sum();
     // Whole seconds only: a last partial second would read as a drop.
     let mut per_second = all.per_second.clone();
-    per_second.truncate(whole_seconds.max(1));
+    per_second.resize(whole_seconds.max(1), 0);
     Report {
         tool: format!("sluice load {}", env!("CARGO_PKG_VERSION")),
         config: ReportConfig {

@@ -310,3 +310,106 @@ fn https_with_a_ca_file_or_insecure() {
     assert_eq!(report.requests, 0);
     assert!(report.errors.connect > 0, "{:?}", report.errors);
 }
+
+#[test]
+fn n_is_exact_across_threads() {
+    let server = FakeServer::start(Behaviour::Normal);
+    for _ in 0..5 {
+        let mut exact = config(&server.url("/"));
+        exact.threads = 2;
+        exact.total_requests = Some(300);
+        assert_eq!(run(&exact).requests, 300);
+    }
+}
+
+#[test]
+fn pipelined_requests_cut_off_by_a_close_are_read_errors() {
+    let server = FakeServer::start(Behaviour::CloseAfterAnswer);
+    let mut pipelined = config(&server.url("/"));
+    pipelined.connections = 1;
+    pipelined.pipeline = 4;
+    pipelined.total_requests = Some(100);
+    let report = run(&pipelined);
+    assert_eq!(report.requests, 25);
+    assert_eq!(report.errors.read, 25);
+}
+
+#[test]
+fn a_server_that_stops_reading_cannot_hold_the_run() {
+    let server = FakeServer::start(Behaviour::NeverRead);
+    let mut stuck = config(&server.url("/"));
+    stuck.connections = 2;
+    stuck.duration = Duration::from_millis(500);
+    stuck.body = vec![b'x'; 16 * 1024 * 1024].into();
+    let started = std::time::Instant::now();
+    let report = run(&stuck);
+    assert!(
+        started.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(report.requests, 0);
+}
+
+#[test]
+fn n_with_a_rate_ends_without_phantom_lag() {
+    let server = FakeServer::start(Behaviour::DelayEvery {
+        nth: 1,
+        delay: Duration::from_millis(300),
+    });
+    let mut open = config(&server.url("/"));
+    open.connections = 8;
+    open.rate = Some(100.0);
+    open.total_requests = Some(4);
+    let report = run(&open);
+    assert_eq!(report.requests, 4);
+    assert_eq!(report.schedule.expect("schedule").unsent, 0);
+}
+
+#[test]
+fn silent_seconds_count_as_zero() {
+    let server = FakeServer::start(Behaviour::StallOnce {
+        after: Duration::from_millis(1500),
+        stall: Duration::from_secs(10),
+    });
+    let mut stalled = config(&server.url("/"));
+    stalled.connections = 2;
+    stalled.duration = Duration::from_secs(3);
+    stalled.timeout = Duration::from_secs(10);
+    let report = run(&stalled);
+    assert_eq!(report.per_second.len(), 3, "{:?}", report.per_second);
+    assert_eq!(report.per_second[2], 0);
+    // wrk's Req/Sec averages every second, the silent one included.
+    let mean = report.thread_rate.mean;
+    assert!(
+        (mean - report.requests_per_sec).abs() < report.requests_per_sec * 0.2,
+        "{mean} vs {}",
+        report.requests_per_sec
+    );
+}
+
+#[test]
+fn n_against_a_dead_target_ends() {
+    let mut dead = config(&format!("http://{}/", testkit::closed_port()));
+    dead.total_requests = Some(10);
+    let report = run(&dead);
+    assert_eq!(report.requests, 0);
+    assert!(report.errors.connect >= 10, "{:?}", report.errors);
+}
+
+#[test]
+fn out_of_range_settings_are_config_errors() {
+    let base = config("http://127.0.0.1:1/");
+    let mut warm_n = base.clone();
+    warm_n.total_requests = Some(10);
+    warm_n.warmup = Duration::from_secs(1);
+    let mut long = base.clone();
+    long.duration = Duration::from_secs(u64::MAX);
+    let mut tiny_rate = base.clone();
+    tiny_rate.rate = Some(1e-300);
+    let mut huge_rate = base;
+    huge_rate.rate = Some(1e300);
+    for bad in [warm_n, long, tiny_rate, huge_rate] {
+        assert!(bad.validate().is_err(), "{bad:?}");
+    }
+}

@@ -45,7 +45,12 @@ fn a_run_prints_wrk_style_text_and_writes_json() {
 
 #[test]
 fn bad_input_exits_2_with_one_line() {
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 9] = [
+        (
+            &["-d", "18446744073709551615", "http://127.0.0.1:1/"],
+            "at most a year",
+        ),
+        (&["--rate", "1e-300", "http://127.0.0.1:1/"], "out of range"),
         (&["not-a-url"], "invalid URL"),
         (&["ftp://127.0.0.1/"], "is not http or https"),
         (&["-H", "no colon", "http://127.0.0.1:1/"], "invalid header"),

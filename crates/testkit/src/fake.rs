@@ -36,6 +36,12 @@ pub enum Behaviour {
     StallOnce { after: Duration, stall: Duration },
     /// Requests are read and never answered.
     Silent,
+    /// Nothing is ever read: the client's writes back up.
+    NeverRead,
+    /// The first request on each connection is answered with
+    /// `Connection: close`, then the connection is closed, whatever else
+    /// was pipelined behind it.
+    CloseAfterAnswer,
     /// Half of a response, then the connection is closed.
     CloseMidResponse,
     /// A response that is not HTTP.
@@ -160,6 +166,10 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     let mut out = Vec::new();
     let mut on_connection = 0u64;
     let mut chunk = [0u8; 16 * 1024];
+    if let Behaviour::NeverRead = behaviour {
+        let _ = stop.changed().await;
+        return;
+    }
     loop {
         let read = tokio::select! {
             _ = stop.changed() => return,
@@ -199,7 +209,14 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                     }
                     out.extend_from_slice(OK_RESPONSE);
                 }
-                Behaviour::Silent => {}
+                Behaviour::Silent | Behaviour::NeverRead => {}
+                Behaviour::CloseAfterAnswer => {
+                    let answer =
+                        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok";
+                    let _ = stream.write_all(answer).await;
+                    let _ = stream.shutdown().await;
+                    return;
+                }
                 Behaviour::CloseMidResponse => {
                     let _ = stream
                         .write_all(&OK_RESPONSE[..OK_RESPONSE.len() - 1])
