@@ -1,0 +1,89 @@
+//! The proxy's YAML configuration (docs/CONFIG.md will list every key when
+//! the proxy is wired into `sluice proxy`).
+//!
+//! Loading is three steps, each failing with a [`ConfigError`] that names
+//! the file, line, column and key: `${VAR}` substitution, parsing into the
+//! schema (unknown keys rejected with a did-you-mean), then the checks that
+//! need more than one key (a route's upstream exists, addresses parse).
+
+mod env;
+mod error;
+mod schema;
+mod validate;
+
+use std::path::Path;
+
+pub use error::ConfigError;
+pub use schema::*;
+
+/// Reads, substitutes, parses and validates `path`.
+pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|err| ConfigError {
+        file: path.to_path_buf(),
+        line: 0,
+        column: 0,
+        key: String::new(),
+        message: format!("cannot read the file: {err}"),
+    })?;
+    parse(&text, path, |name| std::env::var(name).ok())
+}
+
+/// The same from text, with `lookup` standing in for the environment.
+pub fn parse(
+    text: &str,
+    file: &Path,
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<Config, ConfigError> {
+    let at = |line: usize, column: usize, key: String, message: String| ConfigError {
+        file: file.to_path_buf(),
+        line,
+        column,
+        key,
+        message,
+    };
+    let text = env::substitute(text, lookup)
+        .map_err(|err| at(err.line, err.column, String::new(), err.message))?;
+    let mut key = String::new();
+    let config: Config = serde_saphyr::with_deserializer_from_str(&text, |de| {
+        serde_path_to_error::deserialize(de).map_err(|err| {
+            key = err.path().to_string();
+            err.into_inner()
+        })
+    })
+    .map_err(|err| {
+        let (line, column) = err
+            .location()
+            .map_or((0, 0), |l| (l.line() as usize, l.column() as usize));
+        // The serde-saphyr message repeats the location and a snippet; keep its first line.
+        let text = err.to_string();
+        let first = text.lines().next().unwrap_or_default();
+        let message = first.rsplit_once(": ").map_or(first, |(_, m)| m);
+        at(
+            line,
+            column,
+            clean_key(&key),
+            error::with_suggestion(message),
+        )
+    })?;
+    validate::check(&config).map_err(|(location, key, message)| {
+        at(
+            location.line() as usize,
+            location.column() as usize,
+            key,
+            message,
+        )
+    })?;
+    Ok(config)
+}
+
+/// serde_path_to_error writes `.` for the document root.
+fn clean_key(key: &str) -> String {
+    if key == "." {
+        String::new()
+    } else {
+        key.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,146 @@
+use std::{path::Path, time::Duration};
+
+use super::*;
+
+fn parse_str(text: &str) -> Result<Config, ConfigError> {
+    parse(text, Path::new("sluice.yaml"), |name| match name {
+        "BACKEND" => Some("http://127.0.0.1:8080".into()),
+        _ => None,
+    })
+}
+
+const GOOD: &str = "\
+workers: 2
+listeners:
+  - address: 127.0.0.1:8000
+upstreams:
+  petstore:
+    hosts: [ \"${BACKEND}\", \"http://127.0.0.1:8081\" ]
+    timeouts: { connect: 500ms, request: 5s }
+    retries: 1
+routes:
+  - { path: /v1/pets, match: exact, methods: [GET], upstream: petstore }
+  - { path: /, upstream: petstore }
+admin: { address: 127.0.0.1:9901 }
+limits: { max_header_bytes: 16KiB, max_body_bytes: 100MB }
+";
+
+#[test]
+fn a_good_file_parses_with_defaults_filled_in() {
+    let config = parse_str(GOOD).unwrap();
+    assert_eq!(config.workers, Some(2));
+    let petstore = &config.upstreams["petstore"];
+    assert_eq!(petstore.hosts[0].value, "http://127.0.0.1:8080");
+    assert_eq!(petstore.timeouts.connect, Duration::from_millis(500));
+    assert_eq!(petstore.pool.max_idle, 128);
+    assert_eq!(config.routes[0].match_kind, PathMatch::Exact);
+    assert_eq!(config.routes[1].match_kind, PathMatch::Prefix);
+    assert_eq!(config.limits.max_header_bytes, 16 * 1024);
+    assert_eq!(config.limits.max_body_bytes, 100_000_000);
+    assert_eq!(config.limits.header_read_timeout, Duration::from_secs(10));
+}
+
+/// Replaces one line of `GOOD` (1-based) and returns the error.
+fn error_with(line: usize, replacement: &str) -> ConfigError {
+    let mut lines: Vec<&str> = GOOD.lines().collect();
+    lines[line - 1] = replacement;
+    parse_str(&lines.join("\n")).unwrap_err()
+}
+
+#[test]
+fn unknown_keys_name_line_key_and_a_suggestion() {
+    let err = error_with(8, "    retires: 1");
+    assert_eq!(
+        (err.line, err.key.as_str()),
+        (8, "upstreams.petstore.retires")
+    );
+    assert!(err.message.contains("did you mean `retries`?"), "{err}");
+    assert!(
+        err.to_string()
+            .starts_with("sluice.yaml:8:5: upstreams.petstore.retires: unknown field"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_values_name_their_line_and_key() {
+    let err = error_with(7, "    timeouts: { connect: soon, request: 5s }");
+    assert_eq!(
+        (err.line, err.key.as_str()),
+        (7, "upstreams.petstore.timeouts.connect")
+    );
+    assert!(err.message.contains("invalid duration `soon`"), "{err}");
+
+    let err = error_with(13, "limits: { max_header_bytes: 16 furlongs }");
+    assert_eq!(err.key, "limits.max_header_bytes");
+    assert!(err.message.contains("invalid size"), "{err}");
+
+    let err = error_with(1, "workers: many");
+    assert_eq!((err.line, err.key.as_str()), (1, "workers"));
+}
+
+#[test]
+fn cross_checks_point_at_the_value() {
+    let err = error_with(
+        10,
+        "  - { path: /v1/pets, methods: [GET], upstream: petshop }",
+    );
+    assert_eq!((err.line, err.key.as_str()), (10, "routes[0].upstream"));
+    assert!(
+        err.message
+            .contains("no upstream named `petshop`; defined: petstore"),
+        "{err}"
+    );
+
+    let err = error_with(3, "  - address: localhost:8000");
+    assert_eq!((err.line, err.key.as_str()), (3, "listeners[0].address"));
+
+    let err = error_with(6, "    hosts: [ \"https://x:1\" ]");
+    assert_eq!(
+        (err.line, err.key.as_str()),
+        (6, "upstreams.petstore.hosts[0]")
+    );
+
+    let err = error_with(11, "  - { path: v1, upstream: petstore }");
+    assert_eq!(err.key, "routes[1].path");
+
+    let err = error_with(12, "admin: { address: 127.0.0.1:8000 }");
+    assert!(err.message.contains("also a listener"), "{err}");
+
+    let err = error_with(
+        10,
+        "  - { path: /v1/pets, methods: [\"G T\"], upstream: petstore }",
+    );
+    assert_eq!(err.key, "routes[0].methods[0]");
+}
+
+#[test]
+fn environment_errors_point_at_the_reference() {
+    let text = GOOD.replace("${BACKEND}", "${NOT_SET:?the petstore URL}");
+    let err = parse_str(&text).unwrap_err();
+    assert_eq!((err.line, err.column), (6, 15));
+    assert!(
+        err.message.contains("NOT_SET is not set: the petstore URL"),
+        "{err}"
+    );
+}
+
+#[test]
+fn unreadable_files_name_the_file() {
+    let err = load(Path::new("/nonexistent/sluice.yaml")).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("/nonexistent/sluice.yaml: cannot read the file"),
+        "{err}"
+    );
+}
+
+#[test]
+fn sizes() {
+    assert_eq!(schema::parse_size("4096"), Some(4096));
+    assert_eq!(schema::parse_size("32KiB"), Some(32 * 1024));
+    assert_eq!(schema::parse_size("10 MB"), Some(10_000_000));
+    assert_eq!(schema::parse_size("1GiB"), Some(1 << 30));
+    assert_eq!(schema::parse_size("1.5MB"), None);
+    assert_eq!(schema::parse_size("MB"), None);
+}
