@@ -1,5 +1,9 @@
-//! `sluice proxy`: the sidecar proxy. This crate holds its configuration so
-//! far: the YAML schema, `${VAR}` substitution from the environment and
-//! validation whose every error names the file, line and key.
+//! `sluice proxy`: the sidecar proxy. So far this crate holds the pieces
+//! that need no I/O: the configuration (YAML schema, `${VAR}` substitution,
+//! errors naming the file, line and key), the route table and the upstream
+//! balancer with passive health. The HTTP engine, pools, admin listener and
+//! the `sluice proxy` command arrive with the rest of issue 4.
 
+pub mod balance;
 pub mod config;
+pub mod route;

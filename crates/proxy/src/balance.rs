@@ -1,0 +1,134 @@
+//! Upstream host selection: round-robin over the hosts that are not
+//! ejected, with passive health. A host that fails `failures` times in a
+//! row is ejected for `backoff`; after that it gets traffic again, and one
+//! success resets its count. Shared by all workers, lock-free.
+
+use std::{
+    sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering},
+    time::Duration,
+};
+
+use crate::config::Health;
+
+/// The hosts of one upstream and their health.
+#[derive(Debug)]
+pub struct Balancer {
+    hosts: Vec<HostState>,
+    next: AtomicUsize,
+    failures_to_eject: u32,
+    backoff: Duration,
+}
+
+#[derive(Debug, Default)]
+struct HostState {
+    consecutive_failures: AtomicU32,
+    /// Ejected until this many nanoseconds after the balancer's clock origin; 0: not ejected.
+    ejected_until: AtomicU64,
+}
+
+impl Balancer {
+    pub fn new(host_count: usize, health: &Health) -> Self {
+        Self {
+            hosts: (0..host_count).map(|_| HostState::default()).collect(),
+            next: AtomicUsize::new(0),
+            failures_to_eject: health.failures.max(1),
+            backoff: health.backoff,
+        }
+    }
+
+    /// The next healthy host, or `None` when every host is ejected (503).
+    /// `now` is nanoseconds on the caller's monotonic clock.
+    pub fn pick(&self, now: u64) -> Option<usize> {
+        let count = self.hosts.len();
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        (0..count)
+            .map(|offset| (start + offset) % count)
+            .find(|&host| self.hosts[host].ejected_until.load(Ordering::Relaxed) <= now)
+    }
+
+    /// The next healthy host after `failed` (a retry after a connect failure).
+    pub fn pick_after(&self, failed: usize, now: u64) -> Option<usize> {
+        let count = self.hosts.len();
+        (1..count)
+            .map(|offset| (failed + offset) % count)
+            .find(|&host| self.hosts[host].ejected_until.load(Ordering::Relaxed) <= now)
+    }
+
+    pub fn success(&self, host: usize) {
+        self.hosts[host]
+            .consecutive_failures
+            .store(0, Ordering::Relaxed);
+    }
+
+    /// Counts a failure; returns true when it ejected the host.
+    pub fn failure(&self, host: usize, now: u64) -> bool {
+        let state = &self.hosts[host];
+        let failures = state.consecutive_failures.fetch_add(1, Ordering::Relaxed) + 1;
+        if failures < self.failures_to_eject {
+            return false;
+        }
+        state.consecutive_failures.store(0, Ordering::Relaxed);
+        let backoff = u64::try_from(self.backoff.as_nanos()).unwrap_or(u64::MAX);
+        state
+            .ejected_until
+            .store(now.saturating_add(backoff).max(1), Ordering::Relaxed);
+        true
+    }
+
+    /// Hosts not ejected at `now` (for /ready and metrics).
+    pub fn healthy(&self, now: u64) -> usize {
+        self.hosts
+            .iter()
+            .filter(|h| h.ejected_until.load(Ordering::Relaxed) <= now)
+            .count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECOND: u64 = 1_000_000_000;
+
+    fn balancer(hosts: usize) -> Balancer {
+        Balancer::new(
+            hosts,
+            &Health {
+                failures: 2,
+                backoff: Duration::from_secs(10),
+            },
+        )
+    }
+
+    #[test]
+    fn round_robin_over_all_hosts() {
+        let b = balancer(3);
+        let picks: Vec<_> = (0..6).map(|_| b.pick(0).unwrap()).collect();
+        assert_eq!(picks, [0, 1, 2, 0, 1, 2]);
+    }
+
+    #[test]
+    fn failing_hosts_are_ejected_then_return() {
+        let b = balancer(2);
+        assert!(!b.failure(1, SECOND));
+        assert!(b.failure(1, SECOND));
+        assert_eq!(b.healthy(2 * SECOND), 1);
+        assert!((0..4).all(|_| b.pick(2 * SECOND) == Some(0)));
+        assert_eq!(b.pick_after(0, 2 * SECOND), None);
+        // Back after the backoff.
+        assert_eq!(b.healthy(12 * SECOND), 2);
+        let picks: Vec<_> = (0..2).map(|_| b.pick(12 * SECOND).unwrap()).collect();
+        assert!(picks.contains(&1));
+    }
+
+    #[test]
+    fn all_ejected_means_none_and_a_success_resets_the_count() {
+        let b = balancer(1);
+        assert!(!b.failure(0, 0));
+        b.success(0);
+        assert!(!b.failure(0, 0), "the success reset the count");
+        assert!(b.failure(0, 0));
+        assert_eq!(b.pick(SECOND), None);
+        assert_eq!(b.pick(11 * SECOND), Some(0));
+    }
+}

@@ -1,0 +1,184 @@
+//! The route table: routes from the configuration, compiled once and
+//! ordered so that the first match is the most specific one.
+//!
+//! Order: routes with a host before routes without; then exact paths before
+//! prefixes; then longer paths first; ties keep the file's order. A prefix
+//! matches on segment boundaries: `/v1/pets` matches `/v1/pets` and
+//! `/v1/pets/1`, not `/v1/petstore` (a prefix ending in `/` matches
+//! anything below it).
+
+use http::Method;
+
+use crate::config::{PathMatch, Route};
+
+/// One compiled route.
+#[derive(Debug, Clone)]
+pub struct CompiledRoute {
+    /// Position in the configuration file, for metrics and logs.
+    pub index: usize,
+    host: Option<String>,
+    path: String,
+    exact: bool,
+    /// Empty: any method.
+    methods: Vec<Method>,
+    pub upstream: String,
+}
+
+/// What a lookup found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum RouteMatch<'a> {
+    Found(&'a CompiledRoute),
+    /// The path matches routes, none of them for this method: 405 with `Allow`.
+    MethodNotAllowed {
+        allow: String,
+    },
+    NotFound,
+}
+
+impl PartialEq for CompiledRoute {
+    fn eq(&self, other: &Self) -> bool {
+        self.index == other.index
+    }
+}
+
+impl Eq for CompiledRoute {}
+
+#[derive(Debug, Clone, Default)]
+pub struct RouteTable {
+    routes: Vec<CompiledRoute>,
+}
+
+impl RouteTable {
+    /// Compiles validated routes (paths start with `/`, methods parse).
+    pub fn new(routes: &[Route]) -> Self {
+        let mut compiled: Vec<CompiledRoute> = routes
+            .iter()
+            .enumerate()
+            .map(|(index, route)| CompiledRoute {
+                index,
+                host: route.host.as_ref().map(|h| h.to_ascii_lowercase()),
+                path: route.path.value.clone(),
+                exact: route.match_kind == PathMatch::Exact,
+                methods: route
+                    .methods
+                    .iter()
+                    .filter_map(|m| Method::from_bytes(m.value.as_bytes()).ok())
+                    .collect(),
+                upstream: route.upstream.value.clone(),
+            })
+            .collect();
+        // Stable sort: equally specific routes keep the file's order.
+        compiled.sort_by_key(|r| (r.host.is_none(), !r.exact, std::cmp::Reverse(r.path.len())));
+        Self { routes: compiled }
+    }
+
+    /// `host` without its port; `path` without the query.
+    pub fn find(&self, host: Option<&str>, method: &Method, path: &str) -> RouteMatch<'_> {
+        let mut allowed: Vec<&Method> = Vec::new();
+        for route in &self.routes {
+            if !route.matches_host(host) || !route.matches_path(path) {
+                continue;
+            }
+            if route.methods.is_empty() || route.methods.contains(method) {
+                return RouteMatch::Found(route);
+            }
+            for m in &route.methods {
+                if !allowed.contains(&m) {
+                    allowed.push(m);
+                }
+            }
+        }
+        if allowed.is_empty() {
+            return RouteMatch::NotFound;
+        }
+        let allow: Vec<&str> = allowed.iter().map(|m| m.as_str()).collect();
+        RouteMatch::MethodNotAllowed {
+            allow: allow.join(", "),
+        }
+    }
+}
+
+impl CompiledRoute {
+    fn matches_host(&self, host: Option<&str>) -> bool {
+        match (&self.host, host) {
+            (None, _) => true,
+            (Some(wanted), Some(host)) => wanted.eq_ignore_ascii_case(host),
+            (Some(_), None) => false,
+        }
+    }
+
+    fn matches_path(&self, path: &str) -> bool {
+        if self.exact {
+            return path == self.path;
+        }
+        match path.strip_prefix(self.path.as_str()) {
+            None => false,
+            Some(rest) => rest.is_empty() || self.path.ends_with('/') || rest.starts_with('/'),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    fn table(routes: &str) -> RouteTable {
+        let text = format!(
+            "listeners: [{{ address: 127.0.0.1:1 }}]\nupstreams:\n  a: {{ hosts: [\"http://h:1\"] }}\n  b: {{ hosts: [\"http://h:2\"] }}\n  c: {{ hosts: [\"http://h:3\"] }}\nroutes:\n{routes}"
+        );
+        let config = crate::config::parse(&text, Path::new("t.yaml"), |_| None).unwrap();
+        RouteTable::new(&config.routes)
+    }
+
+    fn upstream(table: &RouteTable, host: Option<&str>, method: Method, path: &str) -> String {
+        match table.find(host, &method, path) {
+            RouteMatch::Found(route) => route.upstream.clone(),
+            RouteMatch::MethodNotAllowed { allow } => format!("405 {allow}"),
+            RouteMatch::NotFound => "404".into(),
+        }
+    }
+
+    #[test]
+    fn most_specific_route_wins() {
+        let t = table(
+            "  - { path: /, upstream: a }\n  - { path: /v1/pets, upstream: b }\n  - { path: /v1/pets, match: exact, upstream: c }\n",
+        );
+        assert_eq!(upstream(&t, None, Method::GET, "/v1/pets"), "c");
+        assert_eq!(upstream(&t, None, Method::GET, "/v1/pets/1"), "b");
+        assert_eq!(upstream(&t, None, Method::GET, "/v1/petstore"), "a");
+        assert_eq!(upstream(&t, None, Method::GET, "/other"), "a");
+    }
+
+    #[test]
+    fn host_routes_come_first() {
+        let t = table(
+            "  - { path: /, upstream: a }\n  - { path: /, host: API.example, upstream: b }\n",
+        );
+        assert_eq!(upstream(&t, Some("api.example"), Method::GET, "/x"), "b");
+        assert_eq!(upstream(&t, Some("other"), Method::GET, "/x"), "a");
+        assert_eq!(upstream(&t, None, Method::GET, "/x"), "a");
+    }
+
+    #[test]
+    fn methods_fall_through_then_405() {
+        let t = table(
+            "  - { path: /v1/pets, methods: [GET, HEAD], upstream: a }\n  - { path: /v1/pets, methods: [POST], upstream: b }\n  - { path: /admin, match: exact, methods: [GET], upstream: c }\n",
+        );
+        assert_eq!(upstream(&t, None, Method::POST, "/v1/pets"), "b");
+        assert_eq!(
+            upstream(&t, None, Method::DELETE, "/v1/pets"),
+            "405 GET, HEAD, POST"
+        );
+        assert_eq!(upstream(&t, None, Method::GET, "/nothing"), "404");
+        assert_eq!(upstream(&t, None, Method::GET, "/admin/x"), "404");
+    }
+
+    #[test]
+    fn a_prefix_ending_in_a_slash_matches_below_it() {
+        let t = table("  - { path: /static/, upstream: a }\n");
+        assert_eq!(upstream(&t, None, Method::GET, "/static/app.js"), "a");
+        assert_eq!(upstream(&t, None, Method::GET, "/static"), "404");
+    }
+}
