@@ -22,7 +22,6 @@ const LISTED: usize = 10;
 /// benchmark cannot grow memory without bound.
 pub const CAPACITY: usize = 1_000_000;
 const MAX_TEXT_LEN: usize = 256;
-const APPLICATION_JSON: HeaderValue = HeaderValue::from_static("application/json");
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 struct Customer {
@@ -71,7 +70,7 @@ impl Customers {
         if path == "/customers" {
             return match req.method {
                 Method::GET | Method::HEAD => {
-                    json_response(StatusCode::OK, self.lock().listing.clone())
+                    Response::json(StatusCode::OK, self.lock().listing.clone())
                 }
                 Method::POST => self.register(req),
                 ref other => method_not_allowed(other, "GET, HEAD, POST"),
@@ -105,7 +104,7 @@ impl Customers {
         };
         let found = self.lock().by_id.get(&numeric).map(to_json);
         match found {
-            Some(body) => json_response(StatusCode::OK, body),
+            Some(body) => Response::json(StatusCode::OK, body),
             None => not_found(&format!("/customers/{id}")),
         }
     }
@@ -128,7 +127,7 @@ impl Customers {
                 format!("a customer with id {id} is already registered"),
             );
         }
-        let response = json_response(StatusCode::CREATED, body);
+        let response = Response::json(StatusCode::CREATED, body);
         match HeaderValue::from_str(&format!("/customers/{id}")) {
             Ok(location) => response.with_header(header::LOCATION, location),
             Err(_) => response,
@@ -168,10 +167,6 @@ impl Registry {
 
 fn to_json(customer: &Customer) -> Bytes {
     Bytes::from(serde_json::to_vec(customer).unwrap_or_default())
-}
-
-fn json_response(status: StatusCode, body: Bytes) -> Response {
-    Response::new(status, APPLICATION_JSON, body)
 }
 
 /// `id` (integer >= 1), `name` (1..=256 characters) and `email` (with an `@`) are required.

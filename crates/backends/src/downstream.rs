@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{HeaderValue, Method, StatusCode};
+use http::{Method, StatusCode};
 use serde_json::{json, Value};
 
 use crate::{
@@ -15,7 +15,6 @@ use crate::{
 
 /// Longest delay a message may ask for, in milliseconds.
 pub const MAX_DELAY_MS: u64 = 60_000;
-const APPLICATION_JSON: HeaderValue = HeaderValue::from_static("application/json");
 
 pub(crate) async fn handle(req: &Request<'_>) -> Response {
     if req.path != "/messages" {
@@ -37,11 +36,7 @@ pub(crate) async fn handle(req: &Request<'_>) -> Response {
         tokio::time::sleep(delay).await;
     }
     let ack = json!({ "id": id, "received": true });
-    Response::new(
-        StatusCode::OK,
-        APPLICATION_JSON,
-        Bytes::from(ack.to_string()),
-    )
+    Response::json(StatusCode::OK, Bytes::from(ack.to_string()))
 }
 
 /// `id` (string or integer) is required; `delay` is 0..=60000 ms, default 0;

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{header, HeaderValue, Method, StatusCode, Uri};
+use http::{header, Method, StatusCode, Uri};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper_util::{
     client::legacy::{connect::HttpConnector, Client},
@@ -13,7 +13,7 @@ use hyper_util::{
 use serde::de::IgnoredAny;
 
 use crate::{
-    http1::{Request, Response},
+    http1::{Request, Response, APPLICATION_JSON},
     problem::{method_not_allowed, not_found, problem},
     request::json_body,
 };
@@ -22,7 +22,6 @@ use crate::{
 const MAX_ANSWER: usize = 8 * 1024 * 1024;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
-const APPLICATION_JSON: HeaderValue = HeaderValue::from_static("application/json");
 
 /// One worker's client to the downstream.
 #[derive(Debug, Clone)]

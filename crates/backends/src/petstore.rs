@@ -19,7 +19,6 @@ pub const PETS: &str =
 const FIRST_PET: &str = r#"[{"id":1,"name":"catten","tag":"cat"}]"#;
 const PET_1: &str = r#"{"id":1,"name":"catten","tag":"cat"}"#;
 const PET_2: &str = r#"{"id":2,"name":"doggy","tag":"dog"}"#;
-const APPLICATION_JSON: HeaderValue = HeaderValue::from_static("application/json");
 const MAX_LIMIT: u32 = 100;
 const MAX_NAME_LEN: usize = 256;
 
@@ -53,11 +52,7 @@ fn list(query: Option<&str>) -> Response {
         }
     };
     let body = if limit == Some(1) { FIRST_PET } else { PETS };
-    Response::new(
-        StatusCode::OK,
-        APPLICATION_JSON,
-        Bytes::from_static(body.as_bytes()),
-    )
+    Response::json(StatusCode::OK, Bytes::from_static(body.as_bytes()))
 }
 
 /// `limit` (1..=100) from the query string; other parameters are ignored.
@@ -91,11 +86,7 @@ fn show(id: &str) -> Response {
                 .into_response()
         }
     };
-    Response::new(
-        StatusCode::OK,
-        APPLICATION_JSON,
-        Bytes::from_static(body.as_bytes()),
-    )
+    Response::json(StatusCode::OK, Bytes::from_static(body.as_bytes()))
 }
 
 fn create(req: &Request<'_>) -> Response {
@@ -106,11 +97,7 @@ fn create(req: &Request<'_>) -> Response {
     match validate_pet(&value) {
         Ok(pet) => {
             let id = pet["id"].as_u64().unwrap_or_default();
-            let response = Response::new(
-                StatusCode::CREATED,
-                APPLICATION_JSON,
-                Bytes::from(pet.to_string()),
-            );
+            let response = Response::json(StatusCode::CREATED, Bytes::from(pet.to_string()));
             match HeaderValue::from_str(&format!("/v1/pets/{id}")) {
                 Ok(location) => response.with_header(header::LOCATION, location),
                 Err(_) => response,

@@ -282,10 +282,7 @@ impl Client {
                 return SessionEnd::Stop;
             }
             if let Some(front) = self.in_flight.front() {
-                let deadline = front.sent + self.shared.timeout;
-                if deadline < self.timer.deadline() {
-                    self.timer.as_mut().reset(deadline);
-                }
+                self.arm_timer(front.sent + self.shared.timeout);
             }
             let can_send = self.in_flight.len() < self.shared.pipeline;
             if let (Some(schedule), true) = (&self.schedule, can_send) {
@@ -328,6 +325,15 @@ impl Client {
         }
     }
 
+    /// Makes the timer fire no later than `deadline`. It is only ever moved
+    /// earlier here: moving it on every request would cost a timer-wheel
+    /// update per request; a timer that fires early is re-checked and parked.
+    fn arm_timer(&mut self, deadline: Instant) {
+        if deadline < self.timer.deadline() {
+            self.timer.as_mut().reset(deadline);
+        }
+    }
+
     /// Writes a batch, giving up at the stop or when its oldest request
     /// times out (a server that stops reading must not hang the run).
     async fn write<S: AsyncWrite + Unpin>(
@@ -339,9 +345,7 @@ impl Client {
             || Instant::now() + self.shared.timeout,
             |front| front.sent + self.shared.timeout,
         );
-        if deadline < self.timer.deadline() {
-            self.timer.as_mut().reset(deadline);
-        }
+        self.arm_timer(deadline);
         let write = stream.write_all(bytes);
         tokio::pin!(write);
         loop {

@@ -407,10 +407,10 @@ pub enum Persistence {
 
 /// Appends a response head for `status` with the given fields and a
 /// `Content-Length` of `body_len`.
-pub fn encode_head(
+pub fn encode_head<'a>(
     out: &mut Vec<u8>,
     status: StatusCode,
-    fields: &[(&[u8], &[u8])],
+    fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
     body_len: usize,
     date: &[u8],
     persistence: Persistence,
@@ -699,7 +699,7 @@ mod tests {
         encode_head(
             &mut out,
             StatusCode::OK,
-            &[(b"content-type", b"text/plain")],
+            [(&b"content-type"[..], &b"text/plain"[..])],
             5,
             b"DATE",
             Persistence::KeepAlive,
@@ -709,7 +709,7 @@ mod tests {
         encode_head(
             &mut out,
             StatusCode::NOT_FOUND,
-            &[],
+            [],
             0,
             b"D",
             Persistence::Close,
@@ -719,7 +719,7 @@ mod tests {
         encode_head(
             &mut out,
             StatusCode::NO_CONTENT,
-            &[],
+            [],
             0,
             b"D",
             Persistence::KeepAlive,

@@ -268,21 +268,21 @@ impl Connection {
         head_only: bool,
         persistence: Persistence,
     ) -> bool {
-        let mut fields: [(&[u8], &[u8]); 4] = [(b"", b""); 4];
-        fields[0] = (
+        let fields = std::iter::once((
             header::CONTENT_TYPE.as_str().as_bytes(),
             response.content_type.as_bytes(),
+        ))
+        .chain(
+            response
+                .headers
+                .iter()
+                .map(|(name, value)| (name.as_str().as_bytes(), value.as_bytes())),
         );
-        let mut count = 1;
-        for (name, value) in response.headers.iter().take(fields.len() - 1) {
-            fields[count] = (name.as_str().as_bytes(), value.as_bytes());
-            count += 1;
-        }
         with_date(|date| {
             codec::encode_head(
                 &mut self.wbuf,
                 response.status,
-                &fields[..count],
+                fields,
                 response.body.len(),
                 date,
                 persistence,
@@ -291,7 +291,8 @@ impl Connection {
         if !head_only && codec::may_have_body(response.status) {
             if response.body.len() <= INLINE_BODY_MAX {
                 self.wbuf.extend_from_slice(&response.body);
-            } else if !self.flush().await || !self.write_bounded(&response.body).await {
+            } else if !self.flush().await || !write_bounded(&mut self.stream, &response.body).await
+            {
                 return false;
             }
         }
@@ -302,30 +303,12 @@ impl Connection {
         if self.wbuf.is_empty() {
             return true;
         }
-        let wbuf = std::mem::take(&mut self.wbuf);
-        let written = self.write_bounded(&wbuf).await;
-        self.wbuf = wbuf;
+        let written = write_bounded(&mut self.stream, &self.wbuf).await;
         self.wbuf.clear();
         if self.wbuf.capacity() > SHRINK_ABOVE {
             self.wbuf = Vec::with_capacity(READ_RESERVE);
         }
         written
-    }
-
-    /// Writes all of `bytes`, giving up on a client that has not taken them
-    /// within [`WRITE_TIMEOUT`]. Usually one non-blocking write suffices and
-    /// no timer is armed.
-    async fn write_bounded(&mut self, bytes: &[u8]) -> bool {
-        let written = match self.stream.try_write(bytes) {
-            Ok(n) => n,
-            Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => 0,
-            Err(_) => return false,
-        };
-        if written == bytes.len() {
-            return true;
-        }
-        let rest = self.stream.write_all(&bytes[written..]);
-        matches!(tokio::time::timeout(WRITE_TIMEOUT, rest).await, Ok(Ok(())))
     }
 
     /// Flushes and half-closes. With `linger`, drains unread input for a
@@ -344,6 +327,22 @@ impl Connection {
             }
         }
     }
+}
+
+/// Writes all of `bytes`, giving up on a client that has not taken them
+/// within [`WRITE_TIMEOUT`]. Usually one non-blocking write suffices and
+/// no timer is armed.
+async fn write_bounded(stream: &mut TcpStream, bytes: &[u8]) -> bool {
+    let written = match stream.try_write(bytes) {
+        Ok(n) => n,
+        Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => 0,
+        Err(_) => return false,
+    };
+    if written == bytes.len() {
+        return true;
+    }
+    let rest = stream.write_all(&bytes[written..]);
+    matches!(tokio::time::timeout(WRITE_TIMEOUT, rest).await, Ok(Ok(())))
 }
 
 thread_local! {

@@ -27,6 +27,9 @@ pub struct Request<'a> {
     pub body: &'a [u8],
 }
 
+/// The media type of every JSON answer.
+pub const APPLICATION_JSON: HeaderValue = HeaderValue::from_static("application/json");
+
 /// A complete response; `Content-Length`, `Date` and `Connection` are added when encoding.
 #[derive(Debug, Clone)]
 pub struct Response {
@@ -44,6 +47,11 @@ impl Response {
             headers: Vec::new(),
             body,
         }
+    }
+
+    /// A JSON answer.
+    pub fn json(status: StatusCode, body: Bytes) -> Self {
+        Self::new(status, APPLICATION_JSON, body)
     }
 
     pub fn with_header(mut self, name: HeaderName, value: HeaderValue) -> Self {
