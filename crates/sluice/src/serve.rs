@@ -30,13 +30,13 @@ pub(crate) struct ServeArgs {
     #[arg(short, long, default_value = "127.0.0.1:8080")]
     listen: SocketAddr,
     /// Worker threads, each with its own listener (SO_REUSEPORT) and runtime [default: number of CPUs]
-    #[arg(short, long)]
+    #[arg(short, long, value_parser = parse_workers)]
     workers: Option<usize>,
     /// Body size in bytes for `static`.
     #[arg(long, default_value_t = 1024)]
     size: usize,
     /// Base URL of the downstream for `passthrough`.
-    #[arg(long, default_value = "http://127.0.0.1:8081")]
+    #[arg(long, default_value = "http://127.0.0.1:8081", value_parser = parse_downstream)]
     downstream: http::Uri,
     /// How long `passthrough` waits for the downstream before answering 504.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
@@ -59,14 +59,28 @@ fn parse_backend(name: &str) -> Result<Backend, String> {
     name.parse()
 }
 
+fn parse_workers(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(workers) if workers >= 1 => Ok(workers),
+        _ => Err(format!(
+            "invalid worker count `{text}`: expected a whole number >= 1"
+        )),
+    }
+}
+
+/// `http://HOST:PORT[/base]`: passthrough speaks plain HTTP/1.1 to its downstream.
+fn parse_downstream(text: &str) -> Result<http::Uri, String> {
+    let uri: http::Uri = text
+        .parse()
+        .map_err(|_| format!("invalid URL `{text}`: expected http://HOST:PORT"))?;
+    if uri.scheme_str() != Some("http") || uri.authority().is_none() {
+        return Err(format!("invalid URL `{text}`: expected http://HOST:PORT"));
+    }
+    Ok(uri)
+}
+
 pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
     init_logging(args.log_format);
-    if args.service == Backend::Passthrough && args.downstream.authority().is_none() {
-        anyhow::bail!(
-            "--downstream must be an absolute http:// URL, got `{}`",
-            args.downstream
-        );
-    }
     let defaults = ServeOptions::default();
     let options = ServeOptions {
         listen: args.listen,

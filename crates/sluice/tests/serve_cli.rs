@@ -116,6 +116,43 @@ fn unknown_service_is_a_usage_error() {
 }
 
 #[test]
+fn bad_flags_are_usage_errors() {
+    for (args, message) in [
+        (
+            &["serve", "petstore", "--workers", "0"][..],
+            "invalid worker count `0`",
+        ),
+        (
+            &["serve", "passthrough", "--downstream", "/relative"],
+            "expected http://HOST:PORT",
+        ),
+        (
+            &["serve", "passthrough", "--downstream", "https://x:1"],
+            "expected http://HOST:PORT",
+        ),
+        (
+            &["serve", "petstore", "--listen", "localhost"],
+            "invalid socket address",
+        ),
+        (
+            &["serve", "downstream", "--shutdown-deadline", "soon"],
+            "soon",
+        ),
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(args)
+            .output()
+            .expect("run sluice");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(message),
+            "{args:?}: expected {message:?} in {stderr}"
+        );
+    }
+}
+
+#[test]
 fn address_in_use_fails_with_the_address() {
     // A listener without SO_REUSEPORT keeps the port to itself.
     let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
