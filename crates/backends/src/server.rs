@@ -5,14 +5,13 @@
 //! spreads connections across workers and no connection ever crosses a core.
 
 use std::{
-    io,
     net::{SocketAddr, TcpListener as StdListener},
     thread::JoinHandle,
     time::Duration,
 };
 
 use anyhow::{bail, Context};
-use socket2::{Domain, Protocol, Socket, Type};
+use http1::io::bind_shared;
 use tokio::{net::TcpListener, sync::watch, task::JoinSet};
 use tracing::{info, warn};
 
@@ -20,8 +19,6 @@ use crate::{
     customers, http1::serve_connection, passthrough, static_body, App, Backend, ServeOptions,
 };
 
-/// Backlog for each worker's listener; the kernel caps it at `net.core.somaxconn`.
-const LISTEN_BACKLOG: i32 = 8192;
 /// Pause after an accept error such as EMFILE, so that the loop does not spin.
 const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(20);
 
@@ -63,12 +60,14 @@ pub fn start(backend: Backend, options: &ServeOptions) -> anyhow::Result<Running
     if options.workers == 0 {
         bail!("--workers must be at least 1");
     }
-    let first =
-        bind(options.listen).with_context(|| format!("cannot listen on {}", options.listen))?;
+    let first = bind_shared(options.listen)
+        .with_context(|| format!("cannot listen on {}", options.listen))?;
     let local_addr = first.local_addr()?;
     let mut listeners = vec![first];
     for _ in 1..options.workers {
-        listeners.push(bind(local_addr).with_context(|| format!("cannot listen on {local_addr}"))?);
+        listeners.push(
+            bind_shared(local_addr).with_context(|| format!("cannot listen on {local_addr}"))?,
+        );
     }
 
     let shared = SharedState::new(backend);
@@ -121,16 +120,6 @@ impl SharedState {
             SharedState::Other(Backend::Customers) => unreachable!("customers are shared state"),
         }
     }
-}
-
-fn bind(addr: SocketAddr) -> io::Result<StdListener> {
-    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
-    socket.set_reuse_address(true)?;
-    socket.set_reuse_port(true)?;
-    socket.set_nonblocking(true)?;
-    socket.bind(&addr.into())?;
-    socket.listen(LISTEN_BACKLOG)?;
-    Ok(socket.into())
 }
 
 fn run_worker(

@@ -1,12 +1,7 @@
 //! One HTTP/1.1 connection: read, parse every complete request, answer each
 //! in order into one buffer, flush once, repeat.
 
-use std::{
-    cell::RefCell,
-    future::Future,
-    pin::Pin,
-    time::{Duration, SystemTime},
-};
+use std::{future::Future, pin::Pin, time::Duration};
 
 use bytes::{Buf, BytesMut};
 use http::{header, Method, StatusCode};
@@ -17,10 +12,13 @@ use tokio::{
     time::{sleep_until, Instant, Sleep},
 };
 
-use super::{
-    codec::{self, ChunkedDecoder, Framing, Head, Limits, Persistence, Rejection},
-    Request, Response,
+use http1::{
+    chunked::body_too_large,
+    io::{with_date, write_bounded},
+    ChunkedDecoder, Framing, Head, Limits, Persistence, Rejection,
 };
+
+use super::{Request, Response};
 use crate::{problem::Problem, App};
 
 /// Limits for every backend connection.
@@ -57,6 +55,8 @@ pub(crate) async fn serve_connection(stream: TcpStream, app: App, shutdown: watc
         rbuf: BytesMut::with_capacity(READ_RESERVE),
         wbuf: Vec::with_capacity(READ_RESERVE),
         chunked: ChunkedDecoder::default(),
+        chunked_raw: 0,
+        chunked_body: Vec::new(),
         shutdown,
         shutdown_signal: Box::pin(async move {
             let _ = signal.changed().await;
@@ -72,8 +72,12 @@ struct Connection {
     stream: TcpStream,
     rbuf: BytesMut,
     wbuf: Vec<u8>,
-    /// Decoder (and decoded body) of the current request's chunked body.
+    /// Decoder of the current request's chunked body.
     chunked: ChunkedDecoder,
+    /// Raw bytes of the chunked body decoded so far (after the head).
+    chunked_raw: usize,
+    /// The decoded chunked body.
+    chunked_body: Vec<u8>,
     shutdown: watch::Receiver<bool>,
     /// Completes when shutdown is signalled; built once so that waiting for
     /// a read costs no new future.
@@ -96,7 +100,7 @@ enum ReadEnd {
 impl Connection {
     async fn run(&mut self, app: &App) {
         loop {
-            let head = match codec::parse_head(&self.rbuf, &LIMITS) {
+            let head = match http1::parse_head(&self.rbuf, &LIMITS) {
                 Ok(Some(head)) => head,
                 Ok(None) => match self.read_more().await {
                     Ok(()) => continue,
@@ -148,7 +152,7 @@ impl Connection {
             query: head.query.clone().map(text),
             content_type: head.content_type.clone().map(|r| &self.rbuf[r]),
             body: match head.framing {
-                Framing::Chunked => &self.chunked.body,
+                Framing::Chunked => &self.chunked_body,
                 _ => &self.rbuf[head.len..head.len + body_len],
             },
         }
@@ -160,7 +164,7 @@ impl Connection {
         let wanted = match head.framing {
             Framing::Empty => return Ok(0),
             Framing::Length(len) if len > LIMITS.max_body => {
-                return Err(Ok(codec::body_too_large(&LIMITS)))
+                return Err(Ok(body_too_large(&LIMITS)))
             }
             Framing::Length(len) => Some(len),
             Framing::Chunked => None,
@@ -171,11 +175,22 @@ impl Connection {
             match wanted {
                 Some(len) if available.len() >= len => return Ok(len),
                 Some(_) => {}
-                None => match self.chunked.decode(available, &LIMITS) {
-                    Ok(Some(consumed)) => return Ok(consumed),
-                    Ok(None) => {}
-                    Err(rejection) => return Err(Ok(rejection)),
-                },
+                None => {
+                    let body = &mut self.chunked_body;
+                    let raw = &available[self.chunked_raw..];
+                    match self
+                        .chunked
+                        .decode(raw, &LIMITS, |data| body.extend_from_slice(data))
+                    {
+                        Ok(decoded) => {
+                            self.chunked_raw += decoded.consumed;
+                            if decoded.done {
+                                return Ok(self.chunked_raw);
+                            }
+                        }
+                        Err(rejection) => return Err(Ok(rejection)),
+                    }
+                }
             }
             if !continued {
                 self.wbuf
@@ -259,6 +274,11 @@ impl Connection {
             self.rbuf = BytesMut::with_capacity(READ_RESERVE);
         }
         self.chunked.reset();
+        self.chunked_raw = 0;
+        self.chunked_body.clear();
+        if self.chunked_body.capacity() > SHRINK_ABOVE {
+            self.chunked_body = Vec::new();
+        }
     }
 
     /// Encodes a response after those already pending; flushes when enough is pending.
@@ -279,7 +299,7 @@ impl Connection {
                 .map(|(name, value)| (name.as_str().as_bytes(), value.as_bytes())),
         );
         with_date(|date| {
-            codec::encode_head(
+            http1::encode_head(
                 &mut self.wbuf,
                 response.status,
                 fields,
@@ -288,10 +308,11 @@ impl Connection {
                 persistence,
             );
         });
-        if !head_only && codec::may_have_body(response.status) {
+        if !head_only && http1::may_have_body(response.status) {
             if response.body.len() <= INLINE_BODY_MAX {
                 self.wbuf.extend_from_slice(&response.body);
-            } else if !self.flush().await || !write_bounded(&mut self.stream, &response.body).await
+            } else if !self.flush().await
+                || !write_bounded(&mut self.stream, &response.body, WRITE_TIMEOUT).await
             {
                 return false;
             }
@@ -303,7 +324,7 @@ impl Connection {
         if self.wbuf.is_empty() {
             return true;
         }
-        let written = write_bounded(&mut self.stream, &self.wbuf).await;
+        let written = write_bounded(&mut self.stream, &self.wbuf, WRITE_TIMEOUT).await;
         self.wbuf.clear();
         if self.wbuf.capacity() > SHRINK_ABOVE {
             self.wbuf = Vec::with_capacity(READ_RESERVE);
@@ -327,39 +348,4 @@ impl Connection {
             }
         }
     }
-}
-
-/// Writes all of `bytes`, giving up on a client that has not taken them
-/// within [`WRITE_TIMEOUT`]. Usually one non-blocking write suffices and
-/// no timer is armed.
-async fn write_bounded(stream: &mut TcpStream, bytes: &[u8]) -> bool {
-    let written = match stream.try_write(bytes) {
-        Ok(n) => n,
-        Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => 0,
-        Err(_) => return false,
-    };
-    if written == bytes.len() {
-        return true;
-    }
-    let rest = stream.write_all(&bytes[written..]);
-    matches!(tokio::time::timeout(WRITE_TIMEOUT, rest).await, Ok(Ok(())))
-}
-
-thread_local! {
-    /// The `Date` value, formatted once per second per thread.
-    static DATE: RefCell<(u64, Vec<u8>)> = const { RefCell::new((u64::MAX, Vec::new())) };
-}
-
-fn with_date(f: impl FnOnce(&[u8])) {
-    let now = SystemTime::now();
-    let second = now
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    DATE.with_borrow_mut(|(cached, text)| {
-        if *cached != second {
-            *cached = second;
-            *text = httpdate::fmt_http_date(now).into_bytes();
-        }
-        f(text);
-    });
 }

@@ -8,7 +8,6 @@
 //! answers each in order into one write buffer and flushes once per batch;
 //! every rejection is a problem+json response. See docs/LIFECYCLE-backends.md.
 
-pub mod codec;
 mod conn;
 
 use bytes::Bytes;

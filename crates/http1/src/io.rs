@@ -1,0 +1,63 @@
+//! Socket helpers both servers need: listening with `SO_REUSEPORT`,
+//! bounded writes, and the cached `Date` value.
+
+use std::{
+    cell::RefCell,
+    io,
+    net::{SocketAddr, TcpListener},
+    time::{Duration, SystemTime},
+};
+
+use socket2::{Domain, Protocol, Socket, Type};
+use tokio::{io::AsyncWriteExt, net::TcpStream};
+
+/// Backlog for each listener; the kernel caps it at `net.core.somaxconn`.
+const LISTEN_BACKLOG: i32 = 8192;
+
+/// A non-blocking listener that other workers may bind too (`SO_REUSEPORT`),
+/// so the kernel spreads connections across them.
+pub fn bind_shared(addr: SocketAddr) -> io::Result<TcpListener> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_reuse_address(true)?;
+    socket.set_reuse_port(true)?;
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(LISTEN_BACKLOG)?;
+    Ok(socket.into())
+}
+
+/// Writes all of `bytes`, giving up on a peer that has not taken them
+/// within `timeout`. Usually one non-blocking write suffices and no timer
+/// is armed.
+pub async fn write_bounded(stream: &mut TcpStream, bytes: &[u8], timeout: Duration) -> bool {
+    let written = match stream.try_write(bytes) {
+        Ok(n) => n,
+        Err(err) if err.kind() == io::ErrorKind::WouldBlock => 0,
+        Err(_) => return false,
+    };
+    if written == bytes.len() {
+        return true;
+    }
+    let rest = stream.write_all(&bytes[written..]);
+    matches!(tokio::time::timeout(timeout, rest).await, Ok(Ok(())))
+}
+
+thread_local! {
+    /// The `Date` value, formatted once per second per thread.
+    static DATE: RefCell<(u64, Vec<u8>)> = const { RefCell::new((u64::MAX, Vec::new())) };
+}
+
+/// Calls `f` with the current `Date` field value.
+pub fn with_date(f: impl FnOnce(&[u8])) {
+    let now = SystemTime::now();
+    let second = now
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    DATE.with_borrow_mut(|(cached, text)| {
+        if *cached != second {
+            *cached = second;
+            *text = httpdate::fmt_http_date(now).into_bytes();
+        }
+        f(text);
+    });
+}
