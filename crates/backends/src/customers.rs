@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::{
     http1::{Request, Response},
-    problem::{method_not_allowed, not_found, problem, Problem, Violation},
+    problem::{method_not_allowed, not_found, problem, IntoResponse, Problem, Violation},
     request::parse_json,
 };
 

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use crate::{
     http1::{Request, Response},
-    problem::{method_not_allowed, not_found, Problem, Violation},
+    problem::{method_not_allowed, not_found, IntoResponse, Problem, Violation},
     request::parse_json,
 };
 

@@ -1,64 +1,23 @@
-//! RFC 9457 problem details: every error a backend answers carries one.
+//! Problem details (RFC 9457, shared with the proxy through `http1`) as backend responses.
 
 use bytes::Bytes;
 use http::{header, HeaderValue, StatusCode};
-use serde::Serialize;
 
 use crate::http1::Response;
 
+pub use http1::{Problem, Violation};
+
 /// Media type of every error body.
-pub const PROBLEM_JSON: HeaderValue = HeaderValue::from_static("application/problem+json");
+pub const PROBLEM_JSON: HeaderValue = HeaderValue::from_static(http1::problem::PROBLEM_JSON);
 
-/// One violation inside a request, located by a JSON pointer into the body
-/// (or `/query/NAME`, `/path/NAME` for parameters).
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct Violation {
-    pub pointer: String,
-    pub detail: String,
+/// A problem as a response.
+pub trait IntoResponse {
+    fn into_response(self) -> Response;
 }
 
-impl Violation {
-    pub fn new(pointer: impl Into<String>, detail: impl Into<String>) -> Self {
-        Self {
-            pointer: pointer.into(),
-            detail: detail.into(),
-        }
-    }
-}
-
-/// A problem+json document; `errors` lists violations when there are any.
-#[derive(Debug, Serialize)]
-pub struct Problem {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    title: &'static str,
-    status: u16,
-    detail: String,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    errors: Vec<Violation>,
-}
-
-impl Problem {
-    pub fn new(status: StatusCode, detail: impl Into<String>) -> Self {
-        Self {
-            kind: "about:blank",
-            title: status.canonical_reason().unwrap_or("Error"),
-            status: status.as_u16(),
-            detail: detail.into(),
-            errors: Vec::new(),
-        }
-    }
-
-    pub fn with_errors(mut self, errors: Vec<Violation>) -> Self {
-        self.errors = errors;
-        self
-    }
-
-    pub fn into_response(self) -> Response {
-        let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        // Serialising a struct of strings and integers cannot fail.
-        let body = serde_json::to_vec(&self).unwrap_or_default();
-        Response::new(status, PROBLEM_JSON, Bytes::from(body))
+impl IntoResponse for Problem {
+    fn into_response(self) -> Response {
+        Response::new(self.status(), PROBLEM_JSON, Bytes::from(self.to_json()))
     }
 }
 
@@ -84,19 +43,6 @@ pub fn method_not_allowed(method: &http::Method, allow: &'static str) -> Respons
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn problem_body_names_status_and_violations() {
-        let response = Problem::new(StatusCode::BAD_REQUEST, "invalid pet")
-            .with_errors(vec![Violation::new("/name", "is required")])
-            .into_response();
-        assert_eq!(response.status, StatusCode::BAD_REQUEST);
-        assert_eq!(response.content_type, PROBLEM_JSON);
-        let json: serde_json::Value = serde_json::from_slice(&response.body).unwrap();
-        assert_eq!(json["status"], 400);
-        assert_eq!(json["title"], "Bad Request");
-        assert_eq!(json["errors"][0]["pointer"], "/name");
-    }
 
     #[test]
     fn method_not_allowed_sets_allow() {

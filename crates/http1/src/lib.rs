@@ -9,10 +9,12 @@
 
 pub mod chunked;
 pub mod io;
+pub mod problem;
 pub mod request;
 pub mod response;
 
 pub use chunked::{ChunkedDecoder, Decoded};
+pub use problem::{Problem, Violation};
 pub use request::{
     parse_head, parse_head_into, Field, FieldSink, Framing, Head, Limits, Rejection,
 };

@@ -55,9 +55,16 @@ impl Balancer {
     }
 
     pub fn success(&self, host: usize) {
-        self.hosts[host]
-            .consecutive_failures
-            .store(0, Ordering::Relaxed);
+        // Read first: a store on every request would bounce the line between cores.
+        let failures = &self.hosts[host].consecutive_failures;
+        if failures.load(Ordering::Relaxed) != 0 {
+            failures.store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// How long an ejected host stays out.
+    pub fn backoff(&self) -> Duration {
+        self.backoff
     }
 
     /// Counts a failure; returns true when it ejected the host.

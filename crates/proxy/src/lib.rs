@@ -1,9 +1,21 @@
-//! `sluice proxy`: the sidecar proxy. So far this crate holds the pieces
-//! that need no I/O: the configuration (YAML schema, `${VAR}` substitution,
-//! errors naming the file, line and key), the route table and the upstream
-//! balancer with passive health. The HTTP engine, pools, admin listener and
-//! the `sluice proxy` command arrive with the rest of issue 4.
+//! `sluice proxy`: the sidecar reverse proxy for HTTP/1.1.
+//!
+//! A request goes through a short list of phases (docs/LIFECYCLE-proxy.md):
+//! parse and check the head (`http1`), route (`route`), pick a host
+//! (`balance`) and a connection (`pool`), rewrite and send (`forward`),
+//! relay the answer (`session`). `gateway` is the configuration compiled
+//! for that path; `worker` runs the listeners; `admin` and `metrics`
+//! expose what happens.
 
+mod admin;
 pub mod balance;
 pub mod config;
+mod forward;
+pub mod gateway;
+pub mod metrics;
+mod pool;
 pub mod route;
+mod session;
+mod worker;
+
+pub use worker::{start, RunningProxy};

@@ -1,6 +1,8 @@
 //! `sluice`: the sidecar proxy, its load generator, reference backends and benchmark.
 
 mod load;
+mod process;
+mod proxy;
 mod serve;
 
 use std::process::ExitCode;
@@ -12,6 +14,7 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "sluice", version, propagate_version = true)]
 #[command(after_help = "Examples:\n  \
+    sluice proxy -c examples/petstore.yaml\n  \
     sluice load -t1 -c128 -d10s http://127.0.0.1:8080/v1/pets\n  \
     sluice serve petstore --listen 127.0.0.1:8080 --workers 1\n  \
     sluice serve static --size 1024\n  \
@@ -23,6 +26,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run the reverse proxy from a YAML configuration.
+    Proxy(proxy::ProxyArgs),
     Load(load::LoadArgs),
     Serve(serve::ServeArgs),
 }
@@ -31,6 +36,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Load(args) => return load::run(args),
+        Command::Proxy(args) => return proxy::run(args),
         Command::Serve(args) => serve::run(args),
     };
     match result {

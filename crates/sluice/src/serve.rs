@@ -2,10 +2,11 @@
 
 use std::{net::SocketAddr, time::Duration};
 
-use anyhow::Context;
 use backends::{Backend, ServeOptions};
-use clap::{Args, ValueEnum};
-use tracing::{info, warn};
+use clap::Args;
+use tracing::info;
+
+use crate::process::LogFormat;
 
 /// Run a reference backend (petstore, customers, downstream, passthrough, static).
 #[derive(Debug, Args)]
@@ -49,12 +50,6 @@ pub(crate) struct ServeArgs {
     log_format: LogFormat,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum LogFormat {
-    Text,
-    Json,
-}
-
 fn parse_backend(name: &str) -> Result<Backend, String> {
     name.parse()
 }
@@ -80,7 +75,7 @@ fn parse_downstream(text: &str) -> Result<http::Uri, String> {
 }
 
 pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
-    init_logging(args.log_format);
+    crate::process::init_logging(args.log_format, None);
     let defaults = ServeOptions::default();
     let options = ServeOptions {
         listen: args.listen,
@@ -100,46 +95,7 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
     );
     info!(fd_limit, "open-file limit");
 
-    let signals = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot build the signal runtime")?;
-    let first = signals.block_on(next_signal())?;
-    info!(signal = first, deadline = ?options.shutdown_deadline, "shutting down");
-    let draining = std::thread::spawn(move || server.shutdown());
-    std::thread::spawn(move || {
-        if let Ok(Ok(second)) = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map(|rt| rt.block_on(next_signal()))
-        {
-            warn!(signal = second, "second signal; exiting without draining");
-            std::process::exit(130);
-        }
-    });
-    draining
-        .join()
-        .map_err(|_| anyhow::anyhow!("shutdown panicked"))?;
+    crate::process::drain_on_signal(options.shutdown_deadline, move || server.shutdown())?;
     info!("stopped");
     Ok(())
-}
-
-async fn next_signal() -> anyhow::Result<&'static str> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
-    let mut int = signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?;
-    Ok(tokio::select! {
-        _ = term.recv() => "SIGTERM",
-        _ = int.recv() => "SIGINT",
-    })
-}
-
-fn init_logging(format: LogFormat) {
-    use tracing_subscriber::{fmt, EnvFilter};
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = fmt().with_env_filter(filter).with_writer(std::io::stderr);
-    match format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
-    }
 }

@@ -19,7 +19,10 @@ use http1::{
 };
 
 use super::{Request, Response};
-use crate::{problem::Problem, App};
+use crate::{
+    problem::{IntoResponse, Problem},
+    App,
+};
 
 /// Limits for every backend connection.
 pub(crate) const LIMITS: Limits = Limits {

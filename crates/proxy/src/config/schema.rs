@@ -67,7 +67,7 @@ pub enum Balance {
     RoundRobin,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Timeouts {
     #[serde(deserialize_with = "duration")]

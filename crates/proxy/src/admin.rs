@@ -1,0 +1,203 @@
+//! The admin listener, on its own address and thread: `/health` (the
+//! process is up), `/ready` (every upstream has a healthy host), `/metrics`
+//! (Prometheus text) and `/config` (the effective configuration as JSON).
+
+use std::{net::TcpListener as StdListener, sync::Arc, time::Duration};
+
+use http::{Method, StatusCode};
+use serde_json::json;
+use tokio::{io::AsyncReadExt, net::TcpStream, sync::watch};
+use tracing::warn;
+
+use crate::{config::Config, gateway::Gateway, metrics::Metrics};
+
+/// Admin clients get this long to send a request.
+const READ_TIMEOUT: Duration = Duration::from_secs(10);
+const LIMITS: http1::Limits = http1::Limits {
+    max_head: 8 * 1024,
+    max_body: 0,
+};
+
+#[derive(Debug, Clone)]
+pub(crate) struct AdminState {
+    gateway: Arc<Gateway>,
+    metrics: Arc<Metrics>,
+    /// The effective configuration, rendered once.
+    config: Arc<Vec<u8>>,
+}
+
+impl AdminState {
+    pub(crate) fn new(gateway: Arc<Gateway>, metrics: Arc<Metrics>, config: &Config) -> Self {
+        let rendered = serde_json::to_vec_pretty(&effective(config)).unwrap_or_default();
+        Self {
+            gateway,
+            metrics,
+            config: Arc::new(rendered),
+        }
+    }
+}
+
+pub(crate) fn run(listener: StdListener, state: AdminState, mut shutdown: watch::Receiver<bool>) {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => return warn!(%err, "cannot build the admin runtime"),
+    };
+    runtime.block_on(async move {
+        let listener = match tokio::net::TcpListener::from_std(listener) {
+            Ok(listener) => listener,
+            Err(err) => return warn!(%err, "cannot register the admin listener"),
+        };
+        loop {
+            tokio::select! {
+                _ = shutdown.changed() => return,
+                accepted = listener.accept() => if let Ok((stream, _)) = accepted {
+                    tokio::spawn(serve(stream, state.clone()));
+                }
+            }
+        }
+    });
+}
+
+/// One request per connection: the admin API is for probes and scrapers.
+async fn serve(mut stream: TcpStream, state: AdminState) {
+    let mut buf = Vec::with_capacity(1024);
+    let head = loop {
+        match http1::parse_head(&buf, &LIMITS) {
+            Ok(Some(head)) => break Ok(head),
+            Ok(None) => {}
+            Err(rejection) => break Err(rejection),
+        }
+        match tokio::time::timeout(READ_TIMEOUT, stream.read_buf(&mut buf)).await {
+            Ok(Ok(n)) if n > 0 => {}
+            _ => return,
+        }
+    };
+    let (status, content_type, body) = match head {
+        Err(rejection) => problem(rejection.status, rejection.detail),
+        Ok(head) if head.method != Method::GET && head.method != Method::HEAD => problem(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "the admin API answers GET and HEAD".into(),
+        ),
+        Ok(head) => route(&state, std::str::from_utf8(&buf[head.path]).unwrap_or("")),
+    };
+    let mut out = Vec::with_capacity(body.len() + 256);
+    http1::io::with_date(|date| {
+        http1::encode_head(
+            &mut out,
+            status,
+            [(&b"content-type"[..], content_type.as_bytes())],
+            body.len(),
+            date,
+            http1::Persistence::Close,
+        );
+    });
+    out.extend_from_slice(&body);
+    let _ = http1::io::write_bounded(&mut stream, &out, READ_TIMEOUT).await;
+}
+
+fn route(state: &AdminState, path: &str) -> (StatusCode, &'static str, Vec<u8>) {
+    const JSON: &str = "application/json";
+    match path {
+        "/health" => (StatusCode::OK, JSON, br#"{"status":"ok"}"#.to_vec()),
+        "/ready" => {
+            let now = state.gateway.clock();
+            let down: Vec<&str> = state
+                .gateway
+                .upstreams
+                .iter()
+                .filter(|u| u.balancer.healthy(now) == 0)
+                .map(|u| u.name.as_str())
+                .collect();
+            if down.is_empty() {
+                (StatusCode::OK, JSON, br#"{"status":"ready"}"#.to_vec())
+            } else {
+                let body = json!({ "status": "not ready", "upstreams_without_healthy_host": down });
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    JSON,
+                    body.to_string().into_bytes(),
+                )
+            }
+        }
+        "/metrics" => (
+            StatusCode::OK,
+            "text/plain; version=0.0.4; charset=utf-8",
+            state.metrics.render(&state.gateway).into_bytes(),
+        ),
+        "/config" => (StatusCode::OK, JSON, state.config.as_ref().clone()),
+        _ => problem(
+            StatusCode::NOT_FOUND,
+            format!("no admin resource at {path}; try /health, /ready, /metrics or /config"),
+        ),
+    }
+}
+
+fn problem(status: StatusCode, detail: String) -> (StatusCode, &'static str, Vec<u8>) {
+    (
+        status,
+        http1::problem::PROBLEM_JSON,
+        http1::Problem::new(status, detail).to_json(),
+    )
+}
+
+/// The configuration after `${VAR}` substitution and defaults. Nothing in
+/// it is secret today; keys that will be (JWT secrets, TLS keys) must be
+/// rendered as "<redacted>" here.
+fn effective(config: &Config) -> serde_json::Value {
+    let duration = |d: Duration| humantime::format_duration(d).to_string();
+    let upstreams: serde_json::Map<String, serde_json::Value> = config
+        .upstreams
+        .iter()
+        .map(|(name, u)| {
+            (
+                name.clone(),
+                json!({
+                    "hosts": u.hosts.iter().map(|h| h.value.clone()).collect::<Vec<_>>(),
+                    "balance": "round_robin",
+                    "timeouts": { "connect": duration(u.timeouts.connect), "request": duration(u.timeouts.request) },
+                    "retries": u.retries,
+                    "pool": { "max_idle": u.pool.max_idle, "idle_timeout": duration(u.pool.idle_timeout) },
+                    "health": { "failures": u.health.failures, "backoff": duration(u.health.backoff) },
+                    "host_header": u.host_header,
+                }),
+            )
+        })
+        .collect();
+    let routes: Vec<serde_json::Value> = config
+        .routes
+        .iter()
+        .map(|r| {
+            json!({
+                "path": r.path.value,
+                "match": match r.match_kind { crate::config::PathMatch::Prefix => "prefix", crate::config::PathMatch::Exact => "exact" },
+                "methods": r.methods.iter().map(|m| m.value.clone()).collect::<Vec<_>>(),
+                "host": r.host,
+                "upstream": r.upstream.value,
+            })
+        })
+        .collect();
+    let limits = &config.limits;
+    json!({
+        "workers": config.workers,
+        "listeners": config.listeners.iter().map(|l| json!({ "address": l.address.value })).collect::<Vec<_>>(),
+        "upstreams": upstreams,
+        "routes": routes,
+        "admin": config.admin.as_ref().map(|a| json!({ "address": a.address.value })),
+        "limits": {
+            "header_read_timeout": duration(limits.header_read_timeout),
+            "idle_timeout": duration(limits.idle_timeout),
+            "max_header_bytes": limits.max_header_bytes,
+            "max_body_bytes": limits.max_body_bytes,
+            "max_connections": limits.max_connections,
+            "shutdown_deadline": duration(limits.shutdown_deadline),
+        },
+        "forwarded": { "trust": config.forwarded.trust },
+        "log": {
+            "format": match config.log.format { crate::config::LogFormat::Text => "text", crate::config::LogFormat::Json => "json" },
+            "level": config.log.level,
+        },
+    })
+}

@@ -1,0 +1,306 @@
+//! Header rewriting between client and upstream (RFC 9110 7.6): hop-by-hop
+//! fields dropped (the fixed list and whatever `Connection` names),
+//! framing fields re-emitted for the framing we actually send,
+//! `X-Forwarded-*` appended, `Host` optionally replaced.
+
+use std::{net::IpAddr, ops::Range};
+
+use http::{HeaderValue, StatusCode};
+use http1::{Field, Head, Persistence};
+
+/// Fields that describe one connection, never forwarded.
+const HOP_BY_HOP: [&str; 7] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+];
+
+/// How a body is framed on the side we write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Framing {
+    /// No body, or a head-only answer whose length fields pass unchanged.
+    None,
+    Length(u64),
+    Chunked,
+    /// Raw bytes, then close (answers to HTTP/1.0 clients).
+    Close,
+}
+
+/// What the upstream request needs beyond the client's head.
+#[derive(Debug)]
+pub(crate) struct RequestContext<'a> {
+    pub peer: IpAddr,
+    pub trust_forwarded: bool,
+    pub host_header: Option<&'a HeaderValue>,
+    pub framing: Framing,
+}
+
+/// Appends the request head to send upstream: request line, the client's
+/// fields minus hop-by-hop ones, then `X-Forwarded-*` and framing.
+pub(crate) fn request_head(
+    out: &mut Vec<u8>,
+    buf: &[u8],
+    head: &Head,
+    fields: &[Field],
+    context: &RequestContext<'_>,
+) {
+    out.extend_from_slice(head.method.as_str().as_bytes());
+    out.push(b' ');
+    let path = &buf[head.path.clone()];
+    out.extend_from_slice(if path.is_empty() { b"/" } else { path });
+    if let Some(query) = &head.query {
+        out.push(b'?');
+        out.extend_from_slice(&buf[query.clone()]);
+    }
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+
+    let mut forwarded_for: Option<Range<usize>> = None;
+    let mut forwarded_proto = false;
+    let mut forwarded_host = false;
+    for (name, value) in fields {
+        let name_bytes = &buf[name.clone()];
+        let lower = |wanted: &str| name_bytes.eq_ignore_ascii_case(wanted.as_bytes());
+        if is_hop_by_hop(buf, name_bytes, fields) && !(head.upgrade && lower("upgrade"))
+            || lower("content-length")
+            || lower("expect")
+            || (lower("host") && context.host_header.is_some())
+        {
+            continue;
+        }
+        if lower("x-forwarded-for") {
+            // Several fields are one list (RFC 9110 5.3); keep the first's place.
+            if context.trust_forwarded && forwarded_for.is_none() {
+                forwarded_for = Some(value.clone());
+            }
+            continue;
+        }
+        if lower("x-forwarded-proto") || lower("x-forwarded-host") {
+            if !context.trust_forwarded {
+                continue;
+            }
+            forwarded_proto |= lower("x-forwarded-proto");
+            forwarded_host |= lower("x-forwarded-host");
+        }
+        field(out, name_bytes, &buf[value.clone()]);
+    }
+    if let Some(host) = context.host_header {
+        field(out, b"host", host.as_bytes());
+    }
+    out.extend_from_slice(b"x-forwarded-for: ");
+    if let Some(prior) = forwarded_for {
+        // Later X-Forwarded-For fields join the first one's list.
+        out.extend_from_slice(&buf[prior]);
+        for (name, value) in fields
+            .iter()
+            .skip_while(|(n, _)| !buf[n.clone()].eq_ignore_ascii_case(b"x-forwarded-for"))
+            .skip(1)
+        {
+            if buf[name.clone()].eq_ignore_ascii_case(b"x-forwarded-for") {
+                out.extend_from_slice(b", ");
+                out.extend_from_slice(&buf[value.clone()]);
+            }
+        }
+        out.extend_from_slice(b", ");
+    }
+    push_ip(out, context.peer);
+    out.extend_from_slice(b"\r\n");
+    if !forwarded_proto {
+        field(out, b"x-forwarded-proto", b"http");
+    }
+    if let (false, Some(host)) = (forwarded_host, &head.host) {
+        field(out, b"x-forwarded-host", &buf[host.clone()]);
+    }
+    if head.upgrade {
+        field(out, b"connection", b"upgrade");
+    }
+    framing_fields(out, context.framing);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Appends the response head for the client: status line, the upstream's
+/// fields minus hop-by-hop ones, then framing and persistence.
+pub(crate) fn response_head(
+    out: &mut Vec<u8>,
+    status: StatusCode,
+    buf: &[u8],
+    fields: &[Field],
+    framing: Framing,
+    persistence: Persistence,
+) {
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(status.as_str().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(status.canonical_reason().unwrap_or("Unknown").as_bytes());
+    out.extend_from_slice(b"\r\n");
+    let switching = status == StatusCode::SWITCHING_PROTOCOLS;
+    let keep_length = framing == Framing::None;
+    for (name, value) in fields {
+        let name_bytes = &buf[name.clone()];
+        if switching && name_bytes.eq_ignore_ascii_case(b"upgrade") {
+            field(out, name_bytes, &buf[value.clone()]);
+            continue;
+        }
+        if is_hop_by_hop(buf, name_bytes, fields)
+            || (!keep_length && name_bytes.eq_ignore_ascii_case(b"content-length"))
+        {
+            continue;
+        }
+        field(out, name_bytes, &buf[value.clone()]);
+    }
+    framing_fields(out, framing);
+    if switching {
+        out.extend_from_slice(b"connection: upgrade\r\n");
+    } else {
+        match persistence {
+            Persistence::KeepAlive => {}
+            Persistence::KeepAlive10 => out.extend_from_slice(b"connection: keep-alive\r\n"),
+            Persistence::Close => out.extend_from_slice(b"connection: close\r\n"),
+        }
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+fn framing_fields(out: &mut Vec<u8>, framing: Framing) {
+    match framing {
+        Framing::None | Framing::Close => {}
+        Framing::Length(n) => {
+            out.extend_from_slice(b"content-length: ");
+            out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+        Framing::Chunked => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
+    }
+}
+
+fn field(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+    out.extend_from_slice(name);
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// On the fixed list, or named by a `Connection` field of the same message.
+fn is_hop_by_hop(buf: &[u8], name: &[u8], fields: &[Field]) -> bool {
+    if HOP_BY_HOP
+        .iter()
+        .any(|hop| name.eq_ignore_ascii_case(hop.as_bytes()))
+    {
+        return true;
+    }
+    fields
+        .iter()
+        .filter(|(n, _)| buf[n.clone()].eq_ignore_ascii_case(b"connection"))
+        .flat_map(|(_, v)| buf[v.clone()].split(|&b| b == b','))
+        .any(|token| http1::request::trim(token).eq_ignore_ascii_case(name))
+}
+
+fn push_ip(out: &mut Vec<u8>, ip: IpAddr) {
+    use std::io::Write as _;
+    let ip = match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
+        v4 => v4,
+    };
+    let _ = write!(out, "{ip}");
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::Ipv4Addr;
+
+    use super::*;
+
+    fn forward(raw: &str, trust: bool, host_header: Option<&HeaderValue>) -> String {
+        let mut fields = Vec::new();
+        let limits = http1::Limits {
+            max_head: 4096,
+            max_body: 4096,
+        };
+        let head = http1::parse_head_into(raw.as_bytes(), &limits, &mut fields)
+            .unwrap()
+            .unwrap();
+        let mut out = Vec::new();
+        let context = RequestContext {
+            peer: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 9)),
+            trust_forwarded: trust,
+            host_header,
+            framing: Framing::None,
+        };
+        request_head(&mut out, raw.as_bytes(), &head, &fields, &context);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn hop_by_hop_fields_are_dropped() {
+        let out = forward(
+            "GET /a?b=1 HTTP/1.1\r\nHost: h\r\nConnection: keep-alive, X-Secret\r\nX-Secret: s\r\nKeep-Alive: 5\r\nTE: trailers\r\nUpgrade: h2c\r\nAccept: */*\r\n\r\n",
+            false,
+            None,
+        );
+        assert_eq!(
+            out,
+            "GET /a?b=1 HTTP/1.1\r\nHost: h\r\nAccept: */*\r\nx-forwarded-for: 10.0.0.9\r\nx-forwarded-proto: http\r\nx-forwarded-host: h\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn forwarded_fields_are_replaced_unless_trusted() {
+        let raw = "GET / HTTP/1.1\r\nHost: h\r\nX-Forwarded-For: 1.1.1.1\r\nX-Forwarded-Proto: https\r\nX-Forwarded-For: 2.2.2.2\r\nX-Forwarded-Host: outer\r\n\r\n";
+        let untrusted = forward(raw, false, None);
+        assert!(
+            !untrusted.contains("1.1.1.1")
+                && !untrusted.contains("https")
+                && !untrusted.contains("outer")
+        );
+        assert!(untrusted.contains("x-forwarded-for: 10.0.0.9\r\n"));
+        let trusted = forward(raw, true, None);
+        assert!(
+            trusted.contains("x-forwarded-for: 1.1.1.1, 2.2.2.2, 10.0.0.9\r\n"),
+            "{trusted}"
+        );
+        assert!(
+            trusted.contains("X-Forwarded-Proto: https\r\n")
+                && !trusted.contains("x-forwarded-proto")
+        );
+        assert!(
+            trusted.contains("X-Forwarded-Host: outer\r\n")
+                && !trusted.contains("x-forwarded-host")
+        );
+    }
+
+    #[test]
+    fn host_rewrite_and_upgrade() {
+        let value = HeaderValue::from_static("backend.internal");
+        let out = forward(
+            "GET /ws HTTP/1.1\r\nHost: public\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n",
+            false,
+            Some(&value),
+        );
+        assert!(out.contains("host: backend.internal\r\n") && !out.contains("Host: public"));
+        assert!(out.contains("Upgrade: websocket\r\n") && out.contains("connection: upgrade\r\n"));
+        assert!(out.contains("x-forwarded-host: public\r\n"));
+    }
+
+    #[test]
+    fn response_heads_reframe() {
+        let raw = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close, X-Hop\r\nX-Hop: 1\r\nX-Keep: 2\r\n\r\n";
+        let mut fields = Vec::new();
+        http1::parse_response_head(raw.as_bytes(), 4096, false, &mut fields).unwrap();
+        let mut out = Vec::new();
+        response_head(
+            &mut out,
+            StatusCode::OK,
+            raw.as_bytes(),
+            &fields,
+            Framing::Chunked,
+            Persistence::KeepAlive,
+        );
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "HTTP/1.1 200 OK\r\nX-Keep: 2\r\ntransfer-encoding: chunked\r\n\r\n"
+        );
+    }
+}

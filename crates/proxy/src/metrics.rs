@@ -1,0 +1,226 @@
+//! Proxy metrics, rendered as Prometheus text on the admin listener.
+//!
+//! Each worker writes only its own shard (plain relaxed atomics, no lock,
+//! no shared cache line between cores); a scrape sums the shards. Labels
+//! are known when the configuration is compiled (routes, upstreams, status
+//! codes 100-599), so a request touches pre-indexed counters instead of the
+//! hashed label families of prometheus-client, which take a lock per update.
+
+use std::{
+    fmt::Write as _,
+    sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed},
+    time::Duration,
+};
+
+use crate::gateway::Gateway;
+
+/// Upper bounds of the upstream latency buckets, in seconds.
+const BUCKETS: [f64; 14] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+/// Status codes 100..=599; anything else is counted as 599.
+const STATUSES: usize = 500;
+
+/// All metrics of one proxy: one shard per worker.
+#[derive(Debug)]
+pub struct Metrics {
+    shards: Vec<Shard>,
+}
+
+/// What one worker counts.
+#[derive(Debug)]
+pub struct Shard {
+    /// Route index × status code − 100; one extra row for requests that matched no route.
+    requests: Vec<AtomicU64>,
+    /// Per upstream: bucket counts, then the sum in microseconds and the count.
+    latency: Vec<[AtomicU64; BUCKETS.len() + 2]>,
+    open_connections: AtomicI64,
+    /// Per upstream: idle pooled connections, and connections to it open.
+    pool_idle: Vec<AtomicI64>,
+    upstream_open: Vec<AtomicI64>,
+    upstream_errors: Vec<[AtomicU64; 3]>,
+}
+
+/// Why an upstream exchange failed, for `sluice_upstream_errors_total`.
+#[derive(Debug, Clone, Copy)]
+pub enum UpstreamError {
+    Connect = 0,
+    Broken = 1,
+    Timeout = 2,
+}
+
+impl Metrics {
+    pub fn new(gateway: &Gateway, workers: usize) -> Self {
+        let routes = gateway.route_names.len() + 1;
+        let upstreams = gateway.upstreams.len();
+        let shards = (0..workers)
+            .map(|_| Shard {
+                requests: (0..routes * STATUSES).map(|_| AtomicU64::new(0)).collect(),
+                latency: (0..upstreams).map(|_| Default::default()).collect(),
+                open_connections: AtomicI64::new(0),
+                pool_idle: (0..upstreams).map(|_| AtomicI64::new(0)).collect(),
+                upstream_open: (0..upstreams).map(|_| AtomicI64::new(0)).collect(),
+                upstream_errors: (0..upstreams).map(|_| Default::default()).collect(),
+            })
+            .collect();
+        Self { shards }
+    }
+
+    pub fn shard(&self, worker: usize) -> &Shard {
+        &self.shards[worker % self.shards.len()]
+    }
+
+    /// Connections open to clients, summed over workers.
+    pub fn open_connections(&self) -> i64 {
+        self.shards
+            .iter()
+            .map(|s| s.open_connections.load(Relaxed))
+            .sum()
+    }
+
+    /// The Prometheus text exposition.
+    pub fn render(&self, gateway: &Gateway) -> String {
+        let mut out = String::with_capacity(4096);
+        let sum = |f: &dyn Fn(&Shard) -> u64| self.shards.iter().map(f).sum::<u64>();
+        let sum_i = |f: &dyn Fn(&Shard) -> i64| self.shards.iter().map(f).sum::<i64>();
+
+        out.push_str("# HELP sluice_requests_total Requests answered, by route and status.\n# TYPE sluice_requests_total counter\n");
+        let routes = gateway.route_names.len() + 1;
+        for route in 0..routes {
+            let label = gateway
+                .route_names
+                .get(route)
+                .map_or("none", String::as_str);
+            for status in 0..STATUSES {
+                let n = sum(&|s| s.requests[route * STATUSES + status].load(Relaxed));
+                if n > 0 {
+                    let _ = writeln!(
+                        out,
+                        "sluice_requests_total{{route=\"{}\",status=\"{}\"}} {n}",
+                        escape(label),
+                        status + 100
+                    );
+                }
+            }
+        }
+
+        out.push_str("# HELP sluice_upstream_response_seconds Time from sending a request upstream to its response head.\n# TYPE sluice_upstream_response_seconds histogram\n");
+        for (u, upstream) in gateway.upstreams.iter().enumerate() {
+            let name = escape(&upstream.name);
+            let mut cumulative = 0;
+            for (b, bound) in BUCKETS.iter().enumerate() {
+                cumulative += sum(&|s| s.latency[u][b].load(Relaxed));
+                let _ = writeln!(
+                    out,
+                    "sluice_upstream_response_seconds_bucket{{upstream=\"{name}\",le=\"{bound}\"}} {cumulative}"
+                );
+            }
+            let count = sum(&|s| s.latency[u][BUCKETS.len() + 1].load(Relaxed));
+            let micros = sum(&|s| s.latency[u][BUCKETS.len()].load(Relaxed));
+            let _ = writeln!(
+                out,
+                "sluice_upstream_response_seconds_bucket{{upstream=\"{name}\",le=\"+Inf\"}} {count}\n\
+                 sluice_upstream_response_seconds_sum{{upstream=\"{name}\"}} {}\n\
+                 sluice_upstream_response_seconds_count{{upstream=\"{name}\"}} {count}",
+                micros as f64 / 1e6
+            );
+        }
+
+        out.push_str("# HELP sluice_upstream_errors_total Failed upstream exchanges, by kind.\n# TYPE sluice_upstream_errors_total counter\n");
+        for (u, upstream) in gateway.upstreams.iter().enumerate() {
+            for (kind, label) in ["connect", "broken", "timeout"].iter().enumerate() {
+                let n = sum(&|s| s.upstream_errors[u][kind].load(Relaxed));
+                let _ = writeln!(
+                    out,
+                    "sluice_upstream_errors_total{{upstream=\"{}\",kind=\"{label}\"}} {n}",
+                    escape(&upstream.name)
+                );
+            }
+        }
+
+        let _ = writeln!(
+            out,
+            "# HELP sluice_open_connections Client connections open.\n# TYPE sluice_open_connections gauge\nsluice_open_connections {}",
+            self.open_connections()
+        );
+        out.push_str("# HELP sluice_pool_idle_connections Idle keep-alive connections pooled, by upstream.\n# TYPE sluice_pool_idle_connections gauge\n");
+        for (u, upstream) in gateway.upstreams.iter().enumerate() {
+            let n = sum_i(&|s| s.pool_idle[u].load(Relaxed));
+            let _ = writeln!(
+                out,
+                "sluice_pool_idle_connections{{upstream=\"{}\"}} {n}",
+                escape(&upstream.name)
+            );
+        }
+        out.push_str("# HELP sluice_upstream_open_connections Connections open to upstream hosts (idle or busy), by upstream.\n# TYPE sluice_upstream_open_connections gauge\n");
+        for (u, upstream) in gateway.upstreams.iter().enumerate() {
+            let n = sum_i(&|s| s.upstream_open[u].load(Relaxed));
+            let _ = writeln!(
+                out,
+                "sluice_upstream_open_connections{{upstream=\"{}\"}} {n}",
+                escape(&upstream.name)
+            );
+        }
+        let now = gateway.clock();
+        out.push_str("# HELP sluice_upstream_healthy_hosts Hosts not ejected by passive health checks.\n# TYPE sluice_upstream_healthy_hosts gauge\n");
+        for upstream in &gateway.upstreams {
+            let _ = writeln!(
+                out,
+                "sluice_upstream_healthy_hosts{{upstream=\"{}\"}} {}",
+                escape(&upstream.name),
+                upstream.balancer.healthy(now)
+            );
+        }
+        out
+    }
+}
+
+impl Shard {
+    /// `route`: its index, or `None` for requests that matched no route.
+    pub fn request(&self, route: Option<usize>, status: u16, routes: usize) {
+        let row = route.unwrap_or(routes);
+        let column = usize::from(status.clamp(100, 599) - 100);
+        if let Some(counter) = self.requests.get(row * STATUSES + column) {
+            counter.fetch_add(1, Relaxed);
+        }
+    }
+
+    pub fn upstream_latency(&self, upstream: usize, elapsed: Duration) {
+        let seconds = elapsed.as_secs_f64();
+        let cells = &self.latency[upstream];
+        if let Some(bucket) = BUCKETS.iter().position(|&bound| seconds <= bound) {
+            cells[bucket].fetch_add(1, Relaxed);
+        }
+        let micros = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
+        cells[BUCKETS.len()].fetch_add(micros, Relaxed);
+        cells[BUCKETS.len() + 1].fetch_add(1, Relaxed);
+    }
+
+    pub fn upstream_error(&self, upstream: usize, kind: UpstreamError) {
+        self.upstream_errors[upstream][kind as usize].fetch_add(1, Relaxed);
+    }
+
+    pub fn connection_opened(&self) {
+        self.open_connections.fetch_add(1, Relaxed);
+    }
+
+    pub fn connection_closed(&self) {
+        self.open_connections.fetch_sub(1, Relaxed);
+    }
+
+    pub fn pool_idle(&self, upstream: usize, delta: i64) {
+        self.pool_idle[upstream].fetch_add(delta, Relaxed);
+    }
+
+    pub fn upstream_open(&self, upstream: usize, delta: i64) {
+        self.upstream_open[upstream].fetch_add(delta, Relaxed);
+    }
+}
+
+/// A label value with `\`, `"` and newlines escaped.
+fn escape(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}

@@ -1,0 +1,115 @@
+//! Keep-alive connections to upstream hosts, one pool per worker (so the
+//! lock below is never contended: only its worker's tasks take it, on one
+//! thread). The most recently used connection is reused first, so idle
+//! ones age out and the warm ones stay warm.
+
+use std::{
+    future::Future,
+    sync::Mutex,
+    task::{Context, Poll, Waker},
+    time::Instant,
+};
+
+use bytes::BytesMut;
+use tokio::net::TcpStream;
+
+use crate::{gateway::Gateway, metrics::Shard};
+
+/// A connection to one upstream host.
+#[derive(Debug)]
+pub(crate) struct UpstreamConn {
+    pub stream: TcpStream,
+    /// Bytes read from the upstream and not yet used.
+    pub buf: BytesMut,
+    pub upstream: usize,
+    pub host: usize,
+    /// Taken from the pool: the upstream may have closed it meanwhile.
+    pub reused: bool,
+    idle_since: Instant,
+}
+
+impl UpstreamConn {
+    pub(crate) fn new(stream: TcpStream, upstream: usize, host: usize) -> Self {
+        Self {
+            stream,
+            buf: BytesMut::new(),
+            upstream,
+            host,
+            reused: false,
+            idle_since: Instant::now(),
+        }
+    }
+}
+
+/// Idle connections of one worker, by upstream and host.
+#[derive(Debug)]
+pub(crate) struct Pool {
+    /// `[upstream][host]`, flattened.
+    idle: Vec<Mutex<Vec<UpstreamConn>>>,
+    /// Start of each upstream's hosts in `idle`.
+    offsets: Vec<usize>,
+}
+
+impl Pool {
+    pub(crate) fn new(gateway: &Gateway) -> Self {
+        let mut offsets = Vec::new();
+        let mut slots = 0;
+        for upstream in &gateway.upstreams {
+            offsets.push(slots);
+            slots += upstream.hosts.len();
+        }
+        Self {
+            idle: (0..slots).map(|_| Mutex::new(Vec::new())).collect(),
+            offsets,
+        }
+    }
+
+    fn slot(&self, upstream: usize, host: usize) -> &Mutex<Vec<UpstreamConn>> {
+        &self.idle[self.offsets[upstream] + host]
+    }
+
+    /// The warmest idle connection to that host that is still usable.
+    pub(crate) fn take(
+        &self,
+        gateway: &Gateway,
+        metrics: &Shard,
+        upstream: usize,
+        host: usize,
+    ) -> Option<UpstreamConn> {
+        let idle_timeout = gateway.upstreams[upstream].idle_timeout;
+        let mut idle = self.slot(upstream, host).lock().ok()?;
+        while let Some(mut conn) = idle.pop() {
+            metrics.pool_idle(upstream, -1);
+            if conn.idle_since.elapsed() < idle_timeout && quiet(&conn.stream) {
+                conn.reused = true;
+                return Some(conn);
+            }
+            metrics.upstream_open(upstream, -1);
+        }
+        None
+    }
+
+    /// Keeps `conn` for reuse unless the pool for its host is full.
+    pub(crate) fn put(&self, gateway: &Gateway, metrics: &Shard, mut conn: UpstreamConn) {
+        let upstream = conn.upstream;
+        let max_idle = gateway.upstreams[upstream].max_idle;
+        if let Ok(mut idle) = self.slot(upstream, conn.host).lock() {
+            if idle.len() < max_idle {
+                conn.idle_since = Instant::now();
+                idle.push(conn);
+                metrics.pool_idle(upstream, 1);
+                return;
+            }
+        }
+        metrics.upstream_open(upstream, -1);
+    }
+}
+
+/// An idle connection must have nothing to read: readable means the
+/// upstream closed it (or broke the protocol). Asked of the reactor's
+/// readiness state, so it costs no system call.
+fn quiet(stream: &TcpStream) -> bool {
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut ready = std::pin::pin!(stream.readable());
+    matches!(ready.as_mut().poll(&mut cx), Poll::Pending)
+}

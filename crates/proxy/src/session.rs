@@ -1,0 +1,978 @@
+//! One client connection, as a short list of phases per request (see
+//! docs/LIFECYCLE-proxy.md): read and check the head, route, pick an
+//! upstream host and connection, send the request (streaming its body),
+//! read the response head, stream the response body, then keep or close
+//! each side. Answers to pipelined requests are batched into one write.
+
+use std::{
+    future::Future,
+    net::SocketAddr,
+    pin::Pin,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use bytes::{Buf, BytesMut};
+use http::{header, Method, StatusCode};
+use http1::{
+    chunked::{body_too_large, encode_chunk, LAST_CHUNK},
+    io::write_bounded,
+    BodyFraming, ChunkedDecoder, Field, Framing as RequestFraming, Head, Persistence, Problem,
+    ResponseHead,
+};
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::TcpStream,
+    sync::watch,
+    time::{sleep_until, timeout, Sleep},
+};
+use tracing::{debug, warn};
+
+use crate::{
+    forward::{self, Framing, RequestContext},
+    metrics::UpstreamError,
+    pool::UpstreamConn,
+    route::RouteMatch,
+    worker::Worker,
+};
+
+const READ_RESERVE: usize = 16 * 1024;
+/// Pending output is written once it exceeds this.
+const FLUSH_AT: usize = 64 * 1024;
+/// Buffers grown past this by one large message are replaced afterwards.
+const SHRINK_ABOVE: usize = 64 * 1024;
+/// A peer that takes nothing of a pending write for this long is dropped.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Answers to pipelined requests wait for each other at most this long
+/// before being written, so one slow upstream does not hold back the rest.
+const BATCH_WINDOW: Duration = Duration::from_millis(1);
+/// After an error answer, unread input is drained this long so the close
+/// is a FIN, not a reset that could destroy the answer in flight.
+const LINGER: Duration = Duration::from_secs(1);
+const LINGER_MAX_BYTES: usize = 1024 * 1024;
+/// A chunk line or trailer section from an upstream may be this long.
+const UPSTREAM_LIMITS: http1::Limits = http1::Limits {
+    max_head: 64 * 1024,
+    max_body: usize::MAX,
+};
+
+/// What happens to the client connection after an exchange.
+enum Next {
+    KeepAlive,
+    /// Close politely (flush, FIN, drain what the client still sends).
+    Close,
+    /// Drop at once: the client is gone or a response was cut short.
+    Abort,
+}
+
+/// Why an exchange failed before the response head reached the client.
+struct Failure {
+    status: StatusCode,
+    detail: String,
+    /// The request body was only partly read from the client.
+    body_unread: bool,
+}
+
+impl Failure {
+    fn new(status: StatusCode, detail: impl Into<String>) -> Self {
+        Self {
+            status,
+            detail: detail.into(),
+            body_unread: false,
+        }
+    }
+}
+
+/// Why reading from the client stopped.
+enum ReadEnd {
+    Closed,
+    TimedOut,
+    Shutdown,
+}
+
+pub(crate) struct Session {
+    client: TcpStream,
+    peer: SocketAddr,
+    worker: Arc<Worker>,
+    rbuf: BytesMut,
+    wbuf: Vec<u8>,
+    /// Bytes for the upstream (head and, when it fits, the body).
+    ubuf: Vec<u8>,
+    fields: Vec<Field>,
+    response_fields: Vec<Field>,
+    chunked: ChunkedDecoder,
+    /// Bytes of a Content-Length request body not yet read from the client.
+    body_left: usize,
+    shutdown: watch::Receiver<bool>,
+    shutdown_signal: Pin<Box<dyn Future<Output = ()> + Send>>,
+    /// Fires no later than the current read deadline; moved lazily,
+    /// because re-arming a timer per read costs more than the read.
+    timer: Pin<Box<Sleep>>,
+    last_read: tokio::time::Instant,
+    request_started: Option<tokio::time::Instant>,
+    /// When the oldest unwritten answer in `wbuf` was finished.
+    pending_since: Option<Instant>,
+}
+
+impl Session {
+    pub(crate) fn new(
+        client: TcpStream,
+        peer: SocketAddr,
+        worker: Arc<Worker>,
+        shutdown: watch::Receiver<bool>,
+    ) -> Self {
+        let now = tokio::time::Instant::now();
+        let mut signal = shutdown.clone();
+        let idle = worker.gateway.idle_timeout;
+        Self {
+            client,
+            peer,
+            worker,
+            rbuf: BytesMut::with_capacity(READ_RESERVE),
+            wbuf: Vec::with_capacity(READ_RESERVE),
+            ubuf: Vec::with_capacity(1024),
+            fields: Vec::with_capacity(32),
+            response_fields: Vec::with_capacity(32),
+            chunked: ChunkedDecoder::default(),
+            body_left: 0,
+            shutdown,
+            shutdown_signal: Box::pin(async move {
+                let _ = signal.changed().await;
+            }),
+            timer: Box::pin(sleep_until(now + idle)),
+            last_read: now,
+            request_started: None,
+            pending_since: None,
+        }
+    }
+
+    pub(crate) async fn run(mut self) {
+        let metrics = self.worker.metrics();
+        metrics.connection_opened();
+        self.serve().await;
+        self.worker.metrics().connection_closed();
+    }
+
+    async fn serve(&mut self) {
+        loop {
+            self.fields.clear();
+            let limits = self.worker.gateway.limits;
+            let head = match http1::parse_head_into(&self.rbuf, &limits, &mut self.fields) {
+                Ok(Some(head)) => head,
+                Ok(None) => match self.read_more().await {
+                    Ok(()) => continue,
+                    Err(end) => return self.end(end).await,
+                },
+                Err(rejection) => {
+                    let failure = Failure::new(rejection.status, rejection.detail);
+                    debug!(peer = %self.peer, status = %failure.status, detail = %failure.detail, "rejected request");
+                    return self.answer_failure(None, failure, false, true).await;
+                }
+            };
+            self.request_started = None;
+            let next = self.exchange(&head).await;
+            self.release_large_buffers();
+            match next {
+                Next::KeepAlive if !*self.shutdown.borrow() => {}
+                Next::KeepAlive | Next::Close => {
+                    let linger = !self.rbuf.is_empty();
+                    return self.close(linger).await;
+                }
+                Next::Abort => {
+                    let _ = self.flush().await;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Routes one request, forwards it and its answer.
+    async fn exchange(&mut self, head: &Head) -> Next {
+        let gateway = Arc::clone(&self.worker.gateway);
+        let head_only = head.method == Method::HEAD;
+        let path = std::str::from_utf8(&self.rbuf[head.path.clone()]).ok();
+        let host = head
+            .host
+            .clone()
+            .and_then(|r| std::str::from_utf8(&self.rbuf[r]).ok())
+            .map(without_port);
+        let Some(path) = path else {
+            let failure = Failure::new(StatusCode::BAD_REQUEST, "request target is not UTF-8");
+            return self.fail(head, None, failure).await;
+        };
+        let path = if path.is_empty() { "/" } else { path };
+        let route = match gateway.routes.find(host, &head.method, path) {
+            RouteMatch::Found(route) => route.index,
+            RouteMatch::NotFound => {
+                let failure = Failure::new(StatusCode::NOT_FOUND, format!("no route for {path}"));
+                return self.fail(head, None, failure).await;
+            }
+            RouteMatch::MethodNotAllowed { allow } => {
+                let detail = format!(
+                    "method {} is not allowed here; allowed: {allow}",
+                    head.method
+                );
+                self.count(None, StatusCode::METHOD_NOT_ALLOWED);
+                let close = head.framing != RequestFraming::Empty || !head.keep_alive;
+                self.write_problem(
+                    Problem::new(StatusCode::METHOD_NOT_ALLOWED, detail),
+                    &[(header::ALLOW.as_str(), &allow)],
+                    head_only,
+                    persistence(head, close),
+                );
+                if close {
+                    return Next::Close;
+                }
+                self.rbuf.advance(head.len);
+                return Next::KeepAlive;
+            }
+        };
+        if let RequestFraming::Length(len) = head.framing {
+            if len > gateway.limits.max_body {
+                let rejection = body_too_large(&gateway.limits);
+                let failure = Failure {
+                    body_unread: true,
+                    ..Failure::new(rejection.status, rejection.detail)
+                };
+                return self.fail(head, Some(route), failure).await;
+            }
+        }
+        match self.forward(head, route).await {
+            Ok(next) => next,
+            Err(failure) => self.fail(head, Some(route), failure).await,
+        }
+    }
+
+    /// Sends the request upstream (retrying where safe) and streams the answer back.
+    async fn forward(&mut self, head: &Head, route: usize) -> Result<Next, Failure> {
+        let gateway = Arc::clone(&self.worker.gateway);
+        let upstream_index = gateway.route_upstream[route];
+        let upstream = &gateway.upstreams[upstream_index];
+        self.build_request(head, upstream.host_header.as_ref())?;
+        // The head is in `ubuf` now; the client's copy is not needed any more.
+        self.rbuf.advance(head.len);
+        let replayable = self.buffer_body(head)?;
+
+        let mut attempts = 0;
+        let mut host = upstream
+            .balancer
+            .pick(gateway.clock())
+            .ok_or_else(|| no_healthy_host(&upstream.name))?;
+        let mut fresh_only = false;
+        loop {
+            let mut conn = match self.connection(upstream_index, host, fresh_only).await {
+                Ok(conn) => conn,
+                Err(failure) => {
+                    attempts += 1;
+                    let now = gateway.clock();
+                    if upstream.balancer.failure(host, now) {
+                        warn!(upstream = %upstream.name, host = %upstream.host_names[host], backoff = ?upstream.balancer.backoff(), "host ejected after consecutive failures");
+                    }
+                    if attempts > upstream.retries {
+                        return Err(failure);
+                    }
+                    host = upstream
+                        .balancer
+                        .pick_after(host, now)
+                        .ok_or_else(|| no_healthy_host(&upstream.name))?;
+                    continue;
+                }
+            };
+            let sent_at = Instant::now();
+            let outcome = self.send_and_read_head(head, &mut conn, replayable).await;
+            match outcome {
+                Ok(response) => {
+                    upstream.balancer.success(host);
+                    self.worker
+                        .metrics()
+                        .upstream_latency(upstream_index, sent_at.elapsed());
+                    return self.respond(head, route, conn, response).await;
+                }
+                // A pooled connection the upstream had closed: try a new one.
+                Err(Stale) if replayable && is_idempotent(&head.method) && !fresh_only => {
+                    self.worker.metrics().upstream_open(upstream_index, -1);
+                    fresh_only = true;
+                }
+                Err(Stale) => {
+                    self.worker.metrics().upstream_open(upstream_index, -1);
+                    return Err(self.upstream_failure(
+                        upstream_index,
+                        host,
+                        UpstreamError::Broken,
+                        "the upstream closed the connection before answering",
+                        !replayable,
+                    ));
+                }
+                Err(SendFailed(failure)) => {
+                    self.worker.metrics().upstream_open(upstream_index, -1);
+                    return Err(failure);
+                }
+            }
+        }
+    }
+
+    /// The upstream request head into `ubuf`.
+    fn build_request(
+        &mut self,
+        head: &Head,
+        host_header: Option<&http::HeaderValue>,
+    ) -> Result<(), Failure> {
+        let framing = match head.framing {
+            RequestFraming::Empty => Framing::None,
+            RequestFraming::Length(n) => Framing::Length(n as u64),
+            RequestFraming::Chunked => Framing::Chunked,
+        };
+        if head.upgrade && head.framing != RequestFraming::Empty {
+            return Err(Failure::new(
+                StatusCode::BAD_REQUEST,
+                "an upgrade request cannot carry a body",
+            ));
+        }
+        self.ubuf.clear();
+        let context = RequestContext {
+            peer: self.peer.ip(),
+            trust_forwarded: self.worker.gateway.trust_forwarded,
+            host_header,
+            framing,
+        };
+        forward::request_head(&mut self.ubuf, &self.rbuf, head, &self.fields, &context);
+        Ok(())
+    }
+
+    /// Moves as much of the body as the client already sent into `ubuf`;
+    /// true when that is all of it (the request can be sent again).
+    fn buffer_body(&mut self, head: &Head) -> Result<bool, Failure> {
+        match head.framing {
+            RequestFraming::Empty => Ok(true),
+            RequestFraming::Length(len) => {
+                let take = len.min(self.rbuf.len());
+                self.ubuf.extend_from_slice(&self.rbuf[..take]);
+                self.rbuf.advance(take);
+                self.body_left = len - take;
+                Ok(self.body_left == 0)
+            }
+            RequestFraming::Chunked => {
+                self.chunked.reset();
+                self.decode_chunks()
+            }
+        }
+    }
+
+    /// Re-chunks what `rbuf` holds of a chunked body into `ubuf`; true at its end.
+    fn decode_chunks(&mut self) -> Result<bool, Failure> {
+        let limits = self.worker.gateway.limits;
+        let ubuf = &mut self.ubuf;
+        let decoded = self
+            .chunked
+            .decode(&self.rbuf, &limits, |data| encode_chunk(ubuf, data))
+            .map_err(|rejection| Failure {
+                body_unread: true,
+                ..Failure::new(rejection.status, rejection.detail)
+            })?;
+        self.rbuf.advance(decoded.consumed);
+        if decoded.done {
+            self.ubuf.extend_from_slice(LAST_CHUNK);
+        }
+        Ok(decoded.done)
+    }
+
+    /// A pooled connection to `host`, or a new one.
+    async fn connection(
+        &mut self,
+        upstream: usize,
+        host: usize,
+        fresh_only: bool,
+    ) -> Result<UpstreamConn, Failure> {
+        let worker = Arc::clone(&self.worker);
+        if !fresh_only {
+            if let Some(conn) = worker
+                .pool
+                .take(&worker.gateway, worker.metrics(), upstream, host)
+            {
+                return Ok(conn);
+            }
+        }
+        let config = &worker.gateway.upstreams[upstream];
+        let addr = config.hosts[host];
+        match timeout(config.timeouts.connect, TcpStream::connect(addr)).await {
+            Ok(Ok(stream)) => {
+                let _ = stream.set_nodelay(true);
+                worker.metrics().upstream_open(upstream, 1);
+                Ok(UpstreamConn::new(stream, upstream, host))
+            }
+            Ok(Err(err)) => Err(self.upstream_failure(
+                upstream,
+                host,
+                UpstreamError::Connect,
+                &format!("cannot connect: {err}"),
+                false,
+            )),
+            Err(_) => Err(Failure {
+                status: StatusCode::GATEWAY_TIMEOUT,
+                ..self.upstream_failure(
+                    upstream,
+                    host,
+                    UpstreamError::Timeout,
+                    &format!("no connection within {:?}", config.timeouts.connect),
+                    false,
+                )
+            }),
+        }
+    }
+
+    /// Counts and logs a failed exchange; the answer is 502.
+    fn upstream_failure(
+        &self,
+        upstream: usize,
+        host: usize,
+        kind: UpstreamError,
+        what: &str,
+        body_unread: bool,
+    ) -> Failure {
+        let config = &self.worker.gateway.upstreams[upstream];
+        self.worker.metrics().upstream_error(upstream, kind);
+        warn!(upstream = %config.name, host = %config.host_names[host], peer = %self.peer, "{what}");
+        Failure {
+            body_unread,
+            ..Failure::new(
+                StatusCode::BAD_GATEWAY,
+                format!("upstream `{}`: {what}", config.name),
+            )
+        }
+    }
+
+    /// Writes the request (streaming the rest of its body) and reads the
+    /// response head, skipping `100 Continue`.
+    async fn send_and_read_head(
+        &mut self,
+        head: &Head,
+        conn: &mut UpstreamConn,
+        replayable: bool,
+    ) -> Result<ResponseHead, SendError> {
+        let timeouts = self.worker.gateway.upstreams[conn.upstream]
+            .timeouts
+            .clone();
+        if !write_bounded(&mut conn.stream, &self.ubuf, timeouts.request).await {
+            return Err(if conn.reused {
+                Stale
+            } else {
+                SendFailed(self.broken(conn, "cannot send the request", !replayable))
+            });
+        }
+        if !replayable {
+            self.stream_body(head, conn).await.map_err(SendFailed)?;
+        }
+        let deadline = tokio::time::Instant::now() + timeouts.request;
+        loop {
+            self.response_fields.clear();
+            let head_request = head.method == Method::HEAD;
+            match http1::parse_response_head(
+                &conn.buf,
+                UPSTREAM_LIMITS.max_head,
+                head_request,
+                &mut self.response_fields,
+            ) {
+                Ok(Some(response)) if response.status == StatusCode::CONTINUE => {
+                    conn.buf.advance(response.len);
+                    continue;
+                }
+                Ok(Some(response)) => return Ok(response),
+                Ok(None) => {}
+                Err(rejection) => {
+                    return Err(SendFailed(self.broken(conn, &rejection.detail, false)))
+                }
+            }
+            self.flush_if_waited_long().await;
+            conn.buf.reserve(READ_RESERVE);
+            match tokio::time::timeout_at(deadline, conn.stream.read_buf(&mut conn.buf)).await {
+                Ok(Ok(0)) | Ok(Err(_)) if conn.reused && conn.buf.is_empty() => return Err(Stale),
+                Ok(Ok(0)) => {
+                    return Err(SendFailed(self.broken(
+                        conn,
+                        "the upstream closed the connection before answering",
+                        false,
+                    )))
+                }
+                Ok(Err(err)) => {
+                    return Err(SendFailed(self.broken(
+                        conn,
+                        &format!("read failed: {err}"),
+                        false,
+                    )))
+                }
+                Ok(Ok(_)) => {}
+                Err(_) => {
+                    let config = &self.worker.gateway.upstreams[conn.upstream];
+                    let mut failure = self.upstream_failure(
+                        conn.upstream,
+                        conn.host,
+                        UpstreamError::Timeout,
+                        &format!("no response within {:?}", timeouts.request),
+                        false,
+                    );
+                    failure.status = StatusCode::GATEWAY_TIMEOUT;
+                    config
+                        .balancer
+                        .failure(conn.host, self.worker.gateway.clock());
+                    return Err(SendFailed(failure));
+                }
+            }
+        }
+    }
+
+    fn broken(&self, conn: &UpstreamConn, what: &str, body_unread: bool) -> Failure {
+        let gateway = &self.worker.gateway;
+        gateway.upstreams[conn.upstream]
+            .balancer
+            .failure(conn.host, gateway.clock());
+        self.upstream_failure(
+            conn.upstream,
+            conn.host,
+            UpstreamError::Broken,
+            what,
+            body_unread,
+        )
+    }
+
+    /// Streams the part of the request body the client has not sent yet.
+    async fn stream_body(&mut self, head: &Head, conn: &mut UpstreamConn) -> Result<(), Failure> {
+        if head.expect_continue {
+            self.wbuf
+                .extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+        }
+        let write_timeout = self.worker.gateway.upstreams[conn.upstream]
+            .timeouts
+            .request;
+        loop {
+            if let Err(end) = self.read_body_part().await {
+                let failure = match end {
+                    ReadEnd::TimedOut => Failure::new(
+                        StatusCode::REQUEST_TIMEOUT,
+                        "request body not received in time",
+                    ),
+                    ReadEnd::Closed | ReadEnd::Shutdown => {
+                        Failure::new(StatusCode::BAD_REQUEST, "client closed mid-body")
+                    }
+                };
+                return Err(Failure {
+                    body_unread: true,
+                    ..failure
+                });
+            }
+            self.ubuf.clear();
+            let done = match head.framing {
+                RequestFraming::Chunked => self.decode_chunks()?,
+                _ => {
+                    let take = self.body_left.min(self.rbuf.len());
+                    self.ubuf.extend_from_slice(&self.rbuf[..take]);
+                    self.rbuf.advance(take);
+                    self.body_left -= take;
+                    self.body_left == 0
+                }
+            };
+            if !write_bounded(&mut conn.stream, &self.ubuf, write_timeout).await {
+                return Err(self.broken(conn, "cannot send the request body", !done));
+            }
+            if done {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Reads more of a request body from the client.
+    async fn read_body_part(&mut self) -> Result<(), ReadEnd> {
+        if !self.flush().await {
+            return Err(ReadEnd::Closed);
+        }
+        let idle = self.worker.gateway.idle_timeout;
+        self.rbuf.reserve(READ_RESERVE);
+        match timeout(idle, self.client.read_buf(&mut self.rbuf)).await {
+            Ok(Ok(0) | Err(_)) => Err(ReadEnd::Closed),
+            Ok(Ok(_)) => Ok(()),
+            Err(_) => Err(ReadEnd::TimedOut),
+        }
+    }
+
+    /// Writes the response head and streams its body to the client.
+    async fn respond(
+        &mut self,
+        head: &Head,
+        route: usize,
+        mut conn: UpstreamConn,
+        response: ResponseHead,
+    ) -> Result<Next, Failure> {
+        self.count(Some(route), response.status);
+        if response.status == StatusCode::SWITCHING_PROTOCOLS {
+            return Ok(self.tunnel(head, conn, &response).await);
+        }
+        let framing = match response.framing {
+            BodyFraming::None => Framing::None,
+            BodyFraming::Length(n) => Framing::Length(n),
+            BodyFraming::Chunked | BodyFraming::UntilClose if head.http10 => Framing::Close,
+            BodyFraming::Chunked | BodyFraming::UntilClose => Framing::Chunked,
+        };
+        let close = !head.keep_alive || framing == Framing::Close || *self.shutdown.borrow();
+        forward::response_head(
+            &mut self.wbuf,
+            response.status,
+            &conn.buf,
+            &self.response_fields,
+            framing,
+            persistence(head, close),
+        );
+        conn.buf.advance(response.len);
+        let complete = self.relay_body(&mut conn, response.framing, framing).await;
+        self.pending_since.get_or_insert_with(Instant::now);
+        let worker = Arc::clone(&self.worker);
+        if complete && response.keep_alive && conn.buf.is_empty() {
+            worker.pool.put(&worker.gateway, worker.metrics(), conn);
+        } else {
+            worker.metrics().upstream_open(conn.upstream, -1);
+        }
+        Ok(match (complete, close) {
+            (false, _) => Next::Abort,
+            (true, true) => Next::Close,
+            (true, false) => Next::KeepAlive,
+        })
+    }
+
+    /// Copies the response body into `wbuf`, flushing as it grows. False
+    /// when the upstream broke off or the client went away.
+    async fn relay_body(
+        &mut self,
+        conn: &mut UpstreamConn,
+        from: BodyFraming,
+        to: Framing,
+    ) -> bool {
+        let read_timeout = self.worker.gateway.upstreams[conn.upstream]
+            .timeouts
+            .request;
+        let mut remaining = match from {
+            BodyFraming::None => return true,
+            BodyFraming::Length(n) => n,
+            _ => u64::MAX,
+        };
+        let mut decoder = ChunkedDecoder::default();
+        loop {
+            let done = match from {
+                BodyFraming::Chunked => {
+                    let wbuf = &mut self.wbuf;
+                    let rechunk = to == Framing::Chunked;
+                    let Ok(decoded) = decoder.decode(&conn.buf, &UPSTREAM_LIMITS, |data| {
+                        if rechunk {
+                            encode_chunk(wbuf, data);
+                        } else {
+                            wbuf.extend_from_slice(data);
+                        }
+                    }) else {
+                        warn!(upstream = %self.worker.gateway.upstreams[conn.upstream].name, "invalid chunked body from the upstream");
+                        return false;
+                    };
+                    conn.buf.advance(decoded.consumed);
+                    decoded.done
+                }
+                _ => {
+                    let take = usize::try_from(remaining)
+                        .unwrap_or(usize::MAX)
+                        .min(conn.buf.len());
+                    if to == Framing::Chunked {
+                        encode_chunk(&mut self.wbuf, &conn.buf[..take]);
+                    } else {
+                        self.wbuf.extend_from_slice(&conn.buf[..take]);
+                    }
+                    conn.buf.advance(take);
+                    remaining -= take as u64;
+                    remaining == 0
+                }
+            };
+            if done {
+                if to == Framing::Chunked {
+                    self.wbuf.extend_from_slice(LAST_CHUNK);
+                }
+                return true;
+            }
+            if self.wbuf.len() >= FLUSH_AT && !self.flush().await {
+                return false;
+            }
+            conn.buf.reserve(READ_RESERVE);
+            match timeout(read_timeout, conn.stream.read_buf(&mut conn.buf)).await {
+                Ok(Ok(0)) if from == BodyFraming::UntilClose => {
+                    if to == Framing::Chunked {
+                        self.wbuf.extend_from_slice(LAST_CHUNK);
+                    }
+                    return true;
+                }
+                Ok(Ok(0) | Err(_)) | Err(_) => {
+                    let config = &self.worker.gateway.upstreams[conn.upstream];
+                    self.worker
+                        .metrics()
+                        .upstream_error(conn.upstream, UpstreamError::Broken);
+                    warn!(upstream = %config.name, host = %config.host_names[conn.host], "the upstream broke off a response body; closing the client connection");
+                    return false;
+                }
+                Ok(Ok(_)) => {}
+            }
+        }
+    }
+
+    /// After `101 Switching Protocols`: bytes flow both ways until either side closes.
+    async fn tunnel(
+        &mut self,
+        head: &Head,
+        mut conn: UpstreamConn,
+        response: &ResponseHead,
+    ) -> Next {
+        if !head.upgrade {
+            warn!(upstream = %self.worker.gateway.upstreams[conn.upstream].name, "101 to a request that asked for no upgrade");
+            self.worker.metrics().upstream_open(conn.upstream, -1);
+            return Next::Abort;
+        }
+        forward::response_head(
+            &mut self.wbuf,
+            response.status,
+            &conn.buf,
+            &self.response_fields,
+            Framing::None,
+            Persistence::KeepAlive,
+        );
+        conn.buf.advance(response.len);
+        self.wbuf.extend_from_slice(&conn.buf);
+        let early = std::mem::take(&mut self.rbuf);
+        let ok =
+            self.flush().await && (early.is_empty() || conn.stream.write_all(&early).await.is_ok());
+        if ok {
+            let _ = tokio::io::copy_bidirectional(&mut self.client, &mut conn.stream).await;
+        }
+        self.worker.metrics().upstream_open(conn.upstream, -1);
+        Next::Abort
+    }
+
+    /// Answers a failed exchange with a problem body.
+    async fn fail(&mut self, head: &Head, route: Option<usize>, failure: Failure) -> Next {
+        let close = failure.body_unread
+            || !head.keep_alive
+            || failure.status == StatusCode::BAD_REQUEST
+            || failure.status == StatusCode::REQUEST_TIMEOUT;
+        let head_only = head.method == Method::HEAD;
+        // A request whose body was never read leaves it in the buffer.
+        let close = close || (route.is_none() && head.framing != RequestFraming::Empty);
+        self.count(route, failure.status);
+        self.write_problem(
+            Problem::new(failure.status, failure.detail),
+            &[],
+            head_only,
+            persistence(head, close),
+        );
+        if close {
+            Next::Close
+        } else {
+            if route.is_none() {
+                self.rbuf.advance(head.len);
+            }
+            Next::KeepAlive
+        }
+    }
+
+    /// Answers a request that could not be parsed, then closes.
+    async fn answer_failure(
+        &mut self,
+        route: Option<usize>,
+        failure: Failure,
+        head_only: bool,
+        linger: bool,
+    ) {
+        self.count(route, failure.status);
+        self.write_problem(
+            Problem::new(failure.status, failure.detail),
+            &[],
+            head_only,
+            Persistence::Close,
+        );
+        self.close(linger).await;
+    }
+
+    fn write_problem(
+        &mut self,
+        problem: Problem,
+        extra: &[(&str, &str)],
+        head_only: bool,
+        persistence: Persistence,
+    ) {
+        let body = problem.to_json();
+        let fields = std::iter::once((
+            &b"content-type"[..],
+            http1::problem::PROBLEM_JSON.as_bytes(),
+        ))
+        .chain(extra.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes())));
+        http1::io::with_date(|date| {
+            http1::encode_head(
+                &mut self.wbuf,
+                problem.status(),
+                fields,
+                body.len(),
+                date,
+                persistence,
+            );
+        });
+        if !head_only {
+            self.wbuf.extend_from_slice(&body);
+        }
+        self.pending_since.get_or_insert_with(Instant::now);
+    }
+
+    fn count(&self, route: Option<usize>, status: StatusCode) {
+        let routes = self.worker.gateway.route_names.len();
+        self.worker
+            .metrics()
+            .request(route, status.as_u16(), routes);
+    }
+
+    /// Flushes pending answers, then reads at least one byte of a request head.
+    async fn read_more(&mut self) -> Result<(), ReadEnd> {
+        if !self.flush().await {
+            return Err(ReadEnd::Closed);
+        }
+        let idle = self.rbuf.is_empty();
+        let now = tokio::time::Instant::now();
+        if !idle && self.request_started.is_none() {
+            self.request_started = Some(now);
+        }
+        if idle && *self.shutdown.borrow() {
+            return Err(ReadEnd::Shutdown);
+        }
+        let gateway = &self.worker.gateway;
+        let deadline = match self.request_started {
+            Some(started) => started + gateway.header_read_timeout,
+            None => self.last_read + gateway.idle_timeout,
+        };
+        if deadline < self.timer.deadline() {
+            self.timer.as_mut().reset(deadline);
+        }
+        self.rbuf.reserve(READ_RESERVE);
+        loop {
+            tokio::select! {
+                biased;
+                read = self.client.read_buf(&mut self.rbuf) => return match read {
+                    Ok(0) | Err(_) => Err(ReadEnd::Closed),
+                    Ok(_) => {
+                        self.last_read = tokio::time::Instant::now();
+                        if self.request_started.is_none() {
+                            self.request_started = Some(self.last_read);
+                        }
+                        Ok(())
+                    }
+                },
+                () = self.shutdown_signal.as_mut(), if idle => return Err(ReadEnd::Shutdown),
+                () = self.timer.as_mut() => {
+                    if tokio::time::Instant::now() >= deadline {
+                        return Err(ReadEnd::TimedOut);
+                    }
+                    self.timer.as_mut().reset(deadline);
+                }
+            }
+        }
+    }
+
+    async fn end(&mut self, end: ReadEnd) {
+        match end {
+            ReadEnd::Closed => {}
+            ReadEnd::Shutdown => self.close(false).await,
+            ReadEnd::TimedOut if self.rbuf.is_empty() => self.close(false).await,
+            ReadEnd::TimedOut => {
+                let detail = format!(
+                    "request head not received within {:?}",
+                    self.worker.gateway.header_read_timeout
+                );
+                let failure = Failure::new(StatusCode::REQUEST_TIMEOUT, detail);
+                self.answer_failure(None, failure, false, false).await;
+            }
+        }
+    }
+
+    /// Writes pending answers when an upstream wait would hold them past the batch window.
+    async fn flush_if_waited_long(&mut self) {
+        if self
+            .pending_since
+            .is_some_and(|since| since.elapsed() >= BATCH_WINDOW)
+        {
+            let _ = self.flush().await;
+        }
+    }
+
+    async fn flush(&mut self) -> bool {
+        self.pending_since = None;
+        if self.wbuf.is_empty() {
+            return true;
+        }
+        let written = write_bounded(&mut self.client, &self.wbuf, WRITE_TIMEOUT).await;
+        self.wbuf.clear();
+        written
+    }
+
+    fn release_large_buffers(&mut self) {
+        if self.rbuf.is_empty() && self.rbuf.capacity() > SHRINK_ABOVE {
+            self.rbuf = BytesMut::with_capacity(READ_RESERVE);
+        }
+        if self.wbuf.is_empty() && self.wbuf.capacity() > SHRINK_ABOVE {
+            self.wbuf = Vec::with_capacity(READ_RESERVE);
+        }
+        if self.ubuf.capacity() > SHRINK_ABOVE {
+            self.ubuf = Vec::with_capacity(1024);
+        }
+    }
+
+    /// Flushes and half-closes. With `linger`, drains unread input for a
+    /// moment, so that the client reads the last answer instead of a reset.
+    async fn close(&mut self, linger: bool) {
+        if !self.flush().await || self.client.shutdown().await.is_err() || !linger {
+            return;
+        }
+        let deadline = tokio::time::Instant::now() + LINGER;
+        let mut drained = 0;
+        let mut scratch = [0u8; 4096];
+        while drained < LINGER_MAX_BYTES {
+            match tokio::time::timeout_at(deadline, self.client.read(&mut scratch)).await {
+                Ok(Ok(n)) if n > 0 => drained += n,
+                _ => return,
+            }
+        }
+    }
+}
+
+/// Why sending a request or reading its response head failed.
+enum SendError {
+    /// A pooled connection the upstream had already closed; nothing was answered.
+    Stale,
+    SendFailed(Failure),
+}
+use SendError::{SendFailed, Stale};
+
+fn no_healthy_host(upstream: &str) -> Failure {
+    Failure::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        format!("upstream `{upstream}` has no healthy host"),
+    )
+}
+
+fn is_idempotent(method: &Method) -> bool {
+    matches!(
+        *method,
+        Method::GET | Method::HEAD | Method::OPTIONS | Method::PUT | Method::DELETE | Method::TRACE
+    )
+}
+
+fn persistence(head: &Head, close: bool) -> Persistence {
+    match (close, head.http10) {
+        (true, _) => Persistence::Close,
+        (false, true) => Persistence::KeepAlive10,
+        (false, false) => Persistence::KeepAlive,
+    }
+}
+
+/// `example.com:8080` → `example.com`; `[::1]:80` → `[::1]`.
+fn without_port(host: &str) -> &str {
+    match host.rfind(':') {
+        Some(colon) if !host[colon..].contains(']') => &host[..colon],
+        _ => host,
+    }
+}

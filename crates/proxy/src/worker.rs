@@ -1,0 +1,255 @@
+//! Workers, listeners and graceful shutdown.
+//!
+//! Each worker is an OS thread with a current-thread Tokio runtime, its own
+//! `SO_REUSEPORT` listener per configured address (the kernel spreads
+//! connections across workers), its own upstream connection pool and its
+//! own metrics shard: a request never crosses a core and takes no
+//! contended lock. The admin listener has a thread of its own.
+
+use std::{
+    net::{SocketAddr, TcpListener as StdListener},
+    sync::Arc,
+    thread::JoinHandle,
+    time::Duration,
+};
+
+use anyhow::{bail, Context};
+use tokio::{
+    net::TcpListener,
+    sync::{watch, Semaphore},
+    task::JoinSet,
+};
+use tracing::{info, warn};
+
+use crate::{
+    admin,
+    config::Config,
+    gateway::Gateway,
+    metrics::{Metrics, Shard},
+    pool::Pool,
+    session::Session,
+};
+
+/// Pause after an accept error such as EMFILE, so that the loop does not spin.
+const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(20);
+
+/// What one worker's connections share.
+#[derive(Debug)]
+pub(crate) struct Worker {
+    pub gateway: Arc<Gateway>,
+    metrics: Arc<Metrics>,
+    index: usize,
+    pub pool: Pool,
+}
+
+impl Worker {
+    pub(crate) fn metrics(&self) -> &Shard {
+        self.metrics.shard(self.index)
+    }
+}
+
+/// A proxy serving until [`RunningProxy::shutdown`].
+#[derive(Debug)]
+pub struct RunningProxy {
+    /// Bound listener addresses, in configuration order (real ports for port 0).
+    pub listeners: Vec<SocketAddr>,
+    pub admin: Option<SocketAddr>,
+    shutdown: watch::Sender<bool>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl RunningProxy {
+    /// Stops accepting; requests in flight may finish until the shutdown
+    /// deadline, then what is left is closed. Blocks until every thread is done.
+    pub fn shutdown(self) {
+        let _ = self.shutdown.send(true);
+        for thread in self.threads {
+            if thread.join().is_err() {
+                warn!("a proxy thread panicked during shutdown");
+            }
+        }
+    }
+}
+
+/// Compiles `config`, binds every listener (failing before serving
+/// anything if one cannot be bound) and starts the workers.
+pub fn start(config: &Config) -> anyhow::Result<RunningProxy> {
+    let workers = config
+        .workers
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    if workers == 0 {
+        bail!("workers must be at least 1");
+    }
+    let gateway = Arc::new(Gateway::new(config)?);
+    let metrics = Arc::new(Metrics::new(&gateway, workers));
+
+    // Bind everything first: a port in use must fail the start, not a worker.
+    let mut addresses = Vec::new();
+    let mut per_worker: Vec<Vec<StdListener>> = (0..workers).map(|_| Vec::new()).collect();
+    for listener in &config.listeners {
+        let wanted: SocketAddr = listener.address.value.parse()?;
+        let first =
+            http1::io::bind_shared(wanted).with_context(|| format!("cannot listen on {wanted}"))?;
+        let bound = first.local_addr()?;
+        addresses.push(bound);
+        per_worker[0].push(first);
+        for sockets in per_worker.iter_mut().skip(1) {
+            sockets.push(
+                http1::io::bind_shared(bound)
+                    .with_context(|| format!("cannot listen on {bound}"))?,
+            );
+        }
+    }
+    let admin_listener = match &config.admin {
+        Some(admin) => {
+            let wanted: SocketAddr = admin.address.value.parse()?;
+            Some(
+                http1::io::bind_shared(wanted)
+                    .with_context(|| format!("cannot listen on {wanted} (admin)"))?,
+            )
+        }
+        None => None,
+    };
+    let admin_addr = admin_listener
+        .as_ref()
+        .map(StdListener::local_addr)
+        .transpose()?;
+
+    let (shutdown, _) = watch::channel(false);
+    let connections = Arc::new(Semaphore::new(gateway.max_connections));
+    let deadline = config.limits.shutdown_deadline;
+    let mut threads = Vec::new();
+    for (index, listeners) in per_worker.into_iter().enumerate() {
+        let worker = Arc::new(Worker {
+            pool: Pool::new(&gateway),
+            gateway: Arc::clone(&gateway),
+            metrics: Arc::clone(&metrics),
+            index,
+        });
+        let shutdown = shutdown.subscribe();
+        let connections = Arc::clone(&connections);
+        threads.push(
+            std::thread::Builder::new()
+                .name(format!("proxy-worker-{index}"))
+                .spawn(move || run_worker(listeners, worker, connections, shutdown, deadline))
+                .context("cannot spawn a worker thread")?,
+        );
+    }
+    if let Some(listener) = admin_listener {
+        let state = admin::AdminState::new(Arc::clone(&gateway), metrics, config);
+        let shutdown = shutdown.subscribe();
+        threads.push(
+            std::thread::Builder::new()
+                .name("proxy-admin".into())
+                .spawn(move || admin::run(listener, state, shutdown))
+                .context("cannot spawn the admin thread")?,
+        );
+    }
+    info!(listeners = ?addresses, admin = ?admin_addr, workers, "proxy serving");
+    Ok(RunningProxy {
+        listeners: addresses,
+        admin: admin_addr,
+        shutdown,
+        threads,
+    })
+}
+
+fn run_worker(
+    listeners: Vec<StdListener>,
+    worker: Arc<Worker>,
+    connections: Arc<Semaphore>,
+    shutdown: watch::Receiver<bool>,
+    deadline: Duration,
+) {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            warn!(%err, "cannot build a worker runtime");
+            return;
+        }
+    };
+    runtime.block_on(async move {
+        let mut sessions = JoinSet::new();
+        let mut accept_loops = JoinSet::new();
+        let (spawn_tx, mut spawn_rx) = tokio::sync::mpsc::unbounded_channel();
+        for listener in listeners {
+            match TcpListener::from_std(listener) {
+                Ok(listener) => {
+                    accept_loops.spawn(accept(
+                        listener,
+                        Arc::clone(&connections),
+                        spawn_tx.clone(),
+                        shutdown.clone(),
+                    ));
+                }
+                Err(err) => warn!(%err, "cannot register a listener"),
+            }
+        }
+        drop(spawn_tx);
+        // Sessions are spawned here so that one JoinSet can drain them all.
+        while let Some((stream, peer, permit)) = spawn_rx.recv().await {
+            let session = Session::new(stream, peer, Arc::clone(&worker), shutdown.clone());
+            sessions.spawn(async move {
+                session.run().await;
+                drop(permit);
+            });
+            while sessions.try_join_next().is_some() {}
+        }
+        let drained = tokio::time::timeout(deadline, async {
+            while sessions.join_next().await.is_some() {}
+        });
+        if drained.await.is_err() {
+            warn!(
+                ?deadline,
+                open = sessions.len(),
+                "shutdown deadline passed; closing the remaining connections"
+            );
+        }
+    });
+}
+
+type Accepted = (
+    tokio::net::TcpStream,
+    SocketAddr,
+    tokio::sync::OwnedSemaphorePermit,
+);
+
+/// Accepts until shutdown, holding a connection permit per client: at the
+/// limit, new clients wait in the kernel's backlog.
+async fn accept(
+    listener: TcpListener,
+    connections: Arc<Semaphore>,
+    sessions: tokio::sync::mpsc::UnboundedSender<Accepted>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    loop {
+        let permit = tokio::select! {
+            biased;
+            _ = shutdown.changed() => return,
+            permit = Arc::clone(&connections).acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => return,
+            },
+        };
+        tokio::select! {
+            biased;
+            _ = shutdown.changed() => return,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    // Small answers must not wait for Nagle.
+                    let _ = stream.set_nodelay(true);
+                    if sessions.send((stream, peer, permit)).is_err() {
+                        return;
+                    }
+                }
+                Err(err) => {
+                    warn!(%err, "accept failed");
+                    tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,86 @@
+//! `sluice proxy -c FILE`: run the reverse proxy until SIGINT or SIGTERM.
+
+use std::{path::PathBuf, process::ExitCode};
+
+use clap::Args;
+use proxy::config::{self, LogFormat as ConfigLogFormat};
+use tracing::info;
+
+use crate::process::{self, LogFormat};
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  \
+    sluice proxy -c examples/petstore.yaml\n  \
+    sluice proxy -c examples/petstore.yaml --check\n\n\
+The configuration keys are in docs/CONFIG.md. `${VAR}`, `${VAR:default}` and\n\
+`${VAR:?message}` are filled from the environment. A bad file is reported as\n\
+FILE:LINE:COLUMN: KEY: message, with exit status 2, before anything is bound.\n\
+SIGINT or SIGTERM stops accepting and lets in-flight requests finish until\n\
+limits.shutdown_deadline; a second signal exits at once.")]
+pub(crate) struct ProxyArgs {
+    /// The YAML configuration file.
+    #[arg(short, long, value_name = "FILE")]
+    config: PathBuf,
+    /// Validate the configuration (including that upstream hosts resolve) and exit.
+    #[arg(long)]
+    check: bool,
+}
+
+pub(crate) fn run(args: ProxyArgs) -> ExitCode {
+    let config = match config::load(&args.config) {
+        Ok(config) => config,
+        Err(err) => {
+            eprintln!("sluice: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    if args.check {
+        return match proxy::gateway::Gateway::new(&config) {
+            Ok(_) => {
+                println!("{}: OK", args.config.display());
+                ExitCode::SUCCESS
+            }
+            Err(err) => {
+                eprintln!("sluice: {}: {err:#}", args.config.display());
+                ExitCode::from(2)
+            }
+        };
+    }
+    let format = match config.log.format {
+        ConfigLogFormat::Text => LogFormat::Text,
+        ConfigLogFormat::Json => LogFormat::Json,
+    };
+    process::init_logging(format, config.log.level.as_deref());
+    let _ = rlimit::increase_nofile_limit(u64::MAX);
+    let running = match proxy::start(&config) {
+        Ok(running) => running,
+        Err(err) => {
+            eprintln!("sluice: error: {err:#}");
+            return ExitCode::FAILURE;
+        }
+    };
+    // Scripts read the bound addresses from this line when they ask for port 0.
+    let listening: Vec<String> = running
+        .listeners
+        .iter()
+        .map(|a| format!("http://{a}"))
+        .collect();
+    match running.admin {
+        Some(admin) => println!(
+            "sluice proxy listening on {} admin http://{admin}",
+            listening.join(" ")
+        ),
+        None => println!("sluice proxy listening on {}", listening.join(" ")),
+    }
+    let deadline = config.limits.shutdown_deadline;
+    match process::drain_on_signal(deadline, move || running.shutdown()) {
+        Ok(()) => {
+            info!("stopped");
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("sluice: error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
