@@ -29,7 +29,8 @@ pub(crate) fn check(config: &Config) -> Result<(), Problem> {
         let key = format!("listeners[{i}].address");
         let address = socket_addr(&listener.address.value)
             .map_err(|message| (listener.address.referenced, key.clone(), message))?;
-        if !addresses.insert(address) {
+        // Port 0 asks for any free port, so it may appear more than once.
+        if address.port() != 0 && !addresses.insert(address) {
             return Err((
                 listener.address.referenced,
                 key,
