@@ -482,9 +482,24 @@ impl Session {
                     return Err(SendFailed(self.broken(conn, &rejection.detail, false)))
                 }
             }
-            self.flush_if_waited_long().await;
             conn.buf.reserve(READ_RESERVE);
-            match tokio::time::timeout_at(deadline, conn.stream.read_buf(&mut conn.buf)).await {
+            let read = match self.pending_since {
+                // Earlier answers are waiting: they leave once the batch window closes.
+                Some(since) => tokio::select! {
+                    biased;
+                    read = tokio::time::timeout_at(deadline, conn.stream.read_buf(&mut conn.buf)) => read,
+                    () = tokio::time::sleep_until((since + BATCH_WINDOW).into()) => {
+                        if !self.flush().await {
+                            return Err(SendFailed(Failure::new(StatusCode::BAD_REQUEST, "client gone")));
+                        }
+                        continue;
+                    }
+                },
+                None => {
+                    tokio::time::timeout_at(deadline, conn.stream.read_buf(&mut conn.buf)).await
+                }
+            };
+            match read {
                 Ok(Ok(0)) | Ok(Err(_)) if conn.reused && conn.buf.is_empty() => return Err(Stale),
                 Ok(Ok(0)) => {
                     return Err(SendFailed(self.broken(
@@ -886,16 +901,6 @@ impl Session {
                 let failure = Failure::new(StatusCode::REQUEST_TIMEOUT, detail);
                 self.answer_failure(None, failure, false, false).await;
             }
-        }
-    }
-
-    /// Writes pending answers when an upstream wait would hold them past the batch window.
-    async fn flush_if_waited_long(&mut self) {
-        if self
-            .pending_since
-            .is_some_and(|since| since.elapsed() >= BATCH_WINDOW)
-        {
-            let _ = self.flush().await;
         }
     }
 

@@ -559,3 +559,23 @@ async fn admin_api_reports_health_metrics_and_config() {
     assert_eq!(config["limits"]["max_body_bytes"], 10 * 1024 * 1024);
     assert_eq!(RawConn::connect(admin).await.get("/nope").await.status, 404);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_pipelined_request_does_not_hold_back_earlier_answers() {
+    let fake = FakeServer::start(Behaviour::DelayEvery {
+        nth: 2,
+        delay: Duration::from_secs(2),
+    });
+    let proxy = Proxy::start(&one_upstream(fake.addr(), ""));
+    let mut conn = proxy.conn().await;
+    conn.send("GET /1 HTTP/1.1\r\nHost: t\r\n\r\nGET /2 HTTP/1.1\r\nHost: t\r\n\r\n")
+        .await;
+    let started = std::time::Instant::now();
+    assert_eq!(conn.read_response(false).await.status, 200);
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "first answer held back {:?}",
+        started.elapsed()
+    );
+    assert_eq!(conn.read_response(false).await.status, 200);
+}
