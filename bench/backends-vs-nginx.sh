@@ -57,8 +57,6 @@ start_sluice() {
 
 stop_servers() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; PIDS=(); }
 
-# cpu_ticks PID: user + system CPU time of a process, in clock ticks (1/100 s).
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 # run_client PORT PATH MODE SERVER_PID -> "requests/s p99 server-CPU-us-per-request"
 # (p99 is "-" for wrk pipelined: wrk times batches, not requests)
@@ -85,8 +83,6 @@ run_client() {
   echo "$rps $p99 $cost"
 }
 
-# Peak resident set (VmHWM) of a process, in KiB.
-peak_rss() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo "?"; }
 
 
 : >"$OUT/client.log"
@@ -118,7 +114,7 @@ for service in petstore static; do
     ratio=$(awk -v s="$s" -v n="$n" 'BEGIN {printf "%.2f", s/n}')
     printf '| %s | %s | %.0f | %.0f | %sx | %s | %s | %s | %s |\n' "$service" "$mode" "$s" "$n" "$ratio" "$sp" "$np" "$sc" "$nc" >>"$TABLE"
   done
-  echo "$service: peak RSS sluice $(peak_rss "${PIDS[0]}") KiB, nginx worker $(peak_rss "$(pgrep -P "${PIDS[1]}" | head -1)") KiB" >>"$OUT/rss.txt"
+  echo "$service: peak RSS sluice $(rss_kib "${PIDS[0]}" VmHWM) KiB, nginx worker $(rss_kib "$(pgrep -P "${PIDS[1]}" | head -1)" VmHWM) KiB" >>"$OUT/rss.txt"
   stop_servers
 done
 

@@ -37,3 +37,9 @@ wait_port() {
 
 # median: the median of the numbers on stdin.
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+# cpu_ticks PID: user + system CPU time of a process, in clock ticks (1/100 s).
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+# rss_kib PID FIELD: a memory figure of a process in KiB (VmRSS now, VmHWM peak).
+rss_kib() { awk -v k="$2" '$1==k":" {print $2}' "/proc/$1/status" 2>/dev/null || echo "?"; }

@@ -116,8 +116,6 @@ start_proxy() {
 
 stop_proxy() { kill "$PROXY_PID" 2>/dev/null || true; wait "$PROXY_PID" 2>/dev/null || true; PROXY_PID=""; }
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-rss_kib() { awk -v k="$2" '$1==k":" {print $2}' "/proc/$1/status"; }
 
 # run_wrk MODE -> "requests/s p99 errors cpu-us-per-request"
 run_wrk() {

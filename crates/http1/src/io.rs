@@ -9,7 +9,10 @@ use std::{
 };
 
 use socket2::{Domain, Protocol, Socket, Type};
-use tokio::{io::AsyncWriteExt, net::TcpStream};
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::TcpStream,
+};
 
 /// Backlog for each listener; the kernel caps it at `net.core.somaxconn`.
 const LISTEN_BACKLOG: i32 = 8192;
@@ -40,6 +43,25 @@ pub async fn write_bounded(stream: &mut TcpStream, bytes: &[u8], timeout: Durati
     }
     let rest = stream.write_all(&bytes[written..]);
     matches!(tokio::time::timeout(timeout, rest).await, Ok(Ok(())))
+}
+
+/// After an error answer, unread input is drained this long so that the
+/// close is a FIN, not a reset that could destroy the answer in flight.
+const LINGER: Duration = Duration::from_secs(1);
+const LINGER_MAX_BYTES: usize = 1024 * 1024;
+
+/// Reads and discards what the peer still sends, for up to a second or
+/// 1 MiB, after the write side was shut down.
+pub async fn linger(stream: &mut TcpStream) {
+    let deadline = tokio::time::Instant::now() + LINGER;
+    let mut drained = 0;
+    let mut scratch = [0u8; 4096];
+    while drained < LINGER_MAX_BYTES {
+        match tokio::time::timeout_at(deadline, stream.read(&mut scratch)).await {
+            Ok(Ok(n)) if n > 0 => drained += n,
+            _ => return,
+        }
+    }
 }
 
 thread_local! {

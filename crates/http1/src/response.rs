@@ -22,6 +22,15 @@ pub enum Persistence {
     Close,
 }
 
+/// Appends `HTTP/1.1 CODE REASON` and its line end.
+pub fn status_line(out: &mut Vec<u8>, status: StatusCode) {
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(status.as_str().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(status.canonical_reason().unwrap_or("Unknown").as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
 /// Appends a response head for `status` with the given fields and a
 /// `Content-Length` of `body_len`.
 pub fn encode_head<'a>(
@@ -32,11 +41,7 @@ pub fn encode_head<'a>(
     date: &[u8],
     persistence: Persistence,
 ) {
-    out.extend_from_slice(b"HTTP/1.1 ");
-    out.extend_from_slice(status.as_str().as_bytes());
-    out.push(b' ');
-    out.extend_from_slice(status.canonical_reason().unwrap_or("Unknown").as_bytes());
-    out.extend_from_slice(b"\r\n");
+    status_line(out, status);
     for (name, value) in fields {
         out.extend_from_slice(name);
         out.extend_from_slice(b": ");

@@ -131,11 +131,7 @@ pub(crate) fn response_head(
     framing: Framing,
     persistence: Persistence,
 ) {
-    out.extend_from_slice(b"HTTP/1.1 ");
-    out.extend_from_slice(status.as_str().as_bytes());
-    out.push(b' ');
-    out.extend_from_slice(status.canonical_reason().unwrap_or("Unknown").as_bytes());
-    out.extend_from_slice(b"\r\n");
+    http1::response::status_line(out, status);
     let switching = status == StatusCode::SWITCHING_PROTOCOLS;
     let keep_length = framing == Framing::None;
     for (name, value) in fields {

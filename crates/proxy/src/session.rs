@@ -46,10 +46,6 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Answers to pipelined requests wait for each other at most this long
 /// before being written, so one slow upstream does not hold back the rest.
 const BATCH_WINDOW: Duration = Duration::from_millis(1);
-/// After an error answer, unread input is drained this long so the close
-/// is a FIN, not a reset that could destroy the answer in flight.
-const LINGER: Duration = Duration::from_secs(1);
-const LINGER_MAX_BYTES: usize = 1024 * 1024;
 /// A chunk line or trailer section from an upstream may be this long.
 const UPSTREAM_LIMITS: http1::Limits = http1::Limits {
     max_head: 64 * 1024,
@@ -932,15 +928,7 @@ impl Session {
         if !self.flush().await || self.client.shutdown().await.is_err() || !linger {
             return;
         }
-        let deadline = tokio::time::Instant::now() + LINGER;
-        let mut drained = 0;
-        let mut scratch = [0u8; 4096];
-        while drained < LINGER_MAX_BYTES {
-            match tokio::time::timeout_at(deadline, self.client.read(&mut scratch)).await {
-                Ok(Ok(n)) if n > 0 => drained += n,
-                _ => return,
-            }
-        }
+        http1::io::linger(&mut self.client).await;
     }
 }
 

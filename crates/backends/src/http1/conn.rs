@@ -33,10 +33,6 @@ pub(crate) const LIMITS: Limits = Limits {
 const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// A request must arrive completely (head and body) within this time of its first byte.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
-/// After an error response, how long unread input is drained so that the
-/// close is a FIN, not a reset that could destroy the response in flight.
-const LINGER: Duration = Duration::from_secs(1);
-const LINGER_MAX_BYTES: usize = 1024 * 1024;
 const READ_RESERVE: usize = 16 * 1024;
 /// Bodies larger than this are written straight from their buffer, not copied.
 const INLINE_BODY_MAX: usize = 64 * 1024;
@@ -341,14 +337,6 @@ impl Connection {
         if !self.flush().await || self.stream.shutdown().await.is_err() || !linger {
             return;
         }
-        let deadline = Instant::now() + LINGER;
-        let mut drained = 0;
-        let mut scratch = [0u8; 4096];
-        while drained < LINGER_MAX_BYTES {
-            match tokio::time::timeout_at(deadline, self.stream.read(&mut scratch)).await {
-                Ok(Ok(n)) if n > 0 => drained += n,
-                _ => return,
-            }
-        }
+        http1::io::linger(&mut self.stream).await;
     }
 }
