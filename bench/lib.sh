@@ -43,3 +43,6 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 # rss_kib PID FIELD: a memory figure of a process in KiB (VmRSS now, VmHWM peak).
 rss_kib() { awk -v k="$2" '$1==k":" {print $2}' "/proc/$1/status" 2>/dev/null || echo "?"; }
+
+# to_us: wrk's latencies on stdin (`850.00us`, `2.46ms`, `1.20s`) as microseconds.
+to_us() { awk '{v=$1; if (v ~ /ms$/) {sub("ms","",v); v*=1000} else if (v ~ /us$/) {sub("us","",v)} else if (v ~ /s$/) {sub("s","",v); v*=1000000}; print v}'; }

@@ -3,7 +3,10 @@
 #
 # An nginx-light backend (one worker) answers GET /v1/pets with the petstore
 # JSON. In turn sluice, HAProxy and nginx proxy to it, each with one worker
-# thread and keep-alive to the backend, configured by this script. Each is
+# thread and keep-alive to the backend, configured by this script. A fourth
+# row, "nginx-stock", is nginx with a bare `proxy_pass` (HTTP/1.0 and a new
+# upstream connection per request, nginx's default and the configuration
+# behind DESIGN.md's peer table). Each is
 # loaded with `wrk -t1 -c128 -d10s`, then pipeline.lua at depth 16; rounds
 # alternate the three proxies; medians and ratios are printed, with p99
 # (pipelined: from a `sluice load --pipeline 16` run after wrk's, since wrk
@@ -49,7 +52,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-mkdir -p "$WORK/backend" "$WORK/nginx-proxy"
+mkdir -p "$WORK/backend" "$WORK/nginx-proxy" "$WORK/nginx-stock"
 write_nginx_conf "$WORK/backend" "$BACKEND_PORT" "$PETS" application/json
 $OTHER_CPU nginx -c "$WORK/backend/nginx.conf" -p "$WORK/backend" &
 BACKEND_PID=$!
@@ -101,16 +104,33 @@ http {
 }
 NGINX
 
+cat >"$WORK/nginx-stock/nginx.conf" <<NGINX
+worker_processes 1;
+daemon off;
+error_log $WORK/nginx-stock/error.log warn;
+pid $WORK/nginx-stock/nginx.pid;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  server {
+    listen 127.0.0.1:$PROXY_PORT backlog=8192;
+    location / { proxy_pass http://127.0.0.1:$BACKEND_PORT; }
+  }
+}
+NGINX
+
 # start_proxy NAME: starts it on CPU 1; sets PROXY_PID to the process doing the work.
 start_proxy() {
   case $1 in
     sluice) $PROXY_CPU "$SLUICE" proxy -c "$WORK/sluice.yaml" >/dev/null 2>"$WORK/sluice.log" & PROXY_PID=$! ;;
     haproxy) $PROXY_CPU haproxy -db -f "$WORK/haproxy.cfg" >/dev/null 2>"$WORK/haproxy.log" & PROXY_PID=$! ;;
     nginx) $PROXY_CPU nginx -c "$WORK/nginx-proxy/nginx.conf" -p "$WORK/nginx-proxy" & PROXY_PID=$! ;;
+    nginx-stock) $PROXY_CPU nginx -c "$WORK/nginx-stock/nginx.conf" -p "$WORK/nginx-stock" & PROXY_PID=$! ;;
   esac
   wait_port "$PROXY_PORT"
   WORKER_PID=$PROXY_PID
-  [[ $1 == nginx ]] && WORKER_PID=$(pgrep -P "$PROXY_PID" | head -1)
+  [[ $1 == nginx* ]] && WORKER_PID=$(pgrep -P "$PROXY_PID" | head -1)
   sleep 0.3
 }
 
@@ -140,7 +160,7 @@ run_wrk() {
   echo "$rps $p99 $errors $cost"
 }
 
-PROXIES=(sluice haproxy nginx)
+PROXIES=(sluice haproxy nginx nginx-stock)
 : >"$OUT/wrk.log"
 for p in "${PROXIES[@]}"; do for m in plain pipelined; do : >"$WORK/$p.$m"; done; : >"$WORK/$p.rss"; done
 
@@ -159,21 +179,22 @@ for round in $(seq 0 "$ROUNDS"); do
   done
 done
 
-to_us() { awk '{v=$1; if (v ~ /ms$/) {sub("ms","",v); v*=1000} else if (v ~ /us$/) {sub("us","",v)} else if (v ~ /s$/) {sub("s","",v); v*=1000000}; print v}'; }
 TABLE="$OUT/table.md"
 {
-  echo "| mode | proxy | req/s (median) | vs HAProxy | vs nginx | p99 (median) | errors | CPU us/req | idle RSS KiB | peak RSS KiB |"
-  echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+  echo "| mode | proxy | req/s (median) | vs HAProxy | vs nginx | vs nginx-stock | p99 (median) | errors | CPU us/req | idle RSS KiB | peak RSS KiB |"
+  echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
   for mode in plain pipelined; do
     h=$(cut -d' ' -f1 "$WORK/haproxy.$mode" | median); n=$(cut -d' ' -f1 "$WORK/nginx.$mode" | median)
+    ns=$(cut -d' ' -f1 "$WORK/nginx-stock.$mode" | median)
     for p in "${PROXIES[@]}"; do
       r=$(cut -d' ' -f1 "$WORK/$p.$mode" | median)
       p99=$(cut -d' ' -f2 "$WORK/$p.$mode" | to_us | median)
       errs=$(awk '{n+=$3} END {print n}' "$WORK/$p.$mode")
       cost=$(cut -d' ' -f4 "$WORK/$p.$mode" | median)
       idle=$(cut -d' ' -f1 "$WORK/$p.rss" | median); peak=$(cut -d' ' -f2 "$WORK/$p.rss" | sort -g | tail -1)
-      printf '| %s | %s | %.0f | %.2fx | %.2fx | %.0f us | %s | %s | %s | %s |\n' "$mode" "$p" "$r" \
-        "$(awk -v a="$r" -v b="$h" 'BEGIN{print a/b}')" "$(awk -v a="$r" -v b="$n" 'BEGIN{print a/b}')" "$p99" "$errs" "$cost" "$idle" "$peak"
+      printf '| %s | %s | %.0f | %.2fx | %.2fx | %.2fx | %.0f us | %s | %s | %s | %s |\n' "$mode" "$p" "$r" \
+        "$(awk -v a="$r" -v b="$h" 'BEGIN{print a/b}')" "$(awk -v a="$r" -v b="$n" 'BEGIN{print a/b}')" \
+        "$(awk -v a="$r" -v b="$ns" 'BEGIN{print a/b}')" "$p99" "$errs" "$cost" "$idle" "$peak"
     done
   done
 } >"$TABLE"

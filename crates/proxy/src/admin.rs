@@ -182,6 +182,7 @@ fn effective(config: &Config) -> serde_json::Value {
     let limits = &config.limits;
     json!({
         "workers": config.workers,
+        "runtime": match config.runtime { crate::config::Runtime::PerCore => "per_core", crate::config::Runtime::MultiThread => "multi_thread" },
         "listeners": config.listeners.iter().map(|l| json!({ "address": l.address.value })).collect::<Vec<_>>(),
         "upstreams": upstreams,
         "routes": routes,

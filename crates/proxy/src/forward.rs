@@ -61,10 +61,11 @@ pub(crate) fn request_head(
     let mut forwarded_for: Option<Range<usize>> = None;
     let mut forwarded_proto = false;
     let mut forwarded_host = false;
+    let hop_by_hop = HopByHop::new(buf, fields);
     for (name, value) in fields {
         let name_bytes = &buf[name.clone()];
         let lower = |wanted: &str| name_bytes.eq_ignore_ascii_case(wanted.as_bytes());
-        if is_hop_by_hop(buf, name_bytes, fields) && !(head.upgrade && lower("upgrade"))
+        if hop_by_hop.contains(name_bytes) && !(head.upgrade && lower("upgrade"))
             || lower("content-length")
             || lower("expect")
             || (lower("host") && context.host_header.is_some())
@@ -134,13 +135,14 @@ pub(crate) fn response_head(
     http1::response::status_line(out, status);
     let switching = status == StatusCode::SWITCHING_PROTOCOLS;
     let keep_length = framing == Framing::None;
+    let hop_by_hop = HopByHop::new(buf, fields);
     for (name, value) in fields {
         let name_bytes = &buf[name.clone()];
         if switching && name_bytes.eq_ignore_ascii_case(b"upgrade") {
             field(out, name_bytes, &buf[value.clone()]);
             continue;
         }
-        if is_hop_by_hop(buf, name_bytes, fields)
+        if hop_by_hop.contains(name_bytes)
             || (!keep_length && name_bytes.eq_ignore_ascii_case(b"content-length"))
         {
             continue;
@@ -179,19 +181,34 @@ fn field(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
     out.extend_from_slice(b"\r\n");
 }
 
-/// On the fixed list, or named by a `Connection` field of the same message.
-fn is_hop_by_hop(buf: &[u8], name: &[u8], fields: &[Field]) -> bool {
-    if HOP_BY_HOP
-        .iter()
-        .any(|hop| name.eq_ignore_ascii_case(hop.as_bytes()))
-    {
-        return true;
+/// The hop-by-hop fields of one message: the fixed list and the tokens of
+/// its `Connection` fields, gathered once so that checking every field
+/// stays linear in the head's size.
+struct HopByHop<'a> {
+    named: Vec<&'a [u8]>,
+}
+
+impl<'a> HopByHop<'a> {
+    fn new(buf: &'a [u8], fields: &[Field]) -> Self {
+        let named = fields
+            .iter()
+            .filter(|(n, _)| buf[n.clone()].eq_ignore_ascii_case(b"connection"))
+            .flat_map(|(_, v)| buf[v.clone()].split(|&b| b == b','))
+            .map(http1::request::trim)
+            .filter(|token| !token.is_empty())
+            .collect();
+        Self { named }
     }
-    fields
-        .iter()
-        .filter(|(n, _)| buf[n.clone()].eq_ignore_ascii_case(b"connection"))
-        .flat_map(|(_, v)| buf[v.clone()].split(|&b| b == b','))
-        .any(|token| http1::request::trim(token).eq_ignore_ascii_case(name))
+
+    fn contains(&self, name: &[u8]) -> bool {
+        HOP_BY_HOP
+            .iter()
+            .any(|hop| name.eq_ignore_ascii_case(hop.as_bytes()))
+            || self
+                .named
+                .iter()
+                .any(|token| token.eq_ignore_ascii_case(name))
+    }
 }
 
 fn push_ip(out: &mut Vec<u8>, ip: IpAddr) {
@@ -200,7 +217,21 @@ fn push_ip(out: &mut Vec<u8>, ip: IpAddr) {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
         v4 => v4,
     };
-    let _ = write!(out, "{ip}");
+    match ip {
+        // Formatting machinery shows in profiles; an IPv4 address is four numbers.
+        IpAddr::V4(v4) => {
+            let mut digits = itoa::Buffer::new();
+            for (i, octet) in v4.octets().into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b'.');
+                }
+                out.extend_from_slice(digits.format(octet).as_bytes());
+            }
+        }
+        IpAddr::V6(v6) => {
+            let _ = write!(out, "{v6}");
+        }
+    }
 }
 
 #[cfg(test)]

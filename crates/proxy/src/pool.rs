@@ -75,12 +75,14 @@ impl Pool {
         metrics: &Shard,
         upstream: usize,
         host: usize,
+        now: Instant,
     ) -> Option<UpstreamConn> {
         let idle_timeout = gateway.upstreams[upstream].idle_timeout;
         let mut idle = self.slot(upstream, host).lock().ok()?;
         while let Some(mut conn) = idle.pop() {
             metrics.pool_idle(upstream, -1);
-            if conn.idle_since.elapsed() < idle_timeout && quiet(&conn.stream) {
+            if now.saturating_duration_since(conn.idle_since) < idle_timeout && quiet(&conn.stream)
+            {
                 conn.reused = true;
                 return Some(conn);
             }
@@ -89,13 +91,19 @@ impl Pool {
         None
     }
 
-    /// Keeps `conn` for reuse unless the pool for its host is full.
-    pub(crate) fn put(&self, gateway: &Gateway, metrics: &Shard, mut conn: UpstreamConn) {
+    /// Keeps `conn`, idle since `now`, for reuse unless the pool for its host is full.
+    pub(crate) fn put(
+        &self,
+        gateway: &Gateway,
+        metrics: &Shard,
+        mut conn: UpstreamConn,
+        now: Instant,
+    ) {
         let upstream = conn.upstream;
         let max_idle = gateway.upstreams[upstream].max_idle;
         if let Ok(mut idle) = self.slot(upstream, conn.host).lock() {
             if idle.len() < max_idle {
-                conn.idle_since = Instant::now();
+                conn.idle_since = now;
                 idle.push(conn);
                 metrics.pool_idle(upstream, 1);
                 return;

@@ -275,14 +275,17 @@ impl Session {
                 }
             };
             let sent_at = Instant::now();
-            let outcome = self.send_and_read_head(head, &mut conn, replayable).await;
+            let outcome = self
+                .send_and_read_head(head, &mut conn, replayable, sent_at)
+                .await;
             match outcome {
                 Ok(response) => {
+                    let answered = Instant::now();
                     upstream.balancer.success(host);
                     self.worker
                         .metrics()
-                        .upstream_latency(upstream_index, sent_at.elapsed());
-                    return self.respond(head, route, conn, response).await;
+                        .upstream_latency(upstream_index, answered - sent_at);
+                    return self.respond(head, route, conn, response, answered).await;
                 }
                 // A pooled connection the upstream had closed: try a new one.
                 Err(Stale) if replayable && is_idempotent(&head.method) && !fresh_only => {
@@ -381,9 +384,12 @@ impl Session {
     ) -> Result<UpstreamConn, Failure> {
         let worker = Arc::clone(&self.worker);
         if !fresh_only {
-            if let Some(conn) = worker
-                .pool
-                .take(&worker.gateway, worker.metrics(), upstream, host)
+            // The time the request arrived is close enough for idle ages.
+            let now = self.last_read.into_std();
+            if let Some(conn) =
+                worker
+                    .pool
+                    .take(&worker.gateway, worker.metrics(), upstream, host, now)
             {
                 return Ok(conn);
             }
@@ -444,6 +450,7 @@ impl Session {
         head: &Head,
         conn: &mut UpstreamConn,
         replayable: bool,
+        sent_at: Instant,
     ) -> Result<ResponseHead, SendError> {
         let timeouts = self.worker.gateway.upstreams[conn.upstream]
             .timeouts
@@ -455,10 +462,12 @@ impl Session {
                 SendFailed(self.broken(conn, "cannot send the request", !replayable))
             });
         }
-        if !replayable {
+        let deadline = if replayable {
+            tokio::time::Instant::from_std(sent_at) + timeouts.request
+        } else {
             self.stream_body(head, conn).await.map_err(SendFailed)?;
-        }
-        let deadline = tokio::time::Instant::now() + timeouts.request;
+            tokio::time::Instant::now() + timeouts.request
+        };
         loop {
             self.response_fields.clear();
             let head_request = head.method == Method::HEAD;
@@ -478,41 +487,32 @@ impl Session {
                     return Err(SendFailed(self.broken(conn, &rejection.detail, false)))
                 }
             }
-            conn.buf.reserve(READ_RESERVE);
-            let read = match self.pending_since {
-                // Earlier answers are waiting: they leave once the batch window closes.
-                Some(since) => tokio::select! {
-                    biased;
-                    read = tokio::time::timeout_at(deadline, conn.stream.read_buf(&mut conn.buf)) => read,
-                    () = tokio::time::sleep_until((since + BATCH_WINDOW).into()) => {
-                        if !self.flush().await {
-                            return Err(SendFailed(Failure::new(StatusCode::BAD_REQUEST, "client gone")));
-                        }
-                        continue;
-                    }
-                },
-                None => {
-                    tokio::time::timeout_at(deadline, conn.stream.read_buf(&mut conn.buf)).await
+            match self.read_upstream(conn, deadline).await {
+                UpstreamRead::ClientGone => {
+                    return Err(SendFailed(Failure::new(
+                        StatusCode::BAD_REQUEST,
+                        "client gone",
+                    )))
                 }
-            };
-            match read {
-                Ok(Ok(0)) | Ok(Err(_)) if conn.reused && conn.buf.is_empty() => return Err(Stale),
-                Ok(Ok(0)) => {
+                UpstreamRead::Done(Ok(0) | Err(_)) if conn.reused && conn.buf.is_empty() => {
+                    return Err(Stale)
+                }
+                UpstreamRead::Done(Ok(0)) => {
                     return Err(SendFailed(self.broken(
                         conn,
                         "the upstream closed the connection before answering",
                         false,
                     )))
                 }
-                Ok(Err(err)) => {
+                UpstreamRead::Done(Err(err)) => {
                     return Err(SendFailed(self.broken(
                         conn,
                         &format!("read failed: {err}"),
                         false,
                     )))
                 }
-                Ok(Ok(_)) => {}
-                Err(_) => {
+                UpstreamRead::Done(Ok(_)) => {}
+                UpstreamRead::TimedOut => {
                     let config = &self.worker.gateway.upstreams[conn.upstream];
                     let mut failure = self.upstream_failure(
                         conn.upstream,
@@ -528,6 +528,49 @@ impl Session {
                     return Err(SendFailed(failure));
                 }
             }
+        }
+    }
+
+    /// Reads from the upstream until data arrives or `deadline` passes.
+    /// Answers already waiting in `wbuf` leave when the batch window closes,
+    /// so that a slow upstream holds back neither earlier pipelined answers
+    /// nor the part of a streamed body already received.
+    async fn read_upstream(
+        &mut self,
+        conn: &mut UpstreamConn,
+        deadline: tokio::time::Instant,
+    ) -> UpstreamRead {
+        conn.buf.reserve(READ_RESERVE);
+        loop {
+            // Started when we first wait, not when the answer was written:
+            // a request that needs no waiting costs no clock read.
+            let batch_ends = (!self.wbuf.is_empty()).then(|| {
+                let since = *self.pending_since.get_or_insert_with(Instant::now);
+                tokio::time::Instant::from_std(since + BATCH_WINDOW)
+            });
+            self.arm_timer(batch_ends.map_or(deadline, |ends| ends.min(deadline)));
+            tokio::select! {
+                biased;
+                read = conn.stream.read_buf(&mut conn.buf) => return UpstreamRead::Done(read),
+                () = self.timer.as_mut() => {}
+            }
+            let now = tokio::time::Instant::now();
+            if batch_ends.is_some_and(|ends| now >= ends) {
+                if !self.flush().await {
+                    return UpstreamRead::ClientGone;
+                }
+            } else if now >= deadline {
+                return UpstreamRead::TimedOut;
+            }
+        }
+    }
+
+    /// Makes the session timer fire no later than `deadline`. A later
+    /// deadline leaves it where it is (re-arming per request costs more
+    /// than the request's reads); whoever it wakes early checks the time.
+    fn arm_timer(&mut self, deadline: tokio::time::Instant) {
+        if deadline < self.timer.deadline() || self.timer.is_elapsed() {
+            self.timer.as_mut().reset(deadline);
         }
     }
 
@@ -611,6 +654,7 @@ impl Session {
         route: usize,
         mut conn: UpstreamConn,
         response: ResponseHead,
+        answered: Instant,
     ) -> Result<Next, Failure> {
         self.count(Some(route), response.status);
         if response.status == StatusCode::SWITCHING_PROTOCOLS {
@@ -633,10 +677,11 @@ impl Session {
         );
         conn.buf.advance(response.len);
         let complete = self.relay_body(&mut conn, response.framing, framing).await;
-        self.pending_since.get_or_insert_with(Instant::now);
         let worker = Arc::clone(&self.worker);
         if complete && response.keep_alive && conn.buf.is_empty() {
-            worker.pool.put(&worker.gateway, worker.metrics(), conn);
+            worker
+                .pool
+                .put(&worker.gateway, worker.metrics(), conn, answered);
         } else {
             worker.metrics().upstream_open(conn.upstream, -1);
         }
@@ -705,15 +750,16 @@ impl Session {
             if self.wbuf.len() >= FLUSH_AT && !self.flush().await {
                 return false;
             }
-            conn.buf.reserve(READ_RESERVE);
-            match timeout(read_timeout, conn.stream.read_buf(&mut conn.buf)).await {
-                Ok(Ok(0)) if from == BodyFraming::UntilClose => {
+            let deadline = tokio::time::Instant::now() + read_timeout;
+            match self.read_upstream(conn, deadline).await {
+                UpstreamRead::Done(Ok(0)) if from == BodyFraming::UntilClose => {
                     if to == Framing::Chunked {
                         self.wbuf.extend_from_slice(LAST_CHUNK);
                     }
                     return true;
                 }
-                Ok(Ok(0) | Err(_)) | Err(_) => {
+                UpstreamRead::ClientGone => return false,
+                UpstreamRead::Done(Ok(0) | Err(_)) | UpstreamRead::TimedOut => {
                     let config = &self.worker.gateway.upstreams[conn.upstream];
                     self.worker
                         .metrics()
@@ -721,7 +767,7 @@ impl Session {
                     warn!(upstream = %config.name, host = %config.host_names[conn.host], "the upstream broke off a response body; closing the client connection");
                     return false;
                 }
-                Ok(Ok(_)) => {}
+                UpstreamRead::Done(Ok(_)) => {}
             }
         }
     }
@@ -828,7 +874,6 @@ impl Session {
         if !head_only {
             self.wbuf.extend_from_slice(&body);
         }
-        self.pending_since.get_or_insert_with(Instant::now);
     }
 
     fn count(&self, route: Option<usize>, status: StatusCode) {
@@ -844,9 +889,9 @@ impl Session {
             return Err(ReadEnd::Closed);
         }
         let idle = self.rbuf.is_empty();
-        let now = tokio::time::Instant::now();
         if !idle && self.request_started.is_none() {
-            self.request_started = Some(now);
+            // Part of a pipelined head: its time starts now, not when it arrived.
+            self.request_started = Some(tokio::time::Instant::now());
         }
         if idle && *self.shutdown.borrow() {
             return Err(ReadEnd::Shutdown);
@@ -856,9 +901,7 @@ impl Session {
             Some(started) => started + gateway.header_read_timeout,
             None => self.last_read + gateway.idle_timeout,
         };
-        if deadline < self.timer.deadline() {
-            self.timer.as_mut().reset(deadline);
-        }
+        self.arm_timer(deadline);
         self.rbuf.reserve(READ_RESERVE);
         loop {
             tokio::select! {
@@ -930,6 +973,14 @@ impl Session {
         }
         http1::io::linger(&mut self.client).await;
     }
+}
+
+/// How waiting for upstream bytes ended.
+enum UpstreamRead {
+    Done(std::io::Result<usize>),
+    TimedOut,
+    /// Flushing waiting answers found the client gone.
+    ClientGone,
 }
 
 /// Why sending a request or reading its response head failed.

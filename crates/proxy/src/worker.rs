@@ -1,10 +1,13 @@
 //! Workers, listeners and graceful shutdown.
 //!
-//! Each worker is an OS thread with a current-thread Tokio runtime, its own
-//! `SO_REUSEPORT` listener per configured address (the kernel spreads
-//! connections across workers), its own upstream connection pool and its
-//! own metrics shard: a request never crosses a core and takes no
-//! contended lock. The admin listener has a thread of its own.
+//! With `runtime: per_core` (the default) each worker is an OS thread with
+//! a current-thread Tokio runtime, its own `SO_REUSEPORT` listener per
+//! configured address (the kernel spreads connections across workers), its
+//! own upstream connection pool and its own metrics shard: a request never
+//! crosses a core and takes no contended lock. With `runtime: multi_thread`
+//! one work-stealing runtime runs every connection and shares one pool,
+//! which evens out uneven connections at the price of cross-core traffic.
+//! The admin listener has a thread of its own.
 
 use std::{
     net::{SocketAddr, TcpListener as StdListener},
@@ -24,6 +27,7 @@ use tracing::{info, warn};
 use crate::{
     admin,
     config::Config,
+    config::Runtime,
     gateway::Gateway,
     metrics::{Metrics, Shard},
     pool::Pool,
@@ -80,12 +84,17 @@ pub fn start(config: &Config) -> anyhow::Result<RunningProxy> {
     if workers == 0 {
         bail!("workers must be at least 1");
     }
+    // Workers with their own runtime, listeners, pool and metrics shard.
+    let runtimes = match config.runtime {
+        Runtime::PerCore => workers,
+        Runtime::MultiThread => 1,
+    };
     let gateway = Arc::new(Gateway::new(config)?);
-    let metrics = Arc::new(Metrics::new(&gateway, workers));
+    let metrics = Arc::new(Metrics::new(&gateway, runtimes));
 
     // Bind everything first: a port in use must fail the start, not a worker.
     let mut addresses = Vec::new();
-    let mut per_worker: Vec<Vec<StdListener>> = (0..workers).map(|_| Vec::new()).collect();
+    let mut per_worker: Vec<Vec<StdListener>> = (0..runtimes).map(|_| Vec::new()).collect();
     for listener in &config.listeners {
         let wanted: SocketAddr = listener.address.value.parse()?;
         let first =
@@ -128,10 +137,21 @@ pub fn start(config: &Config) -> anyhow::Result<RunningProxy> {
         });
         let shutdown = shutdown.subscribe();
         let connections = Arc::clone(&connections);
+        // A multi-thread runtime runs its own workers; this thread only waits.
+        let threads_in_runtime = (config.runtime == Runtime::MultiThread).then_some(workers);
         threads.push(
             std::thread::Builder::new()
                 .name(format!("proxy-worker-{index}"))
-                .spawn(move || run_worker(listeners, worker, connections, shutdown, deadline))
+                .spawn(move || {
+                    run_worker(
+                        threads_in_runtime,
+                        listeners,
+                        worker,
+                        connections,
+                        shutdown,
+                        deadline,
+                    );
+                })
                 .context("cannot spawn a worker thread")?,
         );
     }
@@ -154,61 +174,77 @@ pub fn start(config: &Config) -> anyhow::Result<RunningProxy> {
     })
 }
 
+/// Builds the worker's runtime (current-thread, or multi-thread with
+/// `threads`) and serves on it.
 fn run_worker(
+    threads: Option<usize>,
     listeners: Vec<StdListener>,
     worker: Arc<Worker>,
     connections: Arc<Semaphore>,
     shutdown: watch::Receiver<bool>,
     deadline: Duration,
 ) {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(err) => {
-            warn!(%err, "cannot build a worker runtime");
-            return;
-        }
+    let runtime = match threads {
+        None => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+        Some(threads) => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .thread_name("proxy-worker")
+            .enable_all()
+            .build(),
     };
-    runtime.block_on(async move {
-        let mut sessions = JoinSet::new();
-        let mut accept_loops = JoinSet::new();
-        let (spawn_tx, mut spawn_rx) = tokio::sync::mpsc::unbounded_channel();
-        for listener in listeners {
-            match TcpListener::from_std(listener) {
-                Ok(listener) => {
-                    accept_loops.spawn(accept(
-                        listener,
-                        Arc::clone(&connections),
-                        spawn_tx.clone(),
-                        shutdown.clone(),
-                    ));
-                }
-                Err(err) => warn!(%err, "cannot register a listener"),
+    match runtime {
+        Ok(runtime) => runtime.block_on(serve(listeners, worker, connections, shutdown, deadline)),
+        Err(err) => warn!(%err, "cannot build a worker runtime"),
+    }
+}
+
+/// Accepts on `listeners` and runs a session per client until shutdown,
+/// then drains the sessions until `deadline`.
+async fn serve(
+    listeners: Vec<StdListener>,
+    worker: Arc<Worker>,
+    connections: Arc<Semaphore>,
+    shutdown: watch::Receiver<bool>,
+    deadline: Duration,
+) {
+    let mut sessions = JoinSet::new();
+    let mut accept_loops = JoinSet::new();
+    let (spawn_tx, mut spawn_rx) = tokio::sync::mpsc::unbounded_channel();
+    for listener in listeners {
+        match TcpListener::from_std(listener) {
+            Ok(listener) => {
+                accept_loops.spawn(accept(
+                    listener,
+                    Arc::clone(&connections),
+                    spawn_tx.clone(),
+                    shutdown.clone(),
+                ));
             }
+            Err(err) => warn!(%err, "cannot register a listener"),
         }
-        drop(spawn_tx);
-        // Sessions are spawned here so that one JoinSet can drain them all.
-        while let Some((stream, peer, permit)) = spawn_rx.recv().await {
-            let session = Session::new(stream, peer, Arc::clone(&worker), shutdown.clone());
-            sessions.spawn(async move {
-                session.run().await;
-                drop(permit);
-            });
-            while sessions.try_join_next().is_some() {}
-        }
-        let drained = tokio::time::timeout(deadline, async {
-            while sessions.join_next().await.is_some() {}
+    }
+    drop(spawn_tx);
+    // Sessions are spawned here so that one JoinSet can drain them all.
+    while let Some((stream, peer, permit)) = spawn_rx.recv().await {
+        let session = Session::new(stream, peer, Arc::clone(&worker), shutdown.clone());
+        sessions.spawn(async move {
+            session.run().await;
+            drop(permit);
         });
-        if drained.await.is_err() {
-            warn!(
-                ?deadline,
-                open = sessions.len(),
-                "shutdown deadline passed; closing the remaining connections"
-            );
-        }
+        while sessions.try_join_next().is_some() {}
+    }
+    let drained = tokio::time::timeout(deadline, async {
+        while sessions.join_next().await.is_some() {}
     });
+    if drained.await.is_err() {
+        warn!(
+            ?deadline,
+            open = sessions.len(),
+            "shutdown deadline passed; closing the remaining connections"
+        );
+    }
 }
 
 type Accepted = (

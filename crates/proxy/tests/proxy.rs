@@ -27,8 +27,13 @@ struct Proxy(Option<proxy::RunningProxy>);
 
 impl Proxy {
     fn start(upstreams_and_routes: &str) -> Self {
+        Self::start_with("workers: 1", upstreams_and_routes)
+    }
+
+    /// With `settings` (top-level keys such as `workers`) in front.
+    fn start_with(settings: &str, upstreams_and_routes: &str) -> Self {
         let yaml = format!(
-            "workers: 1\nlisteners: [{{ address: 127.0.0.1:0 }}]\nadmin: {{ address: 127.0.0.1:0 }}\n{upstreams_and_routes}"
+            "{settings}\nlisteners: [{{ address: 127.0.0.1:0 }}]\nadmin: {{ address: 127.0.0.1:0 }}\n{upstreams_and_routes}"
         );
         let config = proxy::config::parse(&yaml, Path::new("test.yaml"), |_| None)
             .unwrap_or_else(|err| panic!("{err}\n{yaml}"));
@@ -578,4 +583,72 @@ async fn a_slow_pipelined_request_does_not_hold_back_earlier_answers() {
         started.elapsed()
     );
     assert_eq!(conn.read_response(false).await.status, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dribbling_response_body_reaches_the_client_as_it_comes() {
+    // Server-sent events and long polls: what the upstream has sent must
+    // not wait in the proxy for the rest of the body.
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let (mut stream, _) = listener.accept().await.unwrap();
+        let mut buf = [0u8; 1024];
+        let _ = stream.read(&mut buf).await.unwrap();
+        stream
+            .write_all(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n6\r\nfirst\n\r\n")
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        stream.write_all(b"5\r\nlast\n\r\n0\r\n\r\n").await.unwrap();
+    });
+    let proxy = Proxy::start(&one_upstream(addr, ""));
+    let mut stream = TcpStream::connect(proxy.addr()).await.unwrap();
+    stream
+        .write_all(b"GET /events HTTP/1.1\r\nHost: t\r\n\r\n")
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    let first = tokio::time::timeout(Duration::from_secs(1), async {
+        while !String::from_utf8_lossy(&seen).contains("first") {
+            assert_ne!(stream.read_buf(&mut seen).await.unwrap(), 0);
+        }
+    })
+    .await;
+    assert!(
+        first.is_ok(),
+        "the first event was held back: {:?}",
+        String::from_utf8_lossy(&seen)
+    );
+    while !String::from_utf8_lossy(&seen).ends_with("0\r\n\r\n") {
+        assert_ne!(stream.read_buf(&mut seen).await.unwrap(), 0);
+    }
+    assert!(String::from_utf8_lossy(&seen).contains("last"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_multi_thread_runtime_serves_the_same() {
+    let echo = Echo::start("e").await;
+    let proxy = Proxy::start_with(
+        "workers: 2\nruntime: multi_thread",
+        &one_upstream(echo.addr, ""),
+    );
+    let mut conns = Vec::new();
+    for _ in 0..8 {
+        conns.push(proxy.conn().await);
+    }
+    for round in 0..3 {
+        for conn in &mut conns {
+            let response = conn.get(&format!("/r{round}")).await;
+            assert_eq!(response.status, 200);
+            assert!(response.text().contains(&format!("GET /r{round} HTTP/1.1")));
+        }
+    }
+    assert_eq!(echo.requests.load(Ordering::SeqCst), 24);
+    let config = RawConn::connect(proxy.admin())
+        .await
+        .get("/config")
+        .await
+        .json();
+    assert_eq!(config["runtime"], "multi_thread");
 }

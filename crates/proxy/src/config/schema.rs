@@ -13,6 +13,9 @@ pub struct Config {
     /// Worker threads; default: the number of CPUs.
     #[serde(default)]
     pub workers: Option<usize>,
+    /// How the worker threads share connections.
+    #[serde(default)]
+    pub runtime: Runtime,
     pub listeners: Vec<Listener>,
     #[serde(default)]
     pub upstreams: BTreeMap<String, Upstream>,
@@ -26,6 +29,18 @@ pub struct Config {
     pub forwarded: Forwarded,
     #[serde(default)]
     pub log: Log,
+}
+
+/// How worker threads share the work (docs/PERFORMANCE.md has the measurements).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Runtime {
+    /// A single-threaded runtime per worker, each with its own
+    /// `SO_REUSEPORT` listener, upstream pool and metrics shard.
+    #[default]
+    PerCore,
+    /// One work-stealing runtime over all workers, sharing one pool.
+    MultiThread,
 }
 
 #[derive(Debug, Deserialize)]
