@@ -1,10 +1,15 @@
 //! `sluice proxy` as a user runs it: a separate process, a real config
-//! file, exit codes and SIGTERM draining a request in flight.
+//! file, exit codes, SIGTERM draining a request in flight and memory
+//! staying flat while large bodies pass.
+
+// Helpers below panic on any failure: that is what a test wants.
+#![allow(clippy::unwrap_used)]
 
 use std::{
-    io::{BufRead, BufReader},
-    net::SocketAddr,
-    process::{Command, Stdio},
+    io::{BufRead, BufReader, Read, Write},
+    net::{SocketAddr, TcpListener, TcpStream},
+    path::Path,
+    process::{Child, Command, Stdio},
     time::{Duration, Instant},
 };
 
@@ -17,6 +22,25 @@ fn write_config(name: &str, text: &str) -> std::path::PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, text).expect("write the config");
     path
+}
+
+/// `sluice proxy -c PATH` running, and the address its first listener got.
+fn spawn_proxy(path: &Path) -> (Child, SocketAddr) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["proxy", "-c", path.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn sluice proxy");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr: SocketAddr = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("http://"))
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("no address in {line:?}"));
+    (child, addr)
 }
 
 fn sluice(args: &[&str]) -> std::process::Output {
@@ -82,20 +106,7 @@ async fn sigterm_drains_a_request_in_flight() {
             downstream.addr()
         ),
     );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["proxy", "-c", path.to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn sluice proxy");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr: SocketAddr = line
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix("http://"))
-        .and_then(|a| a.parse().ok())
-        .unwrap_or_else(|| panic!("no address in {line:?}"));
+    let (mut child, addr) = spawn_proxy(&path);
 
     let mut conn = RawConn::connect(addr).await;
     let body = r#"{"id":"1","payload":"p","delay":700}"#;
@@ -129,4 +140,150 @@ async fn sigterm_drains_a_request_in_flight() {
     assert_eq!(exit.code(), Some(0));
     // New connections are refused once it has stopped.
     assert!(std::net::TcpStream::connect(addr).is_err());
+}
+
+const HUNDRED_MB: usize = 100 * 1024 * 1024;
+
+/// An upstream for one connection: `POST` bodies (Content-Length) are read
+/// and counted, anything else gets a 100 MB body, written 64 KiB at a time.
+fn bulk_upstream() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut writer = stream;
+        loop {
+            let mut head = String::new();
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap() == 0 {
+                    return;
+                }
+                head.push_str(&line);
+                if line == "\r\n" {
+                    break;
+                }
+            }
+            let length: u64 = head
+                .lines()
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length: ")?
+                        .trim()
+                        .parse()
+                        .ok()
+                })
+                .unwrap_or(0);
+            let read =
+                std::io::copy(&mut (&mut reader).take(length), &mut std::io::sink()).unwrap();
+            if head.starts_with("POST") {
+                let body = read.to_string();
+                write!(
+                    writer,
+                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{body}",
+                    body.len()
+                )
+                .unwrap();
+            } else {
+                write!(
+                    writer,
+                    "HTTP/1.1 200 OK\r\ncontent-length: {HUNDRED_MB}\r\n\r\n"
+                )
+                .unwrap();
+                let block = vec![b'x'; 64 * 1024];
+                for _ in 0..HUNDRED_MB / block.len() {
+                    writer.write_all(&block).unwrap();
+                }
+            }
+        }
+    });
+    addr
+}
+
+/// Reads one response head from `stream`; the rest stays unread.
+fn read_head(stream: &mut BufReader<TcpStream>) -> String {
+    let mut head = String::new();
+    loop {
+        let mut line = String::new();
+        assert_ne!(
+            stream.read_line(&mut line).unwrap(),
+            0,
+            "closed after {head:?}"
+        );
+        head.push_str(&line);
+        if line == "\r\n" {
+            return head;
+        }
+    }
+}
+
+fn peak_rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("VmHWM:")?
+                .trim()
+                .strip_suffix("kB")?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .unwrap()
+}
+
+#[test]
+fn a_100_mb_body_each_way_passes_with_flat_memory() {
+    let path = write_config(
+        "bulk.yaml",
+        &format!(
+            "workers: 1\nlisteners: [{{ address: 127.0.0.1:0 }}]\nupstreams:\n  b: {{ hosts: [\"http://{}\"] }}\nroutes: [{{ path: /, upstream: b }}]\nlimits: {{ max_body_bytes: 200MiB }}\nlog: {{ level: warn }}\n",
+            bulk_upstream()
+        ),
+    );
+    let (mut child, addr) = spawn_proxy(&path);
+    let stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut writer = stream.try_clone().unwrap();
+    let mut reader = BufReader::new(stream);
+
+    write!(
+        writer,
+        "POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: {HUNDRED_MB}\r\n\r\n"
+    )
+    .unwrap();
+    let block = vec![b'u'; 64 * 1024];
+    for _ in 0..HUNDRED_MB / block.len() {
+        writer.write_all(&block).unwrap();
+    }
+    let head = read_head(&mut reader);
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let mut counted = vec![0u8; HUNDRED_MB.to_string().len()];
+    reader.read_exact(&mut counted).unwrap();
+    assert_eq!(String::from_utf8_lossy(&counted), HUNDRED_MB.to_string());
+
+    writer
+        .write_all(b"GET /download HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    let head = read_head(&mut reader);
+    assert!(
+        head.contains(&format!("content-length: {HUNDRED_MB}")),
+        "{head}"
+    );
+    let received = std::io::copy(
+        &mut (&mut reader).take(HUNDRED_MB as u64),
+        &mut std::io::sink(),
+    )
+    .unwrap();
+    assert_eq!(received, HUNDRED_MB as u64);
+
+    // Buffers are bounded per connection: 200 MB moved, memory stayed near idle.
+    let peak = peak_rss_kib(child.id());
+    let _ = child.kill();
+    let _ = child.wait();
+    eprintln!("peak RSS after 100 MB each way: {peak} KiB");
+    assert!(peak < 32 * 1024, "peak RSS {peak} KiB");
 }
