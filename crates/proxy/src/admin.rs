@@ -125,7 +125,11 @@ fn route(state: &AdminState, path: &str) -> (StatusCode, &'static str, Vec<u8>) 
         "/metrics" => (
             StatusCode::OK,
             "text/plain; version=0.0.4; charset=utf-8",
-            state.metrics.render(&state.gateway).into_bytes(),
+            {
+                let mut text = state.metrics.render(&state.gateway);
+                state.gateway.chains.render_metrics(&mut text);
+                text.into_bytes()
+            },
         ),
         "/config" => (StatusCode::OK, JSON, state.config.as_ref().clone()),
         _ => problem(
@@ -143,9 +147,9 @@ fn problem(status: StatusCode, detail: String) -> (StatusCode, &'static str, Vec
     )
 }
 
-/// The configuration after `${VAR}` substitution and defaults. Nothing in
-/// it is secret today; keys that will be (JWT secrets, TLS keys) must be
-/// rendered as "<redacted>" here.
+/// The configuration after `${VAR}` substitution and defaults. Secrets are
+/// never in it: keys live in files it only names, and a JWKS URL loses its
+/// user information and query.
 fn effective(config: &Config) -> serde_json::Value {
     let duration = |d: Duration| humantime::format_duration(d).to_string();
     let upstreams: serde_json::Map<String, serde_json::Value> = config
@@ -176,6 +180,7 @@ fn effective(config: &Config) -> serde_json::Value {
                 "methods": r.methods.iter().map(|m| m.value.clone()).collect::<Vec<_>>(),
                 "host": r.host,
                 "upstream": r.upstream.value,
+                "chain": r.chain.as_ref().map(|c| &c.value),
             })
         })
         .collect();
@@ -186,6 +191,8 @@ fn effective(config: &Config) -> serde_json::Value {
         "listeners": config.listeners.iter().map(|l| json!({ "address": l.address.value })).collect::<Vec<_>>(),
         "upstreams": upstreams,
         "routes": routes,
+        "middleware": config.middleware,
+        "chains": config.chains.iter().map(|(name, names)| (name.clone(), names.iter().map(|n| n.value.clone()).collect::<Vec<_>>())).collect::<std::collections::BTreeMap<_, _>>(),
         "admin": config.admin.as_ref().map(|a| json!({ "address": a.address.value })),
         "limits": {
             "header_read_timeout": duration(limits.header_read_timeout),

@@ -8,6 +8,8 @@ use std::{net::IpAddr, ops::Range};
 use http::{HeaderValue, StatusCode};
 use http1::{Field, Head, Persistence};
 
+use crate::middleware::HeaderEdits;
+
 /// Fields that describe one connection, never forwarded.
 const HOP_BY_HOP: [&str; 7] = [
     "connection",
@@ -37,6 +39,8 @@ pub(crate) struct RequestContext<'a> {
     pub trust_forwarded: bool,
     pub host_header: Option<&'a HeaderValue>,
     pub framing: Framing,
+    /// Changes from the route's middleware.
+    pub edits: Option<&'a HeaderEdits>,
 }
 
 /// Appends the request head to send upstream: request line, the client's
@@ -69,6 +73,7 @@ pub(crate) fn request_head(
             || lower("content-length")
             || lower("expect")
             || (lower("host") && context.host_header.is_some())
+            || context.edits.is_some_and(|edits| edits.drops(name_bytes))
         {
             continue;
         }
@@ -118,6 +123,9 @@ pub(crate) fn request_head(
     if head.upgrade {
         field(out, b"connection", b"upgrade");
     }
+    for (name, value) in context.edits.iter().flat_map(|edits| edits.appended()) {
+        field(out, name, value);
+    }
     framing_fields(out, context.framing);
     out.extend_from_slice(b"\r\n");
 }
@@ -131,6 +139,7 @@ pub(crate) fn response_head(
     fields: &[Field],
     framing: Framing,
     persistence: Persistence,
+    edits: Option<&HeaderEdits>,
 ) {
     http1::response::status_line(out, status);
     let switching = status == StatusCode::SWITCHING_PROTOCOLS;
@@ -144,10 +153,14 @@ pub(crate) fn response_head(
         }
         if hop_by_hop.contains(name_bytes)
             || (!keep_length && name_bytes.eq_ignore_ascii_case(b"content-length"))
+            || edits.is_some_and(|edits| edits.drops(name_bytes))
         {
             continue;
         }
         field(out, name_bytes, &buf[value.clone()]);
+    }
+    for (name, value) in edits.iter().flat_map(|edits| edits.appended()) {
+        field(out, name, value);
     }
     framing_fields(out, framing);
     if switching {
@@ -255,6 +268,7 @@ mod tests {
             trust_forwarded: trust,
             host_header,
             framing: Framing::None,
+            edits: None,
         };
         request_head(&mut out, raw.as_bytes(), &head, &fields, &context);
         String::from_utf8(out).unwrap()
@@ -324,6 +338,7 @@ mod tests {
             &fields,
             Framing::Chunked,
             Persistence::KeepAlive,
+            None,
         );
         assert_eq!(
             String::from_utf8(out).unwrap(),

@@ -13,7 +13,8 @@ use http::HeaderValue;
 
 use crate::{
     balance::Balancer,
-    config::{Config, Timeouts},
+    config::{Config, Runtime, Timeouts},
+    middleware::{self, BuildContext, Chains},
     route::RouteTable,
 };
 
@@ -47,13 +48,30 @@ pub struct Gateway {
     pub idle_timeout: Duration,
     pub max_connections: usize,
     pub trust_forwarded: bool,
+    /// Worker threads.
+    pub workers: usize,
+    /// Runtimes (each with its own listeners, pool and metrics shard).
+    pub runtimes: usize,
+    /// Each route's middleware chain.
+    pub(crate) chains: Chains,
     /// The origin of the balancers' nanosecond clock.
     epoch: Instant,
 }
 
 impl Gateway {
-    /// Compiles a validated configuration; fails when an upstream host does not resolve.
+    /// Compiles a validated configuration; fails when an upstream host does
+    /// not resolve or a handler cannot be built (a key file that cannot be read).
     pub fn new(config: &Config) -> anyhow::Result<Self> {
+        let workers = config
+            .workers
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        if workers == 0 {
+            bail!("workers must be at least 1");
+        }
+        let runtimes = match config.runtime {
+            Runtime::PerCore => workers,
+            Runtime::MultiThread => 1,
+        };
         let mut index = HashMap::new();
         let mut upstreams = Vec::new();
         for (name, upstream) in &config.upstreams {
@@ -89,11 +107,21 @@ impl Gateway {
             .iter()
             .map(|route| index[&route.upstream.value])
             .collect();
-        let route_names = config
+        let route_names: Vec<String> = config
             .routes
             .iter()
             .map(|route| route.path.value.clone())
             .collect();
+        let context = BuildContext {
+            route_names: &route_names,
+            route_upstreams: config
+                .routes
+                .iter()
+                .map(|r| r.upstream.value.as_str())
+                .collect(),
+            workers: runtimes,
+        };
+        let chains = middleware::build(config, &context)?;
         let limits = &config.limits;
         Ok(Self {
             routes: RouteTable::new(&config.routes),
@@ -108,6 +136,9 @@ impl Gateway {
             idle_timeout: limits.idle_timeout,
             max_connections: limits.max_connections,
             trust_forwarded: config.forwarded.trust,
+            workers,
+            runtimes,
+            chains,
             epoch: Instant::now(),
         })
     }

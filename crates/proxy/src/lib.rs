@@ -13,6 +13,7 @@ pub mod config;
 mod forward;
 pub mod gateway;
 pub mod metrics;
+mod middleware;
 mod pool;
 pub mod route;
 mod session;

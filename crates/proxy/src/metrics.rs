@@ -27,13 +27,53 @@ pub struct Metrics {
     shards: Vec<Shard>,
 }
 
+/// Histogram cells: a count per bucket of [`BUCKETS`], then the sum in
+/// microseconds and the count.
+pub(crate) type HistogramCells = [AtomicU64; BUCKETS.len() + 2];
+
+/// Counts one observation.
+pub(crate) fn observe(cells: &HistogramCells, elapsed: Duration) {
+    let seconds = elapsed.as_secs_f64();
+    if let Some(bucket) = BUCKETS.iter().position(|&bound| seconds <= bound) {
+        cells[bucket].fetch_add(1, Relaxed);
+    }
+    let micros = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
+    cells[BUCKETS.len()].fetch_add(micros, Relaxed);
+    cells[BUCKETS.len() + 1].fetch_add(1, Relaxed);
+}
+
+/// Writes one histogram series, summing `cells` over shards; `labels` is
+/// `name="value",...` (already escaped).
+pub(crate) fn write_histogram<'a>(
+    out: &mut String,
+    metric: &str,
+    labels: &str,
+    cells: impl Iterator<Item = &'a HistogramCells> + Clone,
+) {
+    let sum = |i: usize| cells.clone().map(|c| c[i].load(Relaxed)).sum::<u64>();
+    let mut cumulative = 0;
+    for (b, bound) in BUCKETS.iter().enumerate() {
+        cumulative += sum(b);
+        let _ = writeln!(
+            out,
+            "{metric}_bucket{{{labels},le=\"{bound}\"}} {cumulative}"
+        );
+    }
+    let count = sum(BUCKETS.len() + 1);
+    let _ = writeln!(
+        out,
+        "{metric}_bucket{{{labels},le=\"+Inf\"}} {count}\n{metric}_sum{{{labels}}} {}\n{metric}_count{{{labels}}} {count}",
+        sum(BUCKETS.len()) as f64 / 1e6
+    );
+}
+
 /// What one worker counts.
 #[derive(Debug)]
 pub struct Shard {
     /// Route index × status code − 100; one extra row for requests that matched no route.
     requests: Vec<AtomicU64>,
     /// Per upstream: bucket counts, then the sum in microseconds and the count.
-    latency: Vec<[AtomicU64; BUCKETS.len() + 2]>,
+    latency: Vec<HistogramCells>,
     open_connections: AtomicI64,
     /// Per upstream: idle pooled connections, and connections to it open.
     pool_idle: Vec<AtomicI64>,
@@ -106,23 +146,11 @@ impl Metrics {
 
         out.push_str("# HELP sluice_upstream_response_seconds Time from sending a request upstream to its response head.\n# TYPE sluice_upstream_response_seconds histogram\n");
         for (u, upstream) in gateway.upstreams.iter().enumerate() {
-            let name = escape(&upstream.name);
-            let mut cumulative = 0;
-            for (b, bound) in BUCKETS.iter().enumerate() {
-                cumulative += sum(&|s| s.latency[u][b].load(Relaxed));
-                let _ = writeln!(
-                    out,
-                    "sluice_upstream_response_seconds_bucket{{upstream=\"{name}\",le=\"{bound}\"}} {cumulative}"
-                );
-            }
-            let count = sum(&|s| s.latency[u][BUCKETS.len() + 1].load(Relaxed));
-            let micros = sum(&|s| s.latency[u][BUCKETS.len()].load(Relaxed));
-            let _ = writeln!(
-                out,
-                "sluice_upstream_response_seconds_bucket{{upstream=\"{name}\",le=\"+Inf\"}} {count}\n\
-                 sluice_upstream_response_seconds_sum{{upstream=\"{name}\"}} {}\n\
-                 sluice_upstream_response_seconds_count{{upstream=\"{name}\"}} {count}",
-                micros as f64 / 1e6
+            write_histogram(
+                &mut out,
+                "sluice_upstream_response_seconds",
+                &format!("upstream=\"{}\"", escape(&upstream.name)),
+                self.shards.iter().map(|s| &s.latency[u]),
             );
         }
 
@@ -186,14 +214,7 @@ impl Shard {
     }
 
     pub fn upstream_latency(&self, upstream: usize, elapsed: Duration) {
-        let seconds = elapsed.as_secs_f64();
-        let cells = &self.latency[upstream];
-        if let Some(bucket) = BUCKETS.iter().position(|&bound| seconds <= bound) {
-            cells[bucket].fetch_add(1, Relaxed);
-        }
-        let micros = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
-        cells[BUCKETS.len()].fetch_add(micros, Relaxed);
-        cells[BUCKETS.len() + 1].fetch_add(1, Relaxed);
+        observe(&self.latency[upstream], elapsed);
     }
 
     pub fn upstream_error(&self, upstream: usize, kind: UpstreamError) {
@@ -218,7 +239,7 @@ impl Shard {
 }
 
 /// A label value with `\`, `"` and newlines escaped.
-fn escape(value: &str) -> String {
+pub(crate) fn escape(value: &str) -> String {
     value
         .replace('\\', "\\\\")
         .replace('"', "\\\"")

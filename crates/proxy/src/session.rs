@@ -31,6 +31,7 @@ use tracing::{debug, warn};
 use crate::{
     forward::{self, Framing, RequestContext},
     metrics::UpstreamError,
+    middleware::{Answer, Chain, Exchange, HeaderEdits, Outcome, RequestView},
     pool::UpstreamConn,
     route::RouteMatch,
     worker::Worker,
@@ -108,6 +109,13 @@ pub(crate) struct Session {
     request_started: Option<tokio::time::Instant>,
     /// When the oldest unwritten answer in `wbuf` was finished.
     pending_since: Option<Instant>,
+    /// The middleware state of the current request.
+    exchange: Exchange,
+    /// The chain that ran on the current request, until its done phase.
+    chain: Option<Arc<Chain>>,
+    outcome: Outcome,
+    /// The request body may be this large (a route's `body_limit` lowers it).
+    max_body: usize,
 }
 
 impl Session {
@@ -139,6 +147,14 @@ impl Session {
             last_read: now,
             request_started: None,
             pending_since: None,
+            exchange: Exchange::default(),
+            chain: None,
+            outcome: Outcome {
+                status: StatusCode::OK,
+                upstream: None,
+                body_bytes: 0,
+            },
+            max_body: 0,
         }
     }
 
@@ -167,6 +183,9 @@ impl Session {
             };
             self.request_started = None;
             let next = self.exchange(&head).await;
+            if let Some(chain) = self.chain.take() {
+                chain.done(&mut self.exchange, &self.outcome);
+            }
             self.release_large_buffers();
             match next {
                 Next::KeepAlive if !*self.shutdown.borrow() => {}
@@ -223,9 +242,16 @@ impl Session {
                 return Next::KeepAlive;
             }
         };
+        self.max_body = gateway.limits.max_body;
+        let chain = &gateway.chains.by_route[route];
+        if !chain.is_empty() {
+            if let Some(next) = self.run_chain(head, route, Arc::clone(chain)).await {
+                return next;
+            }
+        }
         if let RequestFraming::Length(len) = head.framing {
-            if len > gateway.limits.max_body {
-                let rejection = body_too_large(&gateway.limits);
+            if len > self.max_body {
+                let rejection = body_too_large(&self.body_limits());
                 let failure = Failure {
                     body_unread: true,
                     ..Failure::new(rejection.status, rejection.detail)
@@ -237,6 +263,78 @@ impl Session {
             Ok(next) => next,
             Err(failure) => self.fail(head, Some(route), failure).await,
         }
+    }
+
+    /// Runs the route's middleware on the request; `Some` when it answered.
+    async fn run_chain(&mut self, head: &Head, route: usize, chain: Arc<Chain>) -> Option<Next> {
+        let trust = self.worker.gateway.trust_forwarded;
+        self.exchange
+            .begin(route, self.worker.index, &head.method, self.max_body);
+        self.chain = Some(Arc::clone(&chain));
+        let ip = client_ip(self.peer, trust, &self.rbuf, &self.fields);
+        let wanted = chain.wants_body(&request_view(head, &self.rbuf, &self.fields, ip, false));
+        let held = match (wanted, head.framing) {
+            (None, _) | (_, RequestFraming::Empty) => false,
+            (Some(max), RequestFraming::Length(len)) => {
+                if let Err(failure) = self.hold_body(head, len, max).await {
+                    return Some(self.fail(head, Some(route), failure).await);
+                }
+                true
+            }
+            (Some(_), RequestFraming::Chunked) => {
+                let failure = Failure {
+                    body_unread: true,
+                    ..Failure::new(
+                        StatusCode::LENGTH_REQUIRED,
+                        "this route checks request bodies: send Content-Length, not chunked",
+                    )
+                };
+                return Some(self.fail(head, Some(route), failure).await);
+            }
+        };
+        let view = request_view(head, &self.rbuf, &self.fields, ip, held);
+        if let Some(answer) = chain.request(&view, &mut self.exchange).await {
+            return Some(self.answer(head, route, answer));
+        }
+        self.max_body = self.exchange.max_body;
+        None
+    }
+
+    /// Reads a `len`-byte body whole into `rbuf` (behind the head), for
+    /// handlers that look at it; 413 past `max`.
+    async fn hold_body(&mut self, head: &Head, len: usize, max: usize) -> Result<(), Failure> {
+        if len > max.min(self.max_body) {
+            let rejection = body_too_large(&http1::Limits {
+                max_head: 0,
+                max_body: max.min(self.max_body),
+            });
+            return Err(Failure {
+                body_unread: true,
+                ..Failure::new(rejection.status, rejection.detail)
+            });
+        }
+        if head.expect_continue && self.rbuf.len() < head.len + len {
+            self.wbuf
+                .extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+        }
+        while self.rbuf.len() < head.len + len {
+            if let Err(end) = self.read_body_part().await {
+                let failure = match end {
+                    ReadEnd::TimedOut => Failure::new(
+                        StatusCode::REQUEST_TIMEOUT,
+                        "request body not received in time",
+                    ),
+                    ReadEnd::Closed | ReadEnd::Shutdown => {
+                        Failure::new(StatusCode::BAD_REQUEST, "client closed mid-body")
+                    }
+                };
+                return Err(Failure {
+                    body_unread: true,
+                    ..failure
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Sends the request upstream (retrying where safe) and streams the answer back.
@@ -333,6 +431,11 @@ impl Session {
             trust_forwarded: self.worker.gateway.trust_forwarded,
             host_header,
             framing,
+            edits: self
+                .chain
+                .is_some()
+                .then_some(&self.exchange.request_headers)
+                .filter(|edits| !edits.is_empty()),
         };
         forward::request_head(&mut self.ubuf, &self.rbuf, head, &self.fields, &context);
         Ok(())
@@ -359,7 +462,7 @@ impl Session {
 
     /// Re-chunks what `rbuf` holds of a chunked body into `ubuf`; true at its end.
     fn decode_chunks(&mut self) -> Result<bool, Failure> {
-        let limits = self.worker.gateway.limits;
+        let limits = self.body_limits();
         let ubuf = &mut self.ubuf;
         let decoded = self
             .chunked
@@ -657,8 +760,14 @@ impl Session {
         answered: Instant,
     ) -> Result<Next, Failure> {
         self.count(Some(route), response.status);
+        self.outcome = Outcome {
+            status: response.status,
+            upstream: Some(conn.upstream),
+            body_bytes: 0,
+        };
+        let edits = self.response_edits(response.status);
         if response.status == StatusCode::SWITCHING_PROTOCOLS {
-            return Ok(self.tunnel(head, conn, &response).await);
+            return Ok(self.tunnel(head, conn, &response, edits).await);
         }
         let framing = match response.framing {
             BodyFraming::None => Framing::None,
@@ -674,7 +783,9 @@ impl Session {
             &self.response_fields,
             framing,
             persistence(head, close),
+            edits.as_ref(),
         );
+        self.put_back_edits(edits);
         conn.buf.advance(response.len);
         let complete = self.relay_body(&mut conn, response.framing, framing).await;
         let worker = Arc::clone(&self.worker);
@@ -778,6 +889,7 @@ impl Session {
         head: &Head,
         mut conn: UpstreamConn,
         response: &ResponseHead,
+        edits: Option<HeaderEdits>,
     ) -> Next {
         if !head.upgrade {
             warn!(upstream = %self.worker.gateway.upstreams[conn.upstream].name, "101 to a request that asked for no upgrade");
@@ -791,7 +903,9 @@ impl Session {
             &self.response_fields,
             Framing::None,
             Persistence::KeepAlive,
+            edits.as_ref(),
         );
+        self.put_back_edits(edits);
         conn.buf.advance(response.len);
         self.wbuf.extend_from_slice(&conn.buf);
         let early = std::mem::take(&mut self.rbuf);
@@ -855,24 +969,121 @@ impl Session {
         head_only: bool,
         persistence: Persistence,
     ) {
+        let extra: Vec<(&[u8], &[u8])> = extra
+            .iter()
+            .map(|(n, v)| (n.as_bytes(), v.as_bytes()))
+            .collect();
         let body = problem.to_json();
-        let fields = std::iter::once((
+        self.write_answer(
+            problem.status(),
+            &extra,
+            Some(&body),
+            head_only,
+            persistence,
+        );
+    }
+
+    /// Writes an answer of the proxy's own (a problem+json `body` or none),
+    /// with `extra` fields and what the route's middleware adds to responses.
+    fn write_answer(
+        &mut self,
+        status: StatusCode,
+        extra: &[(&[u8], &[u8])],
+        body: Option<&[u8]>,
+        head_only: bool,
+        persistence: Persistence,
+    ) {
+        let body = body.unwrap_or_default();
+        self.outcome = Outcome {
+            status,
+            upstream: None,
+            body_bytes: if head_only { 0 } else { body.len() as u64 },
+        };
+        let edits = self.response_edits(status);
+        let content_type = (!body.is_empty()).then_some((
             &b"content-type"[..],
             http1::problem::PROBLEM_JSON.as_bytes(),
-        ))
-        .chain(extra.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes())));
+        ));
+        let fields = content_type
+            .into_iter()
+            .chain(extra.iter().copied())
+            .filter(|(name, _)| !edits.as_ref().is_some_and(|e| e.drops(name)))
+            .chain(edits.iter().flat_map(HeaderEdits::appended));
         http1::io::with_date(|date| {
             http1::encode_head(
                 &mut self.wbuf,
-                problem.status(),
+                status,
                 fields,
                 body.len(),
                 date,
                 persistence,
             );
         });
+        self.put_back_edits(edits);
         if !head_only {
-            self.wbuf.extend_from_slice(&body);
+            self.wbuf.extend_from_slice(body);
+        }
+    }
+
+    /// Runs the chain's response phase; the edits it made, taken out of
+    /// the exchange (give them back with `put_back_edits`), if any.
+    fn response_edits(&mut self, status: StatusCode) -> Option<HeaderEdits> {
+        let chain = self.chain.as_ref()?;
+        chain.response(status, &mut self.exchange);
+        if self.exchange.response_headers.is_empty() {
+            return None;
+        }
+        Some(std::mem::take(&mut self.exchange.response_headers))
+    }
+
+    /// Returns the edits' buffers to the exchange, for the next request.
+    fn put_back_edits(&mut self, edits: Option<HeaderEdits>) {
+        if let Some(edits) = edits {
+            self.exchange.response_headers = edits;
+        }
+    }
+
+    /// Answers for a handler of the route's chain.
+    fn answer(&mut self, head: &Head, route: usize, answer: Answer) -> Next {
+        self.count(Some(route), answer.status);
+        // A body that has fully arrived can be skipped; otherwise the connection cannot go on.
+        let body_here = match head.framing {
+            RequestFraming::Empty => Some(0),
+            RequestFraming::Length(len) if self.rbuf.len() - head.len >= len => Some(len),
+            _ => None,
+        };
+        let close = body_here.is_none() || !head.keep_alive;
+        let body = answer.detail.map(|detail| {
+            Problem::new(answer.status, detail)
+                .with_errors(answer.violations)
+                .to_json()
+        });
+        let extra: Vec<(&[u8], &[u8])> = answer
+            .headers
+            .iter()
+            .map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes()))
+            .collect();
+        self.write_answer(
+            answer.status,
+            &extra,
+            body.as_deref(),
+            head.method == Method::HEAD,
+            persistence(head, close),
+        );
+        match body_here {
+            Some(len) if !close => {
+                self.rbuf.advance(head.len + len);
+                Next::KeepAlive
+            }
+            _ => Next::Close,
+        }
+    }
+
+    /// Limits for the current request's body.
+    fn body_limits(&self) -> http1::Limits {
+        http1::Limits {
+            max_head: self.worker.gateway.limits.max_head,
+            max_body: self.max_body,
         }
     }
 
@@ -1010,6 +1221,63 @@ fn persistence(head: &Head, close: bool) -> Persistence {
         (true, _) => Persistence::Close,
         (false, true) => Persistence::KeepAlive10,
         (false, false) => Persistence::KeepAlive,
+    }
+}
+
+/// The request as the middleware sees it; with `held`, its Content-Length
+/// body is whole in `buf` behind the head.
+fn request_view<'a>(
+    head: &'a Head,
+    buf: &'a [u8],
+    fields: &'a [http1::Field],
+    client_ip: std::net::IpAddr,
+    held: bool,
+) -> RequestView<'a> {
+    let text = |range: std::ops::Range<usize>| std::str::from_utf8(&buf[range]).ok();
+    let body_len = match head.framing {
+        RequestFraming::Length(len) => Some(len),
+        _ => None,
+    };
+    RequestView {
+        method: &head.method,
+        path: text(head.path.clone())
+            .filter(|p| !p.is_empty())
+            .unwrap_or("/"),
+        query: head.query.clone().and_then(text),
+        client_ip,
+        has_body: head.framing != RequestFraming::Empty,
+        body_len,
+        body: body_len
+            .filter(|_| held)
+            .and_then(|len| buf.get(head.len..head.len + len)),
+        buf,
+        fields,
+    }
+}
+
+/// The client's address: the peer's, or with `trust` the last address in
+/// the last X-Forwarded-For field (the one the trusted proxy added).
+fn client_ip(
+    peer: SocketAddr,
+    trust: bool,
+    buf: &[u8],
+    fields: &[http1::Field],
+) -> std::net::IpAddr {
+    let forwarded = || {
+        let (_, value) = fields
+            .iter()
+            .rev()
+            .find(|(n, _)| buf[n.clone()].eq_ignore_ascii_case(b"x-forwarded-for"))?;
+        let last = buf[value.clone()].rsplit(|&b| b == b',').next()?;
+        std::str::from_utf8(http1::request::trim(last))
+            .ok()?
+            .parse()
+            .ok()
+    };
+    if trust {
+        forwarded().unwrap_or(peer.ip())
+    } else {
+        peer.ip()
     }
 }
 

@@ -16,7 +16,7 @@ use std::{
     time::Duration,
 };
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use tokio::{
     net::TcpListener,
     sync::{watch, Semaphore},
@@ -42,7 +42,7 @@ const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(20);
 pub(crate) struct Worker {
     pub gateway: Arc<Gateway>,
     metrics: Arc<Metrics>,
-    index: usize,
+    pub index: usize,
     pub pool: Pool,
 }
 
@@ -78,18 +78,9 @@ impl RunningProxy {
 /// Compiles `config`, binds every listener (failing before serving
 /// anything if one cannot be bound) and starts the workers.
 pub fn start(config: &Config) -> anyhow::Result<RunningProxy> {
-    let workers = config
-        .workers
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    if workers == 0 {
-        bail!("workers must be at least 1");
-    }
-    // Workers with their own runtime, listeners, pool and metrics shard.
-    let runtimes = match config.runtime {
-        Runtime::PerCore => workers,
-        Runtime::MultiThread => 1,
-    };
     let gateway = Arc::new(Gateway::new(config)?);
+    // Workers with their own runtime, listeners, pool and metrics shard.
+    let (workers, runtimes) = (gateway.workers, gateway.runtimes);
     let metrics = Arc::new(Metrics::new(&gateway, runtimes));
 
     // Bind everything first: a port in use must fail the start, not a worker.

@@ -4,6 +4,7 @@ mod load;
 mod process;
 mod proxy;
 mod serve;
+mod token;
 
 use std::process::ExitCode;
 
@@ -18,6 +19,7 @@ use clap::{Parser, Subcommand};
     sluice load -t1 -c128 -d10s http://127.0.0.1:8080/v1/pets\n  \
     sluice serve petstore --listen 127.0.0.1:8080 --workers 1\n  \
     sluice serve static --size 1024\n  \
+    sluice token keys --alg RS256 --kid demo --out certs\n  \
     sluice serve passthrough --listen 127.0.0.1:8082 --downstream http://127.0.0.1:8081")]
 struct Cli {
     #[command(subcommand)]
@@ -30,6 +32,8 @@ enum Command {
     Proxy(proxy::ProxyArgs),
     Load(load::LoadArgs),
     Serve(serve::ServeArgs),
+    /// Create test keys (JWKS + private key) and sign tokens for the jwt handler.
+    Token(token::TokenArgs),
 }
 
 fn main() -> ExitCode {
@@ -37,6 +41,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Load(args) => return load::run(args),
         Command::Proxy(args) => return proxy::run(args),
+        Command::Token(args) => return token::run(args),
         Command::Serve(args) => serve::run(args),
     };
     match result {

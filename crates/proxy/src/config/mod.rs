@@ -8,12 +8,14 @@
 
 mod env;
 mod error;
+mod middleware;
 mod schema;
 mod validate;
 
 use std::path::Path;
 
 pub use error::ConfigError;
+pub use middleware::*;
 pub use schema::*;
 
 /// Reads, substitutes, parses and validates `path`.

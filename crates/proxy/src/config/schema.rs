@@ -6,6 +6,8 @@ use std::{collections::BTreeMap, time::Duration};
 use serde::{de::Error as _, Deserialize, Deserializer};
 use serde_saphyr::Spanned;
 
+use super::middleware::{ChainRef, Chains, Middleware};
+
 /// A whole configuration file.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -21,6 +23,12 @@ pub struct Config {
     pub upstreams: BTreeMap<String, Upstream>,
     #[serde(default)]
     pub routes: Vec<Route>,
+    /// Handler instances and their settings (docs/MIDDLEWARE.md).
+    #[serde(default)]
+    pub middleware: Middleware,
+    /// Named lists of handlers that routes refer to.
+    #[serde(default)]
+    pub chains: Chains,
     #[serde(default)]
     pub admin: Option<Admin>,
     #[serde(default)]
@@ -151,6 +159,9 @@ pub struct Route {
     #[serde(default)]
     pub host: Option<String>,
     pub upstream: Spanned<String>,
+    /// The handlers requests on this route pass; absent or `[]`: none.
+    #[serde(default)]
+    pub chain: Option<Spanned<ChainRef>>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -227,7 +238,7 @@ pub enum LogFormat {
 }
 
 /// `1s`, `250ms`, `2m` (humantime).
-fn duration<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
+pub(super) fn duration<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
     let text = String::deserialize(deserializer)?;
     humantime::parse_duration(&text).map_err(|err| {
         D::Error::custom(format!(
@@ -237,7 +248,7 @@ fn duration<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::E
 }
 
 /// A byte count: an integer, or a number with B, KB, KiB, MB, MiB, GB or GiB.
-fn size<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u64, D::Error> {
+pub(super) fn size<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u64, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
     enum Raw {

@@ -144,3 +144,85 @@ fn sizes() {
     assert_eq!(schema::parse_size("1.5MB"), None);
     assert_eq!(schema::parse_size("MB"), None);
 }
+
+const CHAINED: &str = "\
+listeners: [{ address: 127.0.0.1:8000 }]
+upstreams:
+  a: { hosts: [\"http://127.0.0.1:8080\"] }
+middleware:
+  limit: { rate_limit: { rate: 100/s } }
+  inside: { ip_filter: { allow: [10.0.0.0/8] } }
+chains:
+  default: [correlation, metrics, limit]
+routes:
+  - { path: /, chain: default, upstream: a }
+  - { path: /x, chain: [inside, cors], upstream: a }
+";
+
+/// Replaces one line of `CHAINED` (1-based) and returns the error.
+fn chain_error_with(line: usize, replacement: &str) -> ConfigError {
+    let mut lines: Vec<&str> = CHAINED.lines().collect();
+    lines[line - 1] = replacement;
+    parse_str(&lines.join("\n")).unwrap_err()
+}
+
+#[test]
+fn chains_and_middleware_parse() {
+    let config = parse_str(CHAINED).unwrap();
+    assert!(matches!(
+        config.middleware.0["limit"],
+        Handler::RateLimit(_)
+    ));
+    assert_eq!(config.chains["default"].len(), 3);
+    assert!(matches!(
+        config.routes[1].chain.as_ref().unwrap().value,
+        ChainRef::List(ref names) if names == &["inside", "cors"]
+    ));
+}
+
+#[test]
+fn middleware_mistakes_name_line_and_key() {
+    let err = chain_error_with(8, "  default: [correlation, metrics, limt]");
+    assert_eq!(
+        (err.line, err.key.as_str()),
+        (8, "chains.default[2]"),
+        "{err}"
+    );
+    assert!(err.message.contains("no middleware named `limt`"), "{err}");
+
+    let err = chain_error_with(10, "  - { path: /, chain: nope, upstream: a }");
+    assert_eq!(
+        (err.line, err.key.as_str()),
+        (10, "routes[0].chain"),
+        "{err}"
+    );
+
+    let err = chain_error_with(11, "  - { path: /x, chain: [jwt], upstream: a }");
+    assert!(
+        err.message
+            .contains("needs settings under `middleware.jwt`"),
+        "{err}"
+    );
+
+    let err = chain_error_with(5, "  limit: { rate_limit: { rate: 100/d } }");
+    assert_eq!(
+        (err.line, err.key.as_str()),
+        (5, "middleware.limit.rate"),
+        "{err}"
+    );
+
+    let err = chain_error_with(6, "  inside: { ip_filter: { allow: [10.0.0.0/33] } }");
+    assert_eq!(
+        (err.line, err.key.as_str()),
+        (6, "middleware.inside.allow[0]"),
+        "{err}"
+    );
+
+    let err = chain_error_with(5, "  limit: { rate_limt: { rate: 100/s } }");
+    assert_eq!(err.line, 5, "{err}");
+    assert!(err.message.contains("did you mean `rate_limit`?"), "{err}");
+
+    let err = chain_error_with(5, "  limit: { rate_limit: { rate: 100/s, brust: 3 } }");
+    assert_eq!(err.key, "middleware.limit.rate_limit.brust", "{err}");
+    assert!(err.message.contains("did you mean `burst`?"), "{err}");
+}

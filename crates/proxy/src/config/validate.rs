@@ -4,7 +4,10 @@ use std::{collections::HashSet, net::SocketAddr};
 
 use serde_saphyr::Location;
 
-use super::schema::Config;
+use super::{
+    middleware::{ChainRef, Handler, HANDLER_TYPES},
+    schema::Config,
+};
 
 /// Where, which key, and what is wrong.
 pub(crate) type Problem = (Location, String, String);
@@ -100,6 +103,114 @@ pub(crate) fn check(config: &Config) -> Result<(), Problem> {
                     }
                 ),
             ));
+        }
+    }
+    check_middleware(config)
+}
+
+/// Chains name defined handlers, and the settings that carry a location parse.
+fn check_middleware(config: &Config) -> Result<(), Problem> {
+    let known =
+        |name: &str| config.middleware.0.contains_key(name) || Handler::defaults(name).is_some();
+    let unknown = |name: &str| {
+        let hint = if HANDLER_TYPES.contains(&name) {
+            format!("`{name}` needs settings under `middleware.{name}`")
+        } else {
+            format!(
+                "no middleware named `{name}`; handler types: {}",
+                HANDLER_TYPES.join(", ")
+            )
+        };
+        hint
+    };
+    for (chain, names) in &config.chains {
+        for (i, name) in names.iter().enumerate() {
+            if !known(&name.value) {
+                return Err((
+                    name.referenced,
+                    format!("chains.{chain}[{i}]"),
+                    unknown(&name.value),
+                ));
+            }
+        }
+    }
+    for (i, route) in config.routes.iter().enumerate() {
+        let Some(chain) = &route.chain else { continue };
+        let key = format!("routes[{i}].chain");
+        match &chain.value {
+            ChainRef::Named(name) if !config.chains.contains_key(name) => {
+                return Err((
+                    chain.referenced,
+                    key,
+                    format!("no chain named `{name}` under `chains`"),
+                ));
+            }
+            ChainRef::Named(_) => {}
+            ChainRef::List(names) => {
+                if let Some(name) = names.iter().find(|n| !known(n)) {
+                    return Err((chain.referenced, key, unknown(name)));
+                }
+            }
+        }
+    }
+    for (name, handler) in &config.middleware.0 {
+        let key = |field: &str| format!("middleware.{name}.{field}");
+        match handler {
+            Handler::RateLimit(limit) => {
+                crate::middleware::parse_rate(&limit.rate.value)
+                    .map_err(|err| (limit.rate.referenced, key("rate"), err.to_string()))?;
+                crate::middleware::parse_rate_key(&limit.key.value)
+                    .map_err(|err| (limit.key.referenced, key("key"), err.to_string()))?;
+            }
+            Handler::IpFilter(filter) => {
+                for (field, list) in [("allow", &filter.allow), ("deny", &filter.deny)] {
+                    for (j, net) in list.iter().enumerate() {
+                        crate::middleware::parse_net(&net.value).map_err(|err| {
+                            (
+                                net.referenced,
+                                key(&format!("{field}[{j}]")),
+                                err.to_string(),
+                            )
+                        })?;
+                    }
+                }
+            }
+            Handler::Jwt(jwt) => {
+                if jwt.algorithms.is_empty() {
+                    return Err((
+                        Location::UNKNOWN,
+                        key("algorithms"),
+                        "list the accepted algorithms, e.g. [RS256]; there is no default".into(),
+                    ));
+                }
+                for (j, alg) in jwt.algorithms.iter().enumerate() {
+                    alg.value.parse::<jwt::Algorithm>().map_err(|err| {
+                        (
+                            alg.referenced,
+                            key(&format!("algorithms[{j}]")),
+                            err.to_string(),
+                        )
+                    })?;
+                }
+                match (&jwt.jwks, &jwt.jwks_url) {
+                    (Some(_), None) | (None, Some(_)) => {}
+                    (Some(file), Some(_)) => {
+                        return Err((
+                            file.referenced,
+                            key("jwks"),
+                            "give `jwks` (a file) or `jwks_url`, not both".into(),
+                        ));
+                    }
+                    (None, None) => {
+                        return Err((
+                            Location::UNKNOWN,
+                            format!("middleware.{name}"),
+                            "needs `jwks` (a file) or `jwks_url`".into(),
+                        ));
+                    }
+                }
+            }
+            _ => {}
         }
     }
     Ok(())

@@ -1,0 +1,189 @@
+//! `cors`: answers preflight requests itself and marks the answers to
+//! allowed origins (Fetch standard, CORS protocol). A request from an origin
+//! not on the list passes without CORS fields, so the browser keeps the
+//! answer from the page; a preflight that asks for more than is allowed
+//! gets 403 with the reason, which is easier to debug than silence.
+
+use http::{header, HeaderValue, Method, StatusCode};
+
+use super::{header_name, header_value, Answer, Exchange, Flow, Handler, RequestView};
+use crate::config::Cors;
+
+#[derive(Debug)]
+pub(crate) struct CorsHandler {
+    any_origin: bool,
+    origins: Vec<String>,
+    methods: Vec<Method>,
+    /// Lower-case request header names a page may send.
+    headers: Vec<String>,
+    allow_methods: HeaderValue,
+    allow_headers: Option<HeaderValue>,
+    expose_headers: Option<HeaderValue>,
+    credentials: bool,
+    max_age: HeaderValue,
+}
+
+impl CorsHandler {
+    pub(crate) fn new(config: &Cors) -> anyhow::Result<Self> {
+        let methods = config
+            .methods
+            .iter()
+            .map(|m| Method::from_bytes(m.trim().as_bytes()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let headers: Vec<String> = config
+            .headers
+            .iter()
+            .map(|h| header_name(h).map(|n| n.as_str().to_string()))
+            .collect::<anyhow::Result<_>>()?;
+        let joined = |items: Vec<String>| {
+            (!items.is_empty())
+                .then(|| header_value(&items.join(", ")))
+                .transpose()
+        };
+        Ok(Self {
+            any_origin: config.origins.iter().any(|o| o == "*"),
+            origins: config
+                .origins
+                .iter()
+                .map(|o| o.trim().to_string())
+                .collect(),
+            allow_methods: header_value(
+                &methods
+                    .iter()
+                    .map(Method::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            )?,
+            allow_headers: joined(headers.clone())?,
+            expose_headers: joined(config.expose_headers.clone())?,
+            methods,
+            headers,
+            credentials: config.credentials,
+            max_age: HeaderValue::from(config.max_age.as_secs()),
+        })
+    }
+
+    fn allows_origin(&self, origin: &[u8]) -> bool {
+        self.any_origin
+            || self
+                .origins
+                .iter()
+                .any(|o| o.as_bytes().eq_ignore_ascii_case(origin))
+    }
+
+    /// With credentials the origin itself must be named, never `*`.
+    fn allow_origin_value(&self, origin: HeaderValue) -> HeaderValue {
+        if self.any_origin && !self.credentials {
+            HeaderValue::from_static("*")
+        } else {
+            origin
+        }
+    }
+
+    fn preflight(&self, request: &RequestView<'_>, origin: HeaderValue, method: &[u8]) -> Answer {
+        let method_allowed = Method::from_bytes(method).is_ok_and(|m| self.methods.contains(&m));
+        if !method_allowed {
+            return Answer::problem(
+                StatusCode::FORBIDDEN,
+                format!(
+                    "CORS: method `{}` is not allowed",
+                    String::from_utf8_lossy(method)
+                ),
+            );
+        }
+        let requested = request
+            .header("access-control-request-headers")
+            .unwrap_or_default();
+        for name in requested.split(|&b| b == b',') {
+            let name = http1::request::trim(name);
+            if !name.is_empty()
+                && !self
+                    .headers
+                    .iter()
+                    .any(|h| h.as_bytes().eq_ignore_ascii_case(name))
+            {
+                return Answer::problem(
+                    StatusCode::FORBIDDEN,
+                    format!(
+                        "CORS: header `{}` is not allowed",
+                        String::from_utf8_lossy(name)
+                    ),
+                );
+            }
+        }
+        let mut answer = Answer {
+            status: StatusCode::NO_CONTENT,
+            headers: Vec::new(),
+            detail: None,
+            violations: Vec::new(),
+        }
+        .with_header(
+            header::ACCESS_CONTROL_ALLOW_ORIGIN,
+            self.allow_origin_value(origin),
+        )
+        .with_header(
+            header::ACCESS_CONTROL_ALLOW_METHODS,
+            self.allow_methods.clone(),
+        )
+        .with_header(header::ACCESS_CONTROL_MAX_AGE, self.max_age.clone())
+        .with_header(header::VARY, HeaderValue::from_static("origin"));
+        if let Some(headers) = &self.allow_headers {
+            answer = answer.with_header(header::ACCESS_CONTROL_ALLOW_HEADERS, headers.clone());
+        }
+        if self.credentials {
+            answer = answer.with_header(
+                header::ACCESS_CONTROL_ALLOW_CREDENTIALS,
+                HeaderValue::from_static("true"),
+            );
+        }
+        answer
+    }
+}
+
+impl Handler for CorsHandler {
+    fn request(&self, request: &RequestView<'_>, exchange: &mut Exchange) -> Flow {
+        let Some(origin) = request.header("origin") else {
+            return Flow::Next;
+        };
+        let Ok(origin_value) = HeaderValue::from_bytes(origin) else {
+            return Flow::Next;
+        };
+        let preflight = (*request.method == Method::OPTIONS)
+            .then(|| request.header("access-control-request-method"))
+            .flatten();
+        if !self.allows_origin(origin) {
+            return match preflight {
+                Some(_) => Flow::Answer(Answer::problem(
+                    StatusCode::FORBIDDEN,
+                    "CORS: this origin is not allowed",
+                )),
+                None => Flow::Next,
+            };
+        }
+        if let Some(method) = preflight {
+            return Flow::Answer(self.preflight(request, origin_value, method));
+        }
+        exchange.cors_origin = Some(self.allow_origin_value(origin_value));
+        Flow::Next
+    }
+
+    fn response(&self, _status: StatusCode, exchange: &mut Exchange) {
+        let Some(origin) = exchange.cors_origin.take() else {
+            return;
+        };
+        let edits = &mut exchange.response_headers;
+        edits.set(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+        edits
+            .add
+            .push((header::VARY, HeaderValue::from_static("origin")));
+        if self.credentials {
+            edits.set(
+                header::ACCESS_CONTROL_ALLOW_CREDENTIALS,
+                HeaderValue::from_static("true"),
+            );
+        }
+        if let Some(expose) = &self.expose_headers {
+            edits.set(header::ACCESS_CONTROL_EXPOSE_HEADERS, expose.clone());
+        }
+    }
+}

@@ -1,0 +1,91 @@
+//! `headers`: set, add and remove fields on the request sent upstream and
+//! on the response sent to the client.
+
+use http::{HeaderName, HeaderValue, StatusCode};
+
+use super::{header_name, header_value, Exchange, Flow, Handler, HeaderEdits, RequestView};
+use crate::config::{HeaderRules, Headers};
+
+#[derive(Debug)]
+pub(crate) struct HeadersHandler {
+    request: Rules,
+    response: Rules,
+}
+
+#[derive(Debug, Default)]
+struct Rules {
+    remove: Vec<HeaderName>,
+    set: Vec<(HeaderName, HeaderValue)>,
+    add: Vec<(HeaderName, HeaderValue)>,
+}
+
+/// Fields that frame or route a message: the proxy writes them itself.
+const RESERVED: [&str; 9] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "content-length",
+    "host",
+];
+
+/// A configured name that the handler may change.
+fn editable(name: &str) -> anyhow::Result<HeaderName> {
+    let name = header_name(name)?;
+    if RESERVED.contains(&name.as_str()) {
+        anyhow::bail!(
+            "`{name}` is managed by the proxy and cannot be changed here (the Host sent upstream is `upstreams.NAME.host_header`)"
+        );
+    }
+    Ok(name)
+}
+
+impl Rules {
+    fn new(config: &HeaderRules) -> anyhow::Result<Self> {
+        let pairs = |map: &std::collections::BTreeMap<String, String>| {
+            map.iter()
+                .map(|(n, v)| Ok((editable(n)?, header_value(v)?)))
+                .collect::<anyhow::Result<Vec<_>>>()
+        };
+        Ok(Self {
+            remove: config
+                .remove
+                .iter()
+                .map(|n| editable(n))
+                .collect::<anyhow::Result<_>>()?,
+            set: pairs(&config.set)?,
+            add: pairs(&config.add)?,
+        })
+    }
+
+    fn apply(&self, edits: &mut HeaderEdits) {
+        edits.remove.extend(self.remove.iter().cloned());
+        for (name, value) in &self.set {
+            edits.set(name.clone(), value.clone());
+        }
+        edits.add.extend(self.add.iter().cloned());
+    }
+}
+
+impl HeadersHandler {
+    pub(crate) fn new(config: &Headers) -> anyhow::Result<Self> {
+        Ok(Self {
+            request: Rules::new(&config.request)?,
+            response: Rules::new(&config.response)?,
+        })
+    }
+}
+
+impl Handler for HeadersHandler {
+    fn request(&self, _request: &RequestView<'_>, exchange: &mut Exchange) -> Flow {
+        self.request.apply(&mut exchange.request_headers);
+        Flow::Next
+    }
+
+    fn response(&self, _status: StatusCode, exchange: &mut Exchange) {
+        self.response.apply(&mut exchange.response_headers);
+    }
+}

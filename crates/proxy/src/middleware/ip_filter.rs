@@ -1,0 +1,95 @@
+//! `ip_filter`: allow and deny lists of networks for the client address
+//! (the peer, or with `forwarded.trust` the last X-Forwarded-For address).
+//! Deny is checked first; a non-empty allow list admits only its networks.
+
+use std::net::IpAddr;
+
+use anyhow::Context;
+use http::StatusCode;
+use ipnet::IpNet;
+
+use super::{Answer, Exchange, Flow, Handler, RequestView};
+
+#[derive(Debug)]
+pub(crate) struct IpFilter {
+    allow: Vec<IpNet>,
+    deny: Vec<IpNet>,
+}
+
+impl IpFilter {
+    pub(crate) fn new(config: &crate::config::IpFilter) -> anyhow::Result<Self> {
+        let nets = |list: &[serde_saphyr::Spanned<String>]| {
+            list.iter()
+                .map(|n| parse_net(&n.value))
+                .collect::<anyhow::Result<Vec<_>>>()
+        };
+        Ok(Self {
+            allow: nets(&config.allow)?,
+            deny: nets(&config.deny)?,
+        })
+    }
+
+    fn admits(&self, ip: IpAddr) -> bool {
+        let ip = match ip {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+            v4 => v4,
+        };
+        !self.deny.iter().any(|net| net.contains(&ip))
+            && (self.allow.is_empty() || self.allow.iter().any(|net| net.contains(&ip)))
+    }
+}
+
+/// `10.0.0.0/8`, `::1/128`, or a single address.
+pub(crate) fn parse_net(text: &str) -> anyhow::Result<IpNet> {
+    let text = text.trim();
+    text.parse::<IpNet>()
+        .or_else(|_| text.parse::<IpAddr>().map(IpNet::from))
+        .with_context(|| format!("`{text}` is not a network (10.0.0.0/8) or an address"))
+}
+
+impl Handler for IpFilter {
+    fn request(&self, request: &RequestView<'_>, _exchange: &mut Exchange) -> Flow {
+        if self.admits(request.client_ip) {
+            Flow::Next
+        } else {
+            Flow::Answer(Answer::problem(
+                StatusCode::FORBIDDEN,
+                "the client address is not allowed here",
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn filter(allow: &[&str], deny: &[&str]) -> IpFilter {
+        IpFilter {
+            allow: allow.iter().map(|n| parse_net(n).unwrap()).collect(),
+            deny: deny.iter().map(|n| parse_net(n).unwrap()).collect(),
+        }
+    }
+
+    #[test]
+    fn deny_wins_and_allow_restricts() {
+        let f = filter(&["10.0.0.0/8", "::1"], &["10.9.0.0/16"]);
+        assert!(f.admits("10.1.2.3".parse().unwrap()));
+        assert!(!f.admits("10.9.1.1".parse().unwrap()));
+        assert!(!f.admits("192.168.1.1".parse().unwrap()));
+        assert!(f.admits("::1".parse().unwrap()));
+        // An IPv4-mapped IPv6 peer is judged as its IPv4 address.
+        assert!(f.admits("::ffff:10.1.2.3".parse().unwrap()));
+        assert!(!f.admits("::ffff:10.9.2.3".parse().unwrap()));
+        let open = filter(&[], &["127.0.0.1"]);
+        assert!(open.admits("8.8.8.8".parse().unwrap()));
+        assert!(!open.admits("127.0.0.1".parse().unwrap()));
+    }
+
+    #[test]
+    fn bad_networks_are_errors() {
+        for bad in ["10.0.0.0/33", "300.1.1.1", "", "10.0.0.0/8/1", "::1/129"] {
+            assert!(parse_net(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,292 @@
+//! Where a `jwt` handler's keys come from: a JWKS file or URL, loaded at
+//! start (a failure stops the start), then refreshed by a thread of its
+//! own every `refresh` and, at most every [`MIN_REFETCH`], when a token
+//! names a key we do not have (rotation without restart). A failed refresh
+//! keeps the keys we had and logs why.
+
+use std::{
+    path::PathBuf,
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc,
+    },
+    time::{Duration, Instant},
+};
+
+use anyhow::{bail, Context as _};
+use bytes::{Buf, BytesMut};
+use jwt::{KeySet, KeyStore};
+use tokio::{
+    io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt},
+    net::TcpStream,
+    sync::{watch, Notify},
+};
+use tracing::{info, warn};
+
+/// Unknown-kid refetches are at most this frequent, so that tokens with
+/// made-up kids cannot turn the proxy against the identity provider.
+pub(crate) const MIN_REFETCH: Duration = Duration::from_secs(10);
+/// A JWKS larger than this is refused.
+const MAX_JWKS: usize = 1024 * 1024;
+const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
+
+#[derive(Debug, Clone)]
+enum Location {
+    File(PathBuf),
+    Url(http::Uri),
+}
+
+/// A key store and what keeps it fresh.
+#[derive(Debug)]
+pub(crate) struct KeySource {
+    location: Location,
+    pub store: Arc<KeyStore>,
+    /// Wakes the refresher for an unknown kid.
+    refetch: Notify,
+    /// Bumped after every refresh attempt, so that a waiting request retries.
+    attempts: watch::Sender<u64>,
+    /// When the last unknown-kid refetch was asked for (ms since `epoch`).
+    last_refetch: AtomicU64,
+    epoch: Instant,
+}
+
+impl KeySource {
+    /// Loads the keys once and starts the refresher.
+    pub(crate) fn start(
+        file: Option<&str>,
+        url: Option<&str>,
+        refresh: Duration,
+    ) -> anyhow::Result<Arc<Self>> {
+        let location = match (file, url) {
+            (Some(file), None) => Location::File(PathBuf::from(file)),
+            (None, Some(url)) => Location::Url(parse_url(url)?),
+            _ => bail!("give exactly one of `jwks` (a file) and `jwks_url`"),
+        };
+        // Loaded on a thread of its own: the caller may be inside a runtime.
+        let first = {
+            let location = location.clone();
+            std::thread::spawn(move || load_blocking(&location))
+                .join()
+                .map_err(|_| anyhow::anyhow!("the JWKS loader panicked"))??
+        };
+        info!(keys = first.len(), source = %describe(&location), "JWKS loaded");
+        let source = Arc::new(Self {
+            location,
+            store: Arc::new(KeyStore::new(first)),
+            refetch: Notify::new(),
+            attempts: watch::channel(0).0,
+            last_refetch: AtomicU64::new(0),
+            epoch: Instant::now(),
+        });
+        let refresher = Arc::downgrade(&source);
+        std::thread::Builder::new()
+            .name("jwks-refresh".into())
+            .spawn(move || refresh_loop(&refresher, refresh))
+            .context("cannot start the JWKS refresher")?;
+        Ok(source)
+    }
+
+    /// Asks for a refetch unless one was asked for recently; the receiver
+    /// changes once it has been tried.
+    pub(crate) fn refetch(&self) -> Option<watch::Receiver<u64>> {
+        let now = u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let last = self.last_refetch.load(Ordering::Acquire);
+        let due = last == 0 || now.saturating_sub(last) >= MIN_REFETCH.as_millis() as u64;
+        if !due
+            || self
+                .last_refetch
+                .compare_exchange(last, now.max(1), Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
+        {
+            return None;
+        }
+        let attempts = self.attempts.subscribe();
+        self.refetch.notify_one();
+        Some(attempts)
+    }
+}
+
+/// Reloads every `refresh` or when asked; ends with the last handler.
+fn refresh_loop(source: &std::sync::Weak<KeySource>, refresh: Duration) {
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return warn!("cannot build the JWKS refresher runtime; keys will not be refreshed");
+    };
+    runtime.block_on(async {
+        loop {
+            let Some(wake) = source.upgrade() else { return };
+            let asked = async { wake.refetch.notified().await };
+            tokio::select! {
+                () = tokio::time::sleep(refresh) => {}
+                () = asked => {}
+            }
+            drop(wake);
+            let Some(source) = source.upgrade() else { return };
+            match load(&source.location).await {
+                Ok(keys) => source.store.replace(keys),
+                Err(err) => {
+                    warn!(source = %describe(&source.location), "JWKS refresh failed, keeping the keys we have: {err:#}");
+                }
+            }
+            source.attempts.send_modify(|n| *n += 1);
+        }
+    });
+}
+
+fn describe(location: &Location) -> String {
+    match location {
+        Location::File(path) => path.display().to_string(),
+        // The query may carry credentials.
+        Location::Url(uri) => format!(
+            "{}://{}{}",
+            uri.scheme_str().unwrap_or("http"),
+            uri.authority().map_or("", |a| a.host()),
+            uri.path()
+        ),
+    }
+}
+
+fn parse_url(url: &str) -> anyhow::Result<http::Uri> {
+    let uri: http::Uri = url
+        .parse()
+        .with_context(|| "`jwks_url` is not a URL".to_string())?;
+    match uri.scheme_str() {
+        Some("http" | "https") if uri.host().is_some() => Ok(uri),
+        _ => bail!("`jwks_url` must be an http:// or https:// URL with a host"),
+    }
+}
+
+fn load_blocking(location: &Location) -> anyhow::Result<KeySet> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(load(location))
+}
+
+async fn load(location: &Location) -> anyhow::Result<KeySet> {
+    let bytes = match location {
+        // A JWKS file is small and local: read on the refresher's own thread.
+        Location::File(path) => std::fs::read(path)
+            .with_context(|| format!("cannot read the JWKS file `{}`", path.display()))?,
+        Location::Url(uri) => tokio::time::timeout(FETCH_TIMEOUT, fetch(uri))
+            .await
+            .with_context(|| {
+                format!(
+                    "no JWKS from {} within {FETCH_TIMEOUT:?}",
+                    describe(location)
+                )
+            })?
+            .with_context(|| format!("cannot fetch the JWKS from {}", describe(location)))?,
+    };
+    let (keys, problems) = KeySet::from_jwks_lenient(&bytes)
+        .with_context(|| format!("{}: not a usable JWKS", describe(location)))?;
+    for problem in problems {
+        warn!(source = %describe(location), "JWKS key skipped: {problem}");
+    }
+    if keys.is_empty() {
+        bail!("{}: the JWKS has no usable signing key", describe(location));
+    }
+    Ok(keys)
+}
+
+/// `GET uri` over HTTP/1.1 (TLS for https, with the web's root
+/// certificates); the body of a 200 answer.
+async fn fetch(uri: &http::Uri) -> anyhow::Result<Vec<u8>> {
+    let host = uri.host().context("no host")?.trim_matches(['[', ']']);
+    let https = uri.scheme_str() == Some("https");
+    let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+    let stream = TcpStream::connect((host, port)).await?;
+    let path = uri.path_and_query().map_or("/", |p| p.as_str());
+    let request = format!(
+        "GET {path} HTTP/1.1\r\nHost: {}\r\nAccept: application/json\r\nConnection: close\r\nUser-Agent: sluice\r\n\r\n",
+        uri.authority().map_or(host, |a| a.as_str())
+    );
+    if https {
+        let roots = rustls::RootCertStore {
+            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+        };
+        let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        let name = rustls::pki_types::ServerName::try_from(host.to_string())?;
+        let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+            .connect(name, stream)
+            .await?;
+        exchange(tls, &request).await
+    } else {
+        exchange(stream, &request).await
+    }
+}
+
+async fn exchange(
+    mut stream: impl AsyncRead + AsyncWrite + Unpin,
+    request: &str,
+) -> anyhow::Result<Vec<u8>> {
+    stream.write_all(request.as_bytes()).await?;
+    let mut buf = BytesMut::with_capacity(16 * 1024);
+    let mut fields = Vec::new();
+    let head = loop {
+        if let Some(head) = http1::parse_response_head(&buf, 64 * 1024, false, &mut fields)
+            .map_err(|rejection| anyhow::anyhow!("{}", rejection.detail))?
+        {
+            break head;
+        }
+        if stream.read_buf(&mut buf).await? == 0 {
+            bail!("the connection closed before the response head");
+        }
+    };
+    if head.status != http::StatusCode::OK {
+        bail!("answered {}", head.status);
+    }
+    buf.advance(head.len);
+    let limits = http1::Limits {
+        max_head: 64 * 1024,
+        max_body: MAX_JWKS,
+    };
+    let mut body = Vec::new();
+    let mut chunked = http1::ChunkedDecoder::default();
+    loop {
+        let done = match head.framing {
+            http1::BodyFraming::None => true,
+            http1::BodyFraming::Length(n) => {
+                let n = usize::try_from(n).unwrap_or(usize::MAX);
+                if n > MAX_JWKS {
+                    bail!("the JWKS is larger than {MAX_JWKS} bytes");
+                }
+                let take = (n - body.len()).min(buf.len());
+                body.extend_from_slice(&buf[..take]);
+                buf.advance(take);
+                body.len() == n
+            }
+            http1::BodyFraming::Chunked => {
+                let decoded = chunked
+                    .decode(&buf, &limits, |data| body.extend_from_slice(data))
+                    .map_err(|rejection| anyhow::anyhow!("{}", rejection.detail))?;
+                buf.advance(decoded.consumed);
+                decoded.done
+            }
+            http1::BodyFraming::UntilClose => {
+                body.extend_from_slice(&buf);
+                buf.clear();
+                false
+            }
+        };
+        if done {
+            return Ok(body);
+        }
+        if body.len() > MAX_JWKS {
+            bail!("the JWKS is larger than {MAX_JWKS} bytes");
+        }
+        if stream.read_buf(&mut buf).await? == 0 {
+            if head.framing == http1::BodyFraming::UntilClose {
+                return Ok(body);
+            }
+            bail!("the connection closed mid-body");
+        }
+    }
+}

@@ -1,0 +1,125 @@
+//! `metrics`: a request duration histogram by route, method, status class
+//! and upstream, on the admin `/metrics`. Cells are pre-indexed atomics in
+//! one shard per worker, like the proxy's own metrics: a request takes no
+//! lock and shares no cache line with another core.
+
+use std::{fmt::Write as _, time::Instant};
+
+use http::Method;
+
+use super::{BuildContext, Exchange, Handler, Outcome};
+use crate::metrics::{escape, observe, write_histogram, HistogramCells};
+
+const METHODS: [&str; 8] = [
+    "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "other",
+];
+const CLASSES: [&str; 5] = ["1xx", "2xx", "3xx", "4xx", "5xx"];
+/// Answered by the route's upstream, or by the proxy itself.
+const SOURCES: usize = 2;
+const PER_ROUTE: usize = METHODS.len() * CLASSES.len() * SOURCES;
+
+#[derive(Debug)]
+pub(crate) struct RouteMetrics {
+    /// `[worker][route][method][class][source]`, flattened per worker.
+    shards: Vec<Vec<HistogramCells>>,
+    routes: Vec<String>,
+    /// Each route's upstream name.
+    upstreams: Vec<String>,
+}
+
+impl RouteMetrics {
+    pub(crate) fn new(context: &BuildContext<'_>) -> Self {
+        let cells = context.route_names.len() * PER_ROUTE;
+        Self {
+            shards: (0..context.workers.max(1))
+                .map(|_| (0..cells).map(|_| Default::default()).collect())
+                .collect(),
+            routes: context.route_names.to_vec(),
+            upstreams: context
+                .route_upstreams
+                .iter()
+                .map(|u| u.to_string())
+                .collect(),
+        }
+    }
+
+    /// Appends the Prometheus text of every series that has observations.
+    pub(crate) fn render(&self, out: &mut String) {
+        out.push_str("# HELP sluice_http_request_duration_seconds Requests through the metrics handler, from the head read to the answer, by route, method, status class and upstream (empty: answered by the proxy).\n# TYPE sluice_http_request_duration_seconds histogram\n");
+        for (r, route) in self.routes.iter().enumerate() {
+            for (m, method) in METHODS.iter().enumerate() {
+                for (c, class) in CLASSES.iter().enumerate() {
+                    for source in 0..SOURCES {
+                        let index = cell(r, m, c, source);
+                        let count: u64 = self
+                            .shards
+                            .iter()
+                            .map(|s| {
+                                s[index][s[index].len() - 1]
+                                    .load(std::sync::atomic::Ordering::Relaxed)
+                            })
+                            .sum();
+                        if count == 0 {
+                            continue;
+                        }
+                        let upstream = if source == 0 {
+                            self.upstreams[r].as_str()
+                        } else {
+                            ""
+                        };
+                        let mut labels = String::new();
+                        let _ = write!(
+                            labels,
+                            "route=\"{}\",method=\"{method}\",status=\"{class}\",upstream=\"{}\"",
+                            escape(route),
+                            escape(upstream)
+                        );
+                        write_histogram(
+                            out,
+                            "sluice_http_request_duration_seconds",
+                            &labels,
+                            self.shards.iter().map(|s| &s[index]),
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn cell(route: usize, method: usize, class: usize, source: usize) -> usize {
+    ((route * METHODS.len() + method) * CLASSES.len() + class) * SOURCES + source
+}
+
+fn method_index(method: &Method) -> usize {
+    match *method {
+        Method::GET => 0,
+        Method::HEAD => 1,
+        Method::POST => 2,
+        Method::PUT => 3,
+        Method::DELETE => 4,
+        Method::PATCH => 5,
+        Method::OPTIONS => 6,
+        _ => 7,
+    }
+}
+
+impl Handler for RouteMetrics {
+    fn done(&self, exchange: &Exchange, outcome: &Outcome) {
+        let Some(started) = exchange.started else {
+            return;
+        };
+        let class = usize::from(outcome.status.as_u16() / 100).clamp(1, 5) - 1;
+        let source = usize::from(outcome.upstream.is_none());
+        let index = cell(
+            exchange.route,
+            method_index(&exchange.method),
+            class,
+            source,
+        );
+        let shard = &self.shards[exchange.worker % self.shards.len()];
+        if let Some(cells) = shard.get(index) {
+            observe(cells, Instant::now() - started);
+        }
+    }
+}

@@ -1,0 +1,431 @@
+//! The middleware chain: cross-cutting handlers that a route lists
+//! (docs/MIDDLEWARE.md). One trait for all, with synchronous phases, since
+//! what they do (headers, tokens with cached keys, validation, counters)
+//! needs no await; a handler that must wait (an injected delay, a key
+//! refetch) returns [`Flow::Wait`].
+//!
+//! Handlers run in the listed order on the request; any may answer early,
+//! and then only the handlers before it see the response. Response and
+//! done phases run in reverse order, like the layers of an onion. An empty
+//! chain costs one branch per request.
+
+mod access_log;
+mod body_limit;
+mod concurrency_limit;
+mod correlation;
+mod cors;
+mod fault;
+mod headers;
+mod ip_filter;
+mod jwks;
+mod jwt;
+mod metrics;
+mod rate_limit;
+
+use std::{
+    collections::BTreeMap,
+    fmt,
+    future::Future,
+    net::IpAddr,
+    pin::Pin,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use anyhow::{bail, Context as _};
+use http::{HeaderName, HeaderValue, Method, StatusCode};
+use http1::Field;
+
+use crate::config::{ChainRef, Config, Handler as HandlerConfig};
+
+pub(crate) use access_log::AccessLogger;
+pub(crate) use ip_filter::parse_net;
+pub(crate) use metrics::RouteMetrics;
+pub(crate) use rate_limit::{parse_key as parse_rate_key, parse_rate};
+
+/// One request as the handlers see it (the head; the body when a handler
+/// asked for it).
+#[derive(Debug)]
+// `query`, `has_body` and `body` are for `validate`, wired next.
+#[allow(dead_code)]
+pub(crate) struct RequestView<'a> {
+    pub method: &'a Method,
+    /// As sent, percent-encoded, without the query.
+    pub path: &'a str,
+    pub query: Option<&'a str>,
+    /// The peer, or with `forwarded.trust` the last X-Forwarded-For address.
+    pub client_ip: IpAddr,
+    /// Whether the request has a body (even one not read yet).
+    pub has_body: bool,
+    /// Its declared Content-Length, if any.
+    pub body_len: Option<usize>,
+    /// The whole body, when a handler of the chain asked for it.
+    pub body: Option<&'a [u8]>,
+    pub buf: &'a [u8],
+    pub fields: &'a [Field],
+}
+
+impl<'a> RequestView<'a> {
+    /// The first field called `name` (any case).
+    pub(crate) fn header(&self, name: &str) -> Option<&'a [u8]> {
+        self.headers()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name.as_bytes()))
+            .map(|(_, v)| v)
+    }
+
+    pub(crate) fn headers(&self) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + '_ {
+        let buf = self.buf;
+        self.fields
+            .iter()
+            .map(move |(n, v)| (&buf[n.clone()], &buf[v.clone()]))
+    }
+}
+
+/// What a handler decides about a request.
+pub(crate) enum Flow {
+    Next,
+    Answer(Answer),
+    /// Waits, then goes on as the future decides.
+    Wait(Pin<Box<dyn Future<Output = Flow> + Send>>),
+    /// Runs the same handler's request phase again (after a wait that
+    /// changed what it will find, such as refetched keys).
+    Again,
+}
+
+impl fmt::Debug for Flow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Next => f.write_str("Next"),
+            Self::Answer(answer) => f.debug_tuple("Answer").field(answer).finish(),
+            Self::Wait(_) => f.write_str("Wait"),
+            Self::Again => f.write_str("Again"),
+        }
+    }
+}
+
+/// An answer a handler gives instead of the upstream.
+#[derive(Debug)]
+pub(crate) struct Answer {
+    pub status: StatusCode,
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// A problem+json body with this detail; `None`: no body.
+    pub detail: Option<String>,
+    /// Violations listed in the problem body.
+    pub violations: Vec<http1::Violation>,
+}
+
+impl Answer {
+    pub(crate) fn problem(status: StatusCode, detail: impl Into<String>) -> Self {
+        Self {
+            status,
+            headers: Vec::new(),
+            detail: Some(detail.into()),
+            violations: Vec::new(),
+        }
+    }
+
+    pub(crate) fn with_header(mut self, name: HeaderName, value: HeaderValue) -> Self {
+        self.headers.push((name, value));
+        self
+    }
+}
+
+/// Header changes for one message, applied while its head is written.
+#[derive(Debug, Default)]
+pub(crate) struct HeaderEdits {
+    pub remove: Vec<HeaderName>,
+    /// Replace every field of the name.
+    pub set: Vec<(HeaderName, HeaderValue)>,
+    pub add: Vec<(HeaderName, HeaderValue)>,
+}
+
+impl HeaderEdits {
+    /// Whether a field of the message called `name` is dropped (removed or replaced).
+    pub(crate) fn drops(&self, name: &[u8]) -> bool {
+        let named = |n: &HeaderName| name.eq_ignore_ascii_case(n.as_str().as_bytes());
+        self.remove.iter().any(named) || self.set.iter().any(|(n, _)| named(n))
+    }
+
+    /// The fields to append.
+    pub(crate) fn appended(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.set
+            .iter()
+            .chain(&self.add)
+            .map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes()))
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.remove.is_empty() && self.set.is_empty() && self.add.is_empty()
+    }
+
+    fn clear(&mut self) {
+        self.remove.clear();
+        self.set.clear();
+        self.add.clear();
+    }
+
+    /// Sets `name`, replacing an earlier set of the same name.
+    pub(crate) fn set(&mut self, name: HeaderName, value: HeaderValue) {
+        self.set.retain(|(n, _)| *n != name);
+        self.set.push((name, value));
+    }
+}
+
+/// What the handlers of one exchange share, kept on the session and
+/// cleared per request so that its buffers are reused.
+#[derive(Debug, Default)]
+pub(crate) struct Exchange {
+    pub route: usize,
+    pub worker: usize,
+    pub method: Method,
+    pub client_ip: Option<IpAddr>,
+    pub started: Option<Instant>,
+    /// Edits to the head sent upstream.
+    pub request_headers: HeaderEdits,
+    /// Edits to the head sent to the client.
+    pub response_headers: HeaderEdits,
+    pub correlation_id: Option<HeaderValue>,
+    pub traceability_id: Option<HeaderValue>,
+    pub traceparent: Option<HeaderValue>,
+    /// The `Access-Control-Allow-Origin` to answer with.
+    pub cors_origin: Option<HeaderValue>,
+    /// The verified token, for handlers after `jwt`.
+    pub claims: Option<Arc<::jwt::Verified>>,
+    /// The request body may be this large (`body_limit` lowers it).
+    pub max_body: usize,
+    /// Released when the exchange ends (concurrency limits).
+    pub in_flight: Vec<concurrency_limit::InFlight>,
+    /// An access log line begun on the request, finished when done.
+    pub log_line: Option<access_log::Pending>,
+    /// How many handlers ran their request phase (and see the response).
+    ran: usize,
+}
+
+impl Exchange {
+    pub(crate) fn begin(&mut self, route: usize, worker: usize, method: &Method, max_body: usize) {
+        self.route = route;
+        self.worker = worker;
+        self.method = method.clone();
+        self.client_ip = None;
+        self.started = None;
+        self.request_headers.clear();
+        self.response_headers.clear();
+        self.correlation_id = None;
+        self.traceability_id = None;
+        self.traceparent = None;
+        self.claims = None;
+        self.cors_origin = None;
+        self.max_body = max_body;
+        self.in_flight.clear();
+        self.log_line = None;
+        self.ran = 0;
+    }
+}
+
+/// How an exchange ended, for the done phase.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Outcome {
+    pub status: StatusCode,
+    pub upstream: Option<usize>,
+    /// Body bytes sent to the client.
+    pub body_bytes: u64,
+}
+
+/// One cross-cutting concern.
+pub(crate) trait Handler: Send + Sync + fmt::Debug {
+    /// Before the request goes upstream.
+    fn request(&self, _request: &RequestView<'_>, _exchange: &mut Exchange) -> Flow {
+        Flow::Next
+    }
+
+    /// When the response head is about to be written (ours or the upstream's).
+    fn response(&self, _status: StatusCode, _exchange: &mut Exchange) {}
+
+    /// After the exchange, with its outcome.
+    fn done(&self, _exchange: &Exchange, _outcome: &Outcome) {}
+
+    /// The most body this handler wants to see whole before `request`, if any.
+    fn wants_body(&self, _request: &RequestView<'_>) -> Option<usize> {
+        None
+    }
+}
+
+/// The handlers of one route, in order.
+#[derive(Debug, Default)]
+pub(crate) struct Chain {
+    handlers: Vec<Arc<dyn Handler>>,
+}
+
+impl Chain {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.handlers.is_empty()
+    }
+
+    /// The largest body a handler wants held whole, if any does.
+    pub(crate) fn wants_body(&self, request: &RequestView<'_>) -> Option<usize> {
+        self.handlers
+            .iter()
+            .filter_map(|h| h.wants_body(request))
+            .max()
+    }
+
+    /// Runs the request phase; `Some` when a handler answered.
+    pub(crate) async fn request(
+        &self,
+        request: &RequestView<'_>,
+        exchange: &mut Exchange,
+    ) -> Option<Answer> {
+        exchange.started.get_or_insert_with(Instant::now);
+        exchange.client_ip = Some(request.client_ip);
+        for handler in &self.handlers {
+            let mut flow = handler.request(request, exchange);
+            loop {
+                match flow {
+                    Flow::Next => break,
+                    Flow::Answer(answer) => return Some(answer),
+                    Flow::Wait(wait) => flow = wait.await,
+                    Flow::Again => flow = handler.request(request, exchange),
+                }
+            }
+            exchange.ran += 1;
+        }
+        None
+    }
+
+    /// Runs the response phase, last handler first.
+    pub(crate) fn response(&self, status: StatusCode, exchange: &mut Exchange) {
+        for handler in self.handlers[..exchange.ran].iter().rev() {
+            handler.response(status, exchange);
+        }
+    }
+
+    /// Runs the done phase, last handler first.
+    pub(crate) fn done(&self, exchange: &mut Exchange, outcome: &Outcome) {
+        for handler in self.handlers[..exchange.ran].iter().rev() {
+            handler.done(exchange, outcome);
+        }
+        exchange.in_flight.clear();
+    }
+}
+
+/// Everything the handlers need from the rest of the configuration.
+#[derive(Debug)]
+pub(crate) struct BuildContext<'a> {
+    pub route_names: &'a [String],
+    /// Each route's upstream name.
+    pub route_upstreams: Vec<&'a str>,
+    /// Metrics shards (one per worker runtime).
+    pub workers: usize,
+}
+
+/// The compiled chains: one per route, and what the admin API shows.
+#[derive(Debug)]
+pub(crate) struct Chains {
+    pub by_route: Vec<Arc<Chain>>,
+    pub metrics: Vec<Arc<RouteMetrics>>,
+    pub access_logs: Vec<Arc<AccessLogger>>,
+}
+
+impl Chains {
+    /// The handlers' own metrics, in Prometheus text.
+    pub(crate) fn render_metrics(&self, out: &mut String) {
+        use std::fmt::Write as _;
+        for metrics in &self.metrics {
+            metrics.render(out);
+        }
+        if !self.access_logs.is_empty() {
+            let dropped: u64 = self.access_logs.iter().map(|log| log.dropped()).sum();
+            let _ = writeln!(
+                out,
+                "# HELP sluice_access_log_dropped_total Access log lines dropped because the writer fell behind.\n# TYPE sluice_access_log_dropped_total counter\nsluice_access_log_dropped_total {dropped}"
+            );
+        }
+    }
+}
+
+/// Builds every handler instance a route uses (once, shared by the routes
+/// naming it) and each route's chain.
+pub(crate) fn build(config: &Config, context: &BuildContext<'_>) -> anyhow::Result<Chains> {
+    let mut instances: BTreeMap<String, Arc<dyn Handler>> = BTreeMap::new();
+    let mut metrics = Vec::new();
+    let mut access_logs = Vec::new();
+    let mut by_route = Vec::new();
+    for route in &config.routes {
+        let names: Vec<String> = match route.chain.as_ref().map(|c| &c.value) {
+            None => Vec::new(),
+            Some(ChainRef::List(names)) => names.clone(),
+            Some(ChainRef::Named(name)) => config
+                .chains
+                .get(name)
+                .with_context(|| format!("no chain named `{name}`"))?
+                .iter()
+                .map(|n| n.value.clone())
+                .collect(),
+        };
+        let mut handlers = Vec::new();
+        for name in names {
+            if let Some(handler) = instances.get(&name) {
+                handlers.push(Arc::clone(handler));
+                continue;
+            }
+            let settings = match config.middleware.0.get(&name) {
+                Some(settings) => settings.clone(),
+                None => HandlerConfig::defaults(&name)
+                    .with_context(|| format!("no middleware named `{name}`"))?,
+            };
+            let handler: Arc<dyn Handler> = match settings {
+                HandlerConfig::Correlation(c) => {
+                    Arc::new(correlation::CorrelationHandler::new(&c)?)
+                }
+                HandlerConfig::Metrics(_) => {
+                    let handler = Arc::new(RouteMetrics::new(context));
+                    metrics.push(Arc::clone(&handler));
+                    handler
+                }
+                HandlerConfig::AccessLog(c) => {
+                    let logger = Arc::new(AccessLogger::new(&c, context)?);
+                    access_logs.push(Arc::clone(&logger));
+                    logger
+                }
+                HandlerConfig::Headers(c) => Arc::new(headers::HeadersHandler::new(&c)?),
+                HandlerConfig::Jwt(c) => Arc::new(
+                    jwt::JwtHandler::new(&c).with_context(|| format!("middleware `{name}`"))?,
+                ),
+                HandlerConfig::Validate(_) => {
+                    bail!("middleware `{name}`: this handler type is not available yet")
+                }
+                HandlerConfig::RateLimit(c) => Arc::new(rate_limit::RateLimiter::new(&c)?),
+                HandlerConfig::ConcurrencyLimit(c) => {
+                    Arc::new(concurrency_limit::ConcurrencyLimiter::new(&c))
+                }
+                HandlerConfig::Cors(c) => Arc::new(cors::CorsHandler::new(&c)?),
+                HandlerConfig::IpFilter(c) => Arc::new(ip_filter::IpFilter::new(&c)?),
+                HandlerConfig::BodyLimit(c) => Arc::new(body_limit::BodyLimit::new(&c)),
+                HandlerConfig::Fault(c) => Arc::new(fault::FaultInjector::new(&c)?),
+            };
+            instances.insert(name, Arc::clone(&handler));
+            handlers.push(handler);
+        }
+        by_route.push(Arc::new(Chain { handlers }));
+    }
+    Ok(Chains {
+        by_route,
+        metrics,
+        access_logs,
+    })
+}
+
+/// A header name from the configuration, lower-cased.
+fn header_name(name: &str) -> anyhow::Result<HeaderName> {
+    HeaderName::from_bytes(name.trim().to_ascii_lowercase().as_bytes())
+        .with_context(|| format!("`{name}` is not a valid header name"))
+}
+
+fn header_value(value: &str) -> anyhow::Result<HeaderValue> {
+    HeaderValue::from_str(value).with_context(|| format!("`{value}` is not a valid header value"))
+}
+
+/// Milliseconds of a duration for logs.
+fn millis(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}

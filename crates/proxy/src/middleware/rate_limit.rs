@@ -1,0 +1,171 @@
+//! `rate_limit`: GCRA (governor) per key: the client address, a request
+//! header or a claim of the verified token. Past the rate and burst, 429
+//! with `Retry-After` and the IETF draft `RateLimit-*` fields.
+
+use std::{
+    net::IpAddr,
+    num::NonZeroU32,
+    sync::atomic::{AtomicU64, Ordering},
+    time::Duration,
+};
+
+use anyhow::{bail, Context};
+use governor::{
+    clock::{Clock, DefaultClock},
+    DefaultKeyedRateLimiter, Quota,
+};
+use http::{HeaderName, HeaderValue, StatusCode};
+
+use super::{Answer, Exchange, Flow, Handler, RequestView};
+
+/// How often (in requests) the key count is checked against `max_keys`.
+const SWEEP_EVERY: u64 = 4096;
+
+#[derive(Debug)]
+pub(crate) struct RateLimiter {
+    key: Key,
+    by_ip: DefaultKeyedRateLimiter<IpAddr>,
+    by_text: DefaultKeyedRateLimiter<String>,
+    limit: HeaderValue,
+    max_keys: usize,
+    checks: AtomicU64,
+}
+
+#[derive(Debug)]
+pub(crate) enum Key {
+    ClientIp,
+    Header(HeaderName),
+    Claim(String),
+}
+
+impl RateLimiter {
+    pub(crate) fn new(config: &crate::config::RateLimit) -> anyhow::Result<Self> {
+        let (count, per) = parse_rate(&config.rate.value)?;
+        let burst = NonZeroU32::new(config.burst.unwrap_or(count.get()))
+            .context("burst must be at least 1")?;
+        let quota = Quota::with_period(per / count.get())
+            .context("the rate is too high")?
+            .allow_burst(burst);
+        Ok(Self {
+            key: parse_key(&config.key.value)?,
+            by_ip: DefaultKeyedRateLimiter::keyed(quota),
+            by_text: DefaultKeyedRateLimiter::keyed(quota),
+            limit: HeaderValue::from(count.get()),
+            max_keys: config.max_keys.max(1),
+            checks: AtomicU64::new(0),
+        })
+    }
+
+    fn sweep(&self) {
+        if self.checks.fetch_add(1, Ordering::Relaxed) % SWEEP_EVERY == 0 {
+            if self.by_ip.len() > self.max_keys {
+                self.by_ip.retain_recent();
+            }
+            if self.by_text.len() > self.max_keys {
+                self.by_text.retain_recent();
+            }
+        }
+    }
+}
+
+/// `100/s`, `6000/m`, `1/h`.
+pub(crate) fn parse_rate(text: &str) -> anyhow::Result<(NonZeroU32, Duration)> {
+    let (count, unit) = text
+        .split_once('/')
+        .with_context(|| format!("`{text}` is not a rate like 100/s"))?;
+    let count: NonZeroU32 = count
+        .trim()
+        .parse()
+        .with_context(|| format!("`{text}`: the count must be a whole number above 0"))?;
+    let per = match unit.trim() {
+        "s" => Duration::from_secs(1),
+        "m" => Duration::from_secs(60),
+        "h" => Duration::from_secs(3600),
+        other => bail!("`{text}`: the unit must be s, m or h, not `{other}`"),
+    };
+    Ok((count, per))
+}
+
+/// `client_ip`, `header:NAME` or `claim:NAME`.
+pub(crate) fn parse_key(text: &str) -> anyhow::Result<Key> {
+    Ok(match text.split_once(':') {
+        None if text == "client_ip" => Key::ClientIp,
+        Some(("header", name)) => Key::Header(super::header_name(name)?),
+        Some(("claim", name)) if !name.is_empty() => Key::Claim(name.to_string()),
+        _ => bail!("`{text}` is not a key: use client_ip, header:NAME or claim:NAME"),
+    })
+}
+
+impl Handler for RateLimiter {
+    fn request(&self, request: &RequestView<'_>, exchange: &mut Exchange) -> Flow {
+        self.sweep();
+        let checked = match &self.key {
+            Key::ClientIp => self.by_ip.check_key(&request.client_ip),
+            Key::Header(name) => {
+                let value = request.header(name.as_str()).unwrap_or_default();
+                self.by_text
+                    .check_key(&String::from_utf8_lossy(value).into_owned())
+            }
+            Key::Claim(claim) => {
+                let value = exchange
+                    .claims
+                    .as_ref()
+                    .and_then(|verified| verified.claims.get(claim))
+                    .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+                    .unwrap_or_default();
+                self.by_text.check_key(&value)
+            }
+        };
+        match checked {
+            Ok(()) => Flow::Next,
+            Err(not_until) => {
+                let wait = not_until.wait_time_from(DefaultClock::default().now());
+                let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+                Flow::Answer(
+                    Answer::problem(
+                        StatusCode::TOO_MANY_REQUESTS,
+                        format!("rate limit exceeded; retry in {seconds} s"),
+                    )
+                    .with_header(http::header::RETRY_AFTER, HeaderValue::from(seconds))
+                    .with_header(
+                        HeaderName::from_static("ratelimit-limit"),
+                        self.limit.clone(),
+                    )
+                    .with_header(
+                        HeaderName::from_static("ratelimit-remaining"),
+                        HeaderValue::from_static("0"),
+                    )
+                    .with_header(
+                        HeaderName::from_static("ratelimit-reset"),
+                        HeaderValue::from(seconds),
+                    ),
+                )
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_and_keys_parse() {
+        assert_eq!(
+            parse_rate("100/s").unwrap(),
+            (NonZeroU32::new(100).unwrap(), Duration::from_secs(1))
+        );
+        assert_eq!(parse_rate(" 6 / m ").unwrap().1, Duration::from_secs(60));
+        for bad in ["0/s", "100", "10/d", "x/s", "-1/s"] {
+            assert!(parse_rate(bad).is_err(), "{bad}");
+        }
+        assert!(matches!(parse_key("client_ip").unwrap(), Key::ClientIp));
+        assert!(
+            matches!(parse_key("header:X-Api-Key").unwrap(), Key::Header(h) if h == "x-api-key")
+        );
+        assert!(matches!(parse_key("claim:sub").unwrap(), Key::Claim(c) if c == "sub"));
+        for bad in ["ip", "header:", "claim:", "header:bad name"] {
+            assert!(parse_key(bad).is_err(), "{bad}");
+        }
+    }
+}

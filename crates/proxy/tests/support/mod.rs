@@ -1,0 +1,146 @@
+//! What the integration tests of the proxy share: a proxy started from
+//! YAML and an upstream that echoes what it received.
+
+// Helpers below panic on any failure: that is what a test wants.
+#![allow(clippy::unwrap_used, dead_code)]
+
+use std::{
+    net::SocketAddr,
+    path::Path,
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc,
+    },
+};
+
+use bytes::{Buf, BytesMut};
+use testkit::RawConn;
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::{TcpListener, TcpStream},
+};
+
+/// A proxy started from YAML (listener and admin on ephemeral ports), stopped on drop.
+pub(crate) struct Proxy(Option<proxy::RunningProxy>);
+
+impl Proxy {
+    pub(crate) fn start(upstreams_and_routes: &str) -> Self {
+        Self::start_with("workers: 1", upstreams_and_routes)
+    }
+
+    /// With `settings` (top-level keys such as `workers`) in front.
+    pub(crate) fn start_with(settings: &str, upstreams_and_routes: &str) -> Self {
+        let yaml = format!(
+            "{settings}\nlisteners: [{{ address: 127.0.0.1:0 }}]\nadmin: {{ address: 127.0.0.1:0 }}\n{upstreams_and_routes}"
+        );
+        let config = proxy::config::parse(&yaml, Path::new("test.yaml"), |_| None)
+            .unwrap_or_else(|err| panic!("{err}\n{yaml}"));
+        Self(Some(proxy::start(&config).expect("start the proxy")))
+    }
+
+    pub(crate) fn addr(&self) -> SocketAddr {
+        self.0.as_ref().unwrap().listeners[0]
+    }
+
+    pub(crate) fn admin(&self) -> SocketAddr {
+        self.0.as_ref().unwrap().admin.unwrap()
+    }
+
+    pub(crate) async fn conn(&self) -> RawConn {
+        RawConn::connect(self.addr()).await
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        if let Some(proxy) = self.0.take() {
+            proxy.shutdown();
+        }
+    }
+}
+
+/// One upstream `echo` at `addr` with a catch-all route.
+pub(crate) fn one_upstream(addr: SocketAddr, extra: &str) -> String {
+    format!("upstreams:\n  echo:\n    hosts: [\"http://{addr}\"]\n{extra}routes:\n  - {{ path: /, upstream: echo }}\n")
+}
+
+/// An upstream answering every request with the request head it received,
+/// then `body-bytes: N` (the decoded body length). Counts requests.
+pub(crate) struct Echo {
+    pub(crate) addr: SocketAddr,
+    pub(crate) requests: Arc<AtomicU64>,
+}
+
+impl Echo {
+    pub(crate) async fn start(name: &'static str) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let requests = Arc::new(AtomicU64::new(0));
+        let counter = Arc::clone(&requests);
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                tokio::spawn(echo(stream, name, Arc::clone(&counter)));
+            }
+        });
+        Self { addr, requests }
+    }
+}
+
+pub(crate) async fn echo(mut stream: TcpStream, name: &'static str, requests: Arc<AtomicU64>) {
+    let limits = http1::Limits {
+        max_head: 64 * 1024,
+        max_body: usize::MAX,
+    };
+    let mut buf = BytesMut::new();
+    loop {
+        let head = loop {
+            if let Ok(Some(head)) = http1::parse_head(&buf, &limits) {
+                break head;
+            }
+            if stream.read_buf(&mut buf).await.unwrap_or(0) == 0 {
+                return;
+            }
+        };
+        requests.fetch_add(1, Ordering::SeqCst);
+        let text = String::from_utf8_lossy(&buf[..head.len]).into_owned();
+        buf.advance(head.len);
+        let mut body_bytes = 0usize;
+        match head.framing {
+            http1::Framing::Empty => {}
+            http1::Framing::Length(mut left) => loop {
+                let take = left.min(buf.len());
+                buf.advance(take);
+                body_bytes += take;
+                left -= take;
+                if left == 0 {
+                    break;
+                }
+                if stream.read_buf(&mut buf).await.unwrap_or(0) == 0 {
+                    return;
+                }
+            },
+            http1::Framing::Chunked => {
+                let mut decoder = http1::ChunkedDecoder::default();
+                loop {
+                    let decoded = decoder.decode(&buf, &limits, |_| {}).unwrap();
+                    buf.advance(decoded.consumed);
+                    if decoded.done {
+                        break;
+                    }
+                    if stream.read_buf(&mut buf).await.unwrap_or(0) == 0 {
+                        return;
+                    }
+                }
+                body_bytes = decoder.data_len();
+            }
+        }
+        let body = format!("upstream: {name}\n{text}body-bytes: {body_bytes}");
+        let answer = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\nconnection: keep-alive\r\nx-upstream-hop: 1\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        if stream.write_all(answer.as_bytes()).await.is_err() {
+            return;
+        }
+    }
+}
