@@ -1245,7 +1245,6 @@ fn request_view<'a>(
             .unwrap_or("/"),
         query: head.query.clone().and_then(text),
         client_ip,
-        has_body: head.framing != RequestFraming::Empty,
         body_len,
         body: body_len
             .filter(|_| held)

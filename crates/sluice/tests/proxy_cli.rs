@@ -91,8 +91,13 @@ fn check_validates_without_serving() {
 
 #[test]
 fn the_example_config_is_valid() {
-    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/petstore.yaml");
-    let output = sluice(&["proxy", "-c", example, "--check"]);
+    // Its paths are relative to the repository root, where it is meant to run.
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let output = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["proxy", "-c", "examples/petstore.yaml", "--check"])
+        .current_dir(root)
+        .output()
+        .expect("run sluice");
     assert_eq!(output.status.code(), Some(0), "{output:?}");
 }
 

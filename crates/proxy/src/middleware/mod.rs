@@ -21,6 +21,7 @@ mod jwks;
 mod jwt;
 mod metrics;
 mod rate_limit;
+mod validate;
 
 use std::{
     collections::BTreeMap,
@@ -32,7 +33,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use anyhow::{bail, Context as _};
+use anyhow::Context as _;
 use http::{HeaderName, HeaderValue, Method, StatusCode};
 use http1::Field;
 
@@ -46,8 +47,6 @@ pub(crate) use rate_limit::{parse_key as parse_rate_key, parse_rate};
 /// One request as the handlers see it (the head; the body when a handler
 /// asked for it).
 #[derive(Debug)]
-// `query`, `has_body` and `body` are for `validate`, wired next.
-#[allow(dead_code)]
 pub(crate) struct RequestView<'a> {
     pub method: &'a Method,
     /// As sent, percent-encoded, without the query.
@@ -55,8 +54,6 @@ pub(crate) struct RequestView<'a> {
     pub query: Option<&'a str>,
     /// The peer, or with `forwarded.trust` the last X-Forwarded-For address.
     pub client_ip: IpAddr,
-    /// Whether the request has a body (even one not read yet).
-    pub has_body: bool,
     /// Its declared Content-Length, if any.
     pub body_len: Option<usize>,
     /// The whole body, when a handler of the chain asked for it.
@@ -391,9 +388,10 @@ pub(crate) fn build(config: &Config, context: &BuildContext<'_>) -> anyhow::Resu
                 HandlerConfig::Jwt(c) => Arc::new(
                     jwt::JwtHandler::new(&c).with_context(|| format!("middleware `{name}`"))?,
                 ),
-                HandlerConfig::Validate(_) => {
-                    bail!("middleware `{name}`: this handler type is not available yet")
-                }
+                HandlerConfig::Validate(c) => Arc::new(
+                    validate::ValidateHandler::new(&c)
+                        .with_context(|| format!("middleware `{name}`"))?,
+                ),
                 HandlerConfig::RateLimit(c) => Arc::new(rate_limit::RateLimiter::new(&c)?),
                 HandlerConfig::ConcurrencyLimit(c) => {
                     Arc::new(concurrency_limit::ConcurrencyLimiter::new(&c))
