@@ -9,7 +9,8 @@
 # `wrk -t1 -c128 -d10s -H "Host: SCENARIO" .../v1/pets`. Rounds alternate
 # the scenarios; medians of requests/s, average latency, transfer/s and
 # the proxy's CPU per request are printed with the overhead against the
-# empty chain. The jwt scenarios send a token minted by `sluice token`
+# empty chain. Each round starts one scenario later than the last; the
+# access log is written to /dev/shm. The jwt scenarios send a token minted by `sluice token`
 # (RS256, verified once, then served from the cache).
 #
 #   bench/middleware-overhead.sh                   # 3 rounds of 10 s
@@ -39,13 +40,16 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 if (( $(nproc) >= 2 )); then PROXY_CPU="taskset -c 1"; OTHER_CPU="taskset -c 0"; else PROXY_CPU=""; OTHER_CPU=""; fi
 mkdir -p "$OUT"
 WORK=$(mktemp -d)
+# The access log goes to memory: disk writeback would land on whichever
+# scenario runs next.
+LOG_DIR=$(mktemp -d -p /dev/shm 2>/dev/null || mktemp -d)
 BACKEND_PID=""
 PROXY_PID=""
 cleanup() {
   [[ -n $PROXY_PID ]] && kill "$PROXY_PID" 2>/dev/null || true
   [[ -n $BACKEND_PID ]] && kill "$BACKEND_PID" 2>/dev/null || true
   wait 2>/dev/null || true
-  rm -rf "$WORK"
+  rm -rf "$WORK" "$LOG_DIR"
 }
 trap cleanup EXIT
 
@@ -61,7 +65,7 @@ TOKEN=$("$SLUICE" token sign --key "$WORK/keys/bench.key.pem" --alg RS256 --kid 
   --claim iss=https://issuer.example --claim aud=petstore --claim scope=pets:read --expires-in 1h)
 
 # scenario name -> chain; the default chain is DESIGN.md's.
-SCENARIOS=(empty correlation headers metrics cors ip_filter body_limit jwt validate default)
+SCENARIOS=(empty correlation headers metrics cors ip_filter body_limit access_log rate_limit jwt validate default)
 declare -A CHAIN=(
   [empty]="[]"
   [correlation]="[correlation]"
@@ -70,6 +74,8 @@ declare -A CHAIN=(
   [cors]="[cors]"
   [ip_filter]="[ip_filter]"
   [body_limit]="[body_limit]"
+  [access_log]="[access_log]"
+  [rate_limit]="[rate_limit]"
   [jwt]="[jwt]"
   [validate]="[validate]"
   [default]="default"
@@ -83,7 +89,7 @@ upstreams:
     hosts: ["http://127.0.0.1:$BACKEND_PORT"]
     pool: { max_idle: 1024 }
 middleware:
-  access_log: { path: "$WORK/access.log" }
+  access_log: { path: "$LOG_DIR/access.log" }
   headers: { request: { set: { x-env: bench } }, response: { set: { x-served-by: sluice } } }
   ip_filter: { allow: [127.0.0.0/8] }
   body_limit: { max: 1MiB }
@@ -108,7 +114,10 @@ sleep 0.3
 for s in "${SCENARIOS[@]}"; do : >"$WORK/$s"; done
 : >"$OUT/wrk.log"
 for round in $(seq 0 "$ROUNDS"); do
-  for s in "${SCENARIOS[@]}"; do
+  # Each round starts one scenario later, so no scenario always follows the same one.
+  for i in "${!SCENARIOS[@]}"; do
+    s=${SCENARIOS[$(( (i + round) % ${#SCENARIOS[@]} ))]}
+    : >"$LOG_DIR/access.log"
     before=$(cpu_ticks "$PROXY_PID"); started=$(date +%s.%N)
     out=$($OTHER_CPU wrk -t1 -c"$CONNS" -d"$DURATION" -H "Host: $s" -H "Authorization: Bearer $TOKEN" \
       "http://127.0.0.1:$PROXY_PORT/v1/pets")

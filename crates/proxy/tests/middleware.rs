@@ -645,3 +645,60 @@ async fn validate_checks_requests_against_the_openapi_spec() {
         "only the valid requests got through"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jwt_keys_come_from_a_jwks_url() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let echo = Echo::start("e").await;
+    let key = jwt::generate_key(jwt::Algorithm::EdDSA, "url-key").unwrap();
+    let body = key.jwks_json();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let jwks_addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let mut head = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                match stream.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => head.extend_from_slice(&buf[..n]),
+                }
+            }
+            // Chunked, to take the longer way through the fetcher.
+            let answer = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{body}\r\n0\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(answer.as_bytes()).await;
+        }
+    });
+    let middleware = format!(
+        "middleware:\n  jwt: {{ jwks_url: \"http://{jwks_addr}/.well-known/jwks.json?secret=x\", algorithms: [EdDSA] }}\n"
+    );
+    let proxy = proxy_with(
+        echo.addr,
+        &middleware,
+        "  - { path: /, chain: [jwt], upstream: echo }\n",
+    );
+    let token = key.sign(&claims("any", 600)).unwrap();
+    let mut conn = proxy.conn().await;
+    let response = conn
+        .request(
+            "GET",
+            "/",
+            &[&format!("Authorization: Bearer {token}")],
+            b"",
+        )
+        .await;
+    assert_eq!(response.status, 200, "{}", response.text());
+    // The URL's query may carry credentials: /config does not show it.
+    let config = RawConn::connect(proxy.admin())
+        .await
+        .get("/config")
+        .await
+        .text();
+    assert!(
+        config.contains("jwks.json") && !config.contains("secret=x"),
+        "{config}"
+    );
+}

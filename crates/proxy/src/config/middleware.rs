@@ -235,6 +235,8 @@ pub struct MetricsHandler {}
 pub struct AccessLog {
     /// A file to append to; absent or `-`: standard output.
     pub path: Option<String>,
+    /// Which members each line has (see docs/MIDDLEWARE.md); empty: all.
+    pub fields: Vec<String>,
     /// Request headers logged (under `headers`), masked when listed in `mask`.
     pub headers: Vec<String>,
     /// Headers whose values are replaced by `***`; `authorization` always is.
@@ -247,6 +249,7 @@ impl Default for AccessLog {
     fn default() -> Self {
         Self {
             path: None,
+            fields: Vec::new(),
             headers: Vec::new(),
             mask: Vec::new(),
             queue: 16 * 1024,

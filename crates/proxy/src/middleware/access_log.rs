@@ -17,7 +17,7 @@ use std::{
         atomic::{AtomicU64, Ordering::Relaxed},
         mpsc::{sync_channel, Receiver, SyncSender, TrySendError},
     },
-    time::{Instant, SystemTime},
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
 use anyhow::Context as _;
@@ -26,16 +26,67 @@ use http::HeaderName;
 use super::{header_name, BuildContext, Exchange, Flow, Handler, Outcome, RequestView};
 use crate::config::AccessLog;
 
+/// Lines wait at most about this long before they are written.
+const BATCH_INTERVAL: Duration = Duration::from_millis(20);
+
 /// Masked whatever the configuration says.
 const ALWAYS_MASKED: [&str; 3] = ["authorization", "proxy-authorization", "cookie"];
 
 #[derive(Debug)]
 pub(crate) struct AccessLogger {
     queue: SyncSender<String>,
+    /// Bits of the [`Field`]s written.
+    fields: u16,
     headers: Vec<(HeaderName, bool)>,
     routes: Vec<String>,
     upstreams: Vec<String>,
     dropped: AtomicU64,
+}
+
+/// The members a line can have, in the order they are written.
+#[derive(Debug, Clone, Copy)]
+enum Field {
+    Time,
+    Client,
+    Method,
+    Path,
+    Status,
+    Bytes,
+    DurationMs,
+    Route,
+    Upstream,
+    CorrelationId,
+    TraceabilityId,
+    Traceparent,
+}
+
+/// The names of [`Field`], as `fields` lists them.
+const FIELDS: [&str; 12] = [
+    "time",
+    "client",
+    "method",
+    "path",
+    "status",
+    "bytes",
+    "duration_ms",
+    "route",
+    "upstream",
+    "correlation_id",
+    "traceability_id",
+    "traceparent",
+];
+
+/// The bit set of the `fields` named (all when the list is empty).
+fn field_set(names: &[String]) -> anyhow::Result<u16> {
+    if names.is_empty() {
+        return Ok(u16::MAX);
+    }
+    names.iter().try_fold(0u16, |set, name| {
+        let Some(index) = FIELDS.iter().position(|f| f == name) else {
+            anyhow::bail!("`{name}` is not a field; fields: {}", FIELDS.join(", "));
+        };
+        Ok(set | 1 << index)
+    })
 }
 
 /// The first half of a line, written on the request.
@@ -75,6 +126,7 @@ impl AccessLogger {
             .context("cannot start the access log writer")?;
         Ok(Self {
             queue,
+            fields: field_set(&config.fields)?,
             headers,
             routes: context.route_names.to_vec(),
             upstreams: context
@@ -92,44 +144,76 @@ impl AccessLogger {
     }
 }
 
-/// Writes lines as they come, flushing whenever the queue runs dry; ends
-/// when the proxy (every sender) is gone.
+/// Writes lines in batches until the proxy (every sender) is gone. While
+/// lines keep coming the writer sleeps between batches instead of waiting
+/// on the queue, so that a request never has to wake it (a futex call and
+/// a context switch per line cost more than the rest of the log);
+/// it waits on the queue only once a whole batch interval was quiet.
 fn write_lines(lines: &Receiver<String>, output: Box<dyn Write + Send>) {
     let mut output = BufWriter::with_capacity(64 * 1024, output);
-    while let Ok(line) = lines.recv() {
-        let mut ok = output.write_all(line.as_bytes()).is_ok();
-        while let Ok(line) = lines.try_recv() {
-            ok &= output.write_all(line.as_bytes()).is_ok();
-        }
-        if !(ok && output.flush().is_ok()) {
-            // Nowhere to report it but standard error; keep draining.
-            eprintln!("sluice: the access log cannot be written");
+    while let Ok(first) = lines.recv() {
+        let mut batch = Some(first);
+        while let Some(first) = batch.take() {
+            let mut ok = output.write_all(first.as_bytes()).is_ok();
+            while let Ok(line) = lines.try_recv() {
+                ok &= output.write_all(line.as_bytes()).is_ok();
+            }
+            if !(ok && output.flush().is_ok()) {
+                // Nowhere to report it but standard error; keep draining.
+                eprintln!("sluice: the access log cannot be written");
+            }
+            std::thread::sleep(BATCH_INTERVAL);
+            batch = lines.try_recv().ok();
         }
     }
+}
+
+impl AccessLogger {
+    fn has(&self, field: Field) -> bool {
+        self.fields & (1 << field as u16) != 0
+    }
+}
+
+/// Starts the member `name` of the line's object.
+fn key(line: &mut String, name: &str) {
+    if !line.ends_with('{') {
+        line.push(',');
+    }
+    line.push('"');
+    line.push_str(name);
+    line.push_str("\":");
 }
 
 impl Handler for AccessLogger {
     fn request(&self, request: &RequestView<'_>, exchange: &mut Exchange) -> Flow {
         let mut line = String::with_capacity(256);
-        line.push_str("{\"time\":\"");
-        line.push_str(&humantime::format_rfc3339_millis(SystemTime::now()).to_string());
-        let _ = write!(line, "\",\"client\":\"{}\",\"method\":", request.client_ip);
-        push_json(&mut line, request.method.as_str().as_bytes());
-        line.push_str(",\"path\":");
-        push_json(&mut line, request.path.as_bytes());
+        line.push('{');
+        if self.has(Field::Time) {
+            key(&mut line, "time");
+            line.push('"');
+            push_time(&mut line, SystemTime::now());
+            line.push('"');
+        }
+        if self.has(Field::Client) {
+            key(&mut line, "client");
+            let _ = write!(line, "\"{}\"", request.client_ip);
+        }
+        if self.has(Field::Method) {
+            key(&mut line, "method");
+            push_json(&mut line, request.method.as_str().as_bytes());
+        }
+        if self.has(Field::Path) {
+            key(&mut line, "path");
+            push_json(&mut line, request.path.as_bytes());
+        }
         if !self.headers.is_empty() {
-            line.push_str(",\"headers\":{");
-            let mut first = true;
+            key(&mut line, "headers");
+            line.push('{');
             for (name, masked) in &self.headers {
                 let Some(value) = request.header(name.as_str()) else {
                     continue;
                 };
-                if !first {
-                    line.push(',');
-                }
-                first = false;
-                push_json(&mut line, name.as_str().as_bytes());
-                line.push(':');
+                key(&mut line, name.as_str());
                 push_json(&mut line, if *masked { b"***" } else { value });
             }
             line.push('}');
@@ -138,35 +222,53 @@ impl Handler for AccessLogger {
         Flow::Next
     }
 
-    fn done(&self, exchange: &Exchange, outcome: &Outcome) {
-        let Some(Pending(begun)) = &exchange.log_line else {
+    fn done(&self, exchange: &mut Exchange, outcome: &Outcome) {
+        let Some(Pending(mut line)) = exchange.log_line.take() else {
             return;
         };
-        let mut line = begun.clone();
-        let duration = exchange
-            .started
-            .map_or(0.0, |s| super::millis(Instant::now() - s));
-        let route = self.routes.get(exchange.route).map_or("", String::as_str);
-        let upstream = outcome
-            .upstream
-            .and_then(|_| self.upstreams.get(exchange.route))
-            .map_or("", String::as_str);
-        let _ = write!(
-            line,
-            ",\"status\":{},\"bytes\":{},\"duration_ms\":{duration:.3},\"route\":",
-            outcome.status.as_u16(),
-            outcome.body_bytes
-        );
-        push_json(&mut line, route.as_bytes());
-        line.push_str(",\"upstream\":");
-        push_json(&mut line, upstream.as_bytes());
-        for (key, id) in [
-            ("correlation_id", &exchange.correlation_id),
-            ("traceability_id", &exchange.traceability_id),
-            ("traceparent", &exchange.traceparent),
+        if self.has(Field::Status) {
+            key(&mut line, "status");
+            let _ = write!(line, "{}", outcome.status.as_u16());
+        }
+        if self.has(Field::Bytes) {
+            key(&mut line, "bytes");
+            let _ = write!(line, "{}", outcome.body_bytes);
+        }
+        if self.has(Field::DurationMs) {
+            let duration = exchange
+                .started
+                .map_or(0.0, |s| super::millis(Instant::now() - s));
+            key(&mut line, "duration_ms");
+            let _ = write!(line, "{duration:.3}");
+        }
+        if self.has(Field::Route) {
+            key(&mut line, "route");
+            let route = self.routes.get(exchange.route).map_or("", String::as_str);
+            push_json(&mut line, route.as_bytes());
+        }
+        if self.has(Field::Upstream) {
+            key(&mut line, "upstream");
+            let upstream = outcome
+                .upstream
+                .and_then(|_| self.upstreams.get(exchange.route))
+                .map_or("", String::as_str);
+            push_json(&mut line, upstream.as_bytes());
+        }
+        for (field, name, id) in [
+            (
+                Field::CorrelationId,
+                "correlation_id",
+                &exchange.correlation_id,
+            ),
+            (
+                Field::TraceabilityId,
+                "traceability_id",
+                &exchange.traceability_id,
+            ),
+            (Field::Traceparent, "traceparent", &exchange.traceparent),
         ] {
-            if let Some(id) = id {
-                let _ = write!(line, ",\"{key}\":");
+            if let (true, Some(id)) = (self.has(field), id) {
+                key(&mut line, name);
                 push_json(&mut line, id.as_bytes());
             }
         }
@@ -177,6 +279,26 @@ impl Handler for AccessLogger {
             self.dropped.fetch_add(1, Relaxed);
         }
     }
+}
+
+thread_local! {
+    /// The last second formatted (`2026-11-21T08:53:12`), reused within it.
+    static SECOND: std::cell::RefCell<(u64, String)> = const { std::cell::RefCell::new((u64::MAX, String::new())) };
+}
+
+/// RFC 3339 UTC with milliseconds; the date part is formatted once a second.
+fn push_time(out: &mut String, now: SystemTime) {
+    let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
+    SECOND.with_borrow_mut(|(second, text)| {
+        if *second != since.as_secs() {
+            *second = since.as_secs();
+            let full = humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_secs(*second))
+                .to_string();
+            *text = full.trim_end_matches('Z').to_string();
+        }
+        out.push_str(text);
+    });
+    let _ = write!(out, ".{:03}Z", since.subsec_millis());
 }
 
 /// A JSON string of `bytes` (invalid UTF-8 replaced), quotes included.
@@ -199,6 +321,30 @@ fn push_json(out: &mut String, bytes: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fields_are_chosen_by_name() {
+        assert_eq!(field_set(&[]).unwrap(), u16::MAX);
+        let set = field_set(&["status".into(), "path".into()]).unwrap();
+        assert_eq!(set, 1 << Field::Status as u16 | 1 << Field::Path as u16);
+        assert!(field_set(&["statsu".into()]).is_err());
+    }
+
+    #[test]
+    fn times_are_rfc3339_with_millis() {
+        let mut out = String::new();
+        push_time(
+            &mut out,
+            UNIX_EPOCH + Duration::from_millis(1_763_713_992_045),
+        );
+        assert_eq!(out, "2025-11-21T08:33:12.045Z");
+        out.clear();
+        push_time(
+            &mut out,
+            UNIX_EPOCH + Duration::from_millis(1_763_713_993_007),
+        );
+        assert_eq!(out, "2025-11-21T08:33:13.007Z");
+    }
 
     #[test]
     fn json_strings_are_escaped() {

@@ -105,7 +105,7 @@ fn method_index(method: &Method) -> usize {
 }
 
 impl Handler for RouteMetrics {
-    fn done(&self, exchange: &Exchange, outcome: &Outcome) {
+    fn done(&self, exchange: &mut Exchange, outcome: &Outcome) {
         let Some(started) = exchange.started else {
             return;
         };

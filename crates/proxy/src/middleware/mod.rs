@@ -239,7 +239,7 @@ pub(crate) trait Handler: Send + Sync + fmt::Debug {
     fn response(&self, _status: StatusCode, _exchange: &mut Exchange) {}
 
     /// After the exchange, with its outcome.
-    fn done(&self, _exchange: &Exchange, _outcome: &Outcome) {}
+    fn done(&self, _exchange: &mut Exchange, _outcome: &Outcome) {}
 
     /// The most body this handler wants to see whole before `request`, if any.
     fn wants_body(&self, _request: &RequestView<'_>) -> Option<usize> {
@@ -370,37 +370,8 @@ pub(crate) fn build(config: &Config, context: &BuildContext<'_>) -> anyhow::Resu
                 None => HandlerConfig::defaults(&name)
                     .with_context(|| format!("no middleware named `{name}`"))?,
             };
-            let handler: Arc<dyn Handler> = match settings {
-                HandlerConfig::Correlation(c) => {
-                    Arc::new(correlation::CorrelationHandler::new(&c)?)
-                }
-                HandlerConfig::Metrics(_) => {
-                    let handler = Arc::new(RouteMetrics::new(context));
-                    metrics.push(Arc::clone(&handler));
-                    handler
-                }
-                HandlerConfig::AccessLog(c) => {
-                    let logger = Arc::new(AccessLogger::new(&c, context)?);
-                    access_logs.push(Arc::clone(&logger));
-                    logger
-                }
-                HandlerConfig::Headers(c) => Arc::new(headers::HeadersHandler::new(&c)?),
-                HandlerConfig::Jwt(c) => Arc::new(
-                    jwt::JwtHandler::new(&c).with_context(|| format!("middleware `{name}`"))?,
-                ),
-                HandlerConfig::Validate(c) => Arc::new(
-                    validate::ValidateHandler::new(&c)
-                        .with_context(|| format!("middleware `{name}`"))?,
-                ),
-                HandlerConfig::RateLimit(c) => Arc::new(rate_limit::RateLimiter::new(&c)?),
-                HandlerConfig::ConcurrencyLimit(c) => {
-                    Arc::new(concurrency_limit::ConcurrencyLimiter::new(&c))
-                }
-                HandlerConfig::Cors(c) => Arc::new(cors::CorsHandler::new(&c)?),
-                HandlerConfig::IpFilter(c) => Arc::new(ip_filter::IpFilter::new(&c)?),
-                HandlerConfig::BodyLimit(c) => Arc::new(body_limit::BodyLimit::new(&c)),
-                HandlerConfig::Fault(c) => Arc::new(fault::FaultInjector::new(&c)?),
-            };
+            let handler = build_handler(settings, context, &mut metrics, &mut access_logs)
+                .with_context(|| format!("middleware.{name}"))?;
             instances.insert(name, Arc::clone(&handler));
             handlers.push(handler);
         }
@@ -410,6 +381,39 @@ pub(crate) fn build(config: &Config, context: &BuildContext<'_>) -> anyhow::Resu
         by_route,
         metrics,
         access_logs,
+    })
+}
+
+/// One handler instance from its settings.
+fn build_handler(
+    settings: HandlerConfig,
+    context: &BuildContext<'_>,
+    metrics: &mut Vec<Arc<RouteMetrics>>,
+    access_logs: &mut Vec<Arc<AccessLogger>>,
+) -> anyhow::Result<Arc<dyn Handler>> {
+    Ok(match settings {
+        HandlerConfig::Correlation(c) => Arc::new(correlation::CorrelationHandler::new(&c)?),
+        HandlerConfig::Metrics(_) => {
+            let handler = Arc::new(RouteMetrics::new(context));
+            metrics.push(Arc::clone(&handler));
+            handler
+        }
+        HandlerConfig::AccessLog(c) => {
+            let logger = Arc::new(AccessLogger::new(&c, context)?);
+            access_logs.push(Arc::clone(&logger));
+            logger
+        }
+        HandlerConfig::Headers(c) => Arc::new(headers::HeadersHandler::new(&c)?),
+        HandlerConfig::Jwt(c) => Arc::new(jwt::JwtHandler::new(&c)?),
+        HandlerConfig::Validate(c) => Arc::new(validate::ValidateHandler::new(&c)?),
+        HandlerConfig::RateLimit(c) => Arc::new(rate_limit::RateLimiter::new(&c)?),
+        HandlerConfig::ConcurrencyLimit(c) => {
+            Arc::new(concurrency_limit::ConcurrencyLimiter::new(&c))
+        }
+        HandlerConfig::Cors(c) => Arc::new(cors::CorsHandler::new(&c)?),
+        HandlerConfig::IpFilter(c) => Arc::new(ip_filter::IpFilter::new(&c)?),
+        HandlerConfig::BodyLimit(c) => Arc::new(body_limit::BodyLimit::new(&c)),
+        HandlerConfig::Fault(c) => Arc::new(fault::FaultInjector::new(&c)?),
     })
 }
 
