@@ -1,12 +1,13 @@
-//! OpenAPI 3.0 and 3.1 request validation for sluice, cheap enough for a
-//! proxy's hot path.
+//! OpenAPI 3.0 and 3.1 request (and, optionally, response) validation for
+//! sluice, cheap enough for a proxy's hot path.
 //!
 //! [`Spec`] loads a document (YAML or JSON); [`Validator::new`] compiles it
 //! once: a path-template trie, the operations of each path, hand-written
 //! checks for primitive parameters (path, query, header, cookie), and a
-//! [`jsonschema`] validator for each JSON request body. Validating a request
-//! that matches an operation with only simple parameters allocates nothing
-//! unless it is invalid.
+//! [`jsonschema`] validator for each JSON request body (and, with
+//! [`ValidatorOptions::validate_responses`], each JSON response body).
+//! Validating a request that matches an operation with only simple
+//! parameters allocates nothing unless it is invalid.
 //!
 //! ```
 //! use openapi::{Outcome, Request, Spec, Validator, ValidatorOptions};
@@ -41,6 +42,52 @@
 //! [`Matched::validate_head`] and [`Matched::validate_body`] (or
 //! [`Matched::validate`] for both).
 //!
+//! Responses are checked only when [`ValidatorOptions::validate_responses`]
+//! is on (it is off by default, and then response schemas are not even
+//! compiled). Keep the request's [`OperationRef`] ([`Matched::operation_ref`]
+//! or [`Validator::operation_ref`]: `Copy`, no lifetimes) until the response
+//! arrives, ask [`Validator::response_wants_body`] whether its body is worth
+//! buffering, then call [`Validator::validate_response`]:
+//!
+//! ```
+//! use openapi::{ResponseOutcome, Spec, Validator, ValidatorOptions};
+//!
+//! let spec = Spec::from_str(
+//!     r#"
+//! openapi: 3.1.0
+//! info: { title: t, version: "1" }
+//! paths:
+//!   /v1/pets:
+//!     get:
+//!       responses:
+//!         "200":
+//!           description: ok
+//!           content:
+//!             application/json:
+//!               schema: { type: array, items: { type: object, required: [id] } }
+//!         default: { description: an error, without a described body }
+//! "#,
+//!     "inline.yaml",
+//! )?;
+//! let options = ValidatorOptions { validate_responses: true, ..ValidatorOptions::default() };
+//! let validator = Validator::new(&spec, options)?;
+//!
+//! let op = validator.operation_ref("GET", b"/v1/pets").expect("declared");
+//! let json = Some(&b"application/json"[..]);
+//! assert!(validator.response_wants_body(op, 200, json));
+//! assert!(validator.validate_response(op, 200, json, Some(br#"[{"id":1}]"#)).is_valid());
+//!
+//! let ResponseOutcome::Invalid(violations) =
+//!     validator.validate_response(op, 200, json, Some(br#"[{"name":"x"}]"#))
+//! else { panic!() };
+//! assert_eq!(violations[0].pointer, "/body/0");
+//!
+//! // 500 is covered by `default`, which describes no body.
+//! assert!(!validator.response_wants_body(op, 500, json));
+//! assert!(validator.validate_response(op, 500, json, None).is_valid());
+//! # Ok::<(), openapi::SpecError>(())
+//! ```
+//!
 //! What is checked, and how:
 //! - Paths: literal segments beat partly templated ones (`/r/{n}.{ext}`),
 //!   which beat `{param}` segments; literals compare percent-decoded; `.`
@@ -65,6 +112,15 @@
 //!   `nullable` and exclusive-bound rules in [`Validator::new`]). JSON nested
 //!   deeper than 128 levels is rejected by the parser, before any schema
 //!   code runs. Other media types are not inspected.
+//! - Responses: the status picks the response (exact code, then a `2XX`
+//!   range, then `default`; none is [`ResponseOutcome::Undeclared`]); its
+//!   media types are matched like a request body's (none matching is
+//!   [`ResponseOutcome::UnsupportedMediaType`]), and a JSON body is checked
+//!   against its schema, translated like a request body's except that
+//!   3.0 `readOnly` properties stay required and `writeOnly` ones do not.
+//!   Declared content that never came is a violation, except for `HEAD`,
+//!   1xx, 204 and 304. Each schema is compiled once however many responses
+//!   share it. Response headers are not checked.
 //! - Patterns use the linear-time `regex` crate, so no input can make a
 //!   check backtrack; look-around in a spec's pattern is a [`SpecError`].
 
@@ -78,7 +134,7 @@ mod spec;
 mod validator;
 
 pub use spec::{OpenApiVersion, Spec, SpecError};
-pub use validator::{Matched, Validator};
+pub use validator::{Matched, OperationRef, Validator};
 
 /// How requests the spec does not describe are treated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -105,6 +161,11 @@ pub struct ValidatorOptions {
     /// Assert JSON Schema `format`s (`date-time`, `email`, `uuid`, ...) in
     /// bodies and in parameters checked by `jsonschema`. Default true.
     pub validate_formats: bool,
+    /// Compile the operations' `responses` too, for
+    /// [`Validator::validate_response`]. Off, responses are neither compiled
+    /// (nor can their faults fail [`Validator::new`]) nor checked. Default
+    /// false.
+    pub validate_responses: bool,
 }
 
 impl Default for ValidatorOptions {
@@ -114,6 +175,7 @@ impl Default for ValidatorOptions {
             unknown_operation: UnknownOperation::NotFound,
             max_body_bytes: 1024 * 1024,
             validate_formats: true,
+            validate_responses: false,
         }
     }
 }
@@ -210,13 +272,13 @@ impl<'a> Request<'a> {
     }
 }
 
-/// One way a request breaks the spec.
+/// One way a request or response breaks the spec.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Violation {
-    /// A JSON pointer into the request: `/path/petId`, `/query/limit`,
-    /// `/header/x-request-id` (lower case), `/cookie/session`, `/body` or
-    /// `/body/name` (from the body's instance path); empty for the request
-    /// as a whole.
+    /// A JSON pointer into the request or response: `/path/petId`,
+    /// `/query/limit`, `/header/x-request-id` (lower case),
+    /// `/cookie/session`, `/body` or `/body/name` (from the body's instance
+    /// path); empty for the request as a whole.
     pub pointer: String,
     /// What is wrong; safe to echo (values are quoted, escaped and cut to
     /// 64 characters).
@@ -280,7 +342,37 @@ impl Outcome<'_> {
     }
 }
 
-/// The most violations reported for one request.
+/// The verdict on a response ([`Validator::validate_response`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResponseOutcome<'v> {
+    /// The response breaks none of the rules the spec gives for it (or the
+    /// spec gives none).
+    Valid,
+    /// The operation declares responses, but none for this status and no
+    /// `default`.
+    Undeclared {
+        /// The statuses it declares: `200, 4XX, default`.
+        declared: &'v str,
+    },
+    /// The response for this status declares content, but not of the
+    /// response's media type.
+    UnsupportedMediaType {
+        /// The media types declared for this status: `application/json`.
+        declared: &'v str,
+    },
+    /// The body breaks the spec: every violation found, up to 64, pointers
+    /// starting with `/body`.
+    Invalid(Vec<Violation>),
+}
+
+impl ResponseOutcome<'_> {
+    /// [`ResponseOutcome::Valid`].
+    pub fn is_valid(&self) -> bool {
+        matches!(self, ResponseOutcome::Valid)
+    }
+}
+
+/// The most violations reported for one request or response.
 pub(crate) const MAX_VIOLATIONS: usize = 64;
 
 /// Collects violations up to [`MAX_VIOLATIONS`].

@@ -8,7 +8,7 @@ use std::cmp::Ordering;
 use regex::Regex;
 use serde_json::{Map, Value};
 
-use crate::schema::{truncate_chars, SchemaCheck, ECHO_CHARS};
+use crate::schema::{truncate_chars, Direction, SchemaCheck, ECHO_CHARS};
 use crate::spec::{pointer_push, OpenApiVersion, Spec, SpecError};
 use crate::{Violation, Violations};
 
@@ -806,6 +806,7 @@ fn compile_content(
                 spec,
                 &target,
                 validate_formats,
+                Direction::Request,
             )?))
         }
         None => Ok(Shape::Json(SchemaCheck::Any)),
@@ -862,7 +863,7 @@ fn compile_schema(
             None => Types::STRING,
         };
         return Ok(Shape::Schema {
-            check: SchemaCheck::compile(spec, &resolved_at, validate_formats)?,
+            check: SchemaCheck::compile(spec, &resolved_at, validate_formats, Direction::Request)?,
             layout: Some(layout),
             types: item_types,
         });
@@ -874,7 +875,7 @@ fn compile_schema(
         return Ok(Shape::Scalar(Scalar::any()));
     }
     Ok(Shape::Schema {
-        check: SchemaCheck::compile(spec, &resolved_at, validate_formats)?,
+        check: SchemaCheck::compile(spec, &resolved_at, validate_formats, Direction::Request)?,
         layout: None,
         types: types.0,
     })

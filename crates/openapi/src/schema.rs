@@ -1,5 +1,5 @@
-//! Schemas handed to the `jsonschema` crate: request bodies, and parameters
-//! whose schemas are too rich for the hand-written checks.
+//! Schemas handed to the `jsonschema` crate: request and response bodies,
+//! and parameters whose schemas are too rich for the hand-written checks.
 //!
 //! A schema found at some pointer in the spec becomes a standalone JSON
 //! Schema 2020-12 document: `{"allOf": [<schema>]}` plus, at their own
@@ -7,7 +7,7 @@
 //! local `$ref`s, so the references resolve unchanged. OpenAPI 3.0 schemas
 //! are translated on the way (`nullable`, boolean `exclusiveMinimum` /
 //! `exclusiveMaximum`, `format: int32`/`int64` ranges, `readOnly` properties
-//! not required in requests; `example`, `discriminator`, `xml`,
+//! not required in requests, `writeOnly` ones not in responses; `example`, `discriminator`, `xml`,
 //! `externalDocs`, `x-*` dropped; siblings of `$ref` ignored as 3.0 says);
 //! OpenAPI 3.1 schemas are copied as written.
 //!
@@ -18,6 +18,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use jsonschema::{Draft, PatternOptions};
 use serde_json::{Map, Value};
@@ -30,12 +31,31 @@ pub(crate) const ECHO_CHARS: usize = 64;
 /// The longest message a body violation gets.
 const MAX_MESSAGE_CHARS: usize = 256;
 
-/// A compiled schema check.
+/// Which way a schema's instances travel: OpenAPI 3.0 makes `readOnly`
+/// properties optional in requests and `writeOnly` ones in responses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Direction {
+    Request,
+    Response,
+}
+
+impl Direction {
+    /// The property flag that lifts `required` in this direction.
+    fn optional_flag(self) -> &'static str {
+        match self {
+            Direction::Request => "readOnly",
+            Direction::Response => "writeOnly",
+        }
+    }
+}
+
+/// A compiled schema check; clones share the compiled validator.
+#[derive(Clone)]
 pub(crate) enum SchemaCheck {
     /// `true` or `{}`: anything goes.
     Any,
     /// A compiled `jsonschema` validator.
-    Compiled(Box<jsonschema::Validator>),
+    Compiled(Arc<jsonschema::Validator>),
 }
 
 impl std::fmt::Debug for SchemaCheck {
@@ -48,11 +68,13 @@ impl std::fmt::Debug for SchemaCheck {
 }
 
 impl SchemaCheck {
-    /// Compiles the schema at `pointer` in `spec`.
+    /// Compiles the schema at `pointer` in `spec` for instances travelling
+    /// in `direction`.
     pub(crate) fn compile(
         spec: &Spec,
         pointer: &str,
         validate_formats: bool,
+        direction: Direction,
     ) -> Result<Self, SpecError> {
         let schema = spec
             .lookup(pointer)
@@ -60,7 +82,7 @@ impl SchemaCheck {
         if schema == &Value::Bool(true) || schema.as_object().is_some_and(Map::is_empty) {
             return Ok(Self::Any);
         }
-        let document = build_document(spec, pointer)?;
+        let document = build_document(spec, pointer, direction)?;
         let validator = jsonschema::options()
             .with_draft(Draft::Draft202012)
             .should_validate_formats(validate_formats)
@@ -78,7 +100,7 @@ impl SchemaCheck {
                     format!("invalid schema: {}", truncate_chars(&e.to_string(), 200)),
                 )
             })?;
-        Ok(Self::Compiled(Box::new(validator)))
+        Ok(Self::Compiled(Arc::new(validator)))
     }
 
     /// Validates `instance`, adding one violation per error, each pointer
@@ -150,9 +172,10 @@ pub(crate) fn truncate_chars(text: &str, max: usize) -> String {
 }
 
 /// Builds the standalone JSON Schema document for the schema at `pointer`.
-fn build_document(spec: &Spec, pointer: &str) -> Result<Value, SpecError> {
+fn build_document(spec: &Spec, pointer: &str, direction: Direction) -> Result<Value, SpecError> {
     let mut builder = Builder {
         spec,
+        direction,
         queue: Vec::new(),
         done: HashSet::new(),
         edges: HashMap::new(),
@@ -182,6 +205,7 @@ fn build_document(spec: &Spec, pointer: &str) -> Result<Value, SpecError> {
 
 struct Builder<'s> {
     spec: &'s Spec,
+    direction: Direction,
     /// `$ref` targets still to copy into the document.
     queue: Vec<String>,
     done: HashSet<String>,
@@ -398,20 +422,22 @@ impl Builder<'_> {
                 }
             }
         }
-        // readOnly properties are required in responses only.
+        // readOnly properties are required in responses only, writeOnly
+        // ones in requests only.
         if let (Some(Value::Object(properties)), Some(Value::Array(_))) =
             (original.get("properties"), out.get("required"))
         {
-            let mut read_only: Vec<&str> = Vec::new();
+            let flag = self.direction.optional_flag();
+            let mut optional: Vec<&str> = Vec::new();
             for (name, schema) in properties {
                 let at = pointer_push(&pointer_push(at, "properties"), name);
                 let (schema, _) = self.spec.deref(schema, &at)?;
-                if schema.get("readOnly") == Some(&Value::Bool(true)) {
-                    read_only.push(name);
+                if schema.get(flag) == Some(&Value::Bool(true)) {
+                    optional.push(name);
                 }
             }
             if let Some(Value::Array(required)) = out.get_mut("required") {
-                required.retain(|name| !name.as_str().is_some_and(|n| read_only.contains(&n)));
+                required.retain(|name| !name.as_str().is_some_and(|n| optional.contains(&n)));
             }
         }
         Ok(())

@@ -1,12 +1,18 @@
-//! Compiling a spec into a [`Validator`] and validating requests with it.
+//! Compiling a spec into a [`Validator`] and validating requests and
+//! responses with it.
 
-use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use serde_json::{Map, Value};
 
 use crate::param::{self, check_collected, decode_text, show, In, Layout, Param, Shape};
 use crate::router::{parse_template, Captures, Router};
-use crate::schema::SchemaCheck;
-use crate::spec::{pointer_push, Spec, SpecError};
-use crate::{Headers, Outcome, Request, UnknownOperation, ValidatorOptions, Violations};
+use crate::schema::{Direction, SchemaCheck};
+use crate::spec::{pointer_push, OpenApiVersion, Spec, SpecError};
+use crate::{
+    Headers, Outcome, Request, ResponseOutcome, UnknownOperation, ValidatorOptions, Violations,
+};
 
 /// Operation keys of a Path Item, in the order `Allow` lists them.
 const METHODS: [(&str, &str); 8] = [
@@ -34,13 +40,19 @@ fn method_index(method: &str) -> Option<usize> {
     })
 }
 
-/// A compiled spec: validates requests against it. Cheap to share between
-/// threads (`Send + Sync`); build once at startup.
+/// Tells validators apart, so that an [`OperationRef`] is only honoured by
+/// the validator that made it.
+static NEXT_STAMP: AtomicU32 = AtomicU32::new(0);
+
+/// A compiled spec: validates requests (and, with
+/// [`ValidatorOptions::validate_responses`], responses) against it. Cheap
+/// to share between threads (`Send + Sync`); build once at startup.
 #[derive(Debug)]
 pub struct Validator {
     router: Router,
     paths: Vec<PathEntry>,
     operations: Vec<Operation>,
+    stamp: u32,
     base_path: Option<Box<[u8]>>,
     unknown: UnknownOperation,
     max_body_bytes: usize,
@@ -66,6 +78,47 @@ struct Operation {
     headers: Vec<Param>,
     cookies: Vec<Param>,
     body: Option<BodyRule>,
+    /// A `HEAD` operation: its responses have no body.
+    head: bool,
+    /// `None`: responses are not validated, or the operation declares none.
+    responses: Option<Responses>,
+}
+
+/// The compiled `responses` of an operation.
+#[derive(Debug, Default)]
+struct Responses {
+    /// By exact status code.
+    exact: Vec<(u16, ResponseRule)>,
+    /// `1XX` to `5XX`.
+    ranges: [Option<ResponseRule>; 5],
+    default: Option<ResponseRule>,
+    /// `200, 4XX, default`
+    declared: Box<str>,
+}
+
+impl Responses {
+    /// The response declared for `status`: exact code, then range, then `default`.
+    fn find(&self, status: u16) -> Option<&ResponseRule> {
+        if let Some((_, rule)) = self.exact.iter().find(|(code, _)| *code == status) {
+            return Some(rule);
+        }
+        let class = usize::from(status / 100);
+        class
+            .checked_sub(1)
+            .and_then(|i| self.ranges.get(i))
+            .and_then(Option::as_ref)
+            .or(self.default.as_ref())
+    }
+}
+
+#[derive(Debug)]
+struct ResponseRule {
+    /// Empty: the response declares no content.
+    media: Vec<MediaRule>,
+    /// `application/json, text/plain`
+    declared: Box<str>,
+    /// Some media type has a schema check.
+    wants_body: bool,
 }
 
 #[derive(Debug)]
@@ -91,8 +144,19 @@ struct MediaRule {
 pub struct Matched<'v, 'r> {
     validator: &'v Validator,
     operation: &'v Operation,
+    index: u32,
     path: &'r [u8],
     captures: Captures,
+}
+
+/// A matched operation, as a small `Copy` handle without lifetimes: keep it
+/// from the request to its response, then pass it to
+/// [`Validator::validate_response`]. Only the validator that made it
+/// honours it; with any other one nothing is checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct OperationRef {
+    validator: u32,
+    index: u32,
 }
 
 impl Validator {
@@ -108,8 +172,13 @@ impl Validator {
     /// numeric forms; `format: int32`/`int64` on integers become ranges;
     /// `readOnly` properties are dropped from `required`; `example`,
     /// `discriminator`, `xml`, `externalDocs`, `deprecated` and `x-*` are
-    /// dropped; siblings of `$ref` are ignored. OpenAPI 3.1 schemas are used
-    /// as written.
+    /// dropped; siblings of `$ref` are ignored. In responses `readOnly`
+    /// properties stay required and `writeOnly` ones are dropped from
+    /// `required` instead. OpenAPI 3.1 schemas are used as written.
+    ///
+    /// Responses are compiled only with
+    /// [`ValidatorOptions::validate_responses`]; each schema is compiled
+    /// once however many operations and statuses refer to it.
     pub fn new(spec: &Spec, options: ValidatorOptions) -> Result<Validator, SpecError> {
         let base_path = match options
             .base_path
@@ -129,12 +198,15 @@ impl Validator {
         let mut compiler = Compiler {
             spec,
             validate_formats: options.validate_formats,
+            validate_responses: options.validate_responses,
             warnings: Vec::new(),
+            schemas: HashMap::new(),
         };
         let mut validator = Validator {
             router: Router::default(),
             paths: Vec::new(),
             operations: Vec::new(),
+            stamp: NEXT_STAMP.fetch_add(1, Ordering::Relaxed),
             base_path,
             unknown: options.unknown_operation,
             max_body_bytes: options.max_body_bytes,
@@ -202,9 +274,139 @@ impl Validator {
         Ok(Matched {
             validator: self,
             operation: &self.operations[operation],
+            // Operations are counted while compiling: at most one per
+            // method of each path, far below u32::MAX.
+            index: u32::try_from(operation).unwrap_or(u32::MAX),
             path,
             captures,
         })
+    }
+
+    /// The operation for `method` and the raw `path`, as a handle to keep
+    /// until the response ([`Matched::operation_ref`]); `None` when the spec
+    /// has no such operation.
+    pub fn operation_ref(&self, method: &str, path: &[u8]) -> Option<OperationRef> {
+        self.match_operation(method, path)
+            .ok()
+            .map(|m| m.operation_ref())
+    }
+
+    /// The path template of the operation `op` (`/v1/pets/{petId}`);
+    /// `None` for a handle from another validator.
+    pub fn template(&self, op: OperationRef) -> Option<&str> {
+        self.operation_at(op).map(|o| &*o.template)
+    }
+
+    /// The `operationId` of the operation `op`, if it has one.
+    pub fn operation_id(&self, op: OperationRef) -> Option<&str> {
+        self.operation_at(op)?.operation_id.as_deref()
+    }
+
+    fn operation_at(&self, op: OperationRef) -> Option<&Operation> {
+        if op.validator != self.stamp {
+            return None;
+        }
+        self.operations.get(usize::try_from(op.index).ok()?)
+    }
+
+    /// A response with this `status` and `Content-Type` to the operation
+    /// `op` has a JSON schema to check: buffer its body and pass it to
+    /// [`Validator::validate_response`]. False when responses are not
+    /// validated ([`ValidatorOptions::validate_responses`]), for statuses
+    /// the spec does not declare, for media types without a JSON schema,
+    /// and for responses that have no body (`HEAD`, 1xx, 204, 304).
+    pub fn response_wants_body(
+        &self,
+        op: OperationRef,
+        status: u16,
+        content_type: Option<&[u8]>,
+    ) -> bool {
+        let Some(operation) = self.operation_at(op) else {
+            return false;
+        };
+        let Some(rule) = operation.responses.as_ref().and_then(|r| r.find(status)) else {
+            return false;
+        };
+        if !rule.wants_body || operation.head || bodiless_status(status) {
+            return false;
+        }
+        let content_type = content_type.unwrap_or(b"application/octet-stream");
+        is_json(content_type)
+            && media_rule(&rule.media, content_type).is_some_and(|m| m.check.is_some())
+    }
+
+    /// Validates a response to the operation `op`: its `status`, its
+    /// `Content-Type` and, when buffered, its `body` (`None` with a
+    /// `content_type`: a body that was not buffered, so only its media type
+    /// is checked; `None` without one, or `Some(b"")`: no body).
+    ///
+    /// The response is looked up by exact status, then by range (`2XX`),
+    /// then `default`. A status found nowhere is
+    /// [`ResponseOutcome::Undeclared`]; a media type the response does not
+    /// declare is [`ResponseOutcome::UnsupportedMediaType`]; a missing body
+    /// where content is declared (except for `HEAD`, 1xx, 204 and 304) and
+    /// a JSON body that breaks its schema are [`ResponseOutcome::Invalid`],
+    /// pointers starting with `/body`. Responses whose body the spec does
+    /// not describe (no `content`, non-JSON media types) are `Valid`, as is
+    /// everything for an operation without `responses`, with responses not
+    /// compiled ([`ValidatorOptions::validate_responses`] off), or for a
+    /// handle from another validator. Response headers are not checked.
+    ///
+    /// A valid response allocates nothing beyond the `serde_json::Value`
+    /// its JSON body is parsed into.
+    pub fn validate_response(
+        &self,
+        op: OperationRef,
+        status: u16,
+        content_type: Option<&[u8]>,
+        body: Option<&[u8]>,
+    ) -> ResponseOutcome<'_> {
+        let Some(operation) = self.operation_at(op) else {
+            return ResponseOutcome::Valid;
+        };
+        let Some(responses) = &operation.responses else {
+            return ResponseOutcome::Valid;
+        };
+        let Some(rule) = responses.find(status) else {
+            return ResponseOutcome::Undeclared {
+                declared: &responses.declared,
+            };
+        };
+        if rule.media.is_empty() {
+            return ResponseOutcome::Valid;
+        }
+        let present = match body {
+            Some(bytes) => !bytes.is_empty(),
+            None => content_type.is_some(),
+        };
+        let mut out = Violations::default();
+        if present {
+            let content_type = content_type.unwrap_or(b"application/octet-stream");
+            let Some(media) = media_rule(&rule.media, content_type) else {
+                return ResponseOutcome::UnsupportedMediaType {
+                    declared: &rule.declared,
+                };
+            };
+            if let (Some(check), Some(bytes)) = (&media.check, body) {
+                if is_json(content_type) {
+                    check_json(check, bytes, &mut out);
+                }
+            }
+        } else if !operation.head && !bodiless_status(status) {
+            out.add(
+                "/body",
+                None,
+                format!(
+                    "a response body ({}) is declared but none was sent",
+                    rule.declared
+                ),
+            );
+        }
+        if out.is_empty() {
+            ResponseOutcome::Valid
+        } else {
+            ResponseOutcome::Invalid(out.into_vec())
+        }
     }
 
     /// Whether a request for `method` and `path` needs its body buffered
@@ -217,6 +419,14 @@ impl Validator {
 }
 
 impl<'v> Matched<'v, '_> {
+    /// A `Copy` handle to the operation, for [`Validator::validate_response`].
+    pub fn operation_ref(&self) -> OperationRef {
+        OperationRef {
+            validator: self.validator.stamp,
+            index: self.index,
+        }
+    }
+
     /// The operation's `operationId`.
     pub fn operation_id(&self) -> Option<&'v str> {
         self.operation.operation_id.as_deref()
@@ -250,7 +460,7 @@ impl<'v> Matched<'v, '_> {
         let mut out = Violations::default();
         self.check_parameters(request, &mut out);
         let early = match (&self.operation.body, request.content_type) {
-            (Some(rule), Some(content_type)) => match media_rule(rule, content_type) {
+            (Some(rule), Some(content_type)) => match media_rule(&rule.media, content_type) {
                 Some(_) => None,
                 None => Some(Outcome::UnsupportedMediaType {
                     accepted: &rule.accepted,
@@ -349,7 +559,7 @@ impl<'v> Matched<'v, '_> {
             }
         }
         let content_type = content_type.unwrap_or(b"application/octet-stream");
-        let Some(media) = media_rule(rule, content_type) else {
+        let Some(media) = media_rule(&rule.media, content_type) else {
             return Some(Outcome::UnsupportedMediaType {
                 accepted: &rule.accepted,
             });
@@ -357,18 +567,27 @@ impl<'v> Matched<'v, '_> {
         let (Some(check), Some(bytes)) = (&media.check, body) else {
             return None;
         };
-        if !is_json(content_type) {
-            return None;
-        }
-        // serde_json stops at 128 levels of nesting ("recursion limit
-        // exceeded"), so a hostile body cannot overflow the stack here, in
-        // jsonschema, or when the value is dropped.
-        match serde_json::from_slice::<Value>(bytes) {
-            Ok(instance) => check.check(&instance, "/body", out),
-            Err(e) => out.add("/body", None, format!("is not valid JSON: {e}")),
+        if is_json(content_type) {
+            check_json(check, bytes, out);
         }
         None
     }
+}
+
+/// Parses a JSON body and checks it, pointers under `/body`.
+fn check_json(check: &SchemaCheck, bytes: &[u8], out: &mut Violations) {
+    // serde_json stops at 128 levels of nesting ("recursion limit
+    // exceeded"), so a hostile body cannot overflow the stack here, in
+    // jsonschema, or when the value is dropped.
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(instance) => check.check(&instance, "/body", out),
+        Err(e) => out.add("/body", None, format!("is not valid JSON: {e}")),
+    }
+}
+
+/// Statuses whose responses have no body (RFC 9110): 1xx, 204 and 304.
+fn bodiless_status(status: u16) -> bool {
+    (100..200).contains(&status) || status == 204 || status == 304
 }
 
 /// The essence (`type/subtype`) of a `Content-Type` value, trimmed.
@@ -398,10 +617,10 @@ fn ends_with_ignore_case(text: &[u8], suffix: &[u8]) -> bool {
 }
 
 /// The most specific media rule for a `Content-Type`.
-fn media_rule<'r>(rule: &'r BodyRule, content_type: &[u8]) -> Option<&'r MediaRule> {
+fn media_rule<'r>(rules: &'r [MediaRule], content_type: &[u8]) -> Option<&'r MediaRule> {
     let (main, sub) = essence(content_type);
     let mut best: Option<(u8, &MediaRule)> = None;
-    for media in &rule.media {
+    for media in rules {
         let same_main = media.main.as_bytes().eq_ignore_ascii_case(main);
         let rank = if same_main && media.sub.as_bytes().eq_ignore_ascii_case(sub) {
             4
@@ -695,13 +914,20 @@ fn check_cookie(param: &Param, headers: Headers<'_>, out: &mut Violations) {
 struct Compiler<'s> {
     spec: &'s Spec,
     validate_formats: bool,
+    validate_responses: bool,
     warnings: Vec<String>,
+    /// Compiled body schemas by (dereferenced) pointer: a schema that many
+    /// operations refer to is compiled once per direction.
+    schemas: HashMap<(String, Direction), SchemaCheck>,
 }
 
 impl Compiler<'_> {
     fn warn(&mut self, pointer: &str, message: impl std::fmt::Display) {
-        self.warnings
-            .push(format!("{}: #{pointer}: {message}", self.spec.origin()));
+        let line = format!("{}: #{pointer}: {message}", self.spec.origin());
+        // A shared request body or response reports its warnings once.
+        if !self.warnings.contains(&line) {
+            self.warnings.push(line);
+        }
     }
 
     fn path_item(
@@ -733,7 +959,8 @@ impl Compiler<'_> {
                 continue;
             };
             let op_at = pointer_push(&item_at, key);
-            let compiled = self.operation(template, &parsed.names, operation, &op_at, &common)?;
+            let compiled =
+                self.operation(template, key, &parsed.names, operation, &op_at, &common)?;
             entry.operations[m] = Some(validator.operations.len());
             validator.operations.push(compiled);
             allow.push(upper);
@@ -756,6 +983,7 @@ impl Compiler<'_> {
     fn operation(
         &mut self,
         template: &str,
+        method: &str,
         names: &[String],
         operation: &Value,
         at: &str,
@@ -789,6 +1017,8 @@ impl Compiler<'_> {
             headers: Vec::new(),
             cookies: Vec::new(),
             body: None,
+            head: method == "head",
+            responses: None,
         };
         for (param, param_at) in &all {
             let param::Compiled { param, warning } =
@@ -830,7 +1060,92 @@ impl Compiler<'_> {
         if let Some(body) = object.get("requestBody") {
             compiled.body = Some(self.request_body(body, &pointer_push(at, "requestBody"))?);
         }
+        if self.validate_responses {
+            if let Some(responses) = object.get("responses") {
+                compiled.responses = self.responses(responses, &pointer_push(at, "responses"))?;
+            }
+        }
         Ok(compiled)
+    }
+
+    fn responses(&mut self, responses: &Value, at: &str) -> Result<Option<Responses>, SpecError> {
+        let spec = self.spec;
+        let (responses, responses_at) = spec.deref(responses, at)?;
+        let object = responses
+            .as_object()
+            .ok_or_else(|| spec.error(&responses_at, "`responses` must be an object"))?;
+        let mut compiled = Responses::default();
+        for (key, response) in object {
+            if key.starts_with("x-") {
+                continue;
+            }
+            let response_at = pointer_push(&responses_at, key);
+            let bytes = key.as_bytes();
+            let slot = if key == "default" {
+                &mut compiled.default
+            } else if let [class @ b'1'..=b'5', b'X' | b'x', b'X' | b'x'] = bytes {
+                &mut compiled.ranges[usize::from(class - b'1')]
+            } else if let Some(code) = key
+                .parse::<u16>()
+                .ok()
+                .filter(|c| bytes.len() == 3 && (100..600).contains(c))
+            {
+                let rule = self.response(response, &response_at)?;
+                compiled.exact.push((code, rule));
+                continue;
+            } else {
+                return Err(spec.error(
+                    &response_at,
+                    format!("`{key}` is not a status code (`200`), a range (`2XX`) or `default`"),
+                ));
+            };
+            if slot.is_some() {
+                return Err(spec.error(&response_at, format!("`{key}` is declared twice")));
+            }
+            *slot = Some(self.response(response, &response_at)?);
+        }
+        // `200, 404, 4XX, default`, whatever the order in the spec.
+        compiled.exact.sort_by_key(|(code, _)| *code);
+        let mut declared: Vec<String> = compiled
+            .exact
+            .iter()
+            .map(|(code, _)| code.to_string())
+            .collect();
+        for (class, range) in (1..).zip(&compiled.ranges) {
+            if range.is_some() {
+                declared.push(format!("{class}XX"));
+            }
+        }
+        if compiled.default.is_some() {
+            declared.push("default".to_owned());
+        }
+        if declared.is_empty() {
+            return Ok(None);
+        }
+        compiled.declared = declared.join(", ").into();
+        Ok(Some(compiled))
+    }
+
+    fn response(&mut self, response: &Value, at: &str) -> Result<ResponseRule, SpecError> {
+        let spec = self.spec;
+        let (response, response_at) = spec.deref(response, at)?;
+        if !response.is_object() {
+            return Err(spec.error(&response_at, "a response must be an object"));
+        }
+        let content_at = pointer_push(&response_at, "content");
+        let (media, declared) = match response.get("content") {
+            None => (Vec::new(), Vec::new()),
+            Some(Value::Object(content)) => {
+                self.content(content, &content_at, Direction::Response)?
+            }
+            Some(_) => return Err(spec.error(&content_at, "`content` must be an object")),
+        };
+        let wants_body = media.iter().any(|m| m.check.is_some());
+        Ok(ResponseRule {
+            media,
+            declared: declared.join(", ").into(),
+            wants_body,
+        })
     }
 
     fn request_body(&mut self, body: &Value, at: &str) -> Result<BodyRule, SpecError> {
@@ -851,10 +1166,28 @@ impl Compiler<'_> {
             .get("content")
             .and_then(Value::as_object)
             .ok_or_else(|| spec.error(&content_at, "a request body needs a `content` object"))?;
-        let mut media = Vec::new();
-        let mut accepted = Vec::new();
+        let (media, accepted) = self.content(content, &content_at, Direction::Request)?;
+        let needs_body = media.iter().any(|m| m.check.is_some());
+        Ok(BodyRule {
+            required,
+            media,
+            accepted: accepted.join(", ").into(),
+            needs_body,
+        })
+    }
+
+    /// The media rules of a `content` map, and the essences it declares.
+    fn content(
+        &mut self,
+        content: &Map<String, Value>,
+        content_at: &str,
+        direction: Direction,
+    ) -> Result<(Vec<MediaRule>, Vec<String>), SpecError> {
+        let spec = self.spec;
+        let mut media = Vec::with_capacity(content.len());
+        let mut accepted = Vec::with_capacity(content.len());
         for (key, media_type) in content {
-            let media_at = pointer_push(&content_at, key);
+            let media_at = pointer_push(content_at, key);
             let essence = key
                 .split(';')
                 .next()
@@ -871,19 +1204,17 @@ impl Compiler<'_> {
             let check = match media_type.get("schema") {
                 None => None,
                 Some(_) if !json_capable => {
+                    let what = match direction {
+                        Direction::Request => "bodies",
+                        Direction::Response => "response bodies",
+                    };
                     self.warn(
                         &media_at,
-                        format!("`{key}` bodies are not checked against their schema"),
+                        format!("`{key}` {what} are not checked against their schema"),
                     );
                     None
                 }
-                Some(_) => {
-                    let schema_at = pointer_push(&media_at, "schema");
-                    match SchemaCheck::compile(spec, &schema_at, self.validate_formats)? {
-                        SchemaCheck::Any => None,
-                        check => Some(check),
-                    }
-                }
+                Some(_) => self.schema_check(&pointer_push(&media_at, "schema"), direction)?,
             };
             media.push(MediaRule {
                 main: main.into(),
@@ -891,13 +1222,61 @@ impl Compiler<'_> {
                 check,
             });
         }
-        let needs_body = media.iter().any(|m| m.check.is_some());
-        Ok(BodyRule {
-            required,
-            media,
-            accepted: accepted.join(", ").into(),
-            needs_body,
+        Ok((media, accepted))
+    }
+
+    /// The check for the body schema at `at`; `None` when it accepts
+    /// anything. Compiled once per schema and direction.
+    fn schema_check(
+        &mut self,
+        at: &str,
+        direction: Direction,
+    ) -> Result<Option<SchemaCheck>, SpecError> {
+        let key = (self.canonical_schema(at)?, direction);
+        let check = match self.schemas.get(&key) {
+            Some(check) => check.clone(),
+            None => {
+                let check =
+                    SchemaCheck::compile(self.spec, &key.0, self.validate_formats, direction)?;
+                self.schemas.insert(key, check.clone());
+                check
+            }
+        };
+        Ok(match check {
+            SchemaCheck::Any => None,
+            check => Some(check),
         })
+    }
+
+    /// Where the schema at `at` really is: follows schemas that are only a
+    /// `$ref` (in OpenAPI 3.0 any `$ref`, whose siblings are ignored), so
+    /// that a component used by many operations has one pointer. Stops
+    /// early on anything odd and leaves it to the schema compiler to report.
+    fn canonical_schema(&self, at: &str) -> Result<String, SpecError> {
+        let spec = self.spec;
+        let v30 = spec.version() == OpenApiVersion::V3_0;
+        let mut at = at.to_owned();
+        for _ in 0..16 {
+            let Some(object) = spec.lookup(&at).and_then(Value::as_object) else {
+                break;
+            };
+            let Some(reference) = object.get("$ref").and_then(Value::as_str) else {
+                break;
+            };
+            if !v30 && object.len() != 1 {
+                break;
+            }
+            let target = spec.ref_target(reference, &pointer_push(&at, "$ref"))?;
+            if target == at
+                || target.is_empty()
+                || target == "/allOf"
+                || target.starts_with("/allOf/")
+            {
+                break;
+            }
+            at = target;
+        }
+        Ok(at)
     }
 }
 

@@ -702,3 +702,36 @@ async fn jwt_keys_come_from_a_jwks_url() {
         "{config}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rate_limit_can_key_on_a_verified_claim() {
+    let echo = Echo::start("e").await;
+    let key = jwt::generate_key(jwt::Algorithm::ES256, "k").unwrap();
+    let jwks = std::env::temp_dir().join(format!("sluice-jwks-claim-{}.json", std::process::id()));
+    write_jwks(&jwks, &[&key]);
+    let middleware = format!(
+        "middleware:\n  jwt: {{ jwks: \"{}\", algorithms: [ES256] }}\n  per_user: {{ rate_limit: {{ key: \"claim:sub\", rate: 1/m }} }}\n",
+        jwks.display()
+    );
+    let proxy = proxy_with(
+        echo.addr,
+        &middleware,
+        "  - { path: /, chain: [jwt, per_user], upstream: echo }\n",
+    );
+    let mut conn = proxy.conn().await;
+    let token_for = |sub: &str| {
+        let mut claims = claims("", 600);
+        claims["sub"] = sub.into();
+        format!("Authorization: Bearer {}", key.sign(&claims).unwrap())
+    };
+    let (alice, bob) = (token_for("alice"), token_for("bob"));
+    assert_eq!(conn.request("GET", "/", &[&alice], b"").await.status, 200);
+    assert_eq!(conn.request("GET", "/", &[&bob], b"").await.status, 200);
+    // A second token of alice's shares her bucket: the key is the claim, not the token.
+    let alice_again = token_for("alice");
+    assert_eq!(
+        conn.request("GET", "/", &[&alice_again], b"").await.status,
+        429
+    );
+    let _ = std::fs::remove_file(&jwks);
+}
