@@ -31,7 +31,7 @@ use tracing::{debug, warn};
 use crate::{
     forward::{self, Framing, RequestContext},
     metrics::UpstreamError,
-    middleware::{Answer, Chain, Exchange, HeaderEdits, Outcome, RequestView},
+    middleware::{Answer, Chain, Exchange, HeaderEdits, Outcome, RequestView, ResponseView},
     pool::UpstreamConn,
     route::RouteMatch,
     worker::Worker,
@@ -765,6 +765,7 @@ impl Session {
             upstream: Some(conn.upstream),
             body_bytes: 0,
         };
+        self.check_response_body(&mut conn, &response).await;
         let edits = self.response_edits(response.status);
         if response.status == StatusCode::SWITCHING_PROTOCOLS {
             return Ok(self.tunnel(head, conn, &response, edits).await);
@@ -801,6 +802,49 @@ impl Session {
             (true, true) => Next::Close,
             (true, false) => Next::KeepAlive,
         })
+    }
+
+    /// Reads a Content-Length response body whole and shows it to the
+    /// handlers that asked (`validate` with `responses: true`). A body that
+    /// does not arrive is left to `relay_body` to report.
+    async fn check_response_body(&mut self, conn: &mut UpstreamConn, response: &ResponseHead) {
+        let Some(chain) = self.chain.clone() else {
+            return;
+        };
+        let (Some(max), BodyFraming::Length(len)) = (
+            chain.wants_response_body(response.status, &self.exchange),
+            response.framing,
+        ) else {
+            return;
+        };
+        let Some(end) = usize::try_from(len)
+            .ok()
+            .filter(|&len| len <= max)
+            .map(|len| response.len + len)
+        else {
+            return;
+        };
+        let timeout = self.worker.gateway.upstreams[conn.upstream]
+            .timeouts
+            .request;
+        let deadline = tokio::time::Instant::now() + timeout;
+        while conn.buf.len() < end {
+            match self.read_upstream(conn, deadline).await {
+                UpstreamRead::Done(Ok(read)) if read > 0 => {}
+                _ => return,
+            }
+        }
+        let content_type = self
+            .response_fields
+            .iter()
+            .find(|(name, _)| conn.buf[name.clone()].eq_ignore_ascii_case(b"content-type"))
+            .map(|(_, value)| &conn.buf[value.clone()]);
+        let view = ResponseView {
+            status: response.status,
+            content_type,
+            body: &conn.buf[response.len..end],
+        };
+        chain.response_body(&view, &self.exchange);
     }
 
     /// Copies the response body into `wbuf`, flushing as it grows. False

@@ -735,3 +735,69 @@ async fn rate_limit_can_key_on_a_verified_claim() {
     );
     let _ = std::fs::remove_file(&jwks);
 }
+
+/// An upstream answering every request with `status`, `content_type` and `body`.
+async fn fixed_upstream(
+    status: &'static str,
+    content_type: &'static str,
+    body: &'static str,
+) -> std::net::SocketAddr {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 4096];
+                while let Ok(n) = stream.read(&mut buf).await {
+                    if n == 0 {
+                        return;
+                    }
+                    let answer = format!(
+                        "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                    if stream.write_all(answer.as_bytes()).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn validate_reports_responses_that_break_the_spec_without_breaking_clients() {
+    let spec = concat!(env!("CARGO_MANIFEST_DIR"), "/../../specs/petstore.yaml");
+    let good = testkit::serve(backends::Backend::Petstore);
+    let bad = fixed_upstream("200 OK", "application/json", r#"[{"id":"one","name":7}]"#).await;
+    let proxy = Proxy::start(&format!(
+        "upstreams:\n  good: {{ hosts: [\"http://{}\"] }}\n  bad: {{ hosts: [\"http://{bad}\"] }}\nmiddleware:\n  validate: {{ openapi: \"{spec}\", responses: true }}\nroutes:\n  - {{ path: /, chain: [validate], upstream: good }}\n  - {{ path: /, host: bad.example, chain: [validate], upstream: bad }}\n",
+        good.addr()
+    ));
+    let failures = || async {
+        let metrics = RawConn::connect(proxy.admin())
+            .await
+            .get("/metrics")
+            .await
+            .text();
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix("sluice_validate_response_failures_total "))
+            .map(|n| n.trim().parse::<u64>().unwrap())
+            .unwrap()
+    };
+    let mut conn = proxy.conn().await;
+    let response = conn.get("/v1/pets").await;
+    assert_eq!(response.status, 200);
+    assert!(response.text().contains("catten"));
+    assert_eq!(failures().await, 0, "the petstore answers as its spec says");
+
+    conn.send("GET /v1/pets HTTP/1.1\r\nHost: bad.example\r\n\r\n")
+        .await;
+    let response = conn.read_response(false).await;
+    assert_eq!(response.status, 200, "the client still gets the answer");
+    assert_eq!(response.text(), r#"[{"id":"one","name":7}]"#);
+    assert_eq!(failures().await, 1);
+}

@@ -342,6 +342,13 @@ pub struct Validate {
     /// Bodies are held for validation up to this size; past it, 413.
     #[serde(default = "default_validate_body", deserialize_with = "size")]
     pub max_body_bytes: u64,
+    /// Also check responses (status, media type, JSON body); a mismatch is
+    /// logged and counted, and the response still goes to the client.
+    #[serde(default)]
+    pub responses: bool,
+    /// Response bodies up to this size (with Content-Length) are checked.
+    #[serde(default = "default_validate_body", deserialize_with = "size")]
+    pub max_response_bytes: u64,
 }
 
 fn default_validate_body() -> u64 {

@@ -186,6 +186,8 @@ pub(crate) struct Exchange {
     pub traceparent: Option<HeaderValue>,
     /// The `Access-Control-Allow-Origin` to answer with.
     pub cors_origin: Option<HeaderValue>,
+    /// The API operation `validate` matched, for checking the response.
+    pub operation: Option<openapi::OperationRef>,
     /// The verified token, for handlers after `jwt`.
     pub claims: Option<Arc<::jwt::Verified>>,
     /// The request body may be this large (`body_limit` lowers it).
@@ -211,6 +213,7 @@ impl Exchange {
         self.traceability_id = None;
         self.traceparent = None;
         self.claims = None;
+        self.operation = None;
         self.cors_origin = None;
         self.max_body = max_body;
         self.in_flight.clear();
@@ -245,6 +248,22 @@ pub(crate) trait Handler: Send + Sync + fmt::Debug {
     fn wants_body(&self, _request: &RequestView<'_>) -> Option<usize> {
         None
     }
+
+    /// The most response body this handler wants to see, if any.
+    fn wants_response_body(&self, _status: StatusCode, _exchange: &Exchange) -> Option<usize> {
+        None
+    }
+
+    /// Looks at a whole response body (before the head is written).
+    fn response_body(&self, _response: &ResponseView<'_>, _exchange: &Exchange) {}
+}
+
+/// An upstream response whose body was read whole for a handler.
+#[derive(Debug)]
+pub(crate) struct ResponseView<'a> {
+    pub status: StatusCode,
+    pub content_type: Option<&'a [u8]>,
+    pub body: &'a [u8],
 }
 
 /// The handlers of one route, in order.
@@ -289,6 +308,25 @@ impl Chain {
         None
     }
 
+    /// The largest response body a handler that ran wants to see, if any.
+    pub(crate) fn wants_response_body(
+        &self,
+        status: StatusCode,
+        exchange: &Exchange,
+    ) -> Option<usize> {
+        self.handlers[..exchange.ran]
+            .iter()
+            .filter_map(|h| h.wants_response_body(status, exchange))
+            .max()
+    }
+
+    /// Shows a whole response body to the handlers that ran, last first.
+    pub(crate) fn response_body(&self, response: &ResponseView<'_>, exchange: &Exchange) {
+        for handler in self.handlers[..exchange.ran].iter().rev() {
+            handler.response_body(response, exchange);
+        }
+    }
+
     /// Runs the response phase, last handler first.
     pub(crate) fn response(&self, status: StatusCode, exchange: &mut Exchange) {
         for handler in self.handlers[..exchange.ran].iter().rev() {
@@ -321,6 +359,7 @@ pub(crate) struct Chains {
     pub by_route: Vec<Arc<Chain>>,
     pub metrics: Vec<Arc<RouteMetrics>>,
     pub access_logs: Vec<Arc<AccessLogger>>,
+    pub validators: Vec<Arc<validate::ValidateHandler>>,
 }
 
 impl Chains {
@@ -329,6 +368,13 @@ impl Chains {
         use std::fmt::Write as _;
         for metrics in &self.metrics {
             metrics.render(out);
+        }
+        if !self.validators.is_empty() {
+            let failed: u64 = self.validators.iter().map(|v| v.response_failures()).sum();
+            let _ = writeln!(
+                out,
+                "# HELP sluice_validate_response_failures_total Upstream responses that did not match the API spec.\n# TYPE sluice_validate_response_failures_total counter\nsluice_validate_response_failures_total {failed}"
+            );
         }
         if !self.access_logs.is_empty() {
             let dropped: u64 = self.access_logs.iter().map(|log| log.dropped()).sum();
@@ -346,6 +392,7 @@ pub(crate) fn build(config: &Config, context: &BuildContext<'_>) -> anyhow::Resu
     let mut instances: BTreeMap<String, Arc<dyn Handler>> = BTreeMap::new();
     let mut metrics = Vec::new();
     let mut access_logs = Vec::new();
+    let mut validators = Vec::new();
     let mut by_route = Vec::new();
     for route in &config.routes {
         let names: Vec<String> = match route.chain.as_ref().map(|c| &c.value) {
@@ -370,8 +417,14 @@ pub(crate) fn build(config: &Config, context: &BuildContext<'_>) -> anyhow::Resu
                 None => HandlerConfig::defaults(&name)
                     .with_context(|| format!("no middleware named `{name}`"))?,
             };
-            let handler = build_handler(settings, context, &mut metrics, &mut access_logs)
-                .with_context(|| format!("middleware.{name}"))?;
+            let handler = build_handler(
+                settings,
+                context,
+                &mut metrics,
+                &mut access_logs,
+                &mut validators,
+            )
+            .with_context(|| format!("middleware.{name}"))?;
             instances.insert(name, Arc::clone(&handler));
             handlers.push(handler);
         }
@@ -381,6 +434,7 @@ pub(crate) fn build(config: &Config, context: &BuildContext<'_>) -> anyhow::Resu
         by_route,
         metrics,
         access_logs,
+        validators,
     })
 }
 
@@ -390,6 +444,7 @@ fn build_handler(
     context: &BuildContext<'_>,
     metrics: &mut Vec<Arc<RouteMetrics>>,
     access_logs: &mut Vec<Arc<AccessLogger>>,
+    validators: &mut Vec<Arc<validate::ValidateHandler>>,
 ) -> anyhow::Result<Arc<dyn Handler>> {
     Ok(match settings {
         HandlerConfig::Correlation(c) => Arc::new(correlation::CorrelationHandler::new(&c)?),
@@ -405,7 +460,11 @@ fn build_handler(
         }
         HandlerConfig::Headers(c) => Arc::new(headers::HeadersHandler::new(&c)?),
         HandlerConfig::Jwt(c) => Arc::new(jwt::JwtHandler::new(&c)?),
-        HandlerConfig::Validate(c) => Arc::new(validate::ValidateHandler::new(&c)?),
+        HandlerConfig::Validate(c) => {
+            let handler = Arc::new(validate::ValidateHandler::new(&c)?);
+            validators.push(Arc::clone(&handler));
+            handler
+        }
         HandlerConfig::RateLimit(c) => Arc::new(rate_limit::RateLimiter::new(&c)?),
         HandlerConfig::ConcurrencyLimit(c) => {
             Arc::new(concurrency_limit::ConcurrencyLimiter::new(&c))

@@ -3,19 +3,31 @@
 //! bodies. A request that breaks the spec gets 400 with every violation
 //! and its JSON pointer; an operation the spec lacks gets 404/405 (or
 //! passes, if configured); a body the operation does not accept, 415.
+//! With `responses: true`, upstream responses are checked too (status,
+//! media type, JSON body up to `max_response_bytes`); a mismatch is logged
+//! and counted, and the response still reaches the client: the proxy
+//! reports a broken service rather than breaking its clients.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use anyhow::Context as _;
 use http::{header, HeaderValue, StatusCode};
 use http1::Violation;
-use openapi::{Headers, Outcome, Request, Spec, UnknownOperation, Validator, ValidatorOptions};
+use openapi::{
+    Headers, Outcome, Request, ResponseOutcome, Spec, UnknownOperation, Validator, ValidatorOptions,
+};
+use tracing::warn;
 
-use super::{Answer, Exchange, Flow, Handler, RequestView};
+use super::{Answer, Exchange, Flow, Handler, RequestView, ResponseView};
 use crate::config::{self, Validate};
 
 #[derive(Debug)]
 pub(crate) struct ValidateHandler {
     validator: Validator,
     max_body: usize,
+    /// `None`: responses are not checked.
+    max_response: Option<usize>,
+    response_failures: AtomicU64,
 }
 
 impl ValidateHandler {
@@ -29,6 +41,7 @@ impl ValidateHandler {
                 config::UnknownOperation::Pass => UnknownOperation::Pass,
             },
             max_body_bytes: max_body,
+            validate_responses: config.responses,
             ..ValidatorOptions::default()
         };
         let validator = Validator::new(&spec, options)
@@ -40,7 +53,25 @@ impl ValidateHandler {
         Ok(Self {
             validator,
             max_body,
+            max_response: config
+                .responses
+                .then(|| usize::try_from(config.max_response_bytes).unwrap_or(usize::MAX)),
+            response_failures: AtomicU64::new(0),
         })
+    }
+
+    /// Responses that did not match the spec.
+    pub(crate) fn response_failures(&self) -> u64 {
+        self.response_failures.load(Relaxed)
+    }
+
+    fn response_failed(&self, exchange: &Exchange, status: StatusCode, why: &str) {
+        self.response_failures.fetch_add(1, Relaxed);
+        let operation = exchange
+            .operation
+            .and_then(|op| self.validator.template(op))
+            .unwrap_or("?");
+        warn!(method = %exchange.method, operation, %status, "response does not match the API spec: {why}");
     }
 }
 
@@ -51,7 +82,53 @@ impl Handler for ValidateHandler {
             .then_some(self.max_body)
     }
 
-    fn request(&self, request: &RequestView<'_>, _exchange: &mut Exchange) -> Flow {
+    fn wants_response_body(&self, status: StatusCode, exchange: &Exchange) -> Option<usize> {
+        let max = self.max_response?;
+        let op = exchange.operation?;
+        // The media type is checked with the body; any JSON schema for the status will do here.
+        self.validator
+            .response_wants_body(op, status.as_u16(), Some(b"application/json"))
+            .then_some(max)
+    }
+
+    fn response_body(&self, response: &ResponseView<'_>, exchange: &Exchange) {
+        let Some(op) = exchange.operation else {
+            return;
+        };
+        let outcome = self.validator.validate_response(
+            op,
+            response.status.as_u16(),
+            response.content_type,
+            Some(response.body),
+        );
+        match outcome {
+            ResponseOutcome::Valid => {}
+            ResponseOutcome::Undeclared { declared } => self.response_failed(
+                exchange,
+                response.status,
+                &format!("the status is not declared (declared: {declared})"),
+            ),
+            ResponseOutcome::UnsupportedMediaType { declared } => self.response_failed(
+                exchange,
+                response.status,
+                &format!("the media type is not declared (declared: {declared})"),
+            ),
+            ResponseOutcome::Invalid(violations) => {
+                let listed: Vec<String> = violations
+                    .iter()
+                    .map(|v| format!("{}: {}", v.pointer, v.message))
+                    .collect();
+                self.response_failed(exchange, response.status, &listed.join("; "));
+            }
+        }
+    }
+
+    fn request(&self, request: &RequestView<'_>, exchange: &mut Exchange) -> Flow {
+        if self.max_response.is_some() {
+            exchange.operation = self
+                .validator
+                .operation_ref(request.method.as_str(), request.path.as_bytes());
+        }
         let checked = Request {
             method: request.method.as_str(),
             path: request.path.as_bytes(),
