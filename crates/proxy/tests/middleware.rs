@@ -801,3 +801,40 @@ async fn validate_reports_responses_that_break_the_spec_without_breaking_clients
     assert_eq!(response.text(), r#"[{"id":"one","name":7}]"#);
     assert_eq!(failures().await, 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_access_log_queue_drops_and_counts_lines_without_stalling() {
+    let echo = Echo::start("e").await;
+    let log = std::env::temp_dir().join(format!("sluice-access-drop-{}.log", std::process::id()));
+    let proxy = proxy_with(
+        echo.addr,
+        &format!(
+            "middleware:\n  access_log: {{ path: \"{}\", queue: 1 }}\n",
+            log.display()
+        ),
+        "  - { path: /, chain: [access_log], upstream: echo }\n",
+    );
+    // 200 pipelined requests arrive far faster than the writer's 20 ms batches.
+    let mut conn = proxy.conn().await;
+    conn.send("GET / HTTP/1.1\r\nHost: t\r\n\r\n".repeat(200))
+        .await;
+    let started = Instant::now();
+    for _ in 0..200 {
+        assert_eq!(conn.read_response(false).await.status, 200);
+    }
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let metrics = RawConn::connect(proxy.admin())
+        .await
+        .get("/metrics")
+        .await
+        .text();
+    let dropped: u64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("sluice_access_log_dropped_total "))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(dropped > 0 && dropped < 200, "{dropped}");
+    let _ = std::fs::remove_file(&log);
+}
