@@ -1,5 +1,6 @@
 //! `sluice`: the sidecar proxy, its load generator, reference backends and benchmark.
 
+mod cert;
 mod load;
 mod process;
 mod proxy;
@@ -20,6 +21,7 @@ use clap::{Parser, Subcommand};
     sluice serve petstore --listen 127.0.0.1:8080 --workers 1\n  \
     sluice serve static --size 1024\n  \
     sluice token keys --alg RS256 --kid demo --out certs\n  \
+    sluice cert --out certs\n  \
     sluice serve passthrough --listen 127.0.0.1:8082 --downstream http://127.0.0.1:8081")]
 struct Cli {
     #[command(subcommand)]
@@ -34,6 +36,8 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Create test keys (JWKS + private key) and sign tokens for the jwt handler.
     Token(token::TokenArgs),
+    /// Create a local CA and server and client certificates.
+    Cert(cert::CertArgs),
 }
 
 fn main() -> ExitCode {
@@ -42,6 +46,7 @@ fn main() -> ExitCode {
         Command::Load(args) => return load::run(args),
         Command::Proxy(args) => return proxy::run(args),
         Command::Token(args) => return token::run(args),
+        Command::Cert(args) => return cert::run(args),
         Command::Serve(args) => serve::run(args),
     };
     match result {

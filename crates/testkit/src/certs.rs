@@ -1,5 +1,5 @@
 //! Test certificates: a throwaway CA and a server certificate for
-//! `localhost` and 127.0.0.1 signed by it, made with rcgen.
+//! `localhost` and 127.0.0.1 signed by it (`tls::LocalCa`).
 
 use std::{
     path::PathBuf,
@@ -9,11 +9,10 @@ use std::{
     },
 };
 
-use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
 use tokio_rustls::{
     rustls::{
         self,
-        pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer},
+        pki_types::{pem::PemObject, CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer},
     },
     TlsAcceptor,
 };
@@ -30,35 +29,27 @@ pub struct TestCerts {
 
 impl TestCerts {
     pub fn generate() -> Self {
-        let ca_key = KeyPair::generate().expect("CA key");
-        let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
-        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca_params
-            .distinguished_name
-            .push(DnType::CommonName, "sluice test CA");
-        let ca_cert = ca_params.self_signed(&ca_key).expect("self-signed CA");
-        let issuer = Issuer::new(ca_params, ca_key);
-
-        let server_key = KeyPair::generate().expect("server key");
-        let server_params = CertificateParams::new(vec!["localhost".into(), "127.0.0.1".into()])
-            .expect("server params");
-        let server_cert = server_params
-            .signed_by(&server_key, &issuer)
-            .expect("server certificate");
+        let ca = tls::LocalCa::generate("sluice test CA", std::time::Duration::from_secs(86_400))
+            .expect("a test CA");
+        let server = ca
+            .server(&["localhost".into(), "127.0.0.1".into()])
+            .expect("a server certificate");
 
         static NEXT: AtomicU64 = AtomicU64::new(0);
-        let ca_pem = ca_cert.pem();
         let ca_path = std::env::temp_dir().join(format!(
             "sluice-test-ca-{}-{}.pem",
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         ));
-        std::fs::write(&ca_path, &ca_pem).expect("write the CA file");
+        std::fs::write(&ca_path, &ca.ca.cert_pem).expect("write the CA file");
         Self {
-            ca_pem,
+            ca_pem: ca.ca.cert_pem.clone(),
             ca_path,
-            server_chain: vec![server_cert.der().clone()],
-            server_key: PrivatePkcs8KeyDer::from(server_key.serialize_der()),
+            server_chain: vec![
+                CertificateDer::from_pem_slice(server.cert_pem.as_bytes()).expect("server PEM")
+            ],
+            server_key: PrivatePkcs8KeyDer::from_pem_slice(server.key_pem.as_bytes())
+                .expect("server key PEM"),
         }
     }
 

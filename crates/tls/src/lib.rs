@@ -1,0 +1,136 @@
+//! TLS pieces shared by sluice's commands and tests.
+//!
+//! [`LocalCa`] is a throwaway certificate authority (rcgen) that issues
+//! server and client certificates, for `sluice cert`, the test harness and
+//! benchmarks: everything a TLS listener, an mTLS client or a `--cacert`
+//! needs on a machine without a real PKI.
+
+use std::time::Duration;
+
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
+};
+
+pub use rcgen::Error;
+
+/// A certificate and its private key, PEM-encoded.
+#[derive(Debug, Clone)]
+pub struct Issued {
+    /// The certificate (a single PEM block).
+    pub cert_pem: String,
+    /// Its PKCS#8 private key.
+    pub key_pem: String,
+}
+
+/// A certificate authority that signs certificates for local use.
+#[derive(Debug)]
+pub struct LocalCa {
+    issuer: Issuer<'static, KeyPair>,
+    /// The CA certificate and key.
+    pub ca: Issued,
+    validity: Duration,
+}
+
+impl LocalCa {
+    /// A new CA named `name`, whose certificates (and itself) are valid for `validity` from now.
+    pub fn generate(name: &str, validity: Duration) -> Result<Self, Error> {
+        let key = KeyPair::generate()?;
+        let mut params = CertificateParams::new(Vec::<String>::new())?;
+        params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+        params.distinguished_name.push(DnType::CommonName, name);
+        params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        set_validity(&mut params, validity);
+        let cert = params.self_signed(&key)?;
+        let ca = Issued {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        };
+        Ok(Self {
+            issuer: Issuer::new(params, key),
+            ca,
+            validity,
+        })
+    }
+
+    /// An existing CA from its certificate and key (PEM).
+    pub fn from_pem(cert_pem: &str, key_pem: &str, validity: Duration) -> Result<Self, Error> {
+        let key = KeyPair::from_pem(key_pem)?;
+        let issuer = Issuer::from_ca_cert_pem(cert_pem, key)?;
+        Ok(Self {
+            issuer,
+            ca: Issued {
+                cert_pem: cert_pem.to_string(),
+                key_pem: key_pem.to_string(),
+            },
+            validity,
+        })
+    }
+
+    /// A server certificate for `hosts` (DNS names or IP addresses).
+    pub fn server(&self, hosts: &[String]) -> Result<Issued, Error> {
+        let mut params = CertificateParams::new(hosts.to_vec())?;
+        params.distinguished_name.push(
+            DnType::CommonName,
+            hosts.first().map_or("localhost", String::as_str),
+        );
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        self.sign(params)
+    }
+
+    /// A client certificate (for mTLS) whose common name is `name`.
+    pub fn client(&self, name: &str) -> Result<Issued, Error> {
+        let mut params = CertificateParams::new(Vec::<String>::new())?;
+        params.distinguished_name.push(DnType::CommonName, name);
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        self.sign(params)
+    }
+
+    fn sign(&self, mut params: CertificateParams) -> Result<Issued, Error> {
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
+        set_validity(&mut params, self.validity);
+        let key = KeyPair::generate()?;
+        let cert = params.signed_by(&key, &self.issuer)?;
+        Ok(Issued {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        })
+    }
+}
+
+/// Valid from an hour ago (clock skew) for `validity`.
+fn set_validity(params: &mut CertificateParams, validity: Duration) {
+    let now = time::OffsetDateTime::now_utc();
+    params.not_before = now - time::Duration::hours(1);
+    params.not_after = now + time::Duration::try_from(validity).unwrap_or(time::Duration::days(30));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ca_issues_server_and_client_certificates() {
+        let ca = LocalCa::generate("test CA", Duration::from_secs(86_400)).unwrap();
+        assert!(ca.ca.cert_pem.starts_with("-----BEGIN CERTIFICATE-----"));
+        assert!(ca.ca.key_pem.contains("PRIVATE KEY"));
+        let server = ca
+            .server(&["localhost".into(), "127.0.0.1".into(), "::1".into()])
+            .unwrap();
+        assert!(server.cert_pem.starts_with("-----BEGIN CERTIFICATE-----"));
+        let client = ca.client("client-1").unwrap();
+        assert_ne!(client.key_pem, server.key_pem);
+        // A CA read back from its PEM files signs too.
+        let again =
+            LocalCa::from_pem(&ca.ca.cert_pem, &ca.ca.key_pem, Duration::from_secs(60)).unwrap();
+        assert!(again.server(&["example.test".into()]).is_ok());
+        assert!(LocalCa::from_pem("not a cert", &ca.ca.key_pem, Duration::from_secs(60)).is_err());
+    }
+}
