@@ -46,3 +46,44 @@ rss_kib() { awk -v k="$2" '$1==k":" {print $2}' "/proc/$1/status" 2>/dev/null ||
 
 # to_us: wrk's latencies on stdin (`850.00us`, `2.46ms`, `1.20s`) as microseconds.
 to_us() { awk '{v=$1; if (v ~ /ms$/) {sub("ms","",v); v*=1000} else if (v ~ /us$/) {sub("us","",v)} else if (v ~ /s$/) {sub("s","",v); v*=1000000}; print v}'; }
+
+# proxy_bench_setup TOOL...: what each proxy bench needs first:
+# - the tools (exit 2 naming the packages to install) and a release build;
+# - the open-file limit raised to its maximum;
+# - PROXY_CPU/OTHER_CPU: with 2+ CPUs the proxy alone on CPU 1, the rest on CPU 0;
+# - OUT and WORK made; on exit PROXY_PID and BACKEND_PID are stopped and
+#   WORK and every path added to CLEANUP_PATHS removed.
+# Needs ROOT, OUT and SLUICE set.
+proxy_bench_setup() {
+  local tool package
+  for tool in "$@"; do
+    case $tool in nginx) package=nginx-light ;; taskset) package=util-linux ;; *) package=$tool ;; esac
+    command -v "$tool" >/dev/null || { echo "missing $tool: apt-get install -y $package" >&2; exit 2; }
+  done
+  [[ -x $SLUICE ]] || (cd "$ROOT" && cargo build --release --locked -p sluice)
+  ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+  if (( $(nproc) >= 2 )); then PROXY_CPU="taskset -c 1"; OTHER_CPU="taskset -c 0"; else PROXY_CPU=""; OTHER_CPU=""; fi
+  mkdir -p "$OUT"
+  WORK=$(mktemp -d)
+  BACKEND_PID=""
+  PROXY_PID=""
+  CLEANUP_PATHS=("$WORK")
+  trap proxy_bench_cleanup EXIT
+}
+
+proxy_bench_cleanup() {
+  [[ -n $PROXY_PID ]] && kill "$PROXY_PID" 2>/dev/null || true
+  [[ -n $BACKEND_PID ]] && kill "$BACKEND_PID" 2>/dev/null || true
+  wait 2>/dev/null || true
+  rm -rf "${CLEANUP_PATHS[@]}"
+}
+
+# start_pets_backend: an nginx-light worker on OTHER_CPU answering every
+# request with the petstore list on BACKEND_PORT; sets BACKEND_PID.
+start_pets_backend() {
+  mkdir -p "$WORK/backend"
+  write_nginx_conf "$WORK/backend" "$BACKEND_PORT" "$PETS" application/json
+  $OTHER_CPU nginx -c "$WORK/backend/nginx.conf" -p "$WORK/backend" &
+  BACKEND_PID=$!
+  wait_port "$BACKEND_PORT"
+}

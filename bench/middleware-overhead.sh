@@ -32,33 +32,12 @@ SLUICE=${SLUICE:-$ROOT/target/release/sluice}
 # shellcheck source=bench/lib.sh
 source "$ROOT/bench/lib.sh"
 
-for tool in wrk nginx taskset; do
-  command -v "$tool" >/dev/null || { echo "missing $tool: apt-get install -y wrk nginx-light util-linux" >&2; exit 2; }
-done
-[[ -x $SLUICE ]] || (cd "$ROOT" && cargo build --release --locked -p sluice)
-
-ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-if (( $(nproc) >= 2 )); then PROXY_CPU="taskset -c 1"; OTHER_CPU="taskset -c 0"; else PROXY_CPU=""; OTHER_CPU=""; fi
-mkdir -p "$OUT"
-WORK=$(mktemp -d)
+proxy_bench_setup wrk nginx taskset
 # The access log goes to memory: disk writeback would land on whichever
 # scenario runs next.
 LOG_DIR=$(mktemp -d -p /dev/shm 2>/dev/null || mktemp -d)
-BACKEND_PID=""
-PROXY_PID=""
-cleanup() {
-  [[ -n $PROXY_PID ]] && kill "$PROXY_PID" 2>/dev/null || true
-  [[ -n $BACKEND_PID ]] && kill "$BACKEND_PID" 2>/dev/null || true
-  wait 2>/dev/null || true
-  rm -rf "$WORK" "$LOG_DIR"
-}
-trap cleanup EXIT
-
-mkdir -p "$WORK/backend"
-write_nginx_conf "$WORK/backend" "$BACKEND_PORT" "$PETS" application/json
-$OTHER_CPU nginx -c "$WORK/backend/nginx.conf" -p "$WORK/backend" &
-BACKEND_PID=$!
-wait_port "$BACKEND_PORT"
+CLEANUP_PATHS+=("$LOG_DIR")
+start_pets_backend
 
 # Test keys and a token for the jwt scenarios.
 "$SLUICE" token keys --alg RS256 --kid bench --out "$WORK/keys" >/dev/null

@@ -27,29 +27,11 @@ SLUICE=${SLUICE:-$ROOT/target/release/sluice}
 # shellcheck source=bench/lib.sh
 source "$ROOT/bench/lib.sh"
 
-for tool in wrk nginx; do
-  command -v "$tool" >/dev/null || { echo "missing $tool: apt-get install -y wrk nginx-light" >&2; exit 2; }
-done
-[[ -x $SLUICE ]] || (cd "$ROOT" && cargo build --release --locked -p sluice)
-
-ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-mkdir -p "$OUT"
-WORK=$(mktemp -d)
-BACKEND_PID=""
-PROXY_PID=""
-cleanup() {
-  [[ -n $PROXY_PID ]] && kill "$PROXY_PID" 2>/dev/null || true
-  [[ -n $BACKEND_PID ]] && kill "$BACKEND_PID" 2>/dev/null || true
-  wait 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-mkdir -p "$WORK/backend"
-write_nginx_conf "$WORK/backend" "$BACKEND_PORT" "$PETS" application/json
-nginx -c "$WORK/backend/nginx.conf" -p "$WORK/backend" &
-BACKEND_PID=$!
-wait_port "$BACKEND_PORT"
+proxy_bench_setup wrk nginx
+# Nothing is pinned here: the runtimes are compared on a shared machine.
+PROXY_CPU=""
+OTHER_CPU=""
+start_pets_backend
 
 MODES=(per_core multi_thread)
 CONNECTIONS=(128 4)

@@ -11,7 +11,7 @@ use http1::{Field, Head, Persistence};
 use crate::middleware::HeaderEdits;
 
 /// Fields that describe one connection, never forwarded.
-const HOP_BY_HOP: [&str; 7] = [
+pub(crate) const HOP_BY_HOP: [&str; 7] = [
     "connection",
     "keep-alive",
     "proxy-connection",

@@ -318,21 +318,7 @@ impl Session {
                 .extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
         }
         while self.rbuf.len() < head.len + len {
-            if let Err(end) = self.read_body_part().await {
-                let failure = match end {
-                    ReadEnd::TimedOut => Failure::new(
-                        StatusCode::REQUEST_TIMEOUT,
-                        "request body not received in time",
-                    ),
-                    ReadEnd::Closed | ReadEnd::Shutdown => {
-                        Failure::new(StatusCode::BAD_REQUEST, "client closed mid-body")
-                    }
-                };
-                return Err(Failure {
-                    body_unread: true,
-                    ..failure
-                });
-            }
+            self.read_body_part().await?;
         }
         Ok(())
     }
@@ -701,21 +687,7 @@ impl Session {
             .timeouts
             .request;
         loop {
-            if let Err(end) = self.read_body_part().await {
-                let failure = match end {
-                    ReadEnd::TimedOut => Failure::new(
-                        StatusCode::REQUEST_TIMEOUT,
-                        "request body not received in time",
-                    ),
-                    ReadEnd::Closed | ReadEnd::Shutdown => {
-                        Failure::new(StatusCode::BAD_REQUEST, "client closed mid-body")
-                    }
-                };
-                return Err(Failure {
-                    body_unread: true,
-                    ..failure
-                });
-            }
+            self.read_body_part().await?;
             self.ubuf.clear();
             let done = match head.framing {
                 RequestFraming::Chunked => self.decode_chunks()?,
@@ -737,16 +709,27 @@ impl Session {
     }
 
     /// Reads more of a request body from the client.
-    async fn read_body_part(&mut self) -> Result<(), ReadEnd> {
+    /// 408 when the client stalls past `idle_timeout`, 400 when it goes away.
+    async fn read_body_part(&mut self) -> Result<(), Failure> {
+        let closed = || Failure {
+            body_unread: true,
+            ..Failure::new(StatusCode::BAD_REQUEST, "client closed mid-body")
+        };
         if !self.flush().await {
-            return Err(ReadEnd::Closed);
+            return Err(closed());
         }
         let idle = self.worker.gateway.idle_timeout;
         self.rbuf.reserve(READ_RESERVE);
         match timeout(idle, self.client.read_buf(&mut self.rbuf)).await {
-            Ok(Ok(0) | Err(_)) => Err(ReadEnd::Closed),
+            Ok(Ok(0) | Err(_)) => Err(closed()),
             Ok(Ok(_)) => Ok(()),
-            Err(_) => Err(ReadEnd::TimedOut),
+            Err(_) => Err(Failure {
+                body_unread: true,
+                ..Failure::new(
+                    StatusCode::REQUEST_TIMEOUT,
+                    "request body not received in time",
+                )
+            }),
         }
     }
 

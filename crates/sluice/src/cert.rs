@@ -3,7 +3,6 @@
 
 use std::{
     fs,
-    io::Write as _,
     path::{Path, PathBuf},
     process::ExitCode,
     time::Duration,
@@ -77,14 +76,7 @@ fn save(dir: &Path, name: &str, issued: &Issued) -> anyhow::Result<()> {
     fs::write(&cert, &issued.cert_pem)
         .with_context(|| format!("cannot write {}", cert.display()))?;
     let key = dir.join(format!("{name}.key.pem"));
-    let mut options = fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options
-        .open(&key)
-        .and_then(|mut file| file.write_all(issued.key_pem.as_bytes()))
-        .with_context(|| format!("cannot write {}", key.display()))?;
+    crate::secret::write_private(&key, issued.key_pem.as_bytes())?;
     println!("{}\n{}", cert.display(), key.display());
     Ok(())
 }

@@ -4,6 +4,7 @@ mod cert;
 mod load;
 mod process;
 mod proxy;
+mod secret;
 mod serve;
 mod token;
 

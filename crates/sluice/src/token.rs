@@ -3,7 +3,6 @@
 
 use std::{
     fs,
-    io::Write as _,
     path::{Path, PathBuf},
     process::ExitCode,
     time::Duration,
@@ -99,23 +98,10 @@ fn keys(alg: &str, kid: &str, out: &Path) -> anyhow::Result<()> {
     println!("{}", jwks.display());
     if let Some(pem) = key.private_pem() {
         let path = out.join(format!("{kid}.key.pem"));
-        write_private(&path, pem.as_bytes())?;
+        crate::secret::write_private(&path, pem.as_bytes())?;
         println!("{}", path.display());
     }
     Ok(())
-}
-
-/// Writes a secret readable by its owner only.
-fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let mut options = fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options
-        .open(path)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    file.write_all(bytes)
-        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 fn sign(

@@ -19,23 +19,14 @@ struct Rules {
     add: Vec<(HeaderName, HeaderValue)>,
 }
 
-/// Fields that frame or route a message: the proxy writes them itself.
-const RESERVED: [&str; 9] = [
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
-    "content-length",
-    "host",
-];
-
 /// A configured name that the handler may change.
 fn editable(name: &str) -> anyhow::Result<HeaderName> {
     let name = header_name(name)?;
-    if RESERVED.contains(&name.as_str()) {
+    // Fields that frame or route a message: the proxy writes them itself.
+    let reserved = crate::forward::HOP_BY_HOP.contains(&name.as_str())
+        || name == http::header::CONTENT_LENGTH
+        || name == http::header::HOST;
+    if reserved {
         anyhow::bail!(
             "`{name}` is managed by the proxy and cannot be changed here (the Host sent upstream is `upstreams.NAME.host_header`)"
         );
