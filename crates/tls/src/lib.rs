@@ -3,7 +3,8 @@
 //! [`LocalCa`] is a throwaway certificate authority (rcgen) that issues
 //! server and client certificates, for `sluice cert`, the test harness and
 //! benchmarks: everything a TLS listener, an mTLS client or a `--cacert`
-//! needs on a machine without a real PKI.
+//! needs on a machine without a real PKI. [`server_config`] and
+//! [`client_config`] turn PEM files into rustls configurations.
 
 use std::time::Duration;
 
@@ -13,6 +14,13 @@ use rcgen::{
 };
 
 pub use rcgen::Error;
+pub use rustls;
+pub use tokio_rustls;
+
+mod config;
+pub use config::{
+    client_config, provider, server_config, Identity, TlsError, Trust, ALPN_H2, ALPN_HTTP11,
+};
 
 /// A certificate and its private key, PEM-encoded.
 #[derive(Debug, Clone)]
