@@ -3,16 +3,16 @@
 
 use std::{
     cell::RefCell,
+    future::poll_fn,
     io,
     net::{SocketAddr, TcpListener},
+    pin::Pin,
+    task::{Context, Poll},
     time::{Duration, SystemTime},
 };
 
 use socket2::{Domain, Protocol, Socket, Type};
-use tokio::{
-    io::{AsyncReadExt, AsyncWriteExt},
-    net::TcpStream,
-};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Backlog for each listener; the kernel caps it at `net.core.somaxconn`.
 const LISTEN_BACKLOG: i32 = 8192;
@@ -29,20 +29,45 @@ pub fn bind_shared(addr: SocketAddr) -> io::Result<TcpListener> {
     Ok(socket.into())
 }
 
-/// Writes all of `bytes`, giving up on a peer that has not taken them
-/// within `timeout`. Usually one non-blocking write suffices and no timer
-/// is armed.
-pub async fn write_bounded(stream: &mut TcpStream, bytes: &[u8], timeout: Duration) -> bool {
-    let written = match stream.try_write(bytes) {
-        Ok(n) => n,
-        Err(err) if err.kind() == io::ErrorKind::WouldBlock => 0,
-        Err(_) => return false,
-    };
-    if written == bytes.len() {
-        return true;
+/// Writes (and flushes) all of `bytes`, giving up on a peer that has
+/// not taken them within `timeout`. Usually one non-blocking attempt
+/// suffices and no timer is armed. Any stream: TCP, TLS or in-memory.
+pub async fn write_bounded<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    bytes: &[u8],
+    timeout: Duration,
+) -> bool {
+    let mut written = 0;
+    let attempt = poll_fn(|cx| Poll::Ready(try_write_all(stream, bytes, &mut written, cx))).await;
+    if let Some(done) = attempt {
+        return done;
     }
-    let rest = stream.write_all(&bytes[written..]);
+    let rest = async {
+        stream.write_all(&bytes[written..]).await?;
+        stream.flush().await
+    };
     matches!(tokio::time::timeout(timeout, rest).await, Ok(Ok(())))
+}
+
+/// One pass of writes and a flush: `Some(ok)` when finished either way,
+/// `None` when the stream would block (with `written` bytes taken).
+fn try_write_all<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    bytes: &[u8],
+    written: &mut usize,
+    cx: &mut Context<'_>,
+) -> Option<bool> {
+    while *written < bytes.len() {
+        match Pin::new(&mut *stream).poll_write(cx, &bytes[*written..]) {
+            Poll::Ready(Ok(0) | Err(_)) => return Some(false),
+            Poll::Ready(Ok(n)) => *written += n,
+            Poll::Pending => return None,
+        }
+    }
+    match Pin::new(&mut *stream).poll_flush(cx) {
+        Poll::Ready(result) => Some(result.is_ok()),
+        Poll::Pending => None,
+    }
 }
 
 /// After an error answer, unread input is drained this long so that the
@@ -52,7 +77,7 @@ const LINGER_MAX_BYTES: usize = 1024 * 1024;
 
 /// Reads and discards what the peer still sends, for up to a second or
 /// 1 MiB, after the write side was shut down.
-pub async fn linger(stream: &mut TcpStream) {
+pub async fn linger<S: AsyncRead + Unpin>(stream: &mut S) {
     let deadline = tokio::time::Instant::now() + LINGER;
     let mut drained = 0;
     let mut scratch = [0u8; 4096];
