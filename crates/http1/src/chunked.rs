@@ -24,6 +24,14 @@ enum State {
     Done,
 }
 
+/// A piece of a chunked body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part<'a> {
+    Data(&'a [u8]),
+    /// One trailer field line, `name: value`.
+    Trailer(&'a [u8]),
+}
+
 /// How far one call got.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Decoded {
@@ -33,8 +41,8 @@ pub struct Decoded {
     pub done: bool,
 }
 
-/// Decodes one chunked body. Extensions are checked and ignored; trailers
-/// are checked and discarded.
+/// Decodes one chunked body. Extensions are checked and ignored; trailer
+/// fields are checked, and handed over by [`ChunkedDecoder::decode_parts`].
 #[derive(Debug, Default)]
 pub struct ChunkedDecoder {
     state: State,
@@ -58,11 +66,27 @@ impl ChunkedDecoder {
 
     /// Decodes what it can of `raw`, which starts at the first byte not yet
     /// consumed, handing every piece of data to `on_data` in order.
+    /// Trailer fields are dropped.
     pub fn decode(
         &mut self,
         raw: &[u8],
         limits: &Limits,
         mut on_data: impl FnMut(&[u8]),
+    ) -> Result<Decoded, Rejection> {
+        self.decode_parts(raw, limits, |part| {
+            if let Part::Data(data) = part {
+                on_data(data);
+            }
+        })
+    }
+
+    /// As [`ChunkedDecoder::decode`], also handing over each trailer field
+    /// line (without its CRLF), for proxies that pass trailers on.
+    pub fn decode_parts(
+        &mut self,
+        raw: &[u8],
+        limits: &Limits,
+        mut on_part: impl FnMut(Part<'_>),
     ) -> Result<Decoded, Rejection> {
         let mut pos = 0;
         loop {
@@ -100,7 +124,7 @@ impl ChunkedDecoder {
                     if take == 0 {
                         break;
                     }
-                    on_data(&rest[..take]);
+                    on_part(Part::Data(&rest[..take]));
                     self.data += take;
                     self.state = if take < remaining {
                         State::Data(remaining - take)
@@ -127,6 +151,10 @@ impl ChunkedDecoder {
                     self.framing += line.len() + 2;
                     if line.is_empty() {
                         self.state = State::Done;
+                    } else if line.contains(&b':') && !matches!(line[0], b' ' | b'\t') {
+                        on_part(Part::Trailer(line));
+                    } else {
+                        return Err(Rejection::bad("malformed trailer field"));
                     }
                     line.len() + 2
                 }
@@ -160,6 +188,27 @@ pub fn encode_chunk(out: &mut Vec<u8>, data: &[u8]) {
     out.extend_from_slice(b"\r\n");
     out.extend_from_slice(data);
     out.extend_from_slice(b"\r\n");
+}
+
+/// The last chunk and a trailer section of `fields` (name, value).
+pub fn encode_last_chunk<'a>(
+    out: &mut Vec<u8>,
+    fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+) {
+    out.extend_from_slice(b"0\r\n");
+    for (name, value) in fields {
+        out.extend_from_slice(name);
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Splits a trailer line (from [`Part::Trailer`]) into name and trimmed value.
+pub fn split_field(line: &[u8]) -> Option<(&[u8], &[u8])> {
+    let colon = line.iter().position(|&b| b == b':')?;
+    Some((&line[..colon], line[colon + 1..].trim_ascii()))
 }
 
 /// The last chunk and an empty trailer section.
@@ -224,6 +273,33 @@ mod tests {
         max_head: 1024,
         max_body: 64,
     };
+
+    #[test]
+    fn trailers_are_handed_over_by_decode_parts() {
+        let raw = b"1\r\na\r\n0\r\ngrpc-status: 0\r\ngrpc-message: ok\r\n\r\n";
+        let mut decoder = ChunkedDecoder::default();
+        let mut lines = Vec::new();
+        let decoded = decoder
+            .decode_parts(raw, &LIMITS, |part| {
+                if let Part::Trailer(line) = part {
+                    lines.push(line.to_vec());
+                }
+            })
+            .unwrap();
+        let trailers: Vec<_> = lines.iter().map(|l| split_field(l).unwrap()).collect();
+        assert!(decoded.done);
+        assert_eq!(
+            trailers,
+            vec![(&b"grpc-status"[..], &b"0"[..]), (b"grpc-message", b"ok")]
+        );
+        let mut out = Vec::new();
+        encode_last_chunk(&mut out, trailers.iter().copied());
+        assert_eq!(out, b"0\r\ngrpc-status: 0\r\ngrpc-message: ok\r\n\r\n");
+        let mut decoder = ChunkedDecoder::default();
+        assert!(decoder
+            .decode(b"0\r\nno colon\r\n\r\n", &LIMITS, |_| {})
+            .is_err());
+    }
 
     /// Decodes `raw` in one call: (consumed, done, data).
     fn decode_all(raw: &[u8]) -> Result<(usize, bool, Vec<u8>), Rejection> {

@@ -13,7 +13,7 @@ pub mod problem;
 pub mod request;
 pub mod response;
 
-pub use chunked::{ChunkedDecoder, Decoded};
+pub use chunked::{ChunkedDecoder, Decoded, Part};
 pub use problem::{Problem, Violation};
 pub use request::{
     parse_head, parse_head_into, Field, FieldSink, Framing, Head, Limits, Rejection,

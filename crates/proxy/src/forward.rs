@@ -36,6 +36,8 @@ pub(crate) enum Framing {
 #[derive(Debug)]
 pub(crate) struct RequestContext<'a> {
     pub peer: IpAddr,
+    /// The client came over TLS.
+    pub secure: bool,
     pub trust_forwarded: bool,
     pub host_header: Option<&'a HeaderValue>,
     pub framing: Framing,
@@ -115,7 +117,8 @@ pub(crate) fn request_head(
     push_ip(out, context.peer);
     out.extend_from_slice(b"\r\n");
     if !forwarded_proto {
-        field(out, b"x-forwarded-proto", b"http");
+        let proto: &[u8] = if context.secure { b"https" } else { b"http" };
+        field(out, b"x-forwarded-proto", proto);
     }
     if let (false, Some(host)) = (forwarded_host, &head.host) {
         field(out, b"x-forwarded-host", &buf[host.clone()]);
@@ -265,6 +268,7 @@ mod tests {
         let mut out = Vec::new();
         let context = RequestContext {
             peer: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 9)),
+            secure: false,
             trust_forwarded: trust,
             host_header,
             framing: Framing::None,

@@ -5,15 +5,19 @@
 use std::{
     collections::HashMap,
     net::{SocketAddr, ToSocketAddrs},
+    path::Path,
+    sync::Arc,
     time::{Duration, Instant},
 };
 
 use anyhow::{bail, Context};
 use http::HeaderValue;
+use tls::{rustls::pki_types::ServerName, tokio_rustls::TlsConnector};
 
 use crate::{
     balance::Balancer,
-    config::{Config, Runtime, Timeouts},
+    config::{Config, Protocol, Runtime, Timeouts},
+    listener::TlsListener,
     middleware::{self, BuildContext, Chains},
     route::RouteTable,
 };
@@ -32,6 +36,36 @@ pub struct Upstream {
     pub max_idle: usize,
     pub idle_timeout: Duration,
     pub host_header: Option<HeaderValue>,
+    pub protocol: Protocol,
+    /// For `https://` hosts.
+    pub tls: Option<UpstreamTls>,
+}
+
+/// How the proxy opens TLS to an upstream's hosts.
+pub struct UpstreamTls {
+    pub connector: TlsConnector,
+    /// The SNI and certificate name for each host.
+    pub server_names: Vec<ServerName<'static>>,
+}
+
+impl std::fmt::Debug for UpstreamTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UpstreamTls")
+            .field("server_names", &self.server_names)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The `http2` section, in the types the `h2` crate takes.
+#[derive(Debug)]
+pub struct Http2Settings {
+    pub max_concurrent_streams: u32,
+    pub max_header_list_bytes: u32,
+    pub max_frame_bytes: u32,
+    pub stream_window: u32,
+    pub connection_window: u32,
+    pub max_pending_accept_resets: usize,
+    pub max_local_error_resets: usize,
 }
 
 /// Everything a worker needs to serve requests.
@@ -43,6 +77,9 @@ pub struct Gateway {
     /// By route index: the route's path as configured (metrics label).
     pub route_names: Vec<String>,
     pub upstreams: Vec<Upstream>,
+    /// By listener (configuration order): its TLS settings, if it is a TLS listener.
+    pub(crate) listeners: Vec<Option<Arc<TlsListener>>>,
+    pub http2: Http2Settings,
     pub limits: http1::Limits,
     pub header_read_timeout: Duration,
     pub idle_timeout: Duration,
@@ -78,12 +115,15 @@ impl Gateway {
             index.insert(name.clone(), upstreams.len());
             let mut hosts = Vec::new();
             let mut host_names = Vec::new();
+            let mut server_names = Vec::new();
             for host in &upstream.hosts {
-                let (addr, authority) = resolve(&host.value)
+                let (addr, authority, server_name) = resolve(&host.value)
                     .with_context(|| format!("upstreams.{name}.hosts: `{}`", host.value))?;
                 hosts.push(addr);
                 host_names.push(authority);
+                server_names.push(server_name);
             }
+            let tls = upstream_tls(name, upstream, server_names)?;
             let host_header = match &upstream.host_header {
                 None => None,
                 Some(value) => Some(HeaderValue::from_str(value).with_context(|| {
@@ -100,6 +140,8 @@ impl Gateway {
                 max_idle: upstream.pool.max_idle,
                 idle_timeout: upstream.pool.idle_timeout,
                 host_header,
+                protocol: upstream.protocol,
+                tls,
             });
         }
         let route_upstream = config
@@ -123,11 +165,40 @@ impl Gateway {
         };
         let chains = middleware::build(config, &context)?;
         let limits = &config.limits;
+        let listeners = config
+            .listeners
+            .iter()
+            .enumerate()
+            .map(|(i, listener)| {
+                listener
+                    .tls
+                    .as_ref()
+                    .map(|tls| TlsListener::load(tls).map(Arc::new))
+                    .transpose()
+                    .with_context(|| format!("listeners[{i}].tls"))
+            })
+            .collect::<anyhow::Result<_>>()?;
+        let http2 = &config.http2;
+        let as_u32 = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
         Ok(Self {
             routes: RouteTable::new(&config.routes),
             route_upstream,
             route_names,
             upstreams,
+            listeners,
+            http2: Http2Settings {
+                max_concurrent_streams: http2.max_concurrent_streams,
+                max_header_list_bytes: as_u32(
+                    http2
+                        .max_header_list_bytes
+                        .unwrap_or(limits.max_header_bytes),
+                ),
+                max_frame_bytes: as_u32(http2.max_frame_bytes),
+                stream_window: as_u32(http2.stream_window),
+                connection_window: as_u32(http2.connection_window),
+                max_pending_accept_resets: http2.max_pending_accept_resets,
+                max_local_error_resets: http2.max_local_error_resets,
+            },
             limits: http1::Limits {
                 max_head: usize::try_from(limits.max_header_bytes).unwrap_or(usize::MAX),
                 max_body: usize::try_from(limits.max_body_bytes).unwrap_or(usize::MAX),
@@ -149,18 +220,74 @@ impl Gateway {
     }
 }
 
-/// `http://HOST[:PORT]` to its first address and `HOST:PORT`.
-fn resolve(url: &str) -> anyhow::Result<(SocketAddr, String)> {
+/// The connector for an upstream's `https://` hosts, if it has any.
+fn upstream_tls(
+    name: &str,
+    upstream: &crate::config::Upstream,
+    server_names: Vec<ServerName<'static>>,
+) -> anyhow::Result<Option<UpstreamTls>> {
+    if !upstream
+        .hosts
+        .iter()
+        .any(|h| h.value.starts_with("https://"))
+    {
+        return Ok(None);
+    }
+    let settings = upstream.tls.clone().unwrap_or_default();
+    let ca = settings.ca.as_ref().map(|ca| Path::new(&ca.value));
+    let trust = ca.map_or(tls::Trust::WebRoots, tls::Trust::CaFile);
+    let identity = match (&settings.cert, &settings.key) {
+        (Some(cert), Some(key)) => Some(tls::Identity {
+            cert: Path::new(&cert.value),
+            key: Path::new(&key.value),
+        }),
+        _ => None,
+    };
+    let alpn: &[&[u8]] = match upstream.protocol {
+        Protocol::H2 => &[tls::ALPN_H2],
+        Protocol::Http1 | Protocol::H2c => &[tls::ALPN_HTTP11],
+    };
+    let config = tls::client_config(trust, identity, alpn)
+        .with_context(|| format!("upstreams.{name}.tls"))?;
+    let server_names = match &settings.server_name {
+        Some(fixed) => {
+            let fixed = ServerName::try_from(fixed.clone()).with_context(|| {
+                format!("upstreams.{name}.tls.server_name: `{fixed}` is not a DNS name or IP")
+            })?;
+            vec![fixed; server_names.len()]
+        }
+        None => server_names,
+    };
+    Ok(Some(UpstreamTls {
+        connector: TlsConnector::from(Arc::new(config)),
+        server_names,
+    }))
+}
+
+/// `http[s]://HOST[:PORT]` to its first address, `HOST:PORT`, and the
+/// name TLS would check.
+fn resolve(url: &str) -> anyhow::Result<(SocketAddr, String, ServerName<'static>)> {
     let uri: http::Uri = url.parse()?;
     let Some(host) = uri.host() else {
         bail!("no host");
     };
     let host = host.trim_start_matches('[').trim_end_matches(']');
-    let port = uri.port_u16().unwrap_or(80);
+    let default_port = if uri.scheme_str() == Some("https") {
+        443
+    } else {
+        80
+    };
+    let port = uri.port_u16().unwrap_or(default_port);
+    let server_name = ServerName::try_from(host.to_string())
+        .with_context(|| format!("`{host}` is not a DNS name or IP address"))?;
     let addr = (host, port)
         .to_socket_addrs()
         .context("cannot resolve the host")?
         .next()
         .context("the host resolves to no address")?;
-    Ok((addr, format!("{}:{port}", uri.host().unwrap_or(host))))
+    Ok((
+        addr,
+        format!("{}:{port}", uri.host().unwrap_or(host)),
+        server_name,
+    ))
 }

@@ -10,8 +10,12 @@
 mod admin;
 pub mod balance;
 pub mod config;
+mod connect;
 mod forward;
 pub mod gateway;
+mod h2_server;
+mod h2_upstream;
+mod listener;
 pub mod metrics;
 mod middleware;
 mod pool;

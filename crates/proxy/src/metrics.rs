@@ -75,6 +75,10 @@ pub struct Shard {
     /// Per upstream: bucket counts, then the sum in microseconds and the count.
     latency: Vec<HistogramCells>,
     open_connections: AtomicI64,
+    tls_handshake_failures: AtomicU64,
+    /// HTTP/2 client streams accepted, and client connections ended by GOAWAY for a protocol error.
+    h2_streams: AtomicU64,
+    h2_connection_errors: AtomicU64,
     /// Per upstream: idle pooled connections, and connections to it open.
     pool_idle: Vec<AtomicI64>,
     upstream_open: Vec<AtomicI64>,
@@ -98,6 +102,9 @@ impl Metrics {
                 requests: (0..routes * STATUSES).map(|_| AtomicU64::new(0)).collect(),
                 latency: (0..upstreams).map(|_| Default::default()).collect(),
                 open_connections: AtomicI64::new(0),
+                tls_handshake_failures: AtomicU64::new(0),
+                h2_streams: AtomicU64::new(0),
+                h2_connection_errors: AtomicU64::new(0),
                 pool_idle: (0..upstreams).map(|_| AtomicI64::new(0)).collect(),
                 upstream_open: (0..upstreams).map(|_| AtomicI64::new(0)).collect(),
                 upstream_errors: (0..upstreams).map(|_| Default::default()).collect(),
@@ -171,6 +178,21 @@ impl Metrics {
             "# HELP sluice_open_connections Client connections open.\n# TYPE sluice_open_connections gauge\nsluice_open_connections {}",
             self.open_connections()
         );
+        let _ = writeln!(
+            out,
+            "# HELP sluice_tls_handshake_failures_total Client TLS handshakes that failed or timed out.\n# TYPE sluice_tls_handshake_failures_total counter\nsluice_tls_handshake_failures_total {}",
+            sum(&|s| s.tls_handshake_failures.load(Relaxed))
+        );
+        let _ = writeln!(
+            out,
+            "# HELP sluice_h2_streams_total HTTP/2 streams accepted from clients.\n# TYPE sluice_h2_streams_total counter\nsluice_h2_streams_total {}",
+            sum(&|s| s.h2_streams.load(Relaxed))
+        );
+        let _ = writeln!(
+            out,
+            "# HELP sluice_h2_connection_errors_total HTTP/2 client connections closed for a protocol error or flood (GOAWAY).\n# TYPE sluice_h2_connection_errors_total counter\nsluice_h2_connection_errors_total {}",
+            sum(&|s| s.h2_connection_errors.load(Relaxed))
+        );
         out.push_str("# HELP sluice_pool_idle_connections Idle keep-alive connections pooled, by upstream.\n# TYPE sluice_pool_idle_connections gauge\n");
         for (u, upstream) in gateway.upstreams.iter().enumerate() {
             let n = sum_i(&|s| s.pool_idle[u].load(Relaxed));
@@ -227,6 +249,18 @@ impl Shard {
 
     pub fn connection_closed(&self) {
         self.open_connections.fetch_sub(1, Relaxed);
+    }
+
+    pub fn tls_handshake_failed(&self) {
+        self.tls_handshake_failures.fetch_add(1, Relaxed);
+    }
+
+    pub fn h2_stream(&self) {
+        self.h2_streams.fetch_add(1, Relaxed);
+    }
+
+    pub fn h2_connection_error(&self) {
+        self.h2_connection_errors.fetch_add(1, Relaxed);
     }
 
     pub fn pool_idle(&self, upstream: usize, delta: i64) {

@@ -5,20 +5,82 @@
 
 use std::{
     future::Future,
+    io,
+    pin::Pin,
     sync::Mutex,
     task::{Context, Poll, Waker},
     time::Instant,
 };
 
 use bytes::BytesMut;
-use tokio::net::TcpStream;
+use tls::tokio_rustls::client::TlsStream;
+use tokio::{
+    io::{AsyncRead, AsyncWrite, ReadBuf},
+    net::TcpStream,
+};
 
 use crate::{gateway::Gateway, metrics::Shard};
+
+/// The bytes of an HTTP/1.1 upstream connection: plain TCP or TLS.
+#[derive(Debug)]
+pub(crate) enum UpstreamStream {
+    Plain(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+impl UpstreamStream {
+    fn tcp(&self) -> &TcpStream {
+        match self {
+            Self::Plain(tcp) => tcp,
+            Self::Tls(tls) => tls.get_ref().0,
+        }
+    }
+}
+
+impl AsyncRead for UpstreamStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Self::Plain(tcp) => Pin::new(tcp).poll_read(cx, buf),
+            Self::Tls(tls) => Pin::new(tls.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for UpstreamStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Self::Plain(tcp) => Pin::new(tcp).poll_write(cx, buf),
+            Self::Tls(tls) => Pin::new(tls.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Self::Plain(tcp) => Pin::new(tcp).poll_flush(cx),
+            Self::Tls(tls) => Pin::new(tls.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Self::Plain(tcp) => Pin::new(tcp).poll_shutdown(cx),
+            Self::Tls(tls) => Pin::new(tls.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
 
 /// A connection to one upstream host.
 #[derive(Debug)]
 pub(crate) struct UpstreamConn {
-    pub stream: TcpStream,
+    pub stream: UpstreamStream,
     /// Bytes read from the upstream and not yet used.
     pub buf: BytesMut,
     pub upstream: usize,
@@ -29,7 +91,7 @@ pub(crate) struct UpstreamConn {
 }
 
 impl UpstreamConn {
-    pub(crate) fn new(stream: TcpStream, upstream: usize, host: usize) -> Self {
+    pub(crate) fn new(stream: UpstreamStream, upstream: usize, host: usize) -> Self {
         Self {
             stream,
             buf: BytesMut::new(),
@@ -81,7 +143,8 @@ impl Pool {
         let mut idle = self.slot(upstream, host).lock().ok()?;
         while let Some(mut conn) = idle.pop() {
             metrics.pool_idle(upstream, -1);
-            if now.saturating_duration_since(conn.idle_since) < idle_timeout && quiet(&conn.stream)
+            if now.saturating_duration_since(conn.idle_since) < idle_timeout
+                && quiet(conn.stream.tcp())
             {
                 conn.reused = true;
                 return Some(conn);

@@ -29,9 +29,10 @@ use crate::{
     config::Config,
     config::Runtime,
     gateway::Gateway,
+    h2_upstream::H2Pool,
+    listener::{self, serve_connection},
     metrics::{Metrics, Shard},
     pool::Pool,
-    session::Session,
 };
 
 /// Pause after an accept error such as EMFILE, so that the loop does not spin.
@@ -44,6 +45,7 @@ pub(crate) struct Worker {
     metrics: Arc<Metrics>,
     pub index: usize,
     pub pool: Pool,
+    pub h2_pool: H2Pool,
 }
 
 impl Worker {
@@ -122,6 +124,7 @@ pub fn start(config: &Config) -> anyhow::Result<RunningProxy> {
     for (index, listeners) in per_worker.into_iter().enumerate() {
         let worker = Arc::new(Worker {
             pool: Pool::new(&gateway),
+            h2_pool: H2Pool::new(&gateway),
             gateway: Arc::clone(&gateway),
             metrics: Arc::clone(&metrics),
             index,
@@ -144,6 +147,26 @@ pub fn start(config: &Config) -> anyhow::Result<RunningProxy> {
                     );
                 })
                 .context("cannot spawn a worker thread")?,
+        );
+    }
+    let tls_listeners: Vec<_> = gateway.listeners.iter().flatten().cloned().collect();
+    if !tls_listeners.is_empty() {
+        let shutdown = shutdown.subscribe();
+        threads.push(
+            std::thread::Builder::new()
+                .name("proxy-tls-reload".into())
+                .spawn(move || {
+                    match tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                    {
+                        Ok(runtime) => {
+                            runtime.block_on(listener::reload_on_hangup(tls_listeners, shutdown))
+                        }
+                        Err(err) => warn!(%err, "cannot build the TLS reload runtime"),
+                    }
+                })
+                .context("cannot spawn the TLS reload thread")?,
         );
     }
     if let Some(listener) = admin_listener {
@@ -203,11 +226,12 @@ async fn serve(
     let mut sessions = JoinSet::new();
     let mut accept_loops = JoinSet::new();
     let (spawn_tx, mut spawn_rx) = tokio::sync::mpsc::unbounded_channel();
-    for listener in listeners {
+    for (index, listener) in listeners.into_iter().enumerate() {
         match TcpListener::from_std(listener) {
             Ok(listener) => {
                 accept_loops.spawn(accept(
                     listener,
+                    index,
                     Arc::clone(&connections),
                     spawn_tx.clone(),
                     shutdown.clone(),
@@ -218,10 +242,11 @@ async fn serve(
     }
     drop(spawn_tx);
     // Sessions are spawned here so that one JoinSet can drain them all.
-    while let Some((stream, peer, permit)) = spawn_rx.recv().await {
-        let session = Session::new(stream, peer, Arc::clone(&worker), shutdown.clone());
+    while let Some((stream, peer, index, permit)) = spawn_rx.recv().await {
+        let connection =
+            serve_connection(stream, peer, index, Arc::clone(&worker), shutdown.clone());
         sessions.spawn(async move {
-            session.run().await;
+            connection.await;
             drop(permit);
         });
         while sessions.try_join_next().is_some() {}
@@ -238,9 +263,11 @@ async fn serve(
     }
 }
 
+/// A client, the index of the listener it came in by, and its permit.
 type Accepted = (
     tokio::net::TcpStream,
     SocketAddr,
+    usize,
     tokio::sync::OwnedSemaphorePermit,
 );
 
@@ -248,6 +275,7 @@ type Accepted = (
 /// limit, new clients wait in the kernel's backlog.
 async fn accept(
     listener: TcpListener,
+    index: usize,
     connections: Arc<Semaphore>,
     sessions: tokio::sync::mpsc::UnboundedSender<Accepted>,
     mut shutdown: watch::Receiver<bool>,
@@ -268,7 +296,7 @@ async fn accept(
                 Ok((stream, peer)) => {
                     // Small answers must not wait for Nagle.
                     let _ = stream.set_nodelay(true);
-                    if sessions.send((stream, peer, permit)).is_err() {
+                    if sessions.send((stream, peer, index, permit)).is_err() {
                         return;
                     }
                 }

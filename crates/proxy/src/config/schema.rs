@@ -33,6 +33,9 @@ pub struct Config {
     pub admin: Option<Admin>,
     #[serde(default)]
     pub limits: Limits,
+    /// HTTP/2 settings and safety limits for client connections.
+    #[serde(default)]
+    pub http2: Http2,
     #[serde(default)]
     pub forwarded: Forwarded,
     #[serde(default)]
@@ -56,6 +59,79 @@ pub enum Runtime {
 pub struct Listener {
     /// `IP:PORT`.
     pub address: Spanned<String>,
+    /// Serve TLS (ALPN h2 and http/1.1); absent: plaintext HTTP/1.1 and
+    /// h2c with prior knowledge on the same port.
+    #[serde(default)]
+    pub tls: Option<ListenerTls>,
+}
+
+/// A TLS listener's certificate and client verification.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListenerTls {
+    /// PEM certificate chain, leaf first; re-read on SIGHUP.
+    pub cert: Spanned<String>,
+    /// PEM private key; re-read on SIGHUP.
+    pub key: Spanned<String>,
+    /// PEM CA certificates: when set, clients must present a certificate
+    /// they signed (mTLS).
+    #[serde(default)]
+    pub client_ca: Option<Spanned<String>>,
+    /// A client must finish the handshake within this.
+    #[serde(default = "default_handshake_timeout", deserialize_with = "duration")]
+    pub handshake_timeout: Duration,
+    /// Offer HTTP/2 by ALPN (`h2`); off: HTTP/1.1 only.
+    #[serde(default = "yes")]
+    pub http2: bool,
+}
+
+fn default_handshake_timeout() -> Duration {
+    Duration::from_secs(10)
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// HTTP/2 limits for client connections (RFC 9113 settings, and the
+/// flood mitigations that keep a hostile peer from costing us memory).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Http2 {
+    /// Streams a client may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS).
+    pub max_concurrent_streams: u32,
+    /// Decoded header list size; past it the stream is refused (default:
+    /// `limits.max_header_bytes`).
+    #[serde(deserialize_with = "optional_size")]
+    pub max_header_list_bytes: Option<u64>,
+    /// Largest frame payload we accept, 16 KiB to 16 MiB.
+    #[serde(deserialize_with = "size")]
+    pub max_frame_bytes: u64,
+    /// Flow-control window per stream.
+    #[serde(deserialize_with = "size")]
+    pub stream_window: u64,
+    /// Flow-control window per connection.
+    #[serde(deserialize_with = "size")]
+    pub connection_window: u64,
+    /// Streams a client may reset before we accept them (rapid reset,
+    /// CVE-2023-44487); past it, GOAWAY.
+    pub max_pending_accept_resets: usize,
+    /// Streams we may have to reset for a client's protocol errors; past it, GOAWAY.
+    pub max_local_error_resets: usize,
+}
+
+impl Default for Http2 {
+    fn default() -> Self {
+        Self {
+            max_concurrent_streams: 128,
+            max_header_list_bytes: None,
+            max_frame_bytes: 16 * 1024,
+            stream_window: 1024 * 1024,
+            connection_window: 4 * 1024 * 1024,
+            max_pending_accept_resets: 20,
+            max_local_error_resets: 256,
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -77,6 +153,45 @@ pub struct Upstream {
     /// Replaces the `Host` sent upstream; default: the client's.
     #[serde(default)]
     pub host_header: Option<String>,
+    /// The protocol spoken to the hosts.
+    #[serde(default)]
+    pub protocol: Protocol,
+    /// TLS settings for `https://` hosts.
+    #[serde(default)]
+    pub tls: Option<UpstreamTls>,
+}
+
+/// What a proxy speaks to an upstream.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Protocol {
+    /// HTTP/1.1 keep-alive, over TCP (`http://`) or TLS (`https://`).
+    #[default]
+    Http1,
+    /// HTTP/2 with prior knowledge over TCP (`http://`).
+    H2c,
+    /// HTTP/2 over TLS, negotiated by ALPN (`https://`).
+    H2,
+}
+
+/// How the proxy checks and authenticates to `https://` upstream hosts.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamTls {
+    /// PEM CA certificates to verify the hosts with; default: the
+    /// built-in web roots.
+    #[serde(default)]
+    pub ca: Option<Spanned<String>>,
+    /// PEM client certificate chain, for upstreams that want mTLS.
+    #[serde(default)]
+    pub cert: Option<Spanned<String>>,
+    /// Its PEM private key.
+    #[serde(default)]
+    pub key: Option<Spanned<String>>,
+    /// The name sent as SNI and checked against the certificate; default:
+    /// the host of each URL.
+    #[serde(default)]
+    pub server_name: Option<String>,
 }
 
 fn default_retries() -> u32 {
@@ -263,6 +378,10 @@ pub(super) fn size<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u64, D:
             ))
         }),
     }
+}
+
+fn optional_size<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
+    size(deserializer).map(Some)
 }
 
 pub(crate) fn parse_size(text: &str) -> Option<u64> {

@@ -95,10 +95,26 @@ fn cross_checks_point_at_the_value() {
     let err = error_with(3, "  - address: localhost:8000");
     assert_eq!((err.line, err.key.as_str()), (3, "listeners[0].address"));
 
-    let err = error_with(6, "    hosts: [ \"https://x:1\" ]");
+    let err = error_with(6, "    hosts: [ \"ftp://x:1\" ]");
     assert_eq!(
         (err.line, err.key.as_str()),
         (6, "upstreams.petstore.hosts[0]")
+    );
+
+    let err = error_with(6, "    hosts: [ \"http://x:1\" ]\n    protocol: h2");
+    assert_eq!(err.key, "upstreams.petstore.hosts[0]");
+    assert!(
+        err.message.contains("HTTP/2 over TLS; use https://"),
+        "{err}"
+    );
+    let err = error_with(6, "    hosts: [ \"https://x:1\" ]\n    protocol: h2c");
+    assert!(err.message.contains("h2c is HTTP/2 without TLS"), "{err}");
+    let err = error_with(6, "    hosts: [ \"https://x:1\" ]\n    protocol: h3");
+    assert_eq!(err.key, "upstreams.petstore.protocol");
+    let err = error_with(6, "    hosts: [ \"http://x:1\" ]\n    tls: { ca: ca.pem }");
+    assert!(
+        err.message.contains("TLS settings need https:// hosts"),
+        "{err}"
     );
 
     let err = error_with(11, "  - { path: v1, upstream: petstore }");

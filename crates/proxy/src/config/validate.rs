@@ -6,7 +6,7 @@ use serde_saphyr::Location;
 
 use super::{
     middleware::{ChainRef, Handler, HANDLER_TYPES},
-    schema::Config,
+    schema::{Config, Http2, Protocol, Upstream},
 };
 
 /// Where, which key, and what is wrong.
@@ -60,8 +60,9 @@ pub(crate) fn check(config: &Config) -> Result<(), Problem> {
                 "at least one host is needed".into(),
             ));
         }
+        let protocol = upstream.protocol;
         for (i, host) in upstream.hosts.iter().enumerate() {
-            http_host(&host.value).map_err(|message| {
+            http_host(&host.value, protocol).map_err(|message| {
                 (
                     host.referenced,
                     format!("upstreams.{name}.hosts[{i}]"),
@@ -69,7 +70,9 @@ pub(crate) fn check(config: &Config) -> Result<(), Problem> {
                 )
             })?;
         }
+        check_upstream_tls(name, upstream)?;
     }
+    check_http2(&config.http2)?;
     for (i, route) in config.routes.iter().enumerate() {
         if !route.path.value.starts_with('/') {
             return Err((
@@ -216,21 +219,98 @@ fn check_middleware(config: &Config) -> Result<(), Problem> {
     Ok(())
 }
 
+/// Client certificate and key come together; TLS settings need an https:// host.
+fn check_upstream_tls(name: &str, upstream: &Upstream) -> Result<(), Problem> {
+    let Some(tls) = &upstream.tls else {
+        return Ok(());
+    };
+    match (&tls.cert, &tls.key) {
+        (Some(_), None) => {
+            return Err((
+                Location::UNKNOWN,
+                format!("upstreams.{name}.tls.key"),
+                "a client certificate needs its key".into(),
+            ))
+        }
+        (None, Some(key)) => {
+            return Err((
+                key.referenced,
+                format!("upstreams.{name}.tls.cert"),
+                "a client key needs its certificate".into(),
+            ))
+        }
+        _ => {}
+    }
+    if upstream
+        .hosts
+        .iter()
+        .all(|h| h.value.starts_with("http://"))
+    {
+        return Err((
+            Location::UNKNOWN,
+            format!("upstreams.{name}.tls"),
+            "TLS settings need https:// hosts".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn check_http2(http2: &Http2) -> Result<(), Problem> {
+    let window = |value: u64, key: &str| {
+        if !(65_535..=(1 << 31) - 1).contains(&value) {
+            return Err((
+                Location::UNKNOWN,
+                format!("http2.{key}"),
+                "must be between 64KiB - 1 and 2GiB - 1 bytes (RFC 9113)".into(),
+            ));
+        }
+        Ok(())
+    };
+    window(http2.stream_window, "stream_window")?;
+    window(http2.connection_window, "connection_window")?;
+    if !(16_384..=16_777_215).contains(&http2.max_frame_bytes) {
+        return Err((
+            Location::UNKNOWN,
+            "http2.max_frame_bytes".into(),
+            "must be between 16KiB and 16MiB - 1 (RFC 9113)".into(),
+        ));
+    }
+    if http2.max_concurrent_streams == 0 {
+        return Err((
+            Location::UNKNOWN,
+            "http2.max_concurrent_streams".into(),
+            "must be at least 1".into(),
+        ));
+    }
+    Ok(())
+}
+
 fn socket_addr(text: &str) -> Result<SocketAddr, String> {
     text.parse().map_err(|_| {
         format!("`{text}` is not an IP:PORT address (e.g. 0.0.0.0:8000 or [::1]:8000)")
     })
 }
 
-/// `http://HOST:PORT` with nothing after the authority.
-fn http_host(text: &str) -> Result<(), String> {
+/// `http://HOST:PORT` or `https://HOST:PORT` with nothing after the
+/// authority, the scheme fitting the protocol.
+fn http_host(text: &str, protocol: Protocol) -> Result<(), String> {
     let uri: http::Uri = text
         .parse()
         .map_err(|_| format!("`{text}` is not a URL like http://127.0.0.1:8080"))?;
-    if uri.scheme_str() != Some("http") {
-        return Err(format!(
-            "`{text}`: only http:// upstreams are supported so far"
-        ));
+    match (uri.scheme_str(), protocol) {
+        (Some("http"), Protocol::Http1 | Protocol::H2c) | (Some("https"), Protocol::Http1) => {}
+        (Some("https"), Protocol::H2) => {}
+        (Some("https"), Protocol::H2c) => {
+            return Err(format!(
+                "`{text}`: h2c is HTTP/2 without TLS; use http://, or protocol: h2 for TLS"
+            ))
+        }
+        (Some("http"), Protocol::H2) => {
+            return Err(format!(
+                "`{text}`: protocol h2 is HTTP/2 over TLS; use https://, or protocol: h2c"
+            ))
+        }
+        _ => return Err(format!("`{text}`: the scheme must be http:// or https://")),
     }
     if uri.host().is_none_or(str::is_empty) {
         return Err(format!("`{text}` has no host"));

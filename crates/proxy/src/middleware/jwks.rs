@@ -204,17 +204,9 @@ async fn fetch(uri: &http::Uri) -> anyhow::Result<Vec<u8>> {
         uri.authority().map_or(host, |a| a.as_str())
     );
     if https {
-        let roots = rustls::RootCertStore {
-            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-        };
-        let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-        let name = rustls::pki_types::ServerName::try_from(host.to_string())?;
-        let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+        let config = tls::client_config(tls::Trust::WebRoots, None, &[tls::ALPN_HTTP11])?;
+        let name = tls::rustls::pki_types::ServerName::try_from(host.to_string())?;
+        let tls = tls::tokio_rustls::TlsConnector::from(Arc::new(config))
             .connect(name, stream)
             .await?;
         exchange(tls, &request).await

@@ -30,10 +30,14 @@ impl Proxy {
 
     /// With `settings` (top-level keys such as `workers`) in front.
     pub(crate) fn start_with(settings: &str, upstreams_and_routes: &str) -> Self {
-        let yaml = format!(
+        Self::start_yaml(&format!(
             "{settings}\nlisteners: [{{ address: 127.0.0.1:0 }}]\nadmin: {{ address: 127.0.0.1:0 }}\n{upstreams_and_routes}"
-        );
-        let config = proxy::config::parse(&yaml, Path::new("test.yaml"), |_| None)
+        ))
+    }
+
+    /// From a whole configuration.
+    pub(crate) fn start_yaml(yaml: &str) -> Self {
+        let config = proxy::config::parse(yaml, Path::new("test.yaml"), |_| None)
             .unwrap_or_else(|err| panic!("{err}\n{yaml}"));
         Self(Some(proxy::start(&config).expect("start the proxy")))
     }

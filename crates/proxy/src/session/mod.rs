@@ -21,14 +21,17 @@ use http1::{
     ResponseHead,
 };
 use tokio::{
-    io::{AsyncReadExt, AsyncWriteExt},
-    net::TcpStream,
+    io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt},
     sync::watch,
     time::{sleep_until, timeout, Sleep},
 };
 use tracing::{debug, warn};
 
+mod upstream_h2;
+
 use crate::{
+    config::Protocol,
+    connect::{self, ConnectError},
     forward::{self, Framing, RequestContext},
     metrics::UpstreamError,
     middleware::{Answer, Chain, Exchange, HeaderEdits, Outcome, RequestView, ResponseView},
@@ -87,9 +90,13 @@ enum ReadEnd {
     Shutdown,
 }
 
-pub(crate) struct Session {
-    client: TcpStream,
+/// The HTTP/1.1 client side of the proxy, over any byte stream: TCP, TLS,
+/// or (for HTTP/2 clients, see `h2_server`) an in-memory pipe per stream.
+pub(crate) struct Session<S> {
+    client: S,
     peer: SocketAddr,
+    /// Whether the client reached us over TLS (`X-Forwarded-Proto`).
+    secure: bool,
     worker: Arc<Worker>,
     rbuf: BytesMut,
     wbuf: Vec<u8>,
@@ -118,10 +125,20 @@ pub(crate) struct Session {
     max_body: usize,
 }
 
-impl Session {
+/// Where a session's client comes from.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ClientOrigin {
+    pub peer: SocketAddr,
+    pub secure: bool,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
+    /// A session on `client`, whose first bytes (read while telling HTTP/1.1
+    /// from HTTP/2) are `received`.
     pub(crate) fn new(
-        client: TcpStream,
-        peer: SocketAddr,
+        client: S,
+        received: BytesMut,
+        origin: ClientOrigin,
         worker: Arc<Worker>,
         shutdown: watch::Receiver<bool>,
     ) -> Self {
@@ -130,9 +147,10 @@ impl Session {
         let idle = worker.gateway.idle_timeout;
         Self {
             client,
-            peer,
+            peer: origin.peer,
+            secure: origin.secure,
             worker,
-            rbuf: BytesMut::with_capacity(READ_RESERVE),
+            rbuf: received,
             wbuf: Vec::with_capacity(READ_RESERVE),
             ubuf: Vec::with_capacity(1024),
             fields: Vec::with_capacity(32),
@@ -159,10 +177,7 @@ impl Session {
     }
 
     pub(crate) async fn run(mut self) {
-        let metrics = self.worker.metrics();
-        metrics.connection_opened();
         self.serve().await;
-        self.worker.metrics().connection_closed();
     }
 
     async fn serve(&mut self) {
@@ -328,6 +343,9 @@ impl Session {
         let gateway = Arc::clone(&self.worker.gateway);
         let upstream_index = gateway.route_upstream[route];
         let upstream = &gateway.upstreams[upstream_index];
+        if upstream.protocol != Protocol::Http1 {
+            return self.forward_h2(head, route).await;
+        }
         self.build_request(head, upstream.host_header.as_ref())?;
         // The head is in `ubuf` now; the client's copy is not needed any more.
         self.rbuf.advance(head.len);
@@ -343,18 +361,7 @@ impl Session {
             let mut conn = match self.connection(upstream_index, host, fresh_only).await {
                 Ok(conn) => conn,
                 Err(failure) => {
-                    attempts += 1;
-                    let now = gateway.clock();
-                    if upstream.balancer.failure(host, now) {
-                        warn!(upstream = %upstream.name, host = %upstream.host_names[host], backoff = ?upstream.balancer.backoff(), "host ejected after consecutive failures");
-                    }
-                    if attempts > upstream.retries {
-                        return Err(failure);
-                    }
-                    host = upstream
-                        .balancer
-                        .pick_after(host, now)
-                        .ok_or_else(|| no_healthy_host(&upstream.name))?;
+                    host = self.after_failure(upstream_index, host, &mut attempts, failure)?;
                     continue;
                 }
             };
@@ -414,6 +421,7 @@ impl Session {
         self.ubuf.clear();
         let context = RequestContext {
             peer: self.peer.ip(),
+            secure: self.secure,
             trust_forwarded: self.worker.gateway.trust_forwarded,
             host_header,
             framing,
@@ -484,30 +492,49 @@ impl Session {
             }
         }
         let config = &worker.gateway.upstreams[upstream];
-        let addr = config.hosts[host];
-        match timeout(config.timeouts.connect, TcpStream::connect(addr)).await {
-            Ok(Ok(stream)) => {
-                let _ = stream.set_nodelay(true);
+        match connect::open(config, host, None).await {
+            Ok(stream) => {
                 worker.metrics().upstream_open(upstream, 1);
                 Ok(UpstreamConn::new(stream, upstream, host))
             }
-            Ok(Err(err)) => Err(self.upstream_failure(
-                upstream,
-                host,
-                UpstreamError::Connect,
-                &format!("cannot connect: {err}"),
-                false,
-            )),
-            Err(_) => Err(Failure {
+            Err(err) => Err(self.connect_failure(upstream, host, err)),
+        }
+    }
+
+    /// After a failed connect to `host`: counts it against the host and
+    /// picks the next one to try, or gives up with `failure`.
+    fn after_failure(
+        &self,
+        upstream: usize,
+        host: usize,
+        attempts: &mut u32,
+        failure: Failure,
+    ) -> Result<usize, Failure> {
+        let gateway = &self.worker.gateway;
+        let config = &gateway.upstreams[upstream];
+        *attempts += 1;
+        let now = gateway.clock();
+        if config.balancer.failure(host, now) {
+            warn!(upstream = %config.name, host = %config.host_names[host], backoff = ?config.balancer.backoff(), "host ejected after consecutive failures");
+        }
+        if *attempts > config.retries {
+            return Err(failure);
+        }
+        config
+            .balancer
+            .pick_after(host, now)
+            .ok_or_else(|| no_healthy_host(&config.name))
+    }
+
+    /// 502 for a connection that could not be opened, 504 when it timed out.
+    fn connect_failure(&self, upstream: usize, host: usize, err: ConnectError) -> Failure {
+        let failure = self.upstream_failure(upstream, host, err.kind, &err.what, false);
+        match err.kind {
+            UpstreamError::Timeout => Failure {
                 status: StatusCode::GATEWAY_TIMEOUT,
-                ..self.upstream_failure(
-                    upstream,
-                    host,
-                    UpstreamError::Timeout,
-                    &format!("no connection within {:?}", config.timeouts.connect),
-                    false,
-                )
-            }),
+                ..failure
+            },
+            _ => failure,
         }
     }
 

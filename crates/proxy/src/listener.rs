@@ -1,0 +1,281 @@
+//! What a listener does with a new connection (docs/LIFECYCLE-h2.md):
+//! a TLS handshake if it is a TLS listener (ALPN picks `h2` or
+//! `http/1.1`); on a plaintext one, the first bytes tell the HTTP/2
+//! connection preface (h2c with prior knowledge) from an HTTP/1.1 request.
+//! Then an HTTP/1.1 `Session` or an HTTP/2 connection serves it.
+
+use std::{
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    pin::Pin,
+    sync::Arc,
+    task::{Context, Poll},
+    time::Duration,
+};
+
+use arc_swap::ArcSwap;
+use bytes::{Buf, BytesMut};
+use tls::{rustls::ServerConfig, tokio_rustls::TlsAcceptor, TlsError};
+use tokio::{
+    io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf},
+    net::TcpStream,
+    sync::watch,
+};
+use tracing::{debug, info, warn};
+
+use crate::{
+    config::ListenerTls,
+    h2_server,
+    session::{ClientOrigin, Session},
+    worker::Worker,
+};
+
+/// The HTTP/2 connection preface (RFC 9113 3.4).
+pub(crate) const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+const FIRST_READ: usize = 16 * 1024;
+
+/// A TLS listener's settings, with the configuration SIGHUP reloads.
+#[derive(Debug)]
+pub(crate) struct TlsListener {
+    cert: PathBuf,
+    key: PathBuf,
+    client_ca: Option<PathBuf>,
+    http2: bool,
+    pub handshake_timeout: Duration,
+    current: ArcSwap<ServerConfig>,
+}
+
+impl TlsListener {
+    /// Reads the certificate, key and client CA files.
+    pub(crate) fn load(settings: &ListenerTls) -> Result<Self, TlsError> {
+        let mut listener = Self {
+            cert: PathBuf::from(&settings.cert.value),
+            key: PathBuf::from(&settings.key.value),
+            client_ca: settings
+                .client_ca
+                .as_ref()
+                .map(|ca| PathBuf::from(&ca.value)),
+            http2: settings.http2,
+            handshake_timeout: settings.handshake_timeout,
+            current: ArcSwap::from_pointee(empty_config()?),
+        };
+        listener.current = ArcSwap::from_pointee(listener.read()?);
+        Ok(listener)
+    }
+
+    fn read(&self) -> Result<ServerConfig, TlsError> {
+        let alpn: &[&[u8]] = if self.http2 {
+            &[tls::ALPN_H2, tls::ALPN_HTTP11]
+        } else {
+            &[tls::ALPN_HTTP11]
+        };
+        let identity = tls::Identity {
+            cert: &self.cert,
+            key: &self.key,
+        };
+        tls::server_config(identity, self.client_ca.as_deref(), alpn)
+    }
+
+    /// Re-reads the files; on failure the configuration in use stays.
+    pub(crate) fn reload(&self) -> Result<(), TlsError> {
+        self.current.store(Arc::new(self.read()?));
+        Ok(())
+    }
+
+    pub(crate) fn cert_path(&self) -> &Path {
+        &self.cert
+    }
+
+    fn acceptor(&self) -> TlsAcceptor {
+        TlsAcceptor::from(self.current.load_full())
+    }
+}
+
+/// A placeholder until the real files are read (ArcSwap needs a value).
+fn empty_config() -> Result<ServerConfig, TlsError> {
+    let builder = ServerConfig::builder_with_provider(tls::provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|err| TlsError {
+            path: None,
+            what: err.to_string(),
+        })?;
+    Ok(builder
+        .with_no_client_auth()
+        .with_cert_resolver(Arc::new(NoCertificate)))
+}
+
+#[derive(Debug)]
+struct NoCertificate;
+
+impl tls::rustls::server::ResolvesServerCert for NoCertificate {
+    fn resolve(
+        &self,
+        _hello: tls::rustls::server::ClientHello<'_>,
+    ) -> Option<Arc<tls::rustls::sign::CertifiedKey>> {
+        None
+    }
+}
+
+/// Serves one accepted connection until it closes.
+pub(crate) async fn serve_connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    listener: usize,
+    worker: Arc<Worker>,
+    shutdown: watch::Receiver<bool>,
+) {
+    worker.metrics().connection_opened();
+    match worker.gateway.listeners[listener].clone() {
+        None => plaintext(stream, peer, &worker, shutdown).await,
+        Some(tls) => secure(stream, peer, &tls, &worker, shutdown).await,
+    }
+    worker.metrics().connection_closed();
+}
+
+async fn plaintext(
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    worker: &Arc<Worker>,
+    shutdown: watch::Receiver<bool>,
+) {
+    let origin = ClientOrigin {
+        peer,
+        secure: false,
+    };
+    let mut received = BytesMut::with_capacity(FIRST_READ);
+    // Read until the bytes can no longer be the preface, or are all of it.
+    let idle = worker.gateway.idle_timeout;
+    while received.len() < PREFACE.len() && PREFACE.starts_with(&received) {
+        match tokio::time::timeout(idle, stream.read_buf(&mut received)).await {
+            Ok(Ok(n)) if n > 0 => {}
+            _ => return,
+        }
+    }
+    if received.starts_with(PREFACE) {
+        let stream = Rewind::new(received, stream);
+        h2_server::serve(stream, origin, worker, shutdown).await;
+    } else {
+        Session::new(stream, received, origin, Arc::clone(worker), shutdown)
+            .run()
+            .await;
+    }
+}
+
+async fn secure(
+    stream: TcpStream,
+    peer: SocketAddr,
+    tls: &TlsListener,
+    worker: &Arc<Worker>,
+    shutdown: watch::Receiver<bool>,
+) {
+    let handshake = tls.acceptor().accept(stream);
+    let stream = match tokio::time::timeout(tls.handshake_timeout, handshake).await {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(err)) => {
+            worker.metrics().tls_handshake_failed();
+            return debug!(%peer, %err, "TLS handshake failed");
+        }
+        Err(_) => {
+            worker.metrics().tls_handshake_failed();
+            return debug!(%peer, timeout = ?tls.handshake_timeout, "TLS handshake timed out");
+        }
+    };
+    let origin = ClientOrigin { peer, secure: true };
+    if stream.get_ref().1.alpn_protocol() == Some(tls::ALPN_H2) {
+        h2_server::serve(stream, origin, worker, shutdown).await;
+    } else {
+        Session::new(
+            stream,
+            BytesMut::with_capacity(FIRST_READ),
+            origin,
+            Arc::clone(worker),
+            shutdown,
+        )
+        .run()
+        .await;
+    }
+}
+
+/// Reloads every TLS listener's files on SIGHUP until shutdown.
+pub(crate) async fn reload_on_hangup(
+    listeners: Vec<Arc<TlsListener>>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut hangups = match signal(SignalKind::hangup()) {
+        Ok(hangups) => hangups,
+        Err(err) => return warn!(%err, "cannot listen for SIGHUP; TLS files will not reload"),
+    };
+    loop {
+        tokio::select! {
+            _ = shutdown.changed() => return,
+            received = hangups.recv() => if received.is_none() { return },
+        }
+        for listener in &listeners {
+            let cert = listener.cert_path().display();
+            match listener.reload() {
+                Ok(()) => info!(%cert, "TLS certificate reloaded"),
+                Err(err) => warn!(%err, "TLS reload failed; the previous certificate stays in use"),
+            }
+        }
+    }
+}
+
+/// A stream that first hands out bytes already read from it.
+#[derive(Debug)]
+pub(crate) struct Rewind<S> {
+    prefix: BytesMut,
+    inner: S,
+}
+
+impl<S> Rewind<S> {
+    pub(crate) fn new(prefix: BytesMut, inner: S) -> Self {
+        Self { prefix, inner }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Rewind<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        if !self.prefix.is_empty() {
+            let take = self.prefix.len().min(buf.remaining());
+            buf.put_slice(&self.prefix[..take]);
+            self.prefix.advance(take);
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Rewind<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+}

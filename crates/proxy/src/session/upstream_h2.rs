@@ -1,0 +1,356 @@
+//! The exchange with an upstream spoken to over HTTP/2 (`protocol: h2c |
+//! h2`): the HTTP/1.1 request becomes a stream on a multiplexed
+//! connection, and the response comes back as HTTP/1.1, trailers kept in
+//! a chunked body (docs/LIFECYCLE-h2.md).
+
+use std::{
+    future::poll_fn,
+    sync::Arc,
+    task::Poll,
+    time::{Duration, Instant},
+};
+
+use bytes::{Buf, Bytes, BytesMut};
+use h2::{RecvStream, SendStream};
+use http::{header, Method, Response, StatusCode};
+use http1::{
+    chunked::{body_too_large, encode_chunk, encode_last_chunk},
+    Framing as RequestFraming, Head,
+};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tracing::warn;
+
+use super::{no_healthy_host, persistence, Failure, Next, Session};
+use crate::{
+    forward::{self, Framing},
+    h2_upstream::{self, send_data, StreamLease},
+    metrics::UpstreamError,
+    middleware::Outcome,
+};
+
+/// How sending a request on a stream failed.
+enum StreamFailure {
+    /// The upstream refused the stream before processing it (REFUSED_STREAM
+    /// or GOAWAY): safe to send again.
+    Refused,
+    Failed(Failure),
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
+    /// `forward` for an HTTP/2 upstream.
+    pub(super) async fn forward_h2(&mut self, head: &Head, route: usize) -> Result<Next, Failure> {
+        let gateway = Arc::clone(&self.worker.gateway);
+        let upstream_index = gateway.route_upstream[route];
+        let upstream = &gateway.upstreams[upstream_index];
+        self.build_request(head, upstream.host_header.as_ref())?;
+        let request = h2_upstream::request(&self.ubuf, upstream).ok_or_else(|| {
+            Failure::new(
+                StatusCode::BAD_REQUEST,
+                "the request cannot be expressed in HTTP/2",
+            )
+        })?;
+        self.rbuf.advance(head.len);
+        let mut attempts = 0;
+        let mut host = upstream
+            .balancer
+            .pick(gateway.clock())
+            .ok_or_else(|| no_healthy_host(&upstream.name))?;
+        loop {
+            let (sender, lease) =
+                match h2_upstream::stream(&self.worker, upstream_index, host).await {
+                    Ok(stream) => stream,
+                    Err(err) => {
+                        let failure = self.connect_failure(upstream_index, host, err);
+                        host = self.after_failure(upstream_index, host, &mut attempts, failure)?;
+                        continue;
+                    }
+                };
+            let sent_at = Instant::now();
+            match self
+                .send_h2(head, sender, request.clone(), upstream_index, host)
+                .await
+            {
+                Ok(response) => {
+                    let answered = Instant::now();
+                    upstream.balancer.success(host);
+                    self.worker
+                        .metrics()
+                        .upstream_latency(upstream_index, answered - sent_at);
+                    return Ok(self
+                        .respond_h2(head, route, upstream_index, response, lease)
+                        .await);
+                }
+                Err(StreamFailure::Refused)
+                    if attempts < upstream.retries && head.framing == RequestFraming::Empty =>
+                {
+                    attempts += 1;
+                }
+                Err(StreamFailure::Refused) => {
+                    return Err(self.upstream_failure(
+                        upstream_index,
+                        host,
+                        UpstreamError::Broken,
+                        "the upstream refused the stream",
+                        false,
+                    ))
+                }
+                Err(StreamFailure::Failed(failure)) => return Err(failure),
+            }
+        }
+    }
+
+    /// Opens the stream, sends the body and waits for the response head.
+    async fn send_h2(
+        &mut self,
+        head: &Head,
+        sender: h2::client::SendRequest<Bytes>,
+        request: http::Request<()>,
+        upstream: usize,
+        host: usize,
+    ) -> Result<Response<RecvStream>, StreamFailure> {
+        let timeout = self.worker.gateway.upstreams[upstream].timeouts.request;
+        let refused_or = |this: &Self, err: h2::Error, what: &str| {
+            if err.reason() == Some(h2::Reason::REFUSED_STREAM) || err.is_go_away() {
+                return StreamFailure::Refused;
+            }
+            StreamFailure::Failed(this.upstream_failure(
+                upstream,
+                host,
+                UpstreamError::Broken,
+                &format!("{what}: {err}"),
+                head.framing != RequestFraming::Empty,
+            ))
+        };
+        let mut sender = match sender.ready().await {
+            Ok(sender) => sender,
+            Err(err) => return Err(refused_or(self, err, "the connection is closed")),
+        };
+        let empty = head.framing == RequestFraming::Empty;
+        let (response, mut body) = match sender.send_request(request, empty) {
+            Ok(sent) => sent,
+            Err(err) => return Err(refused_or(self, err, "cannot open a stream")),
+        };
+        if !empty {
+            self.stream_body_h2(head, &mut body, upstream, host)
+                .await
+                .map_err(StreamFailure::Failed)?;
+        }
+        let response = self.wait(response, timeout).await;
+        match response {
+            Some(Ok(response)) => Ok(response),
+            Some(Err(err)) => Err(refused_or(self, err, "the stream failed")),
+            None => {
+                let mut failure = self.upstream_failure(
+                    upstream,
+                    host,
+                    UpstreamError::Timeout,
+                    &format!("no response within {timeout:?}"),
+                    false,
+                );
+                failure.status = StatusCode::GATEWAY_TIMEOUT;
+                let gateway = &self.worker.gateway;
+                gateway.upstreams[upstream]
+                    .balancer
+                    .failure(host, gateway.clock());
+                Err(StreamFailure::Failed(failure))
+            }
+        }
+    }
+
+    /// Awaits `future` for at most `timeout`; answers already waiting for
+    /// the client are written first if it is not ready at once.
+    async fn wait<F: std::future::Future + Unpin>(
+        &mut self,
+        mut future: F,
+        timeout: Duration,
+    ) -> Option<F::Output> {
+        let polled = poll_fn(|cx| Poll::Ready(std::pin::Pin::new(&mut future).poll(cx))).await;
+        if let Poll::Ready(output) = polled {
+            return Some(output);
+        }
+        if !self.flush().await {
+            return None;
+        }
+        tokio::time::timeout(timeout, future).await.ok()
+    }
+
+    /// Sends the request body (Content-Length or chunked from the client).
+    async fn stream_body_h2(
+        &mut self,
+        head: &Head,
+        send: &mut SendStream<Bytes>,
+        upstream: usize,
+        host: usize,
+    ) -> Result<(), Failure> {
+        if head.expect_continue {
+            self.wbuf
+                .extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+        }
+        let broken = |this: &Self| {
+            this.upstream_failure(
+                upstream,
+                host,
+                UpstreamError::Broken,
+                "cannot send the request body",
+                true,
+            )
+        };
+        if let RequestFraming::Length(len) = head.framing {
+            let mut left = len;
+            loop {
+                let take = left.min(self.rbuf.len());
+                left -= take;
+                let data = self.rbuf.split_to(take).freeze();
+                if send_data(send, data, left == 0).await.is_err() {
+                    return Err(broken(self));
+                }
+                if left == 0 {
+                    return Ok(());
+                }
+                self.read_body_part().await?;
+            }
+        }
+        self.chunked.reset();
+        let limits = self.body_limits();
+        loop {
+            let mut data = BytesMut::new();
+            let decoded = self
+                .chunked
+                .decode(&self.rbuf, &limits, |part| data.extend_from_slice(part))
+                .map_err(|rejection| Failure {
+                    body_unread: true,
+                    ..Failure::new(rejection.status, rejection.detail)
+                })?;
+            let _ = self.rbuf.split_to(decoded.consumed);
+            if send_data(send, data.freeze(), decoded.done).await.is_err() {
+                return Err(broken(self));
+            }
+            if decoded.done {
+                return Ok(());
+            }
+            if self.chunked.data_len() > self.max_body {
+                let rejection = body_too_large(&limits);
+                return Err(Failure {
+                    body_unread: true,
+                    ..Failure::new(rejection.status, rejection.detail)
+                });
+            }
+            self.read_body_part().await?;
+        }
+    }
+
+    /// Writes the HTTP/1.1 response head and relays the body and trailers.
+    async fn respond_h2(
+        &mut self,
+        head: &Head,
+        route: usize,
+        upstream: usize,
+        response: Response<RecvStream>,
+        lease: StreamLease,
+    ) -> Next {
+        let (parts, body) = response.into_parts();
+        self.count(Some(route), parts.status);
+        self.outcome = Outcome {
+            status: parts.status,
+            upstream: Some(upstream),
+            body_bytes: 0,
+        };
+        let edits = self.response_edits(parts.status);
+        // Laid out as HTTP/1.1 fields, so that `forward` applies its usual rules.
+        let mut scratch = Vec::with_capacity(512);
+        let mut fields = Vec::with_capacity(parts.headers.len());
+        for (name, value) in &parts.headers {
+            let name_at = scratch.len()..scratch.len() + name.as_str().len();
+            scratch.extend_from_slice(name.as_str().as_bytes());
+            let value_at = scratch.len()..scratch.len() + value.len();
+            scratch.extend_from_slice(value.as_bytes());
+            fields.push((name_at, value_at));
+        }
+        let length = parts
+            .headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+        let framing =
+            if head.method == Method::HEAD || !http1::response::may_have_body(parts.status) {
+                Framing::None
+            } else if body.is_end_stream() {
+                Framing::Length(0)
+            } else if let Some(length) = length {
+                Framing::Length(length)
+            } else if head.http10 {
+                Framing::Close
+            } else {
+                Framing::Chunked
+            };
+        let close = !head.keep_alive || framing == Framing::Close || *self.shutdown.borrow();
+        forward::response_head(
+            &mut self.wbuf,
+            parts.status,
+            &scratch,
+            &fields,
+            framing,
+            persistence(head, close),
+            edits.as_ref(),
+        );
+        self.put_back_edits(edits);
+        let complete = self.relay_body_h2(body, framing, upstream).await;
+        drop(lease);
+        match (complete, close) {
+            (false, _) => Next::Abort,
+            (true, true) => Next::Close,
+            (true, false) => Next::KeepAlive,
+        }
+    }
+
+    /// Copies DATA frames into `wbuf` (chunk-encoded when `to` is
+    /// chunked, with the trailers at the end). False when the stream broke
+    /// off or the client went away.
+    async fn relay_body_h2(&mut self, mut body: RecvStream, to: Framing, upstream: usize) -> bool {
+        if to == Framing::None {
+            return true;
+        }
+        let timeout = self.worker.gateway.upstreams[upstream].timeouts.request;
+        loop {
+            let next = poll_fn(|cx| body.poll_data(cx));
+            let data = match self.wait(next, timeout).await {
+                None => return self.body_broke(upstream, "timed out"),
+                Some(None) => break,
+                Some(Some(Err(err))) => return self.body_broke(upstream, &err.to_string()),
+                Some(Some(Ok(data))) => data,
+            };
+            let _ = body.flow_control().release_capacity(data.len());
+            if to == Framing::Chunked {
+                encode_chunk(&mut self.wbuf, &data);
+            } else {
+                self.wbuf.extend_from_slice(&data);
+            }
+            if self.wbuf.len() >= super::FLUSH_AT && !self.flush().await {
+                return false;
+            }
+        }
+        if to == Framing::Chunked {
+            let trailers = poll_fn(|cx| body.poll_trailers(cx));
+            let trailers = match self.wait(trailers, timeout).await {
+                Some(Ok(trailers)) => trailers.unwrap_or_default(),
+                None => return self.body_broke(upstream, "timed out"),
+                Some(Err(err)) => return self.body_broke(upstream, &err.to_string()),
+            };
+            encode_last_chunk(
+                &mut self.wbuf,
+                trailers
+                    .iter()
+                    .map(|(name, value)| (name.as_str().as_bytes(), value.as_bytes())),
+            );
+        }
+        true
+    }
+
+    fn body_broke(&self, upstream: usize, why: &str) -> bool {
+        let config = &self.worker.gateway.upstreams[upstream];
+        self.worker
+            .metrics()
+            .upstream_error(upstream, UpstreamError::Broken);
+        warn!(upstream = %config.name, %why, "the upstream broke off an HTTP/2 response body; closing the client connection");
+        false
+    }
+}
