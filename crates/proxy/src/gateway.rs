@@ -16,7 +16,7 @@ use tls::{rustls::pki_types::ServerName, tokio_rustls::TlsConnector};
 
 use crate::{
     balance::Balancer,
-    config::{Config, Protocol, Runtime, Timeouts},
+    config::{Config, HttpVersion, Protocol, Runtime, Timeouts},
     listener::TlsListener,
     middleware::{self, BuildContext, Chains},
     route::RouteTable,
@@ -77,8 +77,9 @@ pub struct Gateway {
     /// By route index: the route's path as configured (metrics label).
     pub route_names: Vec<String>,
     pub upstreams: Vec<Upstream>,
-    /// By listener (configuration order): its TLS settings, if it is a TLS listener.
-    pub(crate) listeners: Vec<Option<Arc<TlsListener>>>,
+    /// By listener (configuration order): its TLS settings if it is a TLS
+    /// listener, and the HTTP versions it serves.
+    pub(crate) listeners: Vec<(Option<Arc<TlsListener>>, Vec<HttpVersion>)>,
     pub http2: Http2Settings,
     pub limits: http1::Limits,
     pub header_read_timeout: Duration,
@@ -170,12 +171,13 @@ impl Gateway {
             .iter()
             .enumerate()
             .map(|(i, listener)| {
-                listener
+                let tls = listener
                     .tls
                     .as_ref()
-                    .map(|tls| TlsListener::load(tls).map(Arc::new))
+                    .map(|tls| TlsListener::load(tls, &listener.protocols).map(Arc::new))
                     .transpose()
-                    .with_context(|| format!("listeners[{i}].tls"))
+                    .with_context(|| format!("listeners[{i}].tls"))?;
+                Ok((tls, listener.protocols.clone()))
             })
             .collect::<anyhow::Result<_>>()?;
         let http2 = &config.http2;

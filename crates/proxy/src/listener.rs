@@ -17,14 +17,14 @@ use arc_swap::ArcSwap;
 use bytes::{Buf, BytesMut};
 use tls::{rustls::ServerConfig, tokio_rustls::TlsAcceptor, TlsError};
 use tokio::{
-    io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf},
+    io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf},
     net::TcpStream,
     sync::watch,
 };
 use tracing::{debug, info, warn};
 
 use crate::{
-    config::ListenerTls,
+    config::{HttpVersion, ListenerTls},
     h2_server,
     session::{ClientOrigin, Session},
     worker::Worker,
@@ -33,6 +33,8 @@ use crate::{
 /// The HTTP/2 connection preface (RFC 9113 3.4).
 pub(crate) const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 const FIRST_READ: usize = 16 * 1024;
+/// GOAWAY, last stream 0, PROTOCOL_ERROR (RFC 9113 6.8).
+const GOAWAY_PROTOCOL_ERROR: [u8; 17] = [0, 0, 8, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
 
 /// A TLS listener's settings, with the configuration SIGHUP reloads.
 #[derive(Debug)]
@@ -40,14 +42,15 @@ pub(crate) struct TlsListener {
     cert: PathBuf,
     key: PathBuf,
     client_ca: Option<PathBuf>,
-    http2: bool,
+    /// ALPN ids offered, in order of preference.
+    alpn: Vec<&'static [u8]>,
     pub handshake_timeout: Duration,
     current: ArcSwap<ServerConfig>,
 }
 
 impl TlsListener {
     /// Reads the certificate, key and client CA files.
-    pub(crate) fn load(settings: &ListenerTls) -> Result<Self, TlsError> {
+    pub(crate) fn load(settings: &ListenerTls, versions: &[HttpVersion]) -> Result<Self, TlsError> {
         let mut listener = Self {
             cert: PathBuf::from(&settings.cert.value),
             key: PathBuf::from(&settings.key.value),
@@ -55,7 +58,14 @@ impl TlsListener {
                 .client_ca
                 .as_ref()
                 .map(|ca| PathBuf::from(&ca.value)),
-            http2: settings.http2,
+            alpn: [
+                (HttpVersion::H2, tls::ALPN_H2),
+                (HttpVersion::Http1, tls::ALPN_HTTP11),
+            ]
+            .into_iter()
+            .filter(|(version, _)| versions.contains(version))
+            .map(|(_, id)| id)
+            .collect(),
             handshake_timeout: settings.handshake_timeout,
             current: ArcSwap::from_pointee(empty_config()?),
         };
@@ -64,16 +74,11 @@ impl TlsListener {
     }
 
     fn read(&self) -> Result<ServerConfig, TlsError> {
-        let alpn: &[&[u8]] = if self.http2 {
-            &[tls::ALPN_H2, tls::ALPN_HTTP11]
-        } else {
-            &[tls::ALPN_HTTP11]
-        };
         let identity = tls::Identity {
             cert: &self.cert,
             key: &self.key,
         };
-        tls::server_config(identity, self.client_ca.as_deref(), alpn)
+        tls::server_config(identity, self.client_ca.as_deref(), &self.alpn)
     }
 
     /// Re-reads the files; on failure the configuration in use stays.
@@ -125,23 +130,34 @@ pub(crate) async fn serve_connection(
     shutdown: watch::Receiver<bool>,
 ) {
     worker.metrics().connection_opened();
-    match worker.gateway.listeners[listener].clone() {
-        None => plaintext(stream, peer, &worker, shutdown).await,
-        Some(tls) => secure(stream, peer, &tls, &worker, shutdown).await,
-    }
-    worker.metrics().connection_closed();
-}
-
-async fn plaintext(
-    mut stream: TcpStream,
-    peer: SocketAddr,
-    worker: &Arc<Worker>,
-    shutdown: watch::Receiver<bool>,
-) {
     let origin = ClientOrigin {
         peer,
         secure: false,
     };
+    let (tls, versions) = &worker.gateway.listeners[listener];
+    match (tls.clone(), versions.as_slice()) {
+        (Some(tls), _) => secure(stream, peer, &tls, &worker, shutdown).await,
+        (None, [HttpVersion::H2]) => plaintext(stream, origin, true, &worker, shutdown).await,
+        (None, [HttpVersion::Http1]) => {
+            let received = BytesMut::with_capacity(FIRST_READ);
+            Session::new(stream, received, origin, Arc::clone(&worker), shutdown)
+                .run()
+                .await;
+        }
+        (None, _) => plaintext(stream, origin, false, &worker, shutdown).await,
+    }
+    worker.metrics().connection_closed();
+}
+
+/// HTTP/1.1 or h2c, by the first bytes; with `h2_only`, anything but
+/// the preface gets GOAWAY (PROTOCOL_ERROR).
+async fn plaintext(
+    mut stream: TcpStream,
+    origin: ClientOrigin,
+    h2_only: bool,
+    worker: &Arc<Worker>,
+    shutdown: watch::Receiver<bool>,
+) {
     let mut received = BytesMut::with_capacity(FIRST_READ);
     // Read until the bytes can no longer be the preface, or are all of it.
     let idle = worker.gateway.idle_timeout;
@@ -154,6 +170,12 @@ async fn plaintext(
     if received.starts_with(PREFACE) {
         let stream = Rewind::new(received, stream);
         h2_server::serve(stream, origin, worker, shutdown).await;
+    } else if h2_only {
+        debug!(peer = %origin.peer, "no HTTP/2 preface on an h2c-only listener");
+        if stream.write_all(&GOAWAY_PROTOCOL_ERROR).await.is_ok() && stream.shutdown().await.is_ok()
+        {
+            http1::io::linger(&mut stream).await;
+        }
     } else {
         Session::new(stream, received, origin, Arc::clone(worker), shutdown)
             .run()

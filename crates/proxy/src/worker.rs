@@ -149,7 +149,11 @@ pub fn start(config: &Config) -> anyhow::Result<RunningProxy> {
                 .context("cannot spawn a worker thread")?,
         );
     }
-    let tls_listeners: Vec<_> = gateway.listeners.iter().flatten().cloned().collect();
+    let tls_listeners: Vec<_> = gateway
+        .listeners
+        .iter()
+        .filter_map(|(tls, _)| tls.clone())
+        .collect();
     if !tls_listeners.is_empty() {
         let shutdown = shutdown.subscribe();
         threads.push(

@@ -63,7 +63,15 @@ pub(crate) fn run(args: ProxyArgs) -> ExitCode {
     let listening: Vec<String> = running
         .listeners
         .iter()
-        .map(|a| format!("http://{a}"))
+        .zip(&config.listeners)
+        .map(|(addr, listener)| {
+            let scheme = if listener.tls.is_some() {
+                "https"
+            } else {
+                "http"
+            };
+            format!("{scheme}://{addr}")
+        })
         .collect();
     match running.admin {
         Some(admin) => println!(

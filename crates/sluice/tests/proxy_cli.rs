@@ -292,3 +292,77 @@ fn a_100_mb_body_each_way_passes_with_flat_memory() {
     eprintln!("peak RSS after 100 MB each way: {peak} KiB");
     assert!(peak < 32 * 1024, "peak RSS {peak} KiB");
 }
+
+/// The certificate a TLS listener presents now (DER).
+fn presented_certificate(addr: SocketAddr, ca: &Path) -> Vec<u8> {
+    let config = tls::client_config(tls::Trust::CaFile(ca), None, &[tls::ALPN_HTTP11]).unwrap();
+    let name = tls::rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let mut client = tls::rustls::ClientConnection::new(std::sync::Arc::new(config), name).unwrap();
+    let mut tcp = TcpStream::connect(addr).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    while client.is_handshaking() {
+        client.complete_io(&mut tcp).unwrap();
+    }
+    client.peer_certificates().unwrap()[0].to_vec()
+}
+
+#[test]
+fn sighup_reloads_the_tls_certificate_and_a_bad_one_keeps_the_old() {
+    let dir = std::env::temp_dir().join(format!("sluice-proxy-cli-tls-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let certs = dir.to_str().unwrap();
+    let issue = || {
+        let out = sluice(&["cert", "--out", certs, "--hosts", "localhost,127.0.0.1"]);
+        assert!(out.status.success(), "{out:?}");
+    };
+    issue();
+    let config = write_config(
+        "tls.yaml",
+        &format!(
+            "listeners:\n  - address: 127.0.0.1:0\n    tls: {{ cert: {certs}/server.pem, key: {certs}/server.key.pem }}\nupstreams:\n  a: {{ hosts: [\"http://127.0.0.1:1\"] }}\nroutes: [{{ path: /, upstream: a }}]\n"
+        ),
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["proxy", "-c", config.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr: SocketAddr = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("https://"))
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("no https address in {line:?}"));
+    let ca = dir.join("ca.pem");
+    let first = presented_certificate(addr, &ca);
+
+    let hangup = || {
+        let status = Command::new("kill")
+            .args(["-HUP", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    issue();
+    hangup();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let second = loop {
+        let now = presented_certificate(addr, &ca);
+        if now != first || Instant::now() > deadline {
+            break now;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_ne!(second, first, "SIGHUP did not load the new certificate");
+
+    std::fs::write(dir.join("server.key.pem"), "not a key").unwrap();
+    hangup();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(presented_certificate(addr, &ca), second);
+    child.kill().unwrap();
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+}

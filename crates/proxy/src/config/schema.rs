@@ -63,6 +63,23 @@ pub struct Listener {
     /// h2c with prior knowledge on the same port.
     #[serde(default)]
     pub tls: Option<ListenerTls>,
+    /// The HTTP versions served: over TLS the ALPN offer, in plaintext
+    /// `[http1, h2]` tells them apart by the HTTP/2 preface, `[h2]`
+    /// requires it (h2c only) and `[http1]` never looks for it.
+    #[serde(default = "both_versions")]
+    pub protocols: Vec<HttpVersion>,
+}
+
+/// An HTTP version a listener serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HttpVersion {
+    Http1,
+    H2,
+}
+
+fn both_versions() -> Vec<HttpVersion> {
+    vec![HttpVersion::H2, HttpVersion::Http1]
 }
 
 /// A TLS listener's certificate and client verification.
@@ -80,17 +97,10 @@ pub struct ListenerTls {
     /// A client must finish the handshake within this.
     #[serde(default = "default_handshake_timeout", deserialize_with = "duration")]
     pub handshake_timeout: Duration,
-    /// Offer HTTP/2 by ALPN (`h2`); off: HTTP/1.1 only.
-    #[serde(default = "yes")]
-    pub http2: bool,
 }
 
 fn default_handshake_timeout() -> Duration {
     Duration::from_secs(10)
-}
-
-fn yes() -> bool {
-    true
 }
 
 /// HTTP/2 limits for client connections (RFC 9113 settings, and the

@@ -29,6 +29,13 @@ pub(crate) fn check(config: &Config) -> Result<(), Problem> {
     }
     let mut addresses = HashSet::new();
     for (i, listener) in config.listeners.iter().enumerate() {
+        if listener.protocols.is_empty() {
+            return Err((
+                Location::UNKNOWN,
+                format!("listeners[{i}].protocols"),
+                "name at least one of http1, h2".into(),
+            ));
+        }
         let key = format!("listeners[{i}].address");
         let address = socket_addr(&listener.address.value)
             .map_err(|message| (listener.address.referenced, key.clone(), message))?;
