@@ -1,16 +1,15 @@
 #!/usr/bin/env bash
 # HTTP/2 conformance of sluice's listeners: h2spec (github.com/summerwind/h2spec)
 # against an h2c-only port (`protocols: [h2]`, prior knowledge) and a TLS
-# port (ALPN h2) of a `sluice proxy` whose routes lead to an nginx-light
-# backend. (A plaintext port serving both HTTP/1.1 and h2c answers bytes
+# port (ALPN h2) of a `sluice proxy` whose routes lead to a
+# `sluice serve static` backend. (A plaintext port serving both HTTP/1.1 and h2c answers bytes
 # that are not the HTTP/2 preface as HTTP/1.1, so h2spec's "invalid
 # connection preface" case gets a 400 there, by design.)
 #
 #   bench/h2spec.sh                  # both ports; exit 1 on any failed case
-#   SLUICE=target/debug/sluice bench/h2spec.sh
+#   SLUICE=target/debug/sluice bench/h2spec.sh   # what .ci/run does
 #
-# Needs: nginx (apt-get install -y nginx-light), and h2spec on PATH or Go
-# to install it (`go install github.com/summerwind/h2spec/cmd/h2spec@v2.6.0`
+# Needs: h2spec on PATH, or Go to install it (`go install github.com/summerwind/h2spec/cmd/h2spec@v2.6.0`
 # into target/tools). Reports land in results/h2spec/ as JUnit XML.
 set -euo pipefail
 
@@ -32,8 +31,10 @@ if ! command -v h2spec >/dev/null; then
   PATH=$ROOT/target/tools:$PATH
 fi
 
-proxy_bench_setup nginx
-start_pets_backend
+proxy_bench_setup
+"$SLUICE" serve static --listen "127.0.0.1:$BACKEND_PORT" --workers 1 >/dev/null 2>&1 &
+BACKEND_PID=$!
+wait_port "$BACKEND_PORT"
 "$SLUICE" cert --out "$WORK/certs" --hosts localhost,127.0.0.1 >/dev/null
 
 cat >"$WORK/sluice.yaml" <<YAML
