@@ -23,6 +23,7 @@ use crate::{
     connect::{self, ConnectError},
     gateway::{Gateway, Upstream},
     metrics::UpstreamError,
+    pool::PerHost,
     worker::Worker,
 };
 
@@ -54,27 +55,18 @@ impl Drop for StreamLease {
 /// The HTTP/2 connections of one worker, by upstream and host.
 #[derive(Debug)]
 pub(crate) struct H2Pool {
-    /// `[upstream][host]`, flattened.
-    conns: Vec<Mutex<Vec<H2Conn>>>,
-    offsets: Vec<usize>,
+    conns: PerHost<Mutex<Vec<H2Conn>>>,
 }
 
 impl H2Pool {
     pub(crate) fn new(gateway: &Gateway) -> Self {
-        let mut offsets = Vec::new();
-        let mut slots = 0;
-        for upstream in &gateway.upstreams {
-            offsets.push(slots);
-            slots += upstream.hosts.len();
-        }
         Self {
-            conns: (0..slots).map(|_| Mutex::new(Vec::new())).collect(),
-            offsets,
+            conns: PerHost::new(gateway),
         }
     }
 
-    fn slot(&self, upstream: usize, host: usize) -> Option<&Mutex<Vec<H2Conn>>> {
-        self.conns.get(self.offsets[upstream] + host)
+    fn slot(&self, upstream: usize, host: usize) -> &Mutex<Vec<H2Conn>> {
+        self.conns.get(upstream, host)
     }
 
     /// A stream on a live connection with room for one more.
@@ -83,7 +75,7 @@ impl H2Pool {
         upstream: usize,
         host: usize,
     ) -> Option<(SendRequest<Bytes>, StreamLease)> {
-        let mut conns = self.slot(upstream, host)?.lock().ok()?;
+        let mut conns = self.slot(upstream, host).lock().ok()?;
         conns.retain(|conn| !conn.closed.load(Relaxed));
         let conn = conns
             .iter()
@@ -93,7 +85,7 @@ impl H2Pool {
 
     fn add(&self, upstream: usize, host: usize, conn: H2Conn) -> (SendRequest<Bytes>, StreamLease) {
         let taken = lease(&conn);
-        if let Some(Ok(mut conns)) = self.slot(upstream, host).map(Mutex::lock) {
+        if let Ok(mut conns) = self.slot(upstream, host).lock() {
             conns.push(conn);
         }
         taken

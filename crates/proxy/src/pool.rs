@@ -103,16 +103,15 @@ impl UpstreamConn {
     }
 }
 
-/// Idle connections of one worker, by upstream and host.
+/// One `T` per host of every upstream, `[upstream][host]` flattened.
 #[derive(Debug)]
-pub(crate) struct Pool {
-    /// `[upstream][host]`, flattened.
-    idle: Vec<Mutex<Vec<UpstreamConn>>>,
-    /// Start of each upstream's hosts in `idle`.
+pub(crate) struct PerHost<T> {
+    slots: Vec<T>,
+    /// Start of each upstream's hosts in `slots`.
     offsets: Vec<usize>,
 }
 
-impl Pool {
+impl<T: Default> PerHost<T> {
     pub(crate) fn new(gateway: &Gateway) -> Self {
         let mut offsets = Vec::new();
         let mut slots = 0;
@@ -121,13 +120,31 @@ impl Pool {
             slots += upstream.hosts.len();
         }
         Self {
-            idle: (0..slots).map(|_| Mutex::new(Vec::new())).collect(),
+            slots: (0..slots).map(|_| T::default()).collect(),
             offsets,
         }
     }
 
+    pub(crate) fn get(&self, upstream: usize, host: usize) -> &T {
+        &self.slots[self.offsets[upstream] + host]
+    }
+}
+
+/// Idle connections of one worker, by upstream and host.
+#[derive(Debug)]
+pub(crate) struct Pool {
+    idle: PerHost<Mutex<Vec<UpstreamConn>>>,
+}
+
+impl Pool {
+    pub(crate) fn new(gateway: &Gateway) -> Self {
+        Self {
+            idle: PerHost::new(gateway),
+        }
+    }
+
     fn slot(&self, upstream: usize, host: usize) -> &Mutex<Vec<UpstreamConn>> {
-        &self.idle[self.offsets[upstream] + host]
+        self.idle.get(upstream, host)
     }
 
     /// The warmest idle connection to that host that is still usable.

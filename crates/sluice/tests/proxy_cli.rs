@@ -26,6 +26,11 @@ fn write_config(name: &str, text: &str) -> std::path::PathBuf {
 
 /// `sluice proxy -c PATH` running, and the address its first listener got.
 fn spawn_proxy(path: &Path) -> (Child, SocketAddr) {
+    spawn_proxy_as(path, "http://")
+}
+
+/// The same for a first listener whose URL starts with `scheme`.
+fn spawn_proxy_as(path: &Path, scheme: &str) -> (Child, SocketAddr) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args(["proxy", "-c", path.to_str().unwrap()])
         .stdout(Stdio::piped())
@@ -37,7 +42,7 @@ fn spawn_proxy(path: &Path) -> (Child, SocketAddr) {
         .unwrap();
     let addr: SocketAddr = line
         .split_whitespace()
-        .find_map(|w| w.strip_prefix("http://"))
+        .find_map(|w| w.strip_prefix(scheme))
         .and_then(|a| a.parse().ok())
         .unwrap_or_else(|| panic!("no address in {line:?}"));
     (child, addr)
@@ -322,20 +327,7 @@ fn sighup_reloads_the_tls_certificate_and_a_bad_one_keeps_the_old() {
             "listeners:\n  - address: 127.0.0.1:0\n    tls: {{ cert: {certs}/server.pem, key: {certs}/server.key.pem }}\nupstreams:\n  a: {{ hosts: [\"http://127.0.0.1:1\"] }}\nroutes: [{{ path: /, upstream: a }}]\n"
         ),
     );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["proxy", "-c", config.to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr: SocketAddr = line
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix("https://"))
-        .and_then(|a| a.parse().ok())
-        .unwrap_or_else(|| panic!("no https address in {line:?}"));
+    let (mut child, addr) = spawn_proxy_as(&config, "https://");
     let ca = dir.join("ca.pem");
     let first = presented_certificate(addr, &ca);
 
