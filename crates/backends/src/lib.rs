@@ -1,5 +1,6 @@
-//! The reference backends behind `sluice serve`: small HTTP/1.1 services that
-//! every benchmark and integration test stands on.
+//! The reference backends behind `sluice serve`: small services that every
+//! benchmark and integration test stands on, over HTTP/1.1 and HTTP/2
+//! (h2c with prior knowledge, or TLS with ALPN `h2` / `http/1.1`).
 //!
 //! Each service is a [`Backend`]; [`start`] binds it on one listener per
 //! worker (`SO_REUSEPORT`, a current-thread runtime per worker) and returns a
@@ -8,6 +9,7 @@
 mod customers;
 mod downstream;
 pub mod http1;
+mod http2;
 mod passthrough;
 mod petstore;
 pub mod problem;
@@ -15,7 +17,7 @@ mod request;
 mod server;
 mod static_body;
 
-use std::{fmt, net::SocketAddr, str::FromStr, time::Duration};
+use std::{fmt, net::SocketAddr, path::PathBuf, str::FromStr, time::Duration};
 
 use http::Uri;
 
@@ -100,6 +102,17 @@ pub struct ServeOptions {
     pub downstream_timeout: Duration,
     /// How long in-flight requests may run after a shutdown signal.
     pub shutdown_deadline: Duration,
+    /// Serve TLS with this certificate and key instead of plain TCP.
+    pub tls: Option<TlsFiles>,
+}
+
+/// PEM files of a TLS server identity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// The certificate chain, leaf first.
+    pub cert: PathBuf,
+    /// Its private key.
+    pub key: PathBuf,
 }
 
 impl Default for ServeOptions {
@@ -111,6 +124,7 @@ impl Default for ServeOptions {
             downstream: Uri::from_static("http://127.0.0.1:8081"),
             downstream_timeout: Duration::from_secs(10),
             shutdown_deadline: Duration::from_secs(10),
+            tls: None,
         }
     }
 }

@@ -2,6 +2,7 @@
 
 use bytes::Bytes;
 use http::{header, HeaderValue, StatusCode};
+use http1::Rejection;
 
 use crate::http1::Response;
 
@@ -18,6 +19,13 @@ pub trait IntoResponse {
 impl IntoResponse for Problem {
     fn into_response(self) -> Response {
         Response::new(self.status(), PROBLEM_JSON, Bytes::from(self.to_json()))
+    }
+}
+
+/// A request the connection refused (malformed, too large, too slow).
+impl IntoResponse for Rejection {
+    fn into_response(self) -> Response {
+        Problem::new(self.status, self.detail).into_response()
     }
 }
 

@@ -3,20 +3,31 @@
 //! Each worker is an OS thread running a current-thread Tokio runtime with
 //! its own `SO_REUSEPORT` listener on the shared address, so the kernel
 //! spreads connections across workers and no connection ever crosses a core.
+//!
+//! A plain connection is HTTP/1.1 unless it opens with the HTTP/2 preface
+//! (h2c, prior knowledge); a TLS connection is HTTP/2 if ALPN chose `h2`,
+//! HTTP/1.1 otherwise.
 
 use std::{
     net::{SocketAddr, TcpListener as StdListener},
+    sync::Arc,
     thread::JoinHandle,
     time::Duration,
 };
 
 use anyhow::{bail, Context};
 use http1::io::bind_shared;
-use tokio::{net::TcpListener, sync::watch, task::JoinSet};
-use tracing::{info, warn};
+use tls::tokio_rustls::TlsAcceptor;
+use tokio::{
+    net::{TcpListener, TcpStream},
+    sync::watch,
+    task::JoinSet,
+};
+use tracing::{debug, info, warn};
 
 use crate::{
-    customers, http1::serve_connection, passthrough, static_body, App, Backend, ServeOptions,
+    customers, http1::serve_connection, http2, passthrough, static_body, App, Backend,
+    ServeOptions, TlsFiles,
 };
 
 /// Pause after an accept error such as EMFILE, so that the loop does not spin.
@@ -60,6 +71,7 @@ pub fn start(backend: Backend, options: &ServeOptions) -> anyhow::Result<Running
     if options.workers == 0 {
         bail!("--workers must be at least 1");
     }
+    let tls = options.tls.as_ref().map(acceptor).transpose()?;
     let first = bind_shared(options.listen)
         .with_context(|| format!("cannot listen on {}", options.listen))?;
     let local_addr = first.local_addr()?;
@@ -77,19 +89,31 @@ pub fn start(backend: Backend, options: &ServeOptions) -> anyhow::Result<Running
         let app = shared.app_for_worker(options);
         let shutdown_rx = shutdown.subscribe();
         let deadline = options.shutdown_deadline;
+        let tls = tls.clone();
         let handle = std::thread::Builder::new()
             .name(format!("{backend}-worker-{index}"))
-            .spawn(move || run_worker(listener, app, shutdown_rx, deadline))
+            .spawn(move || run_worker(listener, app, tls, shutdown_rx, deadline))
             .context("cannot spawn a worker thread")?;
         workers.push(handle);
     }
-    info!(%backend, %local_addr, workers = options.workers, "serving");
+    info!(%backend, %local_addr, workers = options.workers, tls = tls.is_some(), "serving");
     Ok(RunningServer {
         backend,
         local_addr,
         shutdown,
         workers,
     })
+}
+
+/// TLS 1.2 and 1.3 with ALPN `h2` preferred, then `http/1.1`. Errors name the file at fault.
+fn acceptor(files: &TlsFiles) -> anyhow::Result<TlsAcceptor> {
+    let identity = tls::Identity {
+        cert: &files.cert,
+        key: &files.key,
+    };
+    let config = tls::server_config(identity, None, &[tls::ALPN_H2, tls::ALPN_HTTP11])
+        .context("cannot set up TLS")?;
+    Ok(TlsAcceptor::from(Arc::new(config)))
 }
 
 /// State that all workers of one server must share (customers are one registry).
@@ -125,6 +149,7 @@ impl SharedState {
 fn run_worker(
     listener: StdListener,
     app: App,
+    tls: Option<TlsAcceptor>,
     shutdown: watch::Receiver<bool>,
     deadline: Duration,
 ) {
@@ -140,7 +165,7 @@ fn run_worker(
     };
     runtime.block_on(async move {
         match TcpListener::from_std(listener) {
-            Ok(listener) => serve(listener, app, shutdown, deadline).await,
+            Ok(listener) => serve(listener, app, tls, shutdown, deadline).await,
             Err(err) => warn!(%err, "cannot register the listener"),
         }
     });
@@ -149,6 +174,7 @@ fn run_worker(
 async fn serve(
     listener: TcpListener,
     app: App,
+    tls: Option<TlsAcceptor>,
     mut shutdown: watch::Receiver<bool>,
     deadline: Duration,
 ) {
@@ -161,7 +187,11 @@ async fn serve(
                 Ok((stream, _peer)) => {
                     // Small responses must not wait for Nagle.
                     let _ = stream.set_nodelay(true);
-                    connections.spawn(serve_connection(stream, app.clone(), shutdown.clone()));
+                    let (app, shutdown) = (app.clone(), shutdown.clone());
+                    match &tls {
+                        None => connections.spawn(serve_plain(stream, app, shutdown)),
+                        Some(tls) => connections.spawn(serve_tls(stream, tls.clone(), app, shutdown)),
+                    };
                     // Reap finished connections so the set stays as small as the live ones.
                     while connections.try_join_next().is_some() {}
                 }
@@ -182,5 +212,35 @@ async fn serve(
             open = connections.len(),
             "shutdown deadline passed; closing the remaining connections"
         );
+    }
+}
+
+/// HTTP/1.1, or HTTP/2 if the connection opens with its preface.
+async fn serve_plain(stream: TcpStream, app: App, shutdown: watch::Receiver<bool>) {
+    if let Some(prefaced) = serve_connection(stream, &app, shutdown.clone(), true).await {
+        // Boxed so that every HTTP/1.1 connection's task stays the size of
+        // the HTTP/1.1 state, not of an h2 connection's.
+        Box::pin(http2::serve_connection(prefaced, app, shutdown)).await;
+    }
+}
+
+/// The TLS handshake (bounded, abandoned on shutdown), then the protocol ALPN chose.
+async fn serve_tls(stream: TcpStream, tls: TlsAcceptor, app: App, shutdown: watch::Receiver<bool>) {
+    let mut signal = shutdown.clone();
+    let handshake = tokio::time::timeout(http2::HANDSHAKE_TIMEOUT, tls.accept(stream));
+    let stream = tokio::select! {
+        accepted = handshake => match accepted {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(err)) => return debug!(%err, "TLS handshake failed"),
+            Err(_) => return debug!("TLS handshake timed out"),
+        },
+        _ = signal.changed() => return,
+    };
+    if stream.get_ref().1.alpn_protocol() == Some(tls::ALPN_H2) {
+        http2::serve_connection(stream, app, shutdown).await;
+    } else {
+        // Over TLS, HTTP/2 is chosen by ALPN or not at all (RFC 9113 3.2):
+        // no h2c sniffing, so the handoff never happens.
+        let _ = serve_connection(stream, &app, shutdown, false).await;
     }
 }

@@ -1,8 +1,8 @@
 //! `sluice serve NAME`: run a reference backend until SIGINT or SIGTERM.
 
-use std::{net::SocketAddr, time::Duration};
+use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
-use backends::{Backend, ServeOptions};
+use backends::{Backend, ServeOptions, TlsFiles};
 use clap::Args;
 use tracing::info;
 
@@ -20,7 +20,11 @@ Examples:\n  \
     sluice serve petstore --workers 1\n  \
     sluice serve downstream --listen 127.0.0.1:8081\n  \
     sluice serve passthrough --listen 127.0.0.1:8082 --downstream http://127.0.0.1:8081\n  \
-    sluice serve static --listen 127.0.0.1:9000 --size 1024\n\n\
+    sluice serve static --listen 127.0.0.1:9000 --size 1024\n  \
+    sluice cert --out certs\n  \
+    sluice serve petstore --tls-cert certs/server.pem --tls-key certs/server.key.pem\n\n\
+Plain listeners speak HTTP/1.1 and HTTP/2 with prior knowledge (h2c); with\n\
+--tls-cert, TLS 1.2/1.3 with ALPN h2 or http/1.1.\n\n\
 SIGINT or SIGTERM stops accepting and lets in-flight requests finish until\n\
 --shutdown-deadline; a second signal exits at once.")]
 pub(crate) struct ServeArgs {
@@ -45,6 +49,12 @@ pub(crate) struct ServeArgs {
     /// How long in-flight requests may run after SIGINT/SIGTERM.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     shutdown_deadline: Duration,
+    /// Serve TLS with this certificate chain (PEM), e.g. from `sluice cert`.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
     /// Log format on stderr; the level comes from RUST_LOG (default: info).
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
@@ -84,12 +94,22 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
         downstream: args.downstream,
         downstream_timeout: args.downstream_timeout,
         shutdown_deadline: args.shutdown_deadline,
+        // clap makes each flag require the other.
+        tls: args
+            .tls_cert
+            .zip(args.tls_key)
+            .map(|(cert, key)| TlsFiles { cert, key }),
     };
     let fd_limit = rlimit::increase_nofile_limit(u64::MAX).unwrap_or(0);
     let server = backends::start(args.service, &options)?;
     // Scripts read the bound address from this line when they ask for port 0.
+    let scheme = if options.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
     println!(
-        "sluice serve {} listening on http://{}",
+        "sluice serve {} listening on {scheme}://{}",
         args.service,
         server.local_addr()
     );

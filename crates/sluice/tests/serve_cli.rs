@@ -5,10 +5,12 @@ use std::{
     io::{BufRead, BufReader},
     net::SocketAddr,
     process::{Child, Command, Stdio},
+    sync::Arc,
     time::{Duration, Instant},
 };
 
 use testkit::RawConn;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// A `sluice serve` child process, killed if a test fails before it exits.
 struct Served {
@@ -34,7 +36,7 @@ impl Served {
             .expect("read the listening line");
         let addr = line
             .trim()
-            .rsplit("http://")
+            .rsplit("://")
             .next()
             .and_then(|a| a.parse().ok())
             .unwrap_or_else(|| panic!("no address in {line:?}"));
@@ -138,6 +140,10 @@ fn bad_flags_are_usage_errors() {
             &["serve", "downstream", "--shutdown-deadline", "soon"],
             "soon",
         ),
+        (
+            &["serve", "petstore", "--tls-cert", "certs/server.pem"],
+            "--tls-key",
+        ),
     ] {
         let output = Command::new(env!("CARGO_BIN_EXE_sluice"))
             .args(args)
@@ -150,6 +156,62 @@ fn bad_flags_are_usage_errors() {
             "{args:?}: expected {message:?} in {stderr}"
         );
     }
+}
+
+/// The files `sluice cert` writes serve TLS; a missing key is named.
+#[tokio::test]
+async fn serves_tls_with_the_files_of_sluice_cert() {
+    let dir = std::env::temp_dir().join(format!("sluice-serve-tls-{}", std::process::id()));
+    let made = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["cert", "--out", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
+    let (cert, key) = (dir.join("server.pem"), dir.join("server.key.pem"));
+
+    let served = Served::start(&[
+        "petstore",
+        "--workers",
+        "1",
+        "--tls-cert",
+        cert.to_str().unwrap(),
+        "--tls-key",
+        key.to_str().unwrap(),
+    ]);
+    let config = tls::client_config(
+        tls::Trust::CaFile(&dir.join("ca.pem")),
+        None,
+        &[tls::ALPN_HTTP11],
+    )
+    .unwrap();
+    let tcp = tokio::net::TcpStream::connect(served.addr).await.unwrap();
+    let mut stream = tls::tokio_rustls::TlsConnector::from(Arc::new(config))
+        .connect(served.addr.ip().into(), tcp)
+        .await
+        .unwrap();
+    stream
+        .write_all(b"GET /v1/pets HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await.unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
+    assert!(answer.ends_with(backends::PETS), "{answer}");
+    drop(served);
+
+    let missing = dir.join("missing.key.pem");
+    let output = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["serve", "petstore", "--listen", "127.0.0.1:0"])
+        .arg("--tls-cert")
+        .arg(&cert)
+        .arg("--tls-key")
+        .arg(&missing)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&missing.display().to_string()), "{stderr}");
 }
 
 #[test]

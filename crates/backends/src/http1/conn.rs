@@ -1,13 +1,13 @@
 //! One HTTP/1.1 connection: read, parse every complete request, answer each
-//! in order into one buffer, flush once, repeat.
+//! in order into one buffer, flush once, repeat. Generic over the stream
+//! (TCP or TLS), monomorphised so that plain TCP pays nothing for TLS.
 
 use std::{future::Future, pin::Pin, time::Duration};
 
 use bytes::{Buf, BytesMut};
 use http::{header, Method, StatusCode};
 use tokio::{
-    io::{AsyncReadExt, AsyncWriteExt},
-    net::TcpStream,
+    io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt},
     sync::watch,
     time::{sleep_until, Instant, Sleep},
 };
@@ -19,10 +19,7 @@ use http1::{
 };
 
 use super::{Request, Response};
-use crate::{
-    problem::{IntoResponse, Problem},
-    App,
-};
+use crate::{http2, problem::IntoResponse, App};
 
 /// Limits for every backend connection.
 pub(crate) const LIMITS: Limits = Limits {
@@ -30,23 +27,34 @@ pub(crate) const LIMITS: Limits = Limits {
     max_body: crate::request::MAX_JSON_BODY,
 };
 /// A keep-alive connection with no request for this long is closed.
-const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// A request must arrive completely (head and body) within this time of its first byte.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 const READ_RESERVE: usize = 16 * 1024;
 /// Bodies larger than this are written straight from their buffer, not copied.
 const INLINE_BODY_MAX: usize = 64 * 1024;
 /// Pending responses are flushed early once they exceed this.
 const FLUSH_AT: usize = 256 * 1024;
 /// A client that takes nothing of a pending write for this long is dropped.
-const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Buffers grown past this by one large request are replaced afterwards.
 const SHRINK_ABOVE: usize = 64 * 1024;
 
 /// Serves `stream` until the client closes, a timeout passes, a request is
 /// rejected, or shutdown is signalled (idle connections close at once, a
 /// request in progress is answered with `Connection: close`).
-pub(crate) async fn serve_connection(stream: TcpStream, app: App, shutdown: watch::Receiver<bool>) {
+///
+/// With `h2c`, a connection that opens with the HTTP/2 preface instead of
+/// a request is handed back, its bytes read so far included, for HTTP/2
+/// with prior knowledge. The preface is found where the HTTP/1.1 parser
+/// rejects it, so telling the protocols apart costs HTTP/1.1 nothing: no
+/// peek, no extra read.
+pub(crate) async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: S,
+    app: &App,
+    shutdown: watch::Receiver<bool>,
+    h2c: bool,
+) -> Option<http2::Prefaced<S>> {
     let now = Instant::now();
     let mut signal = shutdown.clone();
     let mut conn = Connection {
@@ -63,12 +71,16 @@ pub(crate) async fn serve_connection(stream: TcpStream, app: App, shutdown: watc
         timer: Box::pin(sleep_until(now + IDLE_TIMEOUT)),
         last_read: now,
         request_started: None,
+        h2c,
     };
-    conn.run(&app).await;
+    match conn.run(app).await {
+        Ended::Done => None,
+        Ended::H2cPreface => Some(http2::Prefaced::new(conn.rbuf.freeze(), conn.stream)),
+    }
 }
 
-struct Connection {
-    stream: TcpStream,
+struct Connection<S> {
+    stream: S,
     rbuf: BytesMut,
     wbuf: Vec<u8>,
     /// Decoder of the current request's chunked body.
@@ -87,6 +99,15 @@ struct Connection {
     last_read: Instant,
     /// When the first byte of the request being read arrived.
     request_started: Option<Instant>,
+    /// The HTTP/2 preface may still come: h2c allowed, no request seen yet.
+    h2c: bool,
+}
+
+/// How serving HTTP/1.1 ended.
+enum Ended {
+    Done,
+    /// The client opened with the HTTP/2 preface, now at the start of `rbuf`.
+    H2cPreface,
 }
 
 /// Why reading stopped.
@@ -96,8 +117,8 @@ enum ReadEnd {
     Shutdown,
 }
 
-impl Connection {
-    async fn run(&mut self, app: &App) {
+impl<S: AsyncRead + AsyncWrite + Unpin> Connection<S> {
+    async fn run(&mut self, app: &App) -> Ended {
         loop {
             let head = match http1::parse_head(&self.rbuf, &LIMITS) {
                 Ok(Some(head)) => head,
@@ -105,8 +126,14 @@ impl Connection {
                     Ok(()) => continue,
                     Err(end) => return self.end(end).await,
                 },
+                // `PRI * HTTP/2.0` fails as an HTTP version; a prefix of the
+                // preface is enough, the h2 handshake reads and checks the rest.
+                Err(_) if self.h2c && http2::starts_like_preface(&self.rbuf) => {
+                    return Ended::H2cPreface
+                }
                 Err(rejection) => return self.reject(rejection, false).await,
             };
+            self.h2c = false;
             let head_only = head.method == Method::HEAD;
             let body_len = match self.read_body(&head).await {
                 Ok(len) => len,
@@ -128,12 +155,13 @@ impl Connection {
                 (false, false) => Persistence::KeepAlive,
             };
             if !self.write_response(&response, head_only, persistence).await {
-                return;
+                return Ended::Done;
             }
             if closing {
                 // Pipelined input after the last answered request is unread.
                 let linger = !self.rbuf.is_empty();
-                return self.close(linger).await;
+                self.close(linger).await;
+                return Ended::Done;
             }
         }
     }
@@ -241,29 +269,27 @@ impl Connection {
         }
     }
 
-    async fn end(&mut self, end: ReadEnd) {
+    async fn end(&mut self, end: ReadEnd) -> Ended {
         match end {
             ReadEnd::Closed => {}
             ReadEnd::Shutdown => self.close(false).await,
             ReadEnd::TimedOut if self.rbuf.is_empty() => self.close(false).await,
-            ReadEnd::TimedOut => {
-                let detail = format!("request not received within {REQUEST_TIMEOUT:?}");
-                self.reject(Rejection::new(StatusCode::REQUEST_TIMEOUT, detail), false)
-                    .await;
-            }
+            ReadEnd::TimedOut => return self.reject(request_timeout(), false).await,
         }
+        Ended::Done
     }
 
     /// Answers a request that cannot be served, then closes.
-    async fn reject(&mut self, rejection: Rejection, head_only: bool) {
+    async fn reject(&mut self, rejection: Rejection, head_only: bool) -> Ended {
         tracing::debug!(status = %rejection.status, detail = %rejection.detail, "rejected request");
-        let response = Problem::new(rejection.status, rejection.detail).into_response();
+        let response = rejection.into_response();
         if self
             .write_response(&response, head_only, Persistence::Close)
             .await
         {
             self.close(true).await;
         }
+        Ended::Done
     }
 
     /// A connection that once carried a large request must not keep its
@@ -339,4 +365,12 @@ impl Connection {
         }
         http1::io::linger(&mut self.stream).await;
     }
+}
+
+/// The answer to a request that did not arrive within [`REQUEST_TIMEOUT`].
+pub(crate) fn request_timeout() -> Rejection {
+    Rejection::new(
+        StatusCode::REQUEST_TIMEOUT,
+        format!("request not received within {REQUEST_TIMEOUT:?}"),
+    )
 }

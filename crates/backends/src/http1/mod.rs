@@ -13,10 +13,13 @@ mod conn;
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Method, StatusCode};
 
-pub(crate) use conn::serve_connection;
+pub(crate) use conn::{
+    request_timeout, serve_connection, IDLE_TIMEOUT, LIMITS, REQUEST_TIMEOUT, WRITE_TIMEOUT,
+};
 
-/// A request as the services see it: borrowed from the connection's read
-/// buffer, body complete (de-chunked) and within the limit.
+/// A request as the services see it, whatever the protocol: borrowed from
+/// the connection's read buffer (HTTP/1.1) or the stream's head (HTTP/2),
+/// body complete (de-chunked) and within the limit.
 #[derive(Debug)]
 pub struct Request<'a> {
     pub method: Method,
@@ -29,7 +32,8 @@ pub struct Request<'a> {
 /// The media type of every JSON answer.
 pub const APPLICATION_JSON: HeaderValue = HeaderValue::from_static("application/json");
 
-/// A complete response; `Content-Length`, `Date` and `Connection` are added when encoding.
+/// A complete response; `Content-Length`, `Date` and (HTTP/1.1 only)
+/// `Connection` are added when encoding.
 #[derive(Debug, Clone)]
 pub struct Response {
     pub status: StatusCode,
