@@ -40,7 +40,7 @@ use crate::{
 };
 
 /// What a client sends first on an HTTP/2 connection (RFC 9113 3.4).
-const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+pub(crate) const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 /// A TLS or HTTP/2 handshake not done within this time drops the connection.
 pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -56,14 +56,8 @@ const CONNECTION_WINDOW: u32 = 4 * 1024 * 1024;
 /// (the rapid-reset attack) before the connection is refused with GOAWAY.
 const MAX_PENDING_ACCEPT_RESET_STREAMS: usize = 64;
 
-/// True if `buf` is, or begins with, as much of the HTTP/2 preface as it holds.
-pub(crate) fn starts_like_preface(buf: &[u8]) -> bool {
-    let len = buf.len().min(PREFACE.len());
-    len > 0 && buf[..len] == PREFACE[..len]
-}
-
-/// A stream whose first bytes were already read (by the HTTP/1.1 parser,
-/// which found the preface); reads return those bytes first.
+/// A stream whose first bytes were already read (by the HTTP/1.1
+/// connection, looking for the preface); reads return those bytes first.
 #[derive(Debug)]
 pub(crate) struct Prefaced<S> {
     read: Bytes,
@@ -309,18 +303,6 @@ async fn send_response(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn preface_prefixes() {
-        assert!(starts_like_preface(PREFACE));
-        assert!(starts_like_preface(b"PRI * HTTP/2"));
-        let mut more = PREFACE.to_vec();
-        more.extend_from_slice(b"\0\0\0\x04");
-        assert!(starts_like_preface(&more));
-        assert!(!starts_like_preface(b""));
-        assert!(!starts_like_preface(b"PRI * HTTP/1.1\r\n"));
-        assert!(!starts_like_preface(b"GET / HTTP/1.1\r\n"));
-    }
 
     #[tokio::test]
     async fn prefaced_reads_the_read_bytes_first() {

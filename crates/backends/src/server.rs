@@ -9,7 +9,9 @@
 //! HTTP/1.1 otherwise.
 
 use std::{
+    future::Future,
     net::{SocketAddr, TcpListener as StdListener},
+    pin::Pin,
     sync::Arc,
     thread::JoinHandle,
     time::Duration,
@@ -26,8 +28,9 @@ use tokio::{
 use tracing::{debug, info, warn};
 
 use crate::{
-    customers, http1::serve_connection, http2, passthrough, static_body, App, Backend,
-    ServeOptions, TlsFiles,
+    customers,
+    http1::{serve_connection, H2c},
+    http2, passthrough, static_body, App, Backend, ServeOptions, TlsFiles,
 };
 
 /// Pause after an accept error such as EMFILE, so that the loop does not spin.
@@ -189,7 +192,7 @@ async fn serve(
                     let _ = stream.set_nodelay(true);
                     let (app, shutdown) = (app.clone(), shutdown.clone());
                     match &tls {
-                        None => connections.spawn(serve_plain(stream, app, shutdown)),
+                        None => connections.spawn(serve_connection(stream, app, shutdown, Some(H2C))),
                         Some(tls) => connections.spawn(serve_tls(stream, tls.clone(), app, shutdown)),
                     };
                     // Reap finished connections so the set stays as small as the live ones.
@@ -215,13 +218,19 @@ async fn serve(
     }
 }
 
-/// HTTP/1.1, or HTTP/2 if the connection opens with its preface.
-async fn serve_plain(stream: TcpStream, app: App, shutdown: watch::Receiver<bool>) {
-    if let Some(prefaced) = serve_connection(stream, &app, shutdown.clone(), true).await {
-        // Boxed so that every HTTP/1.1 connection's task stays the size of
-        // the HTTP/1.1 state, not of an h2 connection's.
-        Box::pin(http2::serve_connection(prefaced, app, shutdown)).await;
-    }
+/// A plain connection that opened with the HTTP/2 preface.
+const H2C: H2c<TcpStream> =
+    |stream, app, shutdown| boxed(|| http2::serve_connection(stream, app, shutdown));
+
+/// Builds a connection's future out of line, on the heap. A protocol's
+/// state is kilobytes: built inside a task's poll function, it would make
+/// every poll of that task reserve (and probe) as much stack, and an
+/// HTTP/1.1 task would carry an h2 connection's size.
+#[inline(never)]
+fn boxed<F: Future<Output = ()> + Send + 'static>(
+    make: impl FnOnce() -> F,
+) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+    Box::pin(make())
 }
 
 /// The TLS handshake (bounded, abandoned on shutdown), then the protocol ALPN chose.
@@ -237,10 +246,9 @@ async fn serve_tls(stream: TcpStream, tls: TlsAcceptor, app: App, shutdown: watc
         _ = signal.changed() => return,
     };
     if stream.get_ref().1.alpn_protocol() == Some(tls::ALPN_H2) {
-        http2::serve_connection(stream, app, shutdown).await;
+        boxed(|| http2::serve_connection(stream, app, shutdown)).await;
     } else {
-        // Over TLS, HTTP/2 is chosen by ALPN or not at all (RFC 9113 3.2):
-        // no h2c sniffing, so the handoff never happens.
-        let _ = serve_connection(stream, &app, shutdown, false).await;
+        // Over TLS, HTTP/2 is chosen by ALPN or not at all (RFC 9113 3.2).
+        boxed(|| serve_connection(stream, app, shutdown, None)).await;
     }
 }

@@ -69,7 +69,7 @@ impl CertFiles {
         )
     }
 
-    /// A TLS connection to `addr` offering `alpn`; returns it and what the server chose.
+    /// A TLS connection to `addr` on which the server chose `alpn`.
     async fn connect(&self, addr: SocketAddr, alpn: &[u8]) -> TlsStream<TcpStream> {
         let config = tls::client_config(tls::Trust::CaFile(&self.ca), None, &[alpn])
             .expect("a TLS client configuration");
@@ -81,6 +81,18 @@ impl CertFiles {
             .expect("TLS handshake");
         assert_eq!(stream.get_ref().1.alpn_protocol(), Some(alpn));
         stream
+    }
+
+    /// Sends `request` over TLS with ALPN http/1.1 and reads until the server closes.
+    async fn http11(&self, addr: SocketAddr, request: &[u8]) -> String {
+        let mut tls = self.connect(addr, tls::ALPN_HTTP11).await;
+        tls.write_all(request).await.expect("write the request");
+        let mut answer = String::new();
+        tokio::time::timeout(IO_TIMEOUT, tls.read_to_string(&mut answer))
+            .await
+            .expect("answer within the timeout")
+            .expect("read the answer");
+        answer
     }
 }
 
@@ -179,6 +191,11 @@ async fn h2c_and_http1_share_the_plain_port() {
     }
     assert!(h2.header("date").is_some());
     assert_eq!(h2.header("connection"), None);
+
+    // Bytes that begin like the preface, then part from it, are HTTP/1.1.
+    let mut conn = RawConn::connect(server.addr()).await;
+    let not_h2 = conn.request("PRI", "/v1/pets", &[], b"").await;
+    assert_eq!(not_h2.status, 405);
 }
 
 #[tokio::test]
@@ -303,17 +320,20 @@ async fn tls_serves_h2_and_http1_by_alpn() {
     assert_eq!(h2.status, 200);
     assert_eq!(h2.body, PETS.as_bytes());
 
-    let mut tls = certs.connect(server.addr(), tls::ALPN_HTTP11).await;
-    tls.write_all(b"GET /v1/pets HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .await
-        .unwrap();
-    let mut answer = String::new();
-    tokio::time::timeout(IO_TIMEOUT, tls.read_to_string(&mut answer))
-        .await
-        .unwrap()
-        .unwrap();
+    let answer = certs
+        .http11(
+            server.addr(),
+            b"GET /v1/pets HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        )
+        .await;
     assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
     assert!(answer.ends_with(&format!("\r\n\r\n{PETS}")), "{answer}");
+
+    // Inside TLS, HTTP/2 is chosen by ALPN only: the preface is no request.
+    let answer = certs
+        .http11(server.addr(), b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        .await;
+    assert!(answer.starts_with("HTTP/1.1 400 "), "{answer}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -40,21 +40,27 @@ pub(crate) const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Buffers grown past this by one large request are replaced afterwards.
 const SHRINK_ABOVE: usize = 64 * 1024;
 
+/// Serves a connection that opened with the HTTP/2 preface: HTTP/2 with
+/// prior knowledge, the bytes read so far replayed. A function pointer, not
+/// a call in this generic code, so that the h2 server is compiled only for
+/// plain TCP, the one stream that can carry h2c.
+pub(crate) type H2c<S> =
+    fn(http2::Prefaced<S>, App, watch::Receiver<bool>) -> Pin<Box<dyn Future<Output = ()> + Send>>;
+
 /// Serves `stream` until the client closes, a timeout passes, a request is
 /// rejected, or shutdown is signalled (idle connections close at once, a
 /// request in progress is answered with `Connection: close`).
 ///
 /// With `h2c`, a connection that opens with the HTTP/2 preface instead of
-/// a request is handed back, its bytes read so far included, for HTTP/2
-/// with prior knowledge. The preface is found where the HTTP/1.1 parser
-/// rejects it, so telling the protocols apart costs HTTP/1.1 nothing: no
-/// peek, no extra read.
+/// a request goes to it. The first read looks for the preface and is the
+/// read HTTP/1.1 makes anyway: no peek, no extra system call, and nothing
+/// per request.
 pub(crate) async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
     stream: S,
-    app: &App,
+    app: App,
     shutdown: watch::Receiver<bool>,
-    h2c: bool,
-) -> Option<http2::Prefaced<S>> {
+    h2c: Option<H2c<S>>,
+) {
     let now = Instant::now();
     let mut signal = shutdown.clone();
     let mut conn = Connection {
@@ -71,12 +77,18 @@ pub(crate) async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
         timer: Box::pin(sleep_until(now + IDLE_TIMEOUT)),
         last_read: now,
         request_started: None,
-        h2c,
     };
-    match conn.run(app).await {
-        Ended::Done => None,
-        Ended::H2cPreface => Some(http2::Prefaced::new(conn.rbuf.freeze(), conn.stream)),
+    if let Some(h2c) = h2c {
+        match conn.read_preface().await {
+            Ok(false) => {}
+            Ok(true) => {
+                let stream = http2::Prefaced::new(conn.rbuf.freeze(), conn.stream);
+                return h2c(stream, app, conn.shutdown).await;
+            }
+            Err(end) => return conn.end(end).await,
+        }
     }
+    conn.run(&app).await;
 }
 
 struct Connection<S> {
@@ -99,15 +111,6 @@ struct Connection<S> {
     last_read: Instant,
     /// When the first byte of the request being read arrived.
     request_started: Option<Instant>,
-    /// The HTTP/2 preface may still come: h2c allowed, no request seen yet.
-    h2c: bool,
-}
-
-/// How serving HTTP/1.1 ended.
-enum Ended {
-    Done,
-    /// The client opened with the HTTP/2 preface, now at the start of `rbuf`.
-    H2cPreface,
 }
 
 /// Why reading stopped.
@@ -118,7 +121,7 @@ enum ReadEnd {
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Connection<S> {
-    async fn run(&mut self, app: &App) -> Ended {
+    async fn run(&mut self, app: &App) {
         loop {
             let head = match http1::parse_head(&self.rbuf, &LIMITS) {
                 Ok(Some(head)) => head,
@@ -126,14 +129,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<S> {
                     Ok(()) => continue,
                     Err(end) => return self.end(end).await,
                 },
-                // `PRI * HTTP/2.0` fails as an HTTP version; a prefix of the
-                // preface is enough, the h2 handshake reads and checks the rest.
-                Err(_) if self.h2c && http2::starts_like_preface(&self.rbuf) => {
-                    return Ended::H2cPreface
-                }
                 Err(rejection) => return self.reject(rejection, false).await,
             };
-            self.h2c = false;
             let head_only = head.method == Method::HEAD;
             let body_len = match self.read_body(&head).await {
                 Ok(len) => len,
@@ -155,14 +152,28 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<S> {
                 (false, false) => Persistence::KeepAlive,
             };
             if !self.write_response(&response, head_only, persistence).await {
-                return Ended::Done;
+                return;
             }
             if closing {
                 // Pipelined input after the last answered request is unread.
                 let linger = !self.rbuf.is_empty();
-                self.close(linger).await;
-                return Ended::Done;
+                return self.close(linger).await;
             }
+        }
+    }
+
+    /// Reads until the buffer holds the whole HTTP/2 preface (true) or bytes
+    /// that cannot begin it (false: HTTP/1.1 parses them, as any first read).
+    async fn read_preface(&mut self) -> Result<bool, ReadEnd> {
+        loop {
+            let len = self.rbuf.len().min(http2::PREFACE.len());
+            if self.rbuf[..len] != http2::PREFACE[..len] {
+                return Ok(false);
+            }
+            if len == http2::PREFACE.len() {
+                return Ok(true);
+            }
+            self.read_more().await?;
         }
     }
 
@@ -269,18 +280,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<S> {
         }
     }
 
-    async fn end(&mut self, end: ReadEnd) -> Ended {
+    async fn end(&mut self, end: ReadEnd) {
         match end {
             ReadEnd::Closed => {}
             ReadEnd::Shutdown => self.close(false).await,
             ReadEnd::TimedOut if self.rbuf.is_empty() => self.close(false).await,
-            ReadEnd::TimedOut => return self.reject(request_timeout(), false).await,
+            ReadEnd::TimedOut => self.reject(request_timeout(), false).await,
         }
-        Ended::Done
     }
 
     /// Answers a request that cannot be served, then closes.
-    async fn reject(&mut self, rejection: Rejection, head_only: bool) -> Ended {
+    async fn reject(&mut self, rejection: Rejection, head_only: bool) {
         tracing::debug!(status = %rejection.status, detail = %rejection.detail, "rejected request");
         let response = rejection.into_response();
         if self
@@ -289,7 +299,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<S> {
         {
             self.close(true).await;
         }
-        Ended::Done
     }
 
     /// A connection that once carried a large request must not keep its

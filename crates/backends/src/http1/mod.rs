@@ -14,7 +14,7 @@ use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Method, StatusCode};
 
 pub(crate) use conn::{
-    request_timeout, serve_connection, IDLE_TIMEOUT, LIMITS, REQUEST_TIMEOUT, WRITE_TIMEOUT,
+    request_timeout, serve_connection, H2c, IDLE_TIMEOUT, LIMITS, REQUEST_TIMEOUT, WRITE_TIMEOUT,
 };
 
 /// A request as the services see it, whatever the protocol: borrowed from
