@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::ValueEnum;
+use tokio::signal::unix::{signal, Signal, SignalKind};
 use tracing::{info, warn};
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -25,40 +26,70 @@ pub(crate) fn init_logging(format: LogFormat, level: Option<&str>) {
     }
 }
 
-/// Blocks until SIGTERM or SIGINT, then runs `shutdown` (which drains
-/// until `deadline`); a second signal meanwhile exits with status 130.
-pub(crate) fn drain_on_signal(
-    deadline: Duration,
-    shutdown: impl FnOnce() + Send + 'static,
-) -> anyhow::Result<()> {
-    let signals = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot build the signal runtime")?;
-    let first = signals.block_on(next_signal())?;
-    info!(signal = first, ?deadline, "shutting down");
-    let draining = std::thread::spawn(shutdown);
-    std::thread::spawn(move || {
-        if let Ok(Ok(second)) = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map(|rt| rt.block_on(next_signal()))
-        {
-            warn!(signal = second, "second signal; exiting without draining");
-            std::process::exit(130);
-        }
-    });
-    draining
-        .join()
-        .map_err(|_| anyhow::anyhow!("shutdown panicked"))
+/// SIGTERM and SIGINT, caught from the moment this is made: make it
+/// before announcing that the process serves, so that a signal sent right
+/// after the announcement drains instead of killing.
+pub(crate) struct StopSignals {
+    runtime: tokio::runtime::Runtime,
+    streams: SignalStreams,
 }
 
-async fn next_signal() -> anyhow::Result<&'static str> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
-    let mut int = signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?;
-    Ok(tokio::select! {
-        _ = term.recv() => "SIGTERM",
-        _ = int.recv() => "SIGINT",
-    })
+struct SignalStreams {
+    term: Signal,
+    int: Signal,
+}
+
+impl SignalStreams {
+    async fn next(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.term.recv() => "SIGTERM",
+            _ = self.int.recv() => "SIGINT",
+        }
+    }
+}
+
+impl StopSignals {
+    pub(crate) fn listen() -> anyhow::Result<Self> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("cannot build the signal runtime")?;
+        let streams = runtime.block_on(async {
+            anyhow::Ok(SignalStreams {
+                term: signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?,
+                int: signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?,
+            })
+        })?;
+        Ok(Self { runtime, streams })
+    }
+
+    /// Blocks until SIGTERM or SIGINT, then runs `shutdown` (which drains
+    /// until `deadline`); a second signal meanwhile exits with status 130.
+    pub(crate) fn drain(
+        self,
+        deadline: Duration,
+        shutdown: impl FnOnce() + Send + 'static,
+    ) -> anyhow::Result<()> {
+        let Self {
+            runtime,
+            mut streams,
+        } = self;
+        let first = runtime.block_on(streams.next());
+        info!(signal = first, ?deadline, "shutting down");
+        let draining = std::thread::spawn(shutdown);
+        std::thread::spawn(move || {
+            let second = runtime.block_on(streams.next());
+            warn!(signal = second, "second signal; exiting without draining");
+            std::process::exit(130);
+        });
+        draining
+            .join()
+            .map_err(|_| anyhow::anyhow!("shutdown panicked"))
+    }
+}
+
+impl std::fmt::Debug for StopSignals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StopSignals")
+    }
 }

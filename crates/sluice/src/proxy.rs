@@ -59,6 +59,13 @@ pub(crate) fn run(args: ProxyArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let signals = match process::StopSignals::listen() {
+        Ok(signals) => signals,
+        Err(err) => {
+            eprintln!("sluice: error: {err:#}");
+            return ExitCode::FAILURE;
+        }
+    };
     // Scripts read the bound addresses from this line when they ask for port 0.
     let listening: Vec<String> = running
         .listeners
@@ -81,7 +88,7 @@ pub(crate) fn run(args: ProxyArgs) -> ExitCode {
         None => println!("sluice proxy listening on {}", listening.join(" ")),
     }
     let deadline = config.limits.shutdown_deadline;
-    match process::drain_on_signal(deadline, move || running.shutdown()) {
+    match signals.drain(deadline, move || running.shutdown()) {
         Ok(()) => {
             info!("stopped");
             ExitCode::SUCCESS

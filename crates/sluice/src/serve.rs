@@ -102,6 +102,7 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
     let fd_limit = rlimit::increase_nofile_limit(u64::MAX).unwrap_or(0);
     let server = backends::start(args.service, &options)?;
+    let signals = crate::process::StopSignals::listen()?;
     // Scripts read the bound address from this line when they ask for port 0.
     let scheme = if options.tls.is_some() {
         "https"
@@ -115,7 +116,7 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
     );
     info!(fd_limit, "open-file limit");
 
-    crate::process::drain_on_signal(options.shutdown_deadline, move || server.shutdown())?;
+    signals.drain(options.shutdown_deadline, move || server.shutdown())?;
     info!("stopped");
     Ok(())
 }
