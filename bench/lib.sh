@@ -3,11 +3,12 @@
 # The petstore list, byte for byte as `sluice serve petstore` answers it.
 PETS='[{"id":1,"name":"catten","tag":"cat"},{"id":2,"name":"doggy","tag":"dog"}]'
 
-# write_nginx_conf DIR PORT BODY TYPE: one worker answering every request
-# with `return 200 BODY` as TYPE; no access log; keep-alive without a
-# request limit, so nginx is measured at its best.
+# write_nginx_conf DIR PORT BODY TYPE [LISTEN_FLAGS]: one worker answering
+# every request with `return 200 BODY` as TYPE; no access log; keep-alive
+# without a request limit, so nginx is measured at its best. LISTEN_FLAGS
+# go on the listen line (`http2`: h2c with prior knowledge).
 write_nginx_conf() {
-  local dir=$1 port=$2 body=$3 type=$4
+  local dir=$1 port=$2 body=$3 type=$4 flags=${5:+$5 }
   cat >"$dir/nginx.conf" <<NGINX
 worker_processes 1;
 daemon off;
@@ -18,7 +19,7 @@ http {
   access_log off;
   keepalive_requests 1000000;
   server {
-    listen 127.0.0.1:$port backlog=8192;
+    listen 127.0.0.1:$port ${flags}backlog=8192;
     location / { default_type $type; return 200 '$body'; }
   }
 }

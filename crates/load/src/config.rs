@@ -22,8 +22,13 @@ pub struct LoadConfig {
     pub duration: Duration,
     /// Stop after this many requests instead of after `duration`.
     pub total_requests: Option<u64>,
-    /// Requests in flight per connection (HTTP/1.1 pipelining).
+    /// HTTP/1.1, or HTTP/2 (h2c with prior knowledge for `http://`, ALPN
+    /// `h2` for `https://`).
+    pub protocol: Protocol,
+    /// HTTP/1.1: requests written together per connection (pipelining).
     pub pipeline: usize,
+    /// HTTP/2: streams in flight per connection (h2load's `-m`).
+    pub streams: usize,
     /// Open model: requests per second across all connections.
     pub rate: Option<f64>,
     /// A request without a response after this long is a timeout; also bounds connecting.
@@ -35,6 +40,34 @@ pub struct LoadConfig {
     /// Trust the CA certificates in this PEM file (https) instead of the built-in roots.
     pub cacert: Option<PathBuf>,
 }
+
+/// The wire protocol of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub enum Protocol {
+    #[default]
+    #[serde(rename = "HTTP/1.1")]
+    Http1,
+    #[serde(rename = "HTTP/2")]
+    Http2,
+}
+
+impl fmt::Display for Protocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Http1 => "HTTP/1.1",
+            Self::Http2 => "HTTP/2",
+        })
+    }
+}
+
+/// Request headers that HTTP/2 forbids (RFC 9113 section 8.2.2).
+const CONNECTION_SPECIFIC: [&str; 5] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "transfer-encoding",
+    "upgrade",
+];
 
 /// Longest duration, timeout or warm-up accepted.
 const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
@@ -84,7 +117,9 @@ impl LoadConfig {
             threads: 1,
             duration: Duration::from_secs(10),
             total_requests: None,
+            protocol: Protocol::Http1,
             pipeline: 1,
+            streams: 1,
             rate: None,
             timeout: Duration::from_secs(2),
             warmup: Duration::ZERO,
@@ -106,6 +141,19 @@ impl LoadConfig {
         }
         if self.pipeline == 0 {
             return fail("--pipeline must be at least 1".into());
+        }
+        if self.streams == 0 {
+            return fail("--streams must be at least 1".into());
+        }
+        match self.protocol {
+            Protocol::Http1 if self.streams > 1 => {
+                return fail("--streams goes with --h2 (HTTP/1.1 uses --pipeline)".into())
+            }
+            Protocol::Http2 if self.pipeline > 1 => {
+                return fail("--pipeline is HTTP/1.1's; with --h2 use --streams (-m)".into())
+            }
+            Protocol::Http2 => self.check_h2_headers()?,
+            Protocol::Http1 => {}
         }
         if self.total_requests == Some(0) {
             return fail("--requests must be at least 1".into());
@@ -144,6 +192,20 @@ impl LoadConfig {
         }
         if self.requests.is_empty() {
             return fail("no request to send".into());
+        }
+        Ok(())
+    }
+
+    /// HTTP/2 has no connection-specific headers, and `TE` may only say `trailers`.
+    fn check_h2_headers(&self) -> Result<(), ConfigError> {
+        for (name, value) in &self.headers {
+            let forbidden = CONNECTION_SPECIFIC.contains(&name.as_str())
+                || (name == http::header::TE && value != "trailers");
+            if forbidden {
+                return Err(ConfigError(format!(
+                    "header `{name}` is not allowed in HTTP/2 (--h2)"
+                )));
+            }
         }
         Ok(())
     }

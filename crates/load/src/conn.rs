@@ -1,11 +1,14 @@
 //! One client connection: connect, send, read, time each request, reconnect.
 //!
-//! Closed model: send `pipeline` requests in one write, wait for all their
-//! responses (each timed from that write to its own arrival), repeat. Open
-//! model: request k of
-//! this connection is due at `first + k * interval`; it is sent when due and
-//! a slot is free, and its latency counts from when it was due, so a stalled
-//! server cannot hide its stall by slowing the client (coordinated omission).
+//! Closed model: HTTP/1.1 sends `pipeline` requests in one write, waits for
+//! all their responses (each timed from that write to its own arrival),
+//! repeats; HTTP/2 ([`http2`]) keeps `streams` requests in flight, opening
+//! a stream as soon as one ends. Open model: request k of this connection
+//! is due at `first + k * interval`; it is sent when due and a slot is
+//! free, and its latency counts from when it was due, so a stalled server
+//! cannot hide its stall by slowing the client (coordinated omission).
+
+mod http2;
 
 use std::{
     cell::RefCell,
@@ -22,37 +25,60 @@ use std::{
 };
 
 use bytes::{Bytes, BytesMut};
-use rustls::pki_types::ServerName;
+use tls::{
+    rustls::{pki_types::ServerName, AlertDescription},
+    tokio_rustls::{client::TlsStream, TlsConnector},
+};
 use tokio::{
     io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt},
     net::TcpStream,
     sync::watch,
     time::{sleep_until, Instant, Sleep},
 };
-use tokio_rustls::TlsConnector;
 
 use crate::{
     response::ResponseReader,
     stats::{ErrorKind, Stats},
+    target::Target,
 };
+
+pub(crate) use http2::Template;
 
 /// Pause before reconnecting after a failed connect.
 const RECONNECT_PAUSE: Duration = Duration::from_millis(10);
 const READ_RESERVE: usize = 64 * 1024;
 
-/// One request of the rotation, ready to write.
+/// One HTTP/1.1 request of the rotation, ready to write.
 #[derive(Debug, Clone)]
 pub(crate) struct Prepared {
     pub bytes: Bytes,
     pub head: bool,
 }
 
+/// The rotation of requests, in the run's protocol.
+pub(crate) enum Requests {
+    Http1(Vec<Prepared>),
+    Http2(Vec<Template>),
+}
+
+impl Requests {
+    fn len(&self) -> usize {
+        match self {
+            Self::Http1(requests) => requests.len(),
+            Self::Http2(requests) => requests.len(),
+        }
+    }
+}
+
 /// What all connections of a run share.
 pub(crate) struct Shared {
     pub addr: SocketAddr,
+    /// For the messages of fatal errors.
+    pub target: Target,
     pub tls: Option<(TlsConnector, ServerName<'static>)>,
-    pub requests: Vec<Prepared>,
+    pub requests: Requests,
     pub pipeline: usize,
+    pub streams: usize,
     pub timeout: Duration,
     /// Requests still allowed to start (`-n`); `None` for a timed run.
     pub budget: Option<AtomicU64>,
@@ -64,6 +90,8 @@ pub(crate) struct Shared {
     /// When the stop was requested, the end of the measured time.
     pub stopped_at: OnceLock<Instant>,
     pub stop: watch::Sender<bool>,
+    /// Why the run cannot go on (the server does not speak the protocol asked for).
+    pub fatal: OnceLock<String>,
 }
 
 impl Shared {
@@ -71,6 +99,12 @@ impl Shared {
         self.stopped_at.get_or_init(Instant::now);
         self.stopped.store(true, Ordering::Relaxed);
         self.stop.send_replace(true);
+    }
+
+    /// Ends the run with an error instead of a report.
+    fn fail(&self, why: String) {
+        let _ = self.fatal.set(why);
+        self.request_stop();
     }
 
     fn stopping(&self) -> bool {
@@ -130,7 +164,24 @@ pub(crate) struct Client {
     stop_signal: Pin<Box<dyn Future<Output = ()>>>,
     timer: Pin<Box<Sleep>>,
     send_timer: Pin<Box<Sleep>>,
+    /// HTTP/1.1 requests written and not yet answered, oldest first.
     in_flight: VecDeque<InFlight>,
+    /// The `-n` budget is spent: nothing more will be sent.
+    spent: bool,
+    /// Requests the server refused unprocessed (HTTP/2 GOAWAY or
+    /// REFUSED_STREAM), to send again before any new one.
+    retry: VecDeque<Next>,
+}
+
+/// A request to send.
+#[derive(Debug, Clone, Copy)]
+struct Next {
+    /// When it was due (its first send, in the closed model).
+    intended: Instant,
+    /// Its place in the rotation.
+    index: usize,
+    /// A second attempt: a refused request is sent again once.
+    again: bool,
 }
 
 impl Client {
@@ -155,6 +206,8 @@ impl Client {
             timer: Box::pin(sleep_until(now + Duration::from_secs(3600))),
             send_timer: Box::pin(sleep_until(now)),
             in_flight: VecDeque::new(),
+            spent: false,
+            retry: VecDeque::new(),
         }
     }
 
@@ -167,11 +220,22 @@ impl Client {
     /// Runs until the run stops.
     pub(crate) async fn run(&mut self) {
         while !self.shared.stopping() {
-            let end = match self.connect().await {
-                Ok(Some(Stream::Plain(tcp))) => self.session(tcp).await,
-                Ok(Some(Stream::Tls(tls))) => self.session(*tls).await,
-                Ok(None) => SessionEnd::Stop,
-                Err(()) => {
+            let shared = Arc::clone(&self.shared);
+            let (end, lost) = match (self.connect().await, &shared.requests) {
+                (Ok(Some(Stream::Plain(tcp))), Requests::Http1(requests)) => {
+                    self.http1(tcp, requests).await
+                }
+                (Ok(Some(Stream::Tls(tls))), Requests::Http1(requests)) => {
+                    self.http1(*tls, requests).await
+                }
+                (Ok(Some(Stream::Plain(tcp))), Requests::Http2(requests)) => {
+                    self.http2(tcp, requests).await
+                }
+                (Ok(Some(Stream::Tls(tls))), Requests::Http2(requests)) => {
+                    self.http2(*tls, requests).await
+                }
+                (Ok(None), _) => (SessionEnd::Stop, 0),
+                (Err(()), _) => {
                     self.record_error(ErrorKind::Connect);
                     // A `-n` run against a dead target must end: each failed
                     // connect uses up one request.
@@ -186,11 +250,9 @@ impl Client {
                     continue;
                 }
             };
-            let lost = self.in_flight.len() as u64;
-            self.in_flight.clear();
             match end {
                 SessionEnd::Stop => return,
-                // The server closed with pipelined requests unanswered.
+                // The server closed with requests unanswered.
                 SessionEnd::Reconnect if lost > 0 => self.record_error(ErrorKind::Read),
                 SessionEnd::Reconnect => {}
                 SessionEnd::Failed(ErrorKind::Timeout) => {
@@ -204,73 +266,131 @@ impl Client {
         }
     }
 
+    /// An HTTP/1.1 session; returns how it ended and how many requests it lost.
+    async fn http1<S: AsyncRead + AsyncWrite + Unpin>(
+        &mut self,
+        stream: S,
+        requests: &[Prepared],
+    ) -> (SessionEnd, u64) {
+        let end = self.session(stream, requests).await;
+        let lost = self.in_flight.len() as u64;
+        self.in_flight.clear();
+        (end, lost)
+    }
+
     fn record_error(&self, kind: ErrorKind) {
         self.stats.borrow_mut().error(kind, Instant::now());
     }
 
-    /// `Ok(None)` if the run stopped while connecting.
+    /// `Ok(None)` if the run stopped while connecting (or cannot go on:
+    /// the server does not speak HTTP/2 over TLS).
     async fn connect(&mut self) -> Result<Option<Stream>, ()> {
         let shared = Arc::clone(&self.shared);
         let connecting = async move {
-            let tcp = TcpStream::connect(shared.addr).await.map_err(|_| ())?;
+            let tcp = TcpStream::connect(shared.addr).await.map_err(|_| None)?;
             let _ = tcp.set_nodelay(true);
-            match &shared.tls {
-                None => Ok(Stream::Plain(tcp)),
-                Some((connector, name)) => connector
-                    .connect(name.clone(), tcp)
-                    .await
-                    .map(|tls| Stream::Tls(Box::new(tls)))
-                    .map_err(|_| ()),
+            let Some((connector, name)) = &shared.tls else {
+                return Ok(Stream::Plain(tcp));
+            };
+            let h2 = matches!(shared.requests, Requests::Http2(_));
+            let tls = connector
+                .connect(name.clone(), tcp)
+                .await
+                .map_err(|err| (h2 && refused_alpn(&err)).then(|| "refused it".to_string()))?;
+            let chosen = tls.get_ref().1.alpn_protocol();
+            if h2 && chosen != Some(tls::ALPN_H2) {
+                return Err(Some(chosen.map_or_else(
+                    || "chose no protocol".to_string(),
+                    |p| format!("chose `{}`", String::from_utf8_lossy(p)),
+                )));
             }
+            Ok(Stream::Tls(Box::new(tls)))
         };
         tokio::select! {
             connected = tokio::time::timeout(self.shared.timeout, connecting) => match connected {
                 Ok(Ok(stream)) => Ok(Some(stream)),
+                Ok(Err(Some(answer))) => {
+                    self.shared.fail(format!(
+                        "--h2: {} does not speak HTTP/2 over TLS: ALPN `h2` was asked for and \
+                         the server {answer} (without --h2 it is loaded over HTTP/1.1)",
+                        self.shared.target
+                    ));
+                    Ok(None)
+                }
                 _ => Err(()),
             },
             () = self.stop_signal.as_mut() => Ok(None),
         }
     }
 
+    /// The next request to send at `now`, when one is due and allowed; the
+    /// caller must send it. Refused requests go first, still due when they
+    /// first were.
+    fn take_next(&mut self, now: Instant) -> Option<Next> {
+        if self.shared.stopping() {
+            return None;
+        }
+        if let Some(refused) = self.retry.pop_front() {
+            return Some(refused);
+        }
+        if self.spent {
+            return None;
+        }
+        let intended = match &self.schedule {
+            Some(schedule) if schedule.next > now => return None,
+            Some(schedule) => schedule.next,
+            None => now,
+        };
+        if !self.shared.take_permit() {
+            // Budget spent: nothing more will be due.
+            self.spent = true;
+            self.schedule = None;
+            return None;
+        }
+        if let Some(schedule) = &mut self.schedule {
+            schedule.next += schedule.interval;
+        }
+        let index = self.next_request;
+        self.next_request = (index + 1) % self.shared.requests.len();
+        Some(Next {
+            intended,
+            index,
+            again: false,
+        })
+    }
+
     /// Queues as many requests as are allowed now into `wbuf`. The closed
     /// model sends a new batch of `pipeline` requests only once the last
     /// batch is answered (wrk's pipeline.lua); the open model sends each
     /// request when it is due and a slot is free.
-    fn fill(&mut self, wbuf: &mut Vec<u8>, now: Instant) {
+    fn fill(&mut self, wbuf: &mut Vec<u8>, requests: &[Prepared], now: Instant) {
         if self.schedule.is_none() && !self.in_flight.is_empty() {
             return;
         }
-        while self.in_flight.len() < self.shared.pipeline && !self.shared.stopping() {
-            let intended = match &self.schedule {
-                Some(schedule) if schedule.next > now => return,
-                Some(schedule) => schedule.next,
-                None => now,
-            };
-            if !self.shared.take_permit() {
-                // Budget spent: nothing more will be due.
-                self.schedule = None;
+        while self.in_flight.len() < self.shared.pipeline {
+            let Some(next) = self.take_next(now) else {
                 return;
-            }
-            let request = &self.shared.requests[self.next_request];
-            self.next_request = (self.next_request + 1) % self.shared.requests.len();
+            };
+            let request = &requests[next.index];
             wbuf.extend_from_slice(&request.bytes);
             self.in_flight.push_back(InFlight {
-                intended,
+                intended: next.intended,
                 sent: now,
                 head: request.head,
             });
-            if let Some(schedule) = &mut self.schedule {
-                schedule.next += schedule.interval;
-            }
         }
     }
 
-    async fn session<S: AsyncRead + AsyncWrite + Unpin>(&mut self, mut stream: S) -> SessionEnd {
+    async fn session<S: AsyncRead + AsyncWrite + Unpin>(
+        &mut self,
+        mut stream: S,
+        requests: &[Prepared],
+    ) -> SessionEnd {
         let mut rbuf = BytesMut::with_capacity(READ_RESERVE);
         let mut wbuf = Vec::with_capacity(4096);
         let mut reader = ResponseReader::default();
         loop {
-            self.fill(&mut wbuf, Instant::now());
+            self.fill(&mut wbuf, requests, Instant::now());
             if !wbuf.is_empty() {
                 if let Some(end) = self.write(&mut stream, &wbuf).await {
                     return end;
@@ -424,5 +544,18 @@ impl Client {
 
 enum Stream {
     Plain(TcpStream),
-    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+/// Whether a TLS handshake failed because the server has none of the ALPN
+/// protocols offered (rustls servers answer with an alert).
+fn refused_alpn(err: &std::io::Error) -> bool {
+    err.get_ref()
+        .and_then(|inner| inner.downcast_ref::<tls::rustls::Error>())
+        .is_some_and(|err| {
+            matches!(
+                err,
+                tls::rustls::Error::AlertReceived(AlertDescription::NoApplicationProtocol)
+            )
+        })
 }

@@ -1,7 +1,8 @@
-//! `sluice load`: an HTTP/1.1 load generator.
+//! `sluice load`: an HTTP/1.1 and HTTP/2 load generator.
 //!
-//! Closed model (wrk): `-c` connections over `-t` threads, each connection
-//! keeping `--pipeline` requests in flight. Open model (wrk2): `--rate`
+//! Closed model (wrk, h2load): `-c` connections over `-t` threads, each
+//! connection keeping `--pipeline` HTTP/1.1 requests or `--streams` HTTP/2
+//! streams in flight. Open model (wrk2): `--rate`
 //! requests/s on a fixed timetable, latency measured from each request's
 //! intended send time (coordinated-omission corrected), with the
 //! uncorrected figures beside it. One current-thread runtime per thread;
@@ -21,7 +22,6 @@ mod report;
 mod response;
 mod stats;
 mod target;
-mod tls;
 
 use std::{
     cell::RefCell,
@@ -35,11 +35,11 @@ use std::{
 };
 
 use anyhow::Context;
-use conn::{Client, Prepared, Schedule, Shared};
-use rustls::pki_types::ServerName;
+use conn::{Client, Prepared, Requests, Schedule, Shared, Template};
+use tls::rustls::pki_types::ServerName;
 use tokio::{sync::watch, time::Instant};
 
-pub use config::{ConfigError, LoadConfig};
+pub use config::{ConfigError, LoadConfig, Protocol};
 pub use report::{
     format_bytes, format_count, format_us, LatencySummary, Percentile, RateSummary, Report,
     ReportConfig, ScheduleReport, SpectrumPoint, PERCENTILES,
@@ -173,6 +173,9 @@ pub fn run(config: &LoadConfig, mut control: RunControl) -> anyhow::Result<Repor
                 .map_err(|_| anyhow::anyhow!("a load thread panicked"))??,
         );
     }
+    if let Some(why) = shared.fatal.get() {
+        return Err(ConfigError(why.clone()).into());
+    }
     let elapsed = stopped_at.saturating_duration_since(record_from);
     Ok(build_report(config, results, elapsed, interrupted))
 }
@@ -183,27 +186,45 @@ fn prepare(config: &LoadConfig) -> Result<Shared, ConfigError> {
     let tls = match target.scheme {
         Scheme::Http => None,
         Scheme::Https => {
-            let connector = tls::connector(config.insecure, config.cacert.as_deref())?;
             let name = ServerName::try_from(target.host.clone()).map_err(|_| {
                 ConfigError(format!("`{}` is not a valid TLS server name", target.host))
             })?;
-            Some((connector, name))
+            Some((connector(config)?, name))
         }
     };
-    let requests = config
-        .requests
-        .iter()
-        .map(|spec| Prepared {
-            bytes: request_bytes(spec, target, &config.headers, &config.body),
-            head: spec.method == http::Method::HEAD,
-        })
-        .collect();
+    let requests = match config.protocol {
+        Protocol::Http1 => Requests::Http1(
+            config
+                .requests
+                .iter()
+                .map(|spec| Prepared {
+                    bytes: request_bytes(spec, target, &config.headers, &config.body),
+                    head: spec.method == http::Method::HEAD,
+                })
+                .collect(),
+        ),
+        Protocol::Http2 => Requests::Http2(
+            config
+                .requests
+                .iter()
+                .map(|spec| {
+                    Ok(Template {
+                        head: target::h2_request(spec, target, &config.headers, &config.body)
+                            .map_err(ConfigError)?,
+                        body: config.body.clone(),
+                    })
+                })
+                .collect::<Result<_, ConfigError>>()?,
+        ),
+    };
     let (stop, _) = watch::channel(false);
     Ok(Shared {
         addr,
+        target: target.clone(),
         tls,
         requests,
         pipeline: config.pipeline,
+        streams: config.streams,
         timeout: config.timeout,
         budget: config.total_requests.map(AtomicU64::new),
         total: config.total_requests,
@@ -211,7 +232,27 @@ fn prepare(config: &LoadConfig) -> Result<Shared, ConfigError> {
         stopped: AtomicBool::new(false),
         stopped_at: std::sync::OnceLock::new(),
         stop,
+        fatal: std::sync::OnceLock::new(),
     })
+}
+
+/// The TLS client: ALPN `h2` or `http/1.1` as the run speaks; `--insecure`
+/// before `--cacert` before the built-in web roots.
+fn connector(config: &LoadConfig) -> Result<tls::tokio_rustls::TlsConnector, ConfigError> {
+    let trust = match (&config.cacert, config.insecure) {
+        (_, true) => tls::Trust::AnyCertificate,
+        (Some(path), false) => tls::Trust::CaFile(path),
+        (None, false) => tls::Trust::WebRoots,
+    };
+    let alpn = match config.protocol {
+        Protocol::Http1 => tls::ALPN_HTTP11,
+        Protocol::Http2 => tls::ALPN_H2,
+    };
+    let client = tls::client_config(trust, None, &[alpn]).map_err(|err| match err.path {
+        Some(_) => ConfigError(format!("--cacert {err}")),
+        None => ConfigError(format!("TLS setup failed: {err}")),
+    })?;
+    Ok(tls::tokio_rustls::TlsConnector::from(Arc::new(client)))
 }
 
 fn resolve(host: &str, port: u16) -> Result<SocketAddr, ConfigError> {
@@ -374,7 +415,9 @@ fn build_report(
                 .is_none()
                 .then_some(config.duration.as_secs_f64()),
             total_requests: config.total_requests,
+            protocol: config.protocol,
             pipeline: config.pipeline,
+            streams: config.streams,
             rate: config.rate,
             timeout_ms: config.timeout.as_millis() as u64,
             warmup_s: config.warmup.as_secs_f64(),

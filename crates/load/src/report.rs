@@ -6,7 +6,7 @@ use std::{collections::BTreeMap, fmt::Write as _};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use crate::stats::Errors;
+use crate::{stats::Errors, Protocol};
 
 /// Percentiles shown in the text and listed in the JSON summary.
 pub const PERCENTILES: [f64; 8] = [50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 99.99, 99.999];
@@ -48,7 +48,9 @@ pub struct ReportConfig {
     pub connections: usize,
     pub duration_s: Option<f64>,
     pub total_requests: Option<u64>,
+    pub protocol: Protocol,
     pub pipeline: usize,
+    pub streams: usize,
     pub rate: Option<f64>,
     pub timeout_ms: u64,
     pub warmup_s: f64,
@@ -232,6 +234,9 @@ impl Report {
         let mut shape = format!("  {} threads and {} connections", c.threads, c.connections);
         if c.pipeline > 1 {
             let _ = write!(shape, ", pipeline {}", c.pipeline);
+        }
+        if c.protocol == Protocol::Http2 {
+            let _ = write!(shape, ", HTTP/2 with {} streams each", c.streams);
         }
         if let Some(rate) = c.rate {
             let _ = write!(shape, ", open model at {rate} req/s");

@@ -175,6 +175,49 @@ pub fn request_bytes(
     Bytes::from(out)
 }
 
+/// The head of one HTTP/2 request, cloned for every stream: the same
+/// headers as [`request_bytes`] writes, with `Host` (given or not) as
+/// `:authority`.
+pub(crate) fn h2_request(
+    spec: &RequestSpec,
+    target: &Target,
+    headers: &[(HeaderName, HeaderValue)],
+    body: &[u8],
+) -> Result<http::Request<()>, String> {
+    let host = headers
+        .iter()
+        .find(|(name, _)| name == http::header::HOST)
+        .map(|(_, value)| value.to_str().map(str::to_string))
+        .transpose()
+        .map_err(|_| "the Host header is not a valid :authority".to_string())?;
+    let scheme = match target.scheme {
+        Scheme::Http => "http",
+        Scheme::Https => "https",
+    };
+    let uri = Uri::builder()
+        .scheme(scheme)
+        .authority(host.unwrap_or_else(|| target.authority()))
+        .path_and_query(spec.path.as_str())
+        .build()
+        .map_err(|err| format!("cannot make an HTTP/2 request of `{}`: {err}", spec.url))?;
+    let mut request = http::Request::builder()
+        .method(spec.method.clone())
+        .uri(uri)
+        .version(http::Version::HTTP_2);
+    for (name, value) in headers {
+        if name != http::header::HOST {
+            request = request.header(name, value);
+        }
+    }
+    let has_body_method = matches!(spec.method, Method::POST | Method::PUT | Method::PATCH);
+    if !body.is_empty() || has_body_method {
+        request = request.header(http::header::CONTENT_LENGTH, body.len());
+    }
+    request
+        .body(())
+        .map_err(|err| format!("cannot make an HTTP/2 request of `{}`: {err}", spec.url))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,5 +262,25 @@ mod tests {
             &bytes[..],
             b"POST /x HTTP/1.1\r\nHost: h:81\r\nx-a: 1\r\nContent-Length: 2\r\n\r\n{}"
         );
+    }
+
+    #[test]
+    fn h2_requests_carry_the_authority_and_length() {
+        let (target, path) = parse_url("https://h:8443/x?y=1").unwrap();
+        let spec = RequestSpec {
+            method: Method::POST,
+            url: String::new(),
+            path,
+        };
+        let headers = [parse_header("X-A: 1").unwrap()];
+        let request = h2_request(&spec, &target, &headers, b"{}").unwrap();
+        assert_eq!(request.uri(), "https://h:8443/x?y=1");
+        assert_eq!(request.headers()["x-a"], "1");
+        assert_eq!(request.headers()["content-length"], "2");
+        // A Host header becomes the :authority.
+        let host = [parse_header("Host: api.test").unwrap()];
+        let request = h2_request(&spec, &target, &host, b"").unwrap();
+        assert_eq!(request.uri(), "https://api.test/x?y=1");
+        assert!(request.headers().get("host").is_none());
     }
 }

@@ -14,21 +14,25 @@ use std::{
 use clap::Args;
 use http::Method;
 use indicatif::{ProgressBar, ProgressStyle};
-use load::{ConfigError, LoadConfig, Progress, RunControl};
+use load::{ConfigError, LoadConfig, Progress, Protocol, RunControl};
 
-/// Load an HTTP/1.1 server: wrk's closed model with pipelining, or wrk2's
-/// open model (--rate) with coordinated-omission correction.
+/// Load an HTTP/1.1 or HTTP/2 server: wrk's closed model with pipelining
+/// (h2load's with --h2 -m), or wrk2's open model (--rate) with
+/// coordinated-omission correction.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
     sluice load -t1 -c128 -d10s http://127.0.0.1:8080/v1/pets\n  \
     sluice load -c128 --pipeline 16 -H 'J-Tenant-Id: 1007' http://127.0.0.1:8080/v1/pets\n  \
     sluice load -c50 --rate 2000 -d30s --warmup 5s http://127.0.0.1:8080/customers\n  \
+    sluice load --h2 -c16 -m64 http://127.0.0.1:8080/v1/pets\n  \
     sluice load -n 10000 -c16 -X POST -H 'Content-Type: application/json' \\\n      \
       --body '{\"id\":\"1\",\"delay\":300}' http://127.0.0.1:8081/messages\n  \
     sluice load --requests-file urls.txt -c64 --json result.json\n\n\
-Latency is measured per request, pipelined ones included. With --rate it counts\n\
-from each request's intended send time, so a stalled server shows as latency\n\
-instead of fewer samples; the uncorrected figures are printed beside it.\n\
+--h2 speaks h2c (prior knowledge) to http:// URLs and negotiates h2 (ALPN) with\n\
+https:// ones. Latency is measured per request, pipelined ones and HTTP/2\n\
+streams included. With --rate it counts from each request's intended send time,\n\
+so a stalled server shows as latency instead of fewer samples; the uncorrected\n\
+figures are printed beside it.\n\
 Exit status: 0 after a run (errors are reported, not fatal), 2 for bad input.")]
 pub(crate) struct LoadArgs {
     /// Target URLs (http:// or https://), used round-robin; all on one host and port.
@@ -49,6 +53,12 @@ pub(crate) struct LoadArgs {
     /// Requests in flight per connection (HTTP/1.1 pipelining), each timed on its own.
     #[arg(short, long, default_value_t = 1)]
     pipeline: usize,
+    /// HTTP/2: h2c with prior knowledge for http://, ALPN h2 for https://.
+    #[arg(long)]
+    h2: bool,
+    /// With --h2: streams in flight per connection (h2load's -m), each timed on its own.
+    #[arg(short = 'm', long, default_value_t = 1)]
+    streams: usize,
     /// Open model: requests per second across all connections (wrk2's -R).
     #[arg(short = 'R', long, value_parser = parse_rate)]
     rate: Option<f64>,
@@ -185,7 +195,13 @@ fn build_config(args: &LoadArgs) -> Result<LoadConfig, ConfigError> {
     config.threads = args.threads;
     config.duration = args.duration;
     config.total_requests = args.requests;
+    config.protocol = if args.h2 {
+        Protocol::Http2
+    } else {
+        Protocol::Http1
+    };
     config.pipeline = args.pipeline;
+    config.streams = args.streams;
     config.rate = args.rate;
     config.timeout = args.timeout;
     config.warmup = args.warmup;

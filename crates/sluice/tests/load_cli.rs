@@ -2,7 +2,7 @@
 
 use std::process::{Command, Output};
 
-use testkit::{Behaviour, FakeServer};
+use testkit::{Behaviour, FakeServer, H2Server};
 
 fn sluice_load(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_sluice"))
@@ -44,8 +44,44 @@ fn a_run_prints_wrk_style_text_and_writes_json() {
 }
 
 #[test]
+fn h2_runs_streams_over_h2c() {
+    let server = H2Server::start();
+    let json = std::env::temp_dir().join(format!("sluice-load-h2-{}.json", std::process::id()));
+    let url = server.url("/delay/10");
+    let output = sluice_load(&[
+        "--h2",
+        "-c",
+        "2",
+        "-m",
+        "8",
+        "-n",
+        "160",
+        "--json",
+        json.to_str().unwrap(),
+        &url,
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        text.contains("1 threads and 2 connections, HTTP/2 with 8 streams each"),
+        "{text}"
+    );
+    assert!(text.contains("160 requests in"), "{text}");
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    std::fs::remove_file(&json).ok();
+    assert_eq!(report["config"]["protocol"], "HTTP/2");
+    assert_eq!(report["status"]["200"], 160);
+    assert_eq!(server.requests(), 160);
+    assert_eq!(server.max_streams(), 8);
+}
+
+#[test]
 fn bad_input_exits_2_with_one_line() {
-    let cases: [(&[&str], &str); 9] = [
+    let cases: [(&[&str], &str); 11] = [
         (
             &["-d", "18446744073709551615", "http://127.0.0.1:1/"],
             "at most a year",
@@ -63,6 +99,14 @@ fn bad_input_exits_2_with_one_line() {
         (
             &["-c", "10000000", "http://127.0.0.1:1/"],
             "open-file limit",
+        ),
+        (
+            &["-m", "8", "http://127.0.0.1:1/"],
+            "--streams goes with --h2",
+        ),
+        (
+            &["--h2", "-H", "Connection: close", "http://127.0.0.1:1/"],
+            "not allowed in HTTP/2",
         ),
     ];
     for (args, message) in cases {

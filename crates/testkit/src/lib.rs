@@ -1,5 +1,6 @@
-//! Test harness for sluice: real servers on ephemeral loopback ports and a
-//! raw HTTP/1.1 client that sends exactly the bytes a test writes.
+//! Test harness for sluice: real servers on ephemeral loopback ports (an
+//! HTTP/2 one among them) and a raw HTTP/1.1 client that sends exactly the
+//! bytes a test writes.
 //!
 //! ```no_run
 //! # async fn demo() {
@@ -13,6 +14,7 @@
 
 pub mod certs;
 pub mod fake;
+pub mod fake_h2;
 mod raw;
 
 use std::net::SocketAddr;
@@ -20,6 +22,7 @@ use std::net::SocketAddr;
 pub use backends::{Backend, RunningServer, ServeOptions};
 pub use certs::TestCerts;
 pub use fake::{Behaviour, FakeServer};
+pub use fake_h2::{H2Options, H2Server};
 pub use raw::{request_bytes, RawConn, RawResponse, IO_TIMEOUT};
 
 /// A backend running in this process on 127.0.0.1 with a free port; shut

@@ -1,0 +1,317 @@
+//! `sluice load --h2` against an in-process HTTP/2 server (the `h2` crate)
+//! on loopback: h2c and TLS with ALPN, request counts, streams in flight,
+//! statuses, flow control both ways, both models, failures.
+
+use std::{path::PathBuf, time::Duration};
+
+use http::Method;
+use load::{LoadConfig, Protocol, Report, RunControl};
+use testkit::{Behaviour, FakeServer, H2Options, H2Server};
+
+fn config(urls: &[(Method, String)]) -> LoadConfig {
+    let mut config = LoadConfig::new(urls).expect("valid URLs");
+    config.protocol = Protocol::Http2;
+    config.connections = 2;
+    config.streams = 8;
+    config.duration = Duration::from_secs(1);
+    config
+}
+
+fn get(url: String) -> LoadConfig {
+    config(&[(Method::GET, url)])
+}
+
+fn run(config: &LoadConfig) -> Report {
+    load::run(config, RunControl::default()).expect("the run completes")
+}
+
+#[test]
+fn h2c_counts_requests_statuses_and_request_bodies() {
+    let server = H2Server::start();
+    let urls = [
+        (Method::GET, server.url("/")),
+        (Method::GET, server.url("/status/404")),
+        (Method::GET, server.url("/status/503")),
+        (Method::POST, server.url("/upload")),
+    ];
+    let mut rotation = config(&urls);
+    // Each connection rotates on its own: one makes the split exact.
+    rotation.connections = 1;
+    rotation.total_requests = Some(400);
+    // Larger than the server's 64 KiB stream window: sent as it reopens.
+    rotation.body = vec![b'b'; 100 * 1024].into();
+    let report = run(&rotation);
+    assert_eq!(report.requests, 400);
+    assert_eq!(server.requests(), 400);
+    assert_eq!(report.errors.total(), 0, "{:?}", report.errors);
+    assert_eq!(report.status.get(&200), Some(&200));
+    assert_eq!(report.status.get(&404), Some(&100));
+    assert_eq!(report.status.get(&503), Some(&100));
+    assert_eq!(report.non_2xx_3xx, 200);
+    // Every request carries the body (GETs too, as with HTTP/1.1).
+    assert_eq!(server.body_bytes(), 400 * 100 * 1024);
+    assert!(report.bytes_read > 400 * 2, "{}", report.bytes_read);
+    assert!(
+        report
+            .to_text()
+            .contains("1 connections, HTTP/2 with 8 streams each"),
+        "{}",
+        report.to_text()
+    );
+    let json = serde_json::to_value(&report).expect("a JSON report");
+    assert_eq!(json["config"]["protocol"], "HTTP/2");
+    assert_eq!(json["config"]["streams"], 8);
+}
+
+/// Each answer takes 20 ms: only streams in flight together make the
+/// rate, and the server sees exactly `-m` of them on a connection.
+#[test]
+fn each_connection_keeps_its_streams_in_flight() {
+    let server = H2Server::start();
+    let mut deep = get(server.url("/delay/20"));
+    deep.streams = 16;
+    deep.total_requests = Some(2 * 16 * 10);
+    let started = std::time::Instant::now();
+    let report = run(&deep);
+    assert_eq!(report.requests, 320);
+    assert_eq!(server.max_streams(), 16);
+    // Ten rounds of 20 ms, not 160.
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(report.latency.at(50.0) >= 20_000, "{:?}", report.latency);
+}
+
+#[test]
+fn a_timed_run_misses_only_what_was_in_flight_at_the_end() {
+    let server = H2Server::start();
+    let report = run(&get(server.url("/")));
+    let sent = server.requests();
+    assert!(report.requests > 100, "{report:?}");
+    assert!(
+        sent >= report.requests && sent - report.requests <= 2 * 8,
+        "server {sent}, client {}",
+        report.requests
+    );
+    assert_eq!(report.errors.total(), 0, "{:?}", report.errors);
+}
+
+/// Responses larger than the 1 MiB stream window: the client must give the
+/// window back as it reads.
+#[test]
+fn large_responses_flow() {
+    let server = H2Server::start();
+    let mut large = get(server.url("/size/3000000"));
+    large.connections = 1;
+    large.streams = 4;
+    large.total_requests = Some(12);
+    let report = run(&large);
+    assert_eq!(report.requests, 12);
+    assert!(report.bytes_read >= 12 * 3_000_000, "{}", report.bytes_read);
+}
+
+/// The open model keeps its timetable over HTTP/2 and counts latency from
+/// each request's intended send time: 2 connections x 4 streams of 50 ms
+/// answers carry 160 req/s, so at 500 req/s requests wait for a stream.
+#[test]
+fn open_model_over_h2_is_corrected() {
+    let server = H2Server::start();
+    let mut steady = get(server.url("/"));
+    steady.rate = Some(200.0);
+    let report = run(&steady);
+    let schedule = report.schedule.expect("open model reports its schedule");
+    assert!(
+        (180.0..220.0).contains(&schedule.achieved_rate),
+        "{schedule:?}"
+    );
+
+    let mut overloaded = get(server.url("/delay/50"));
+    overloaded.streams = 4;
+    overloaded.rate = Some(500.0);
+    let report = run(&overloaded);
+    let schedule = report.schedule.expect("open model reports its schedule");
+    assert!(schedule.achieved_rate < 200.0, "{schedule:?}");
+    assert!(schedule.unsent > 200, "{schedule:?}");
+    let uncorrected = report.uncorrected_latency.as_ref().expect("uncorrected");
+    assert!(
+        uncorrected.at(50.0) < 100_000,
+        "uncorrected p50 {}us",
+        uncorrected.at(50.0)
+    );
+    assert!(
+        report.latency.at(99.0) > 300_000,
+        "corrected p99 {}us",
+        report.latency.at(99.0)
+    );
+}
+
+#[test]
+fn slow_streams_time_out_one_by_one() {
+    let server = H2Server::start();
+    let mut slow = get(server.url("/delay/5000"));
+    slow.timeout = Duration::from_millis(200);
+    slow.duration = Duration::from_millis(700);
+    let report = run(&slow);
+    assert_eq!(report.requests, 0);
+    // Each stream in flight times out on its own, at least twice over.
+    assert!(report.errors.timeout >= 2 * 2 * 8, "{:?}", report.errors);
+}
+
+/// Streams the server did not process (RST_STREAM REFUSED_STREAM, or
+/// beyond a graceful GOAWAY) are sent again: no error, and `-n` stays exact.
+#[test]
+fn refused_streams_are_sent_again() {
+    let refusing = H2Server::start_with(H2Options {
+        refuse_first: 4,
+        ..H2Options::default()
+    });
+    let mut exact = get(refusing.url("/"));
+    exact.total_requests = Some(300);
+    let report = run(&exact);
+    assert_eq!(report.requests, 300);
+    assert_eq!(report.errors.total(), 0, "{:?}", report.errors);
+    assert_eq!(refusing.requests(), 300);
+    assert_eq!(refusing.refused(), 2 * 4);
+
+    let closing = H2Server::start_with(H2Options {
+        goaway_after: Some(50),
+        ..H2Options::default()
+    });
+    let mut exact = get(closing.url("/"));
+    exact.total_requests = Some(1_000);
+    let report = run(&exact);
+    assert_eq!(report.requests, 1_000);
+    assert_eq!(report.errors.total(), 0, "{:?}", report.errors);
+    assert_eq!(closing.requests(), 1_000);
+
+    // Sent again once: a server that refuses everything shows as errors.
+    let refusing_all = H2Server::start_with(H2Options {
+        refuse_first: u64::MAX,
+        ..H2Options::default()
+    });
+    let mut exact = get(refusing_all.url("/"));
+    exact.total_requests = Some(100);
+    let report = run(&exact);
+    assert_eq!(report.requests, 0);
+    assert_eq!(report.errors.read, 100, "{:?}", report.errors);
+    assert_eq!(refusing_all.refused(), 200);
+}
+
+#[test]
+fn h2c_against_an_http1_server_is_an_error_per_connection() {
+    let server = FakeServer::start(Behaviour::Normal);
+    let mut wrong = get(server.url("/"));
+    wrong.duration = Duration::from_millis(300);
+    let report = run(&wrong);
+    assert_eq!(report.requests, 0);
+    assert!(report.errors.total() > 0, "{:?}", report.errors);
+}
+
+/// A CA, a server certificate for localhost and their files.
+struct Pki {
+    dir: PathBuf,
+    ca: PathBuf,
+    cert: PathBuf,
+    key: PathBuf,
+}
+
+impl Pki {
+    fn new(name: &str) -> Self {
+        let dir =
+            std::env::temp_dir().join(format!("sluice-load-h2-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a temporary directory");
+        let ca =
+            tls::LocalCa::generate("load h2 test CA", Duration::from_secs(3600)).expect("a CA");
+        let server = ca
+            .server(&["localhost".into()])
+            .expect("a server certificate");
+        let write = |file: &str, text: &str| {
+            let path = dir.join(file);
+            std::fs::write(&path, text).expect("write a PEM file");
+            path
+        };
+        Self {
+            ca: write("ca.pem", &ca.ca.cert_pem),
+            cert: write("server.pem", &server.cert_pem),
+            key: write("server.key", &server.key_pem),
+            dir,
+        }
+    }
+
+    fn server(&self, alpn: &[&[u8]]) -> H2Server {
+        let identity = tls::Identity {
+            cert: &self.cert,
+            key: &self.key,
+        };
+        H2Server::start_tls(tls::server_config(identity, None, alpn).expect("a server config"))
+    }
+}
+
+impl Drop for Pki {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[test]
+fn https_negotiates_h2_with_alpn() {
+    let pki = Pki::new("alpn");
+    let server = pki.server(&[tls::ALPN_H2, tls::ALPN_HTTP11]);
+    let mut trusted = get(server.https_url("/status/201"));
+    trusted.total_requests = Some(200);
+    trusted.cacert = Some(pki.ca.clone());
+    let report = run(&trusted);
+    assert_eq!(report.requests, 200);
+    assert_eq!(report.status.get(&201), Some(&200));
+    assert_eq!(report.errors.total(), 0, "{:?}", report.errors);
+    assert_eq!(server.requests(), 200);
+
+    let mut insecure = get(server.https_url("/"));
+    insecure.total_requests = Some(50);
+    insecure.insecure = true;
+    assert_eq!(run(&insecure).requests, 50);
+}
+
+#[test]
+fn https_without_h2_is_a_clear_error() {
+    let pki = Pki::new("no-h2");
+    for (alpn, answer) in [
+        (&[tls::ALPN_HTTP11][..], "refused it"),
+        (&[][..], "chose no protocol"),
+    ] {
+        let server = pki.server(alpn);
+        let mut h2 = get(server.https_url("/"));
+        h2.cacert = Some(pki.ca.clone());
+        let err = load::run(&h2, RunControl::default()).expect_err("no HTTP/2");
+        assert!(err.downcast_ref::<load::ConfigError>().is_some(), "{err}");
+        let message = err.to_string();
+        assert!(
+            message.contains("does not speak HTTP/2 over TLS") && message.contains(answer),
+            "{message}"
+        );
+    }
+}
+
+#[test]
+fn h2_settings_mistakes_are_config_errors() {
+    let base = get("http://127.0.0.1:1/".into());
+    let mut pipelined = base.clone();
+    pipelined.pipeline = 4;
+    let mut connection = base.clone();
+    connection.headers = vec![load::parse_header("Connection: close").unwrap()];
+    let mut no_streams = base.clone();
+    no_streams.streams = 0;
+    let mut http1_streams = base;
+    http1_streams.protocol = Protocol::Http1;
+    for (bad, message) in [
+        (pipelined, "--pipeline"),
+        (connection, "not allowed in HTTP/2"),
+        (no_streams, "--streams must be at least 1"),
+        (http1_streams, "--streams goes with --h2"),
+    ] {
+        let err = bad.validate().expect_err(message);
+        assert!(err.0.contains(message), "{err}");
+    }
+}

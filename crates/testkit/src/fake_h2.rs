@@ -1,0 +1,277 @@
+//! A small HTTP/2 server (the `h2` crate) for testing HTTP/2 clients: h2c
+//! with prior knowledge, or TLS with the caller's configuration. It counts
+//! requests, request-body bytes and the most streams it had in flight at
+//! once on one connection; it can refuse streams or shut connections down
+//! ([`H2Options`]); it answers by path:
+//!
+//! - `/status/NNN`: status NNN, body `ok`;
+//! - `/delay/MS`: 200 `ok` after MS milliseconds;
+//! - `/size/N`: 200 with a body of N bytes;
+//! - anything else: 200 `ok`.
+//!
+//! Request bodies are read to the end (with flow control) before the answer.
+
+use std::{
+    net::SocketAddr,
+    sync::{
+        atomic::{AtomicU64, AtomicUsize, Ordering},
+        Arc,
+    },
+    time::Duration,
+};
+
+use bytes::Bytes;
+use h2::{server::SendResponse, Reason, RecvStream};
+use http::{Request, Response, StatusCode};
+use tls::tokio_rustls::{rustls::ServerConfig, TlsAcceptor};
+use tokio::{
+    io::{AsyncRead, AsyncWrite},
+    net::TcpListener,
+    sync::watch,
+};
+
+/// How an [`H2Server`] runs.
+#[derive(Debug, Default)]
+pub struct H2Options {
+    /// TLS with this configuration (give it ALPN `h2`, e.g. with
+    /// `tls::server_config(identity, None, &[tls::ALPN_H2])`); connections
+    /// that do not negotiate `h2` are closed after the handshake. Without
+    /// it, h2c with prior knowledge.
+    pub tls: Option<ServerConfig>,
+    /// Shut each connection down gracefully (GOAWAY) after it has carried
+    /// this many streams.
+    pub goaway_after: Option<u64>,
+    /// Refuse the first n streams of each connection unprocessed
+    /// (RST_STREAM REFUSED_STREAM).
+    pub refuse_first: u64,
+}
+
+/// The connection-level behaviour of [`H2Options`], copied to each connection.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    goaway_after: Option<u64>,
+    refuse_first: u64,
+}
+
+/// What the server has seen, shared with its tasks.
+#[derive(Debug, Default)]
+struct Counters {
+    requests: AtomicU64,
+    refused: AtomicU64,
+    body_bytes: AtomicU64,
+    max_streams: AtomicUsize,
+}
+
+/// A running HTTP/2 test server on 127.0.0.1; stops when dropped.
+#[derive(Debug)]
+pub struct H2Server {
+    addr: SocketAddr,
+    counters: Arc<Counters>,
+    stop: watch::Sender<bool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl H2Server {
+    /// h2c: HTTP/2 with prior knowledge on plain TCP.
+    pub fn start() -> Self {
+        Self::start_with(H2Options::default())
+    }
+
+    /// HTTP/2 over TLS with `config` (see [`H2Options::tls`]).
+    pub fn start_tls(config: ServerConfig) -> Self {
+        Self::start_with(H2Options {
+            tls: Some(config),
+            ..H2Options::default()
+        })
+    }
+
+    pub fn start_with(options: H2Options) -> Self {
+        let tls = options
+            .tls
+            .map(|config| TlsAcceptor::from(Arc::new(config)));
+        let limits = Limits {
+            goaway_after: options.goaway_after,
+            refuse_first: options.refuse_first,
+        };
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the h2 server");
+        listener
+            .set_nonblocking(true)
+            .expect("non-blocking listener");
+        let addr = listener.local_addr().expect("h2 server address");
+        let counters = Arc::new(Counters::default());
+        let (stop, stop_rx) = watch::channel(false);
+        let shared = Arc::clone(&counters);
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("h2 server runtime");
+            runtime.block_on(accept_loop(listener, shared, stop_rx, tls, limits));
+        });
+        Self {
+            addr,
+            counters,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:PORT` followed by `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// `https://localhost:PORT` followed by `path`.
+    pub fn https_url(&self, path: &str) -> String {
+        format!("https://localhost:{}{path}", self.addr.port())
+    }
+
+    /// Requests (streams) answered or being answered so far.
+    pub fn requests(&self) -> u64 {
+        self.counters.requests.load(Ordering::SeqCst)
+    }
+
+    /// Streams refused unprocessed so far ([`H2Options::refuse_first`]).
+    pub fn refused(&self) -> u64 {
+        self.counters.refused.load(Ordering::SeqCst)
+    }
+
+    /// Request-body bytes received so far.
+    pub fn body_bytes(&self) -> u64 {
+        self.counters.body_bytes.load(Ordering::SeqCst)
+    }
+
+    /// The most streams in flight at once on any one connection.
+    pub fn max_streams(&self) -> usize {
+        self.counters.max_streams.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for H2Server {
+    fn drop(&mut self) {
+        self.stop.send_replace(true);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+async fn accept_loop(
+    listener: std::net::TcpListener,
+    counters: Arc<Counters>,
+    mut stop: watch::Receiver<bool>,
+    tls: Option<TlsAcceptor>,
+    limits: Limits,
+) {
+    let listener = TcpListener::from_std(listener).expect("register the h2 listener");
+    loop {
+        tokio::select! {
+            _ = stop.changed() => return,
+            accepted = listener.accept() => {
+                let Ok((tcp, _)) = accepted else { continue };
+                let _ = tcp.set_nodelay(true);
+                let counters = Arc::clone(&counters);
+                let tls = tls.clone();
+                tokio::spawn(async move {
+                    match tls {
+                        None => serve(tcp, counters, limits).await,
+                        Some(acceptor) => {
+                            let Ok(stream) = acceptor.accept(tcp).await else { return };
+                            if stream.get_ref().1.alpn_protocol() == Some(tls::ALPN_H2) {
+                                serve(stream, counters, limits).await;
+                            }
+                        }
+                    }
+                });
+            }
+        }
+    }
+}
+
+async fn serve<S: AsyncRead + AsyncWrite + Unpin>(io: S, counters: Arc<Counters>, limits: Limits) {
+    let Ok(mut conn) = h2::server::handshake(io).await else {
+        return;
+    };
+    let in_flight = Arc::new(AtomicUsize::new(0));
+    let mut streams = 0;
+    while let Some(Ok((request, mut respond))) = conn.accept().await {
+        streams += 1;
+        if limits.goaway_after == Some(streams) {
+            // Streams already on their way are still served.
+            conn.graceful_shutdown();
+        }
+        if streams <= limits.refuse_first {
+            respond.send_reset(Reason::REFUSED_STREAM);
+            counters.refused.fetch_add(1, Ordering::SeqCst);
+            continue;
+        }
+        counters.requests.fetch_add(1, Ordering::SeqCst);
+        let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        counters.max_streams.fetch_max(now, Ordering::SeqCst);
+        let counters = Arc::clone(&counters);
+        let in_flight = Arc::clone(&in_flight);
+        tokio::spawn(async move {
+            answer(request, respond, &counters).await;
+            in_flight.fetch_sub(1, Ordering::SeqCst);
+        });
+    }
+}
+
+async fn answer(
+    request: Request<RecvStream>,
+    mut respond: SendResponse<Bytes>,
+    counters: &Counters,
+) {
+    let path = request.uri().path().to_string();
+    let mut body = request.into_body();
+    while let Some(Ok(data)) = body.data().await {
+        counters
+            .body_bytes
+            .fetch_add(data.len() as u64, Ordering::SeqCst);
+        let _ = body.flow_control().release_capacity(data.len());
+    }
+    let (status, payload) = route(&path).await;
+    let response = Response::builder()
+        .status(status)
+        .header("content-length", payload.len())
+        .body(())
+        .expect("a valid response head");
+    let Ok(mut stream) = respond.send_response(response, false) else {
+        return;
+    };
+    // Buffered by h2 and sent as the client's windows allow.
+    let _ = stream.send_data(payload, true);
+}
+
+async fn route(path: &str) -> (StatusCode, Bytes) {
+    let ok = Bytes::from_static(b"ok");
+    let mut parts = path.trim_start_matches('/').splitn(2, '/');
+    let (Some(kind), Some(arg)) = (parts.next(), parts.next()) else {
+        return (StatusCode::OK, ok);
+    };
+    let Ok(number) = arg.parse::<u64>() else {
+        return (StatusCode::OK, ok);
+    };
+    match kind {
+        "status" => (
+            u16::try_from(number)
+                .ok()
+                .and_then(|code| StatusCode::from_u16(code).ok())
+                .unwrap_or(StatusCode::BAD_REQUEST),
+            ok,
+        ),
+        "delay" => {
+            tokio::time::sleep(Duration::from_millis(number)).await;
+            (StatusCode::OK, ok)
+        }
+        "size" => (
+            StatusCode::OK,
+            Bytes::from(vec![b'x'; usize::try_from(number).unwrap_or(0)]),
+        ),
+        _ => (StatusCode::OK, ok),
+    }
+}
