@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
 # Compares `sluice load --h2` with h2load against the same h2c server
-# (nginx-light, one worker, `listen ... http2`: HTTP/2 with prior
-# knowledge, answering the petstore list), in alternating runs, medians of
-# ROUNDS: -t1 -c16 -m64 (the target: sluice load at least 1.0x h2load),
-# -t1 -c16 -m1 and -t1 -c128 -m8.
+# (HTTP/2 with prior knowledge, answering the petstore list), in
+# alternating runs, medians of ROUNDS: -t1 -c16 -m64 (the target: sluice
+# load at least 1.0x h2load), -t1 -c16 -m1 and -t1 -c128 -m8. The server is
+# nginx-light (one worker, `listen ... http2`) or, with TARGET=sluice,
+# `sluice serve petstore --workers 1` (h2c on its plain port).
 #
 #   bench/load-h2-vs-h2load.sh                 # 3 rounds of 10 s per case
 #   DURATION=5s ROUNDS=1 bench/load-h2-vs-h2load.sh
+#   TARGET=sluice bench/load-h2-vs-h2load.sh
 #
-# Needs h2load (apt-get install -y nghttp2-client), nginx-light and taskset.
+# Needs h2load (apt-get install -y nghttp2-client), taskset, and nginx-light
+# unless TARGET=sluice.
 # nginx is pinned to CPU 1 and both load generators to CPU 0 (with one
 # CPU, nothing is pinned).
 set -euo pipefail
 
 DURATION=${DURATION:-10s}
+TARGET=${TARGET:-nginx}
 ROUNDS=${ROUNDS:-3}
 PORT=${PORT:-18091}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,7 +27,9 @@ SLUICE=${SLUICE:-$ROOT/target/release/sluice}
 source "$ROOT/bench/lib.sh"
 URL="http://127.0.0.1:$PORT/v1/pets"
 
-for tool in h2load nginx taskset; do
+tools="h2load taskset"
+[[ $TARGET == nginx ]] && tools="$tools nginx"
+for tool in $tools; do
   case $tool in h2load) package=nghttp2-client ;; nginx) package=nginx-light ;; *) package=util-linux ;; esac
   command -v "$tool" >/dev/null || { echo "missing $tool: apt-get install -y $package" >&2; exit 2; }
 done
@@ -36,8 +42,12 @@ SERVER=""
 cleanup() { [[ -n $SERVER ]] && kill "$SERVER" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$WORK"; }
 trap cleanup EXIT
 
-write_nginx_conf "$WORK" "$PORT" "$PETS" application/json http2
-$SERVER_CPU nginx -c "$WORK/nginx.conf" -p "$WORK" &
+if [[ $TARGET == nginx ]]; then
+  write_nginx_conf "$WORK" "$PORT" "$PETS" application/json http2
+  $SERVER_CPU nginx -c "$WORK/nginx.conf" -p "$WORK" &
+else
+  $SERVER_CPU "$SLUICE" serve petstore --workers 1 --listen "127.0.0.1:$PORT" >/dev/null 2>&1 &
+fi
 SERVER=$!
 wait_port "$PORT"
 
@@ -76,5 +86,5 @@ for case in "16 64" "16 1" "128 8"; do
 done
 
 echo
-echo "target: nginx-light h2c, one worker ($URL); medians of $ROUNDS alternating rounds of $DURATION"
+echo "target: $TARGET h2c, one worker ($URL); medians of $ROUNDS alternating rounds of $DURATION"
 cat "$TABLE"
