@@ -7,14 +7,7 @@
 //! allows. Framing aside (no `connection` field), the answer is the one
 //! HTTP/1.1 gives.
 
-use std::{
-    future::poll_fn,
-    io::{self, IoSlice},
-    pin::Pin,
-    sync::Arc,
-    task::{Context, Poll},
-    time::Duration,
-};
+use std::{future::poll_fn, sync::Arc, time::Duration};
 
 use bytes::Bytes;
 use h2::{
@@ -24,7 +17,7 @@ use h2::{
 use http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use http1::{chunked::body_too_large, io::with_date, Rejection};
 use tokio::{
-    io::{AsyncRead, AsyncWrite, ReadBuf},
+    io::{AsyncRead, AsyncWrite},
     sync::watch,
     task::JoinSet,
     time::{sleep, timeout, Instant},
@@ -39,9 +32,6 @@ use crate::{
     App,
 };
 
-/// What a client sends first on an HTTP/2 connection (RFC 9113 3.4).
-pub(crate) const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-
 /// A TLS or HTTP/2 handshake not done within this time drops the connection.
 pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Streams one connection may have open at once.
@@ -55,66 +45,6 @@ const CONNECTION_WINDOW: u32 = 4 * 1024 * 1024;
 /// Streams a client may open and reset before the server accepts them
 /// (the rapid-reset attack) before the connection is refused with GOAWAY.
 const MAX_PENDING_ACCEPT_RESET_STREAMS: usize = 64;
-
-/// A stream whose first bytes were already read (by the HTTP/1.1
-/// connection, looking for the preface); reads return those bytes first.
-#[derive(Debug)]
-pub(crate) struct Prefaced<S> {
-    read: Bytes,
-    stream: S,
-}
-
-impl<S> Prefaced<S> {
-    pub(crate) fn new(read: Bytes, stream: S) -> Self {
-        Self { read, stream }
-    }
-}
-
-impl<S: AsyncRead + Unpin> AsyncRead for Prefaced<S> {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        if this.read.is_empty() {
-            return Pin::new(&mut this.stream).poll_read(cx, buf);
-        }
-        let len = this.read.len().min(buf.remaining());
-        buf.put_slice(&this.read.split_to(len));
-        Poll::Ready(Ok(()))
-    }
-}
-
-impl<S: AsyncWrite + Unpin> AsyncWrite for Prefaced<S> {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().stream).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.stream.is_write_vectored()
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
-    }
-}
 
 fn builder() -> Builder {
     let mut builder = Builder::new();
@@ -298,21 +228,4 @@ async fn send_response(
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn prefaced_reads_the_read_bytes_first() {
-        use tokio::io::AsyncReadExt;
-        let mut stream = Prefaced::new(Bytes::from_static(b"abc"), &b"def"[..]);
-        let mut small = [0u8; 2];
-        stream.read_exact(&mut small).await.unwrap();
-        assert_eq!(&small, b"ab");
-        let mut rest = Vec::new();
-        stream.read_to_end(&mut rest).await.unwrap();
-        assert_eq!(rest, b"cdef");
-    }
 }

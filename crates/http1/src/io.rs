@@ -1,18 +1,20 @@
 //! Socket helpers both servers need: listening with `SO_REUSEPORT`,
-//! bounded writes, and the cached `Date` value.
+//! bounded writes, the cached `Date` value, and handing a connection
+//! whose first bytes are the HTTP/2 preface on to HTTP/2 (`Prefaced`).
 
 use std::{
     cell::RefCell,
     future::poll_fn,
-    io,
+    io::{self, IoSlice},
     net::{SocketAddr, TcpListener},
     pin::Pin,
     task::{Context, Poll},
     time::{Duration, SystemTime},
 };
 
+use bytes::Bytes;
 use socket2::{Domain, Protocol, Socket, Type};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 
 /// Backlog for each listener; the kernel caps it at `net.core.somaxconn`.
 const LISTEN_BACKLOG: i32 = 8192;
@@ -89,6 +91,70 @@ pub async fn linger<S: AsyncRead + Unpin>(stream: &mut S) {
     }
 }
 
+/// What a client sends first on an HTTP/2 connection (RFC 9113 3.4):
+/// servers that take HTTP/1.1 and h2c on one port look for it.
+pub const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// A stream whose first bytes were already read (by an HTTP/1.1
+/// connection, looking for [`H2_PREFACE`]); reads return those bytes first.
+#[derive(Debug)]
+pub struct Prefaced<S> {
+    read: Bytes,
+    stream: S,
+}
+
+impl<S> Prefaced<S> {
+    pub fn new(read: Bytes, stream: S) -> Self {
+        Self { read, stream }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Prefaced<S> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if this.read.is_empty() {
+            return Pin::new(&mut this.stream).poll_read(cx, buf);
+        }
+        let len = this.read.len().min(buf.remaining());
+        buf.put_slice(&this.read.split_to(len));
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Prefaced<S> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
+    }
+}
+
 thread_local! {
     /// The `Date` value, formatted once per second per thread.
     static DATE: RefCell<(u64, Vec<u8>)> = const { RefCell::new((u64::MAX, Vec::new())) };
@@ -107,4 +173,21 @@ pub fn with_date(f: impl FnOnce(&[u8])) {
         }
         f(text);
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn prefaced_reads_the_read_bytes_first() {
+        use tokio::io::AsyncReadExt;
+        let mut stream = Prefaced::new(Bytes::from_static(b"abc"), &b"def"[..]);
+        let mut small = [0u8; 2];
+        stream.read_exact(&mut small).await.unwrap();
+        assert_eq!(&small, b"ab");
+        let mut rest = Vec::new();
+        stream.read_to_end(&mut rest).await.unwrap();
+        assert_eq!(rest, b"cdef");
+    }
 }

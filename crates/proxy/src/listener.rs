@@ -7,17 +7,16 @@
 use std::{
     net::SocketAddr,
     path::{Path, PathBuf},
-    pin::Pin,
     sync::Arc,
-    task::{Context, Poll},
     time::Duration,
 };
 
 use arc_swap::ArcSwap;
-use bytes::{Buf, BytesMut};
+use bytes::BytesMut;
+use http1::io::{Prefaced, H2_PREFACE};
 use tls::{rustls::ServerConfig, tokio_rustls::TlsAcceptor, TlsError};
 use tokio::{
-    io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf},
+    io::{AsyncReadExt, AsyncWriteExt},
     net::TcpStream,
     sync::watch,
 };
@@ -30,8 +29,6 @@ use crate::{
     worker::Worker,
 };
 
-/// The HTTP/2 connection preface (RFC 9113 3.4).
-pub(crate) const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 const FIRST_READ: usize = 16 * 1024;
 /// GOAWAY, last stream 0, PROTOCOL_ERROR (RFC 9113 6.8).
 const GOAWAY_PROTOCOL_ERROR: [u8; 17] = [0, 0, 8, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
@@ -161,14 +158,14 @@ async fn plaintext(
     let mut received = BytesMut::with_capacity(FIRST_READ);
     // Read until the bytes can no longer be the preface, or are all of it.
     let idle = worker.gateway.idle_timeout;
-    while received.len() < PREFACE.len() && PREFACE.starts_with(&received) {
+    while received.len() < H2_PREFACE.len() && H2_PREFACE.starts_with(&received) {
         match tokio::time::timeout(idle, stream.read_buf(&mut received)).await {
             Ok(Ok(n)) if n > 0 => {}
             _ => return,
         }
     }
-    if received.starts_with(PREFACE) {
-        let stream = Rewind::new(received, stream);
+    if received.starts_with(H2_PREFACE) {
+        let stream = Prefaced::new(received.freeze(), stream);
         h2_server::serve(stream, origin, worker, shutdown).await;
     } else if h2_only {
         debug!(peer = %origin.peer, "no HTTP/2 preface on an h2c-only listener");
@@ -240,64 +237,5 @@ pub(crate) async fn reload_on_hangup(
                 Err(err) => warn!(%err, "TLS reload failed; the previous certificate stays in use"),
             }
         }
-    }
-}
-
-/// A stream that first hands out bytes already read from it.
-#[derive(Debug)]
-pub(crate) struct Rewind<S> {
-    prefix: BytesMut,
-    inner: S,
-}
-
-impl<S> Rewind<S> {
-    pub(crate) fn new(prefix: BytesMut, inner: S) -> Self {
-        Self { prefix, inner }
-    }
-}
-
-impl<S: AsyncRead + Unpin> AsyncRead for Rewind<S> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        if !self.prefix.is_empty() {
-            let take = self.prefix.len().min(buf.remaining());
-            buf.put_slice(&self.prefix[..take]);
-            self.prefix.advance(take);
-            return Poll::Ready(Ok(()));
-        }
-        Pin::new(&mut self.inner).poll_read(cx, buf)
-    }
-}
-
-impl<S: AsyncWrite + Unpin> AsyncWrite for Rewind<S> {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, buf)
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
-    }
-
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[std::io::IoSlice<'_>],
-    ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
     }
 }

@@ -14,12 +14,12 @@ use tokio::{
 
 use http1::{
     chunked::body_too_large,
-    io::{with_date, write_bounded},
+    io::{with_date, write_bounded, Prefaced, H2_PREFACE},
     ChunkedDecoder, Framing, Head, Limits, Persistence, Rejection,
 };
 
 use super::{Request, Response};
-use crate::{http2, problem::IntoResponse, App};
+use crate::{problem::IntoResponse, App};
 
 /// Limits for every backend connection.
 pub(crate) const LIMITS: Limits = Limits {
@@ -45,7 +45,7 @@ const SHRINK_ABOVE: usize = 64 * 1024;
 /// a call in this generic code, so that the h2 server is compiled only for
 /// plain TCP, the one stream that can carry h2c.
 pub(crate) type H2c<S> =
-    fn(http2::Prefaced<S>, App, watch::Receiver<bool>) -> Pin<Box<dyn Future<Output = ()> + Send>>;
+    fn(Prefaced<S>, App, watch::Receiver<bool>) -> Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// Serves `stream` until the client closes, a timeout passes, a request is
 /// rejected, or shutdown is signalled (idle connections close at once, a
@@ -82,7 +82,7 @@ pub(crate) async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
         match conn.read_preface().await {
             Ok(false) => {}
             Ok(true) => {
-                let stream = http2::Prefaced::new(conn.rbuf.freeze(), conn.stream);
+                let stream = Prefaced::new(conn.rbuf.freeze(), conn.stream);
                 return h2c(stream, app, conn.shutdown).await;
             }
             Err(end) => return conn.end(end).await,
@@ -166,11 +166,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<S> {
     /// that cannot begin it (false: HTTP/1.1 parses them, as any first read).
     async fn read_preface(&mut self) -> Result<bool, ReadEnd> {
         loop {
-            let len = self.rbuf.len().min(http2::PREFACE.len());
-            if self.rbuf[..len] != http2::PREFACE[..len] {
+            let len = self.rbuf.len().min(H2_PREFACE.len());
+            if self.rbuf[..len] != H2_PREFACE[..len] {
                 return Ok(false);
             }
-            if len == http2::PREFACE.len() {
+            if len == H2_PREFACE.len() {
                 return Ok(true);
             }
             self.read_more().await?;

@@ -371,11 +371,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 .await;
             match outcome {
                 Ok(response) => {
-                    let answered = Instant::now();
-                    upstream.balancer.success(host);
-                    self.worker
-                        .metrics()
-                        .upstream_latency(upstream_index, answered - sent_at);
+                    let answered = self.answered(upstream_index, host, sent_at);
                     return self.respond(head, route, conn, response, answered).await;
                 }
                 // A pooled connection the upstream had closed: try a new one.
@@ -499,6 +495,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
             Err(err) => Err(self.connect_failure(upstream, host, err)),
         }
+    }
+
+    /// Records a response head from `host` (a success, and its latency); when it came.
+    fn answered(&self, upstream: usize, host: usize, sent_at: Instant) -> Instant {
+        let answered = Instant::now();
+        self.worker.gateway.upstreams[upstream]
+            .balancer
+            .success(host);
+        self.worker
+            .metrics()
+            .upstream_latency(upstream, answered - sent_at);
+        answered
     }
 
     /// After a failed connect to `host`: counts it against the host and

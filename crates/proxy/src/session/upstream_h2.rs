@@ -71,11 +71,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 .await
             {
                 Ok(response) => {
-                    let answered = Instant::now();
-                    upstream.balancer.success(host);
-                    self.worker
-                        .metrics()
-                        .upstream_latency(upstream_index, answered - sent_at);
+                    self.answered(upstream_index, host, sent_at);
                     return Ok(self
                         .respond_h2(head, route, upstream_index, response, lease)
                         .await);
