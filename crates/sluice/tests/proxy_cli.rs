@@ -92,6 +92,17 @@ fn check_validates_without_serving() {
     let output = sluice(&["proxy", "-c", unresolvable.to_str().unwrap(), "--check"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("upstreams.a.hosts"));
+
+    // TLS files are read by --check too; the error names the key and the file.
+    let missing_cert = write_config(
+        "missing-cert.yaml",
+        "listeners:\n  - address: 127.0.0.1:0\n    tls: { cert: /nonexistent/server.pem, key: /nonexistent/server.key.pem }\nupstreams:\n  a: { hosts: [\"http://127.0.0.1:1\"] }\n",
+    );
+    let output = sluice(&["proxy", "-c", missing_cert.to_str().unwrap(), "--check"]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("listeners[0].tls"), "{stderr}");
+    assert!(stderr.contains("/nonexistent/server.pem"), "{stderr}");
 }
 
 #[test]
