@@ -7,6 +7,9 @@
 //! is due at `first + k * interval`; it is sent when due and a slot is
 //! free, and its latency counts from when it was due, so a stalled server
 //! cannot hide its stall by slowing the client (coordinated omission).
+//! Users model ([`Pace`]): the closed model, one request in flight, the
+//! first request not before the user's ramp time and each next one a think
+//! time after the last ended; the connection stays open while it thinks.
 
 mod http2;
 
@@ -37,6 +40,7 @@ use tokio::{
 };
 
 use crate::{
+    config::ThinkTime,
     response::ResponseReader,
     stats::{ErrorKind, Stats},
     target::Target,
@@ -139,6 +143,34 @@ pub(crate) struct Schedule {
     pub interval: Duration,
 }
 
+/// The users model's pacing of one connection (one user).
+#[derive(Debug, Clone)]
+pub(crate) struct Pace {
+    /// No request is sent before this: the user's start on the ramp, then
+    /// the end of its current think time.
+    until: Instant,
+    think: Option<ThinkTime>,
+    rng: fastrand::Rng,
+}
+
+impl Pace {
+    pub(crate) fn new(start: Instant, think: Option<ThinkTime>, seed: u64) -> Self {
+        Self {
+            until: start,
+            think,
+            rng: fastrand::Rng::with_seed(seed),
+        }
+    }
+
+    /// A request ended at `now`: think before the next one.
+    fn rest(&mut self, now: Instant) {
+        if let Some(think) = self.think {
+            let span = think.max.saturating_sub(think.min).as_nanos() as u64;
+            self.until = now + think.min + Duration::from_nanos(self.rng.u64(0..=span));
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 struct InFlight {
     intended: Instant,
@@ -171,6 +203,8 @@ pub(crate) struct Client {
     /// Requests the server refused unprocessed (HTTP/2 GOAWAY or
     /// REFUSED_STREAM), to send again before any new one.
     retry: VecDeque<Next>,
+    /// Users model: ramp and think times.
+    pace: Option<Pace>,
 }
 
 /// A request to send.
@@ -191,6 +225,7 @@ impl Client {
         progress: Arc<AtomicU64>,
         index: usize,
         schedule: Option<Schedule>,
+        pace: Option<Pace>,
     ) -> Self {
         let mut stop = shared.stop.subscribe();
         let now = Instant::now();
@@ -208,6 +243,7 @@ impl Client {
             in_flight: VecDeque::new(),
             spent: false,
             retry: VecDeque::new(),
+            pace,
         }
     }
 
@@ -219,6 +255,13 @@ impl Client {
 
     /// Runs until the run stops.
     pub(crate) async fn run(&mut self) {
+        // A user on a ramp connects when its turn comes.
+        if let Some(start) = self.pace.as_ref().map(|pace| pace.until) {
+            tokio::select! {
+                () = sleep_until(start) => {}
+                () = self.stop_signal.as_mut() => return,
+            }
+        }
         while !self.shared.stopping() {
             let shared = Arc::clone(&self.shared);
             let (end, lost) = match (self.connect().await, &shared.requests) {
@@ -263,6 +306,27 @@ impl Client {
                 SessionEnd::Failed(kind) => self.record_error(kind),
             }
             self.shared.finish(lost);
+            if lost > 0 {
+                self.rest(Instant::now());
+            }
+        }
+    }
+
+    /// Users model: a request ended (answered or lost) at `now`; the user
+    /// thinks before its next one.
+    fn rest(&mut self, now: Instant) {
+        if let Some(pace) = &mut self.pace {
+            pace.rest(now);
+        }
+    }
+
+    /// When the next request falls due, if the client waits for a time to
+    /// send it: the open model's timetable, or a user's ramp or think time.
+    fn next_due(&self) -> Option<Instant> {
+        match (&self.schedule, &self.pace) {
+            (Some(schedule), _) => Some(schedule.next),
+            (None, Some(pace)) if !self.spent => Some(pace.until),
+            _ => None,
         }
     }
 
@@ -341,6 +405,10 @@ impl Client {
             Some(schedule) => schedule.next,
             None => now,
         };
+        if self.pace.as_ref().is_some_and(|pace| pace.until > now) {
+            // The user is thinking (or not yet on the ramp).
+            return None;
+        }
         if !self.shared.take_permit() {
             // Budget spent: nothing more will be due.
             self.spent = true;
@@ -397,16 +465,27 @@ impl Client {
                 }
                 wbuf.clear();
             }
-            if self.in_flight.is_empty() && (self.schedule.is_none() || self.shared.stopping()) {
-                // Nothing to send any more: the budget is spent or the run is over.
+            if self.in_flight.is_empty()
+                && (self.shared.stopping()
+                    || (self.schedule.is_none() && (self.pace.is_none() || self.spent)))
+            {
+                // Nothing to send any more: the budget is spent or the run
+                // is over (a thinking user has more to send).
                 return SessionEnd::Stop;
             }
             if let Some(front) = self.in_flight.front() {
                 self.arm_timer(front.sent + self.shared.timeout);
             }
-            let can_send = self.in_flight.len() < self.shared.pipeline;
-            if let (Some(schedule), true) = (&self.schedule, can_send) {
-                self.send_timer.as_mut().reset(schedule.next);
+            // The open model sends into any free slot; the closed model
+            // (users too) only once the last batch is answered.
+            let can_send = if self.schedule.is_some() {
+                self.in_flight.len() < self.shared.pipeline
+            } else {
+                self.in_flight.is_empty()
+            };
+            let due = if can_send { self.next_due() } else { None };
+            if let Some(due) = due {
+                self.send_timer.as_mut().reset(due);
             }
             if rbuf.capacity() - rbuf.len() < READ_RESERVE / 4 {
                 rbuf.reserve(READ_RESERVE);
@@ -440,7 +519,7 @@ impl Client {
                         _ => self.timer.as_mut().reset(now + Duration::from_secs(3600)),
                     }
                 }
-                () = self.send_timer.as_mut(), if self.schedule.is_some() && can_send => {}
+                () = self.send_timer.as_mut(), if due.is_some() => {}
             }
         }
     }
@@ -519,6 +598,9 @@ impl Client {
         }
         self.progress.fetch_add(completed, Ordering::Relaxed);
         self.shared.finish(completed);
+        if completed > 0 {
+            self.rest(now);
+        }
         end
     }
 
@@ -533,6 +615,7 @@ impl Client {
                 .response(done.status, front.intended, front.sent, now);
             self.progress.fetch_add(1, Ordering::Relaxed);
             self.shared.finish(1);
+            self.rest(now);
         }
         if self.in_flight.is_empty() {
             SessionEnd::Reconnect

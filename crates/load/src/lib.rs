@@ -5,7 +5,10 @@
 //! streams in flight. Open model (wrk2): `--rate`
 //! requests/s on a fixed timetable, latency measured from each request's
 //! intended send time (coordinated-omission corrected), with the
-//! uncorrected figures beside it. One current-thread runtime per thread;
+//! uncorrected figures beside it. Users model (Gatling): the closed model
+//! with one request in flight per connection, a random think time
+//! (`think`) between a response and the next request, and an optional
+//! `ramp` over which the users start. One current-thread runtime per thread;
 //! statistics in HDR histograms per thread, merged at the end.
 //!
 //! ```no_run
@@ -35,11 +38,11 @@ use std::{
 };
 
 use anyhow::Context;
-use conn::{Client, Prepared, Requests, Schedule, Shared, Template};
+use conn::{Client, Pace, Prepared, Requests, Schedule, Shared, Template};
 use tls::rustls::pki_types::ServerName;
 use tokio::{sync::watch, time::Instant};
 
-pub use config::{ConfigError, LoadConfig, Protocol};
+pub use config::{ConfigError, LoadConfig, Protocol, ThinkTime};
 pub use report::{
     format_bytes, format_count, format_us, LatencySummary, Percentile, RateSummary, Report,
     ReportConfig, ScheduleReport, SpectrumPoint, PERCENTILES,
@@ -123,6 +126,8 @@ pub fn run(config: &LoadConfig, mut control: RunControl) -> anyhow::Result<Repor
             threads: config.threads,
             connections: config.connections,
             rate: config.rate,
+            think: config.think,
+            ramp: config.ramp,
             start,
             record_from,
         };
@@ -269,8 +274,28 @@ struct ThreadPlan {
     threads: usize,
     connections: usize,
     rate: Option<f64>,
+    think: Option<config::ThinkTime>,
+    ramp: Duration,
     start: Instant,
     record_from: Instant,
+}
+
+impl ThreadPlan {
+    /// The users model's pacing of connection `index`: its first request
+    /// at `start + ramp * index / connections`, its think times drawn from
+    /// a generator seeded with its index (runs are repeatable). `None` for
+    /// the plain closed and open models.
+    fn pace(&self, index: usize) -> Option<Pace> {
+        if self.think.is_none() && self.ramp.is_zero() {
+            return None;
+        }
+        let offset = self.ramp.as_nanos() * index as u128 / self.connections as u128;
+        Some(Pace::new(
+            self.start + Duration::from_nanos(offset as u64),
+            self.think,
+            index as u64,
+        ))
+    }
 }
 
 /// What one thread brings back.
@@ -310,6 +335,7 @@ fn run_thread(
                 Arc::clone(&progress),
                 index,
                 schedule,
+                plan.pace(index),
             )
         })
         .collect();
@@ -421,6 +447,10 @@ fn build_report(
             rate: config.rate,
             timeout_ms: config.timeout.as_millis() as u64,
             warmup_s: config.warmup.as_secs_f64(),
+            think_ms: config
+                .think
+                .map(|t| [t.min.as_millis() as u64, t.max.as_millis() as u64]),
+            ramp_s: config.ramp.as_secs_f64(),
         },
         elapsed_s: elapsed.as_secs_f64(),
         requests: all.responses,

@@ -54,6 +54,11 @@ pub struct ReportConfig {
     pub rate: Option<f64>,
     pub timeout_ms: u64,
     pub warmup_s: f64,
+    /// Users model: each user's think time between a response and its
+    /// next request, `[min, max]` in ms.
+    pub think_ms: Option<[u64; 2]>,
+    /// Users model: the time over which the users start, in seconds (0: all at once).
+    pub ramp_s: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -240,6 +245,12 @@ impl Report {
         }
         if let Some(rate) = c.rate {
             let _ = write!(shape, ", open model at {rate} req/s");
+        }
+        if let Some([min, max]) = c.think_ms {
+            let _ = write!(shape, ", users thinking {min}-{max}ms");
+        }
+        if c.ramp_s > 0.0 {
+            let _ = write!(shape, ", ramp {}s", c.ramp_s);
         }
         if c.warmup_s > 0.0 {
             let _ = write!(shape, " (after {}s warm-up)", c.warmup_s);

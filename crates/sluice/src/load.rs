@@ -14,11 +14,11 @@ use std::{
 use clap::Args;
 use http::Method;
 use indicatif::{ProgressBar, ProgressStyle};
-use load::{ConfigError, LoadConfig, Progress, Protocol, RunControl};
+use load::{ConfigError, LoadConfig, Progress, Protocol, RunControl, ThinkTime};
 
 /// Load an HTTP/1.1 or HTTP/2 server: wrk's closed model with pipelining
-/// (h2load's with --h2 -m), or wrk2's open model (--rate) with
-/// coordinated-omission correction.
+/// (h2load's with --h2 -m), wrk2's open model (--rate) with
+/// coordinated-omission correction, or Gatling's users (-u, --think, --ramp).
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
     sluice load -t1 -c128 -d10s http://127.0.0.1:8080/v1/pets\n  \
@@ -27,12 +27,15 @@ use load::{ConfigError, LoadConfig, Progress, Protocol, RunControl};
     sluice load --h2 -c16 -m64 http://127.0.0.1:8080/v1/pets\n  \
     sluice load -n 10000 -c16 -X POST -H 'Content-Type: application/json' \\\n      \
       --body '{\"id\":\"1\",\"delay\":300}' http://127.0.0.1:8081/messages\n  \
-    sluice load --requests-file urls.txt -c64 --json result.json\n\n\
+    sluice load --requests-file urls.txt -c64 --json result.json\n  \
+    sluice load -u 1000 --think 1s..2s --ramp 5s -d60s http://127.0.0.1:8082/passthrough/message\n\n\
 --h2 speaks h2c (prior knowledge) to http:// URLs and negotiates h2 (ALPN) with\n\
 https:// ones. Latency is measured per request, pipelined ones and HTTP/2\n\
 streams included. With --rate it counts from each request's intended send time,\n\
 so a stalled server shows as latency instead of fewer samples; the uncorrected\n\
-figures are printed beside it.\n\
+figures are printed beside it. With --think each connection is a user that\n\
+waits a random time in the range between a response and its next request\n\
+(think time is not latency); --ramp starts the users one by one over that time.\n\
 Exit status: 0 after a run (errors are reported, not fatal), 2 for bad input.")]
 pub(crate) struct LoadArgs {
     /// Target URLs (http:// or https://), used round-robin; all on one host and port.
@@ -41,6 +44,16 @@ pub(crate) struct LoadArgs {
     /// Connections to keep open.
     #[arg(short, long, default_value_t = 10)]
     connections: usize,
+    /// Users: the same as --connections (one connection per user).
+    #[arg(short = 'u', long, conflicts_with = "connections")]
+    users: Option<usize>,
+    /// Users model: each user waits a random time in MIN..MAX (or MIN-MAX, or
+    /// one fixed time) between a response and its next request (1s..2s, 500ms).
+    #[arg(long, value_name = "MIN..MAX", value_parser = parse_think)]
+    think: Option<ThinkTime>,
+    /// Users model: start the users one by one over this time instead of all at once.
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    ramp: Duration,
     /// Threads, each with its own runtime and share of the connections.
     #[arg(short, long, default_value_t = 1)]
     threads: usize,
@@ -106,6 +119,23 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
         return Ok(Duration::from_secs(seconds));
     }
     humantime::parse_duration(text).map_err(|err| format!("invalid duration `{text}`: {err}"))
+}
+
+/// `1s..2s`, `1s-2s` or `1s` (min = max); bare numbers are seconds.
+fn parse_think(text: &str) -> Result<ThinkTime, String> {
+    let invalid = |why: String| {
+        format!("invalid think time `{text}`: {why} (expected MIN..MAX like 1s..2s, or one time)")
+    };
+    let (min, max) = match text.split_once("..").or_else(|| text.split_once('-')) {
+        Some((min, max)) => (min.trim(), max.trim()),
+        None => (text.trim(), text.trim()),
+    };
+    let min = parse_duration(min).map_err(invalid)?;
+    let max = parse_duration(max).map_err(invalid)?;
+    if min > max {
+        return Err(invalid(format!("{min:?} is more than {max:?}")));
+    }
+    Ok(ThinkTime { min, max })
 }
 
 fn parse_rate(text: &str) -> Result<f64, String> {
@@ -191,7 +221,7 @@ fn build_config(args: &LoadArgs) -> Result<LoadConfig, ConfigError> {
             .into(),
         (None, None) => Default::default(),
     };
-    config.connections = args.connections;
+    config.connections = args.users.unwrap_or(args.connections);
     config.threads = args.threads;
     config.duration = args.duration;
     config.total_requests = args.requests;
@@ -207,6 +237,8 @@ fn build_config(args: &LoadArgs) -> Result<LoadConfig, ConfigError> {
     config.warmup = args.warmup;
     config.insecure = args.insecure;
     config.cacert = args.cacert.clone();
+    config.think = args.think;
+    config.ramp = args.ramp;
     config.validate()?;
     Ok(config)
 }
@@ -263,4 +295,67 @@ fn watch_ctrl_c(interrupt: Arc<AtomicBool>) {
             }
         });
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn think(min_ms: u64, max_ms: u64) -> ThinkTime {
+        ThinkTime {
+            min: Duration::from_millis(min_ms),
+            max: Duration::from_millis(max_ms),
+        }
+    }
+
+    #[test]
+    fn think_times_parse_as_ranges_or_one_value() {
+        assert_eq!(parse_think("1s..2s"), Ok(think(1000, 2000)));
+        assert_eq!(parse_think("1s-2s"), Ok(think(1000, 2000)));
+        assert_eq!(parse_think("500ms..1s"), Ok(think(500, 1000)));
+        assert_eq!(parse_think("1..3"), Ok(think(1000, 3000)));
+        assert_eq!(parse_think("1s"), Ok(think(1000, 1000)));
+        assert_eq!(parse_think("0"), Ok(think(0, 0)));
+        assert_eq!(parse_think(" 1s .. 2s "), Ok(think(1000, 2000)));
+    }
+
+    #[test]
+    fn bad_think_times_say_what_is_expected() {
+        for bad in [
+            "",
+            "soon",
+            "1s..",
+            "..2s",
+            "2s..1s",
+            "1s..2s..3s",
+            "-1s",
+            "1s-x",
+        ] {
+            let err = parse_think(bad).expect_err(bad);
+            assert!(err.starts_with("invalid think time"), "{bad}: {err}");
+            assert!(err.contains("MIN..MAX"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn users_set_the_connections() {
+        use clap::Parser;
+
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            load: LoadArgs,
+        }
+        let url = "http://127.0.0.1:1/";
+        let cli =
+            Cli::try_parse_from(["load", "-u", "7", "--think", "1s..2s", "--ramp", "5s", url])
+                .expect("parses");
+        let config = build_config(&cli.load).expect("valid");
+        assert_eq!(config.connections, 7);
+        assert_eq!(config.think, Some(think(1000, 2000)));
+        assert_eq!(config.ramp, Duration::from_secs(5));
+        let plain = Cli::try_parse_from(["load", "-c", "3", url]).expect("parses");
+        assert_eq!(build_config(&plain.load).expect("valid").connections, 3);
+        assert!(Cli::try_parse_from(["load", "-u", "3", "-c", "4", url]).is_err());
+    }
 }

@@ -81,7 +81,7 @@ fn h2_runs_streams_over_h2c() {
 
 #[test]
 fn bad_input_exits_2_with_one_line() {
-    let cases: [(&[&str], &str); 11] = [
+    let cases: [(&[&str], &str); 15] = [
         (
             &["-d", "18446744073709551615", "http://127.0.0.1:1/"],
             "at most a year",
@@ -107,6 +107,22 @@ fn bad_input_exits_2_with_one_line() {
         (
             &["--h2", "-H", "Connection: close", "http://127.0.0.1:1/"],
             "not allowed in HTTP/2",
+        ),
+        (
+            &["--think", "soon", "http://127.0.0.1:1/"],
+            "invalid think time `soon`",
+        ),
+        (
+            &["--think", "2s..1s", "http://127.0.0.1:1/"],
+            "invalid think time `2s..1s`",
+        ),
+        (
+            &["--think", "1s..2s", "--rate", "10", "http://127.0.0.1:1/"],
+            "--think goes with the closed model",
+        ),
+        (
+            &["-u", "4", "-c", "4", "http://127.0.0.1:1/"],
+            "cannot be used with",
         ),
     ];
     for (args, message) in cases {

@@ -222,6 +222,9 @@ impl Client {
             self.progress.fetch_add(completed, Ordering::Relaxed);
         }
         self.shared.finish(ended);
+        if ended > 0 {
+            self.rest(now);
+        }
     }
 
     /// Opens streams while slots are free, requests are due and the
@@ -247,8 +250,8 @@ impl Client {
                 break;
             }
             let Some(next) = self.take_next(now) else {
-                let due = self.schedule.map(|schedule| schedule.next);
-                return (opened, due);
+                // The open model's next request, or a thinking user's.
+                return (opened, self.next_due());
             };
             let template = &requests[next.index];
             let end_of_stream = template.body.is_empty();
@@ -277,6 +280,7 @@ impl Client {
                 Err(_) => {
                     self.record_error(ErrorKind::Write);
                     self.shared.finish(1);
+                    self.rest(now);
                     session.draining = true;
                 }
             }
@@ -297,6 +301,9 @@ impl Client {
             self.record_error(ErrorKind::Timeout);
         }
         self.shared.finish(expired as u64);
+        if expired > 0 {
+            self.rest(now);
+        }
         let next = exchanges
             .iter()
             .map(|exchange| exchange.sent + timeout)
