@@ -1,0 +1,310 @@
+//! A realistic run for the tests: all seven groups, every system, the
+//! three sweeps, cold and warm phases, notes, a row with errors and a row
+//! without process figures.
+
+use crate::results::{
+    Errors, Group, Latency, LoadShape, Machine, PeerVersion, ProcessUsage, Results, Row, Settings,
+    SweepPoint, SCHEMA,
+};
+
+fn load(path: &str, connections: usize) -> LoadShape {
+    LoadShape {
+        request: format!("GET http://127.0.0.1:38080{path}"),
+        protocol: "HTTP/1.1".into(),
+        connections,
+        pipeline: 1,
+        rate: None,
+        think_ms: None,
+        duration_s: 10.0,
+        warmup_s: 2.0,
+    }
+}
+
+fn process_name(system: &str) -> String {
+    match system {
+        "sluice" => "sluice proxy".into(),
+        "backend" => "sluice serve petstore".into(),
+        other => other.to_owned(),
+    }
+}
+
+/// A row whose percentiles spread from its mean like a real run's.
+fn row(label: &str, system: &str, rps: f64, avg_ms: f64, rss_mib: u64, cpu_us: f64) -> Row {
+    let avg_us = avg_ms * 1000.0;
+    let us = |factor: f64| (avg_us * factor).round() as u64;
+    let requests = (rps * 10.0).round() as u64;
+    Row {
+        label: label.into(),
+        system: system.into(),
+        sweep: None,
+        phase: None,
+        load: load("/v1/pets", 128),
+        requests,
+        requests_per_sec: rps,
+        bytes_per_sec: rps * 231.0,
+        latency: Latency {
+            avg_us,
+            p50_us: us(0.9),
+            p90_us: us(1.5),
+            p95_us: us(1.8),
+            p99_us: us(3.0),
+            p999_us: us(6.5),
+            max_us: us(14.0),
+        },
+        errors: Errors::default(),
+        process: Some(ProcessUsage {
+            name: process_name(system),
+            peak_rss_kib: rss_mib * 1024 + 312,
+            cpu_s: requests as f64 * cpu_us / 1e6,
+            cpu_us_per_request: cpu_us,
+        }),
+    }
+}
+
+fn swept(mut r: Row, name: &str, value: f64) -> Row {
+    r.sweep = Some(SweepPoint {
+        name: name.into(),
+        value,
+    });
+    r
+}
+
+fn group(name: &str, title: &str, question: &str, rows: Vec<Row>, notes: &[&str]) -> Group {
+    Group {
+        name: name.into(),
+        title: title.into(),
+        question: question.into(),
+        rows,
+        notes: notes.iter().map(|n| (*n).to_owned()).collect(),
+    }
+}
+
+#[cfg(test)]
+pub(crate) fn fixture() -> Results {
+    let baseline = vec![
+        row("backend petstore", "backend", 412_345.0, 0.31, 9, 2.4),
+        {
+            let mut r = row("backend petstore TLS", "backend", 301_220.0, 0.42, 11, 3.3);
+            r.load.request = "GET https://localhost:38443/v1/pets".into();
+            r
+        },
+        row("nginx petstore body", "nginx", 398_001.0, 0.33, 6, 2.5),
+    ];
+
+    let mut haproxy = row("haproxy -> petstore", "haproxy", 171_900.0, 0.74, 21, 5.7);
+    haproxy.errors = Errors {
+        read: 10,
+        non_2xx_3xx: 2,
+        ..Errors::default()
+    };
+    let proxy = vec![
+        row("sluice -> petstore", "sluice", 190_512.0, 0.67, 14, 5.1),
+        row("nginx -> petstore", "nginx", 150_230.0, 0.85, 8, 6.4),
+        haproxy,
+    ];
+
+    let middleware = [
+        ("no handlers", 190_512.0, 0.67, 5.1),
+        ("request id", 188_000.0, 0.68, 5.2),
+        ("jwt (cached key)", 176_430.0, 0.72, 5.6),
+        ("validation (petstore.yaml)", 170_002.0, 0.75, 5.9),
+        ("rate limit", 186_100.0, 0.69, 5.2),
+        ("full default chain", 158_700.0, 0.81, 6.3),
+    ]
+    .iter()
+    .map(|(label, rps, avg, cpu)| row(label, "sluice", *rps, *avg, 15, *cpu))
+    .collect();
+
+    let protocols = vec![
+        row("h1 -> h1", "sluice", 190_512.0, 0.67, 14, 5.1),
+        row("h1 -> h2c", "sluice", 160_300.0, 0.80, 17, 6.1),
+        row("h1 -> h2 TLS", "sluice", 140_800.0, 0.91, 19, 7.0),
+        {
+            let mut r = row("sluice TLS listener", "sluice", 150_000.0, 0.85, 18, 6.6);
+            r.load.protocol = "HTTP/2".into();
+            r.load.request = "GET https://localhost:38443/v1/pets".into();
+            r
+        },
+        {
+            let mut r = row("haproxy TLS listener", "haproxy", 120_000.0, 1.06, 25, 8.3);
+            r.load.protocol = "HTTP/2".into();
+            r.load.request = "GET https://localhost:38444/v1/pets".into();
+            // The peer's figures could not be read.
+            r.process = None;
+            r
+        },
+    ];
+
+    let mut lb = Vec::new();
+    for (c, scale) in [
+        (500.0, 1.0),
+        (2_000.0, 0.97),
+        (6_000.0, 0.9),
+        (12_000.0, 0.8),
+    ] {
+        for (system, rps, rss) in [
+            ("sluice", 150_000.0, 20),
+            ("nginx", 130_000.0, 12),
+            ("haproxy", 140_000.0, 30),
+        ] {
+            let rps = rps * scale;
+            let avg_ms = c / rps * 1000.0;
+            let mut r = row(
+                &format!("{system} c={c}"),
+                system,
+                rps,
+                avg_ms,
+                rss + (c / 1000.0) as u64,
+                6.0,
+            );
+            r.load = load("/1k", c as usize);
+            r.bytes_per_sec = rps * 1_160.0;
+            lb.push(swept(r, "connections", c));
+        }
+    }
+
+    let mut io = Vec::new();
+    for users in [300.0, 1_000.0, 5_000.0] {
+        for (system, extra) in [("sluice", 0.4), ("haproxy", 1.1)] {
+            let p95_target = 300.0 + extra * users / 100.0;
+            let rps = users / 0.6;
+            let mut r = row(
+                &format!("{system} users={users}"),
+                system,
+                rps,
+                p95_target / 1.8,
+                30,
+                25.0,
+            );
+            r.load = load("/messages", users as usize);
+            r.load.think_ms = Some([100, 500]);
+            r.load.duration_s = 30.0;
+            io.push(swept(r, "users", users));
+        }
+    }
+
+    let mut open = Vec::new();
+    for rate in [1_000.0, 4_000.0] {
+        for phase in ["cold", "warm"] {
+            for (system, base) in [("sluice", 0.4), ("haproxy", 0.55)] {
+                let slow = if phase == "cold" { 3.0 } else { 1.0 };
+                let mut r = row(
+                    &format!("{system} {rate}/s {phase}"),
+                    system,
+                    rate * 0.999,
+                    base * slow * (1.0 + rate / 8_000.0),
+                    16,
+                    7.0,
+                );
+                r.load = load("/customers", 50);
+                r.load.rate = Some(rate);
+                r.load.duration_s = 30.0;
+                r.load.warmup_s = if phase == "cold" { 0.0 } else { 5.0 };
+                r.phase = Some(phase.into());
+                open.push(swept(r, "rate", rate));
+            }
+        }
+    }
+
+    Results {
+        schema: SCHEMA.into(),
+        started: "2026-11-22T09:30:00Z".into(),
+        elapsed_s: 1_234.5,
+        machine: Machine {
+            cpu_model: "AMD Ryzen 7 2700 Eight-Core Processor".into(),
+            cores: 16,
+            kernel: "6.8.0-45-generic".into(),
+            os: "Ubuntu 24.04.1 LTS".into(),
+            memory_kib: 32_768_000,
+            open_file_limit: 1_048_576,
+            sluice_version: "0.1.0".into(),
+            peers: vec![
+                PeerVersion {
+                    name: "nginx".into(),
+                    version: "1.24.0".into(),
+                    path: "/usr/sbin/nginx".into(),
+                },
+                PeerVersion {
+                    name: "haproxy".into(),
+                    version: "2.8.5".into(),
+                    path: "/usr/sbin/haproxy".into(),
+                },
+            ],
+        },
+        settings: Settings {
+            only: [
+                "baseline",
+                "proxy",
+                "middleware",
+                "protocols",
+                "lb",
+                "io",
+                "open",
+            ]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect(),
+            duration_s: 10.0,
+            warmup_s: 2.0,
+            connections: 128,
+            pipeline: 1,
+            pin: true,
+            quick: false,
+            max_conns: 12_000,
+        },
+        notes: vec![
+            "lb: sweep scaled down from 12,000 & up to 12,000 connections <open-file limit>".into(),
+        ],
+        groups: vec![
+            group(
+                "baseline",
+                "Backend alone",
+                "What is the baseline throughput and latency of the backend alone?",
+                baseline,
+                &[],
+            ),
+            group(
+                "proxy",
+                "The proxy in front of the backend",
+                "What does adding the proxy in front of it cost?",
+                proxy,
+                &[],
+            ),
+            group(
+                "middleware",
+                "Middleware handlers",
+                "What does each middleware handler cost, alone and as the full default chain?",
+                middleware,
+                &[],
+            ),
+            group(
+                "protocols",
+                "Protocols",
+                "HTTP/1.1 vs HTTP/2 between proxy and backend; TLS on the listener.",
+                protocols,
+                &["nginx: no h2 to upstreams, row skipped"],
+            ),
+            group(
+                "lb",
+                "Load balancing over 5 backends",
+                "How do the proxies balance 1 KB responses over 5 backends as connections grow?",
+                lb,
+                &["nginx: worker_connections raised to 16384"],
+            ),
+            group(
+                "io",
+                "IO-heavy passthrough",
+                "Users with think time in front of a 300 ms downstream: what is p95?",
+                io,
+                &[],
+            ),
+            group(
+                "open",
+                "Open model",
+                "Latency under a fixed arrival rate, cold and warm.",
+                open,
+                &[],
+            ),
+        ],
+    }
+}

@@ -1,0 +1,112 @@
+//! report.md.
+
+use super::build;
+use super::fmt;
+use super::table::md_text;
+use crate::results::{Group, Results, SCHEMA};
+
+pub(super) fn markdown(results: &Results) -> String {
+    let mut out = String::from("# sluice bench report\n\n");
+    out.push_str(&format!(
+        "Run started {}, took {}; results schema `{}`{}.\n\n",
+        md_text(&results.started),
+        fmt::elapsed(results.elapsed_s),
+        md_text(&results.schema),
+        if results.schema == SCHEMA {
+            ""
+        } else {
+            " (this report was written for sluice-bench/1)"
+        }
+    ));
+    out.push_str(
+        "Latency is measured by the load generator; in the open model it counts from each \
+         request's intended send time. Transfer counts response bytes, headers included. \
+         Peak RSS and CPU are the system under test's process (the proxy; the backend when \
+         it is loaded alone).\n\n",
+    );
+
+    out.push_str("## Machine\n\n");
+    out.push_str(&build::machine_table(results).markdown());
+    out.push_str("\n## Settings\n\n");
+    out.push_str(&build::settings_table(results).markdown());
+    out.push_str("\n## Notes\n\n");
+    if results.notes.is_empty() {
+        out.push_str("None.\n");
+    }
+    for note in &results.notes {
+        out.push_str(&format!("- {}\n", md_text(note)));
+    }
+
+    out.push_str("\n## Summary\n\n### Baseline Summary\n\n");
+    let baseline = build::baseline_summary(results);
+    if baseline.is_empty() {
+        out.push_str("No baseline rows.\n");
+    } else {
+        out.push_str(&baseline.markdown());
+    }
+    out.push_str("\n### Proxy Summary\n\n");
+    let proxy = build::proxy_summary(results);
+    if proxy.is_empty() {
+        out.push_str("No baseline or proxy rows.\n");
+    } else {
+        out.push_str(&proxy.markdown());
+        if proxy.strong.iter().any(|s| *s) {
+            out.push('\n');
+            out.push_str(build::TIMES_NOTE);
+            out.push('\n');
+        }
+    }
+    let others: Vec<&Group> = results
+        .groups
+        .iter()
+        .filter(|g| g.name != "baseline" && g.name != "proxy")
+        .collect();
+    if !others.is_empty() {
+        out.push_str("\n### Other groups\n\n");
+        for g in others {
+            out.push_str(&format!("- {}\n", md_text(&build::group_line(g))));
+        }
+    }
+
+    for group in &results.groups {
+        out.push('\n');
+        out.push_str(&group_section(group));
+    }
+    out
+}
+
+fn group_section(group: &Group) -> String {
+    let mut out = format!(
+        "## {} (`{}`)\n\n",
+        md_text(&group.title),
+        md_text(&group.name)
+    );
+    if !group.question.is_empty() {
+        out.push_str(&format!("*{}*\n\n", md_text(&group.question)));
+    }
+    if group.rows.is_empty() {
+        out.push_str("No rows.\n");
+    } else {
+        out.push_str(&build::rows_table(group, true).markdown());
+    }
+    if let Some(pivot) = build::pivot(group) {
+        if !pivot.is_empty() {
+            out.push_str(&format!("\n{}\n\n", md_text(&build::pivot_caption(group))));
+            out.push_str(&pivot.markdown());
+        }
+    }
+    if !group.notes.is_empty() {
+        out.push_str("\nNotes:\n\n");
+        for note in &group.notes {
+            out.push_str(&format!("- {}\n", md_text(note)));
+        }
+    }
+    let ratios = build::ratios(group);
+    if !ratios.is_empty() {
+        out.push_str("\nRatios:\n\n");
+        for line in ratios {
+            out.push_str(&format!("- {}\n", md_text(&line)));
+        }
+    }
+    out
+}

@@ -1,0 +1,282 @@
+use super::*;
+use crate::results::Results;
+
+/// docs/results.schema.json, relative to this file.
+const SCHEMA_JSON: &str = include_str!("../../../../docs/results.schema.json");
+
+/// Parses report.html as XML and checks that it is self-contained;
+/// returns the number of `<svg class="chart">` elements.
+fn check_html(html: &str) -> Result<usize, String> {
+    let doc = parse(html).map_err(|e| format!("not well-formed: {e}"))?;
+    let root = doc.root_element();
+    if root.tag_name().name() != "html" {
+        return Err(format!("root element is <{}>", root.tag_name().name()));
+    }
+    let mut charts = 0;
+    for node in doc.descendants().filter(|n| n.is_element()) {
+        let name = node.tag_name().name();
+        if matches!(
+            name,
+            "script" | "link" | "img" | "iframe" | "object" | "embed"
+        ) {
+            return Err(format!("<{name}> in a self-contained report"));
+        }
+        for attr in node.attributes() {
+            let v = attr.value();
+            if v.contains("//") || v.contains("url(") {
+                return Err(format!("<{name} {}=\"{v}\"> refers outside", attr.name()));
+            }
+        }
+        if name == "svg" && node.attribute("class") == Some("chart") {
+            let titled = node
+                .children()
+                .any(|c| c.is_element() && c.tag_name().name() == "title" && c.text().is_some());
+            if !titled {
+                return Err("a chart without a <title>".into());
+            }
+            charts += 1;
+        }
+    }
+    let stripped = html
+        .replace("http://www.w3.org/1999/xhtml", "")
+        .replace("http://www.w3.org/2000/svg", "");
+    if stripped.contains("http://") || stripped.contains("https://") {
+        return Err("an http(s):// reference besides the namespaces".into());
+    }
+    Ok(charts)
+}
+
+/// roxmltree refuses a DOCTYPE unless told to allow it.
+fn parse(xml: &str) -> Result<roxmltree::Document<'_>, roxmltree::Error> {
+    let options = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..roxmltree::ParsingOptions::default()
+    };
+    roxmltree::Document::parse_with_options(xml, options)
+}
+
+fn emptied(mut results: Results) -> Results {
+    for g in &mut results.groups {
+        g.rows.clear();
+    }
+    results
+}
+
+#[test]
+fn markdown_has_every_section_table_and_times_row() {
+    let results = fixture();
+    let md = markdown(&results);
+    for needle in [
+        "# sluice bench report",
+        "## Machine",
+        "| CPU | AMD Ryzen 7 2700 Eight-Core Processor |",
+        "| nginx | 1.24.0 (/usr/sbin/nginx) |",
+        "| Open-file limit | 1,048,576 |",
+        "## Settings",
+        "## Notes",
+        "### Baseline Summary",
+        "### Proxy Summary",
+        "| Test Case | Max Throughput | Avg Latency | Transfer |",
+        "| backend petstore | 412,345 | 310µs | 90.84MiB/s |",
+        "| **Times (backend petstore ÷ sluice -> petstore)** | **2.16x** | **2.16x** | **2.16x** |",
+        "## Backend alone (`baseline`)",
+        "*What does adding the proxy in front of it cost?*",
+        "| label | system | load | req/s | avg | p50 | p90 | p95 | p99 | p99.9 | max | transfer/s | errors | peak RSS MiB | CPU s | CPU µs/req |",
+        "| 12 (read 10, http 2) |",
+        "sluice vs haproxy: 1.11x req/s",
+        "- nginx: worker_connections raised to 16384",
+        "| connections | sluice req/s | sluice avg ms | nginx req/s |",
+        "| users | sluice p95 ms | haproxy p95 ms |",
+        "| rate/s | sluice cold p95 ms | sluice cold p99 ms | sluice warm p95 ms |",
+        "HTTP/1.1 GET /1k c12,000 10s+2s",
+        "think 100-500ms",
+        "rate 4,000/s",
+    ] {
+        assert!(md.contains(needle), "missing {needle:?} in:\n{md}");
+    }
+    // The haproxy TLS listener row has no process figures.
+    assert!(
+        md.contains("| haproxy TLS listener | haproxy | HTTP/2 GET /v1/pets"),
+        "{md}"
+    );
+    // Every group has its section, in order.
+    let mut at = 0;
+    for g in &results.groups {
+        let heading = format!("## {} (`{}`)", g.title, g.name);
+        let found = md[at..].find(&heading).map(|i| i + at);
+        assert!(found.is_some(), "{heading} missing or out of order");
+        at = found.unwrap_or(at);
+    }
+}
+
+#[test]
+fn terminal_tables_are_aligned_and_compare_systems() {
+    let results = fixture();
+    let proxy = group_table(&results.groups[1]);
+    assert!(proxy.contains("sluice vs nginx: 1.27x req/s"), "{proxy}");
+    assert!(proxy.contains("sluice vs haproxy: 1.11x req/s"), "{proxy}");
+    assert!(
+        proxy.contains("errors in haproxy -> petstore: read 10, http 2"),
+        "{proxy}"
+    );
+    for group in &results.groups {
+        let table = group_table(group);
+        let lines: Vec<&str> = table.lines().collect();
+        // Header and rule have the same width: the columns line up.
+        let rule = lines.iter().position(|l| l.starts_with("-----")).unwrap();
+        let header = rule - 1;
+        assert!(lines[header].contains("req/s"), "{table}");
+        for line in lines.iter().skip(header).take(group.rows.len() + 2) {
+            assert!(
+                line.chars().count() <= 125,
+                "{} columns: {line}",
+                line.chars().count()
+            );
+        }
+    }
+    let lb = group_table(&results.groups[4]);
+    assert!(
+        lb.contains("connections 12,000: sluice vs haproxy:"),
+        "{lb}"
+    );
+    let open = group_table(&results.groups[6]);
+    assert!(
+        open.contains("rate 4,000/s warm: sluice vs haproxy: 0.73x p95"),
+        "{open}"
+    );
+    println!("{proxy}\n{lb}\n{open}");
+
+    let summary = summary(&results);
+    for needle in [
+        "Baseline Summary",
+        "Proxy Summary",
+        "Test Case",
+        "Max Throughput",
+        "Times (backend petstore ÷ haproxy -> petstore)",
+        "middleware (Middleware handlers): 6 rows; best no handlers",
+        "lb (Load balancing over 5 backends): at connections 12,000: sluice 120,000 req/s",
+        "io (IO-heavy passthrough): at users 5,000: sluice p95",
+        "open (Open model): at rate 4,000/s (warm): sluice p95",
+        "proxy",
+    ] {
+        assert!(
+            summary.contains(needle),
+            "missing {needle:?} in:\n{summary}"
+        );
+    }
+    println!("{summary}");
+}
+
+#[test]
+fn html_is_well_formed_self_contained_and_has_charts() {
+    let results = fixture();
+    let html = html(&results);
+    assert!(html.starts_with("<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\""));
+    let charts = check_html(&html).unwrap_or_else(|e| panic!("{e}"));
+    // Throughput, latency, lb x2, io, open x2, RSS.
+    assert_eq!(charts, 8);
+    let doc = parse(&html).unwrap();
+    let tables = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("table"))
+        .count();
+    // Machine, settings, 2 summaries, 7 groups, 3 pivots.
+    assert_eq!(tables, 14);
+    let text: String = doc
+        .descendants()
+        .filter(|n| n.is_text())
+        .filter_map(|n| n.text())
+        .collect();
+    assert!(text.contains("Times (backend petstore ÷ sluice -> petstore)"));
+    // The note's markup characters came through as text.
+    assert!(text.contains("12,000 & up to 12,000 connections <open-file limit>"));
+    for title in [
+        "Throughput per scenario",
+        "Latency percentiles (log scale)",
+        "Load balancing over 5 backends: throughput vs connections",
+        "IO-heavy passthrough: p95 latency vs users",
+        "Peak RSS of the system under test",
+    ] {
+        assert!(
+            doc.descendants()
+                .any(|n| n.has_tag_name("title") && n.text() == Some(title)),
+            "no chart titled {title}"
+        );
+    }
+}
+
+#[test]
+fn results_json_matches_the_schema() {
+    let schema: serde_json::Value = serde_json::from_str(SCHEMA_JSON).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let results = fixture();
+    let instance: serde_json::Value = serde_json::from_str(&json(&results).unwrap()).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&instance)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    // An empty run too.
+    let empty: serde_json::Value = serde_json::to_value(emptied(fixture())).unwrap();
+    assert!(validator.is_valid(&empty));
+
+    // Strict: a wrong schema name, an unknown field, a missing field fail.
+    let mut wrong = instance.clone();
+    wrong["schema"] = "sluice-bench/2".into();
+    assert!(!validator.is_valid(&wrong));
+    let mut extra = instance.clone();
+    extra["groups"][0]["rows"][0]["surprise"] = 1.into();
+    assert!(!validator.is_valid(&extra));
+    let mut missing = instance.clone();
+    if let Some(m) = missing["machine"].as_object_mut() {
+        m.remove("cores");
+    }
+    assert!(!validator.is_valid(&missing));
+    let mut negative = instance;
+    negative["groups"][0]["rows"][0]["requests"] = (-1).into();
+    assert!(!validator.is_valid(&negative));
+
+    // And it reads back.
+    let back: Results = serde_json::from_str(&json(&results).unwrap()).unwrap();
+    assert_eq!(back.groups.len(), 7);
+}
+
+#[test]
+fn empty_groups_render() {
+    let results = emptied(fixture());
+    for g in &results.groups {
+        assert!(group_table(g).contains("(no rows)"));
+    }
+    let s = summary(&results);
+    assert!(s.contains("(no baseline rows)"), "{s}");
+    assert!(
+        s.contains("lb (Load balancing over 5 backends): no rows"),
+        "{s}"
+    );
+    let md = markdown(&results);
+    assert!(md.contains("No rows."), "{md}");
+    let html = html(&results);
+    assert_eq!(check_html(&html), Ok(0));
+    assert!(html.contains("Concurrency sweep charts: the lb group has no rows."));
+
+    let mut nothing = fixture();
+    nothing.groups.clear();
+    nothing.notes.clear();
+    nothing.machine.peers.clear();
+    assert!(markdown(&nothing).contains("| Peers | none on PATH |"));
+    assert_eq!(check_html(&super::html(&nothing)), Ok(0));
+    assert!(summary(&nothing).contains("Proxy Summary"));
+}
+
+#[test]
+fn write_all_writes_three_files() {
+    let dir = std::env::temp_dir().join(format!("sluice-report-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = dir.join("nested");
+    write_all(&fixture(), &out).unwrap();
+    for name in ["report.md", "results.json", "report.html"] {
+        let len = std::fs::metadata(out.join(name)).unwrap().len();
+        assert!(len > 1000, "{name}: {len} bytes");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
