@@ -90,14 +90,24 @@ pub(crate) fn nice_ticks(max: f64, target: usize) -> Vec<f64> {
     (0..=count).map(|i| i as f64 * step).collect()
 }
 
-/// Powers of ten from below `min` to above `max` (both > 0).
+/// Powers of ten from below `min` to above `max` (both > 0), with 2 and 5
+/// between them when the range spans 3 decades or less.
 pub(crate) fn log_ticks(min: f64, max: f64) -> Vec<f64> {
     let lo = min.max(f64::MIN_POSITIVE).log10().floor() as i32;
     let mut hi = max.max(f64::MIN_POSITIVE).log10().ceil() as i32;
     if hi <= lo {
         hi = lo + 1;
     }
-    (lo..=hi).map(|e| 10f64.powi(e)).collect()
+    let mut ticks = Vec::new();
+    for e in lo..=hi {
+        let decade = 10f64.powi(e);
+        ticks.push(decade);
+        if hi - lo <= 3 && e < hi {
+            ticks.push(2.0 * decade);
+            ticks.push(5.0 * decade);
+        }
+    }
+    ticks
 }
 
 /// A tick's text: `0`, `0.5`, `250`, `1.5k`, `12k`, `2M`.
@@ -119,6 +129,14 @@ pub(crate) fn tick_label(v: f64) -> String {
     } else {
         trim(format!("{v:.4}"))
     }
+}
+
+/// How a legend entry is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Key {
+    Box,
+    Line,
+    Dashed,
 }
 
 /// A value -> pixel mapping.
@@ -196,31 +214,35 @@ impl Svg {
     }
 
     /// Swatches and names in rows starting at `y`; returns the height used.
-    fn legend(&mut self, items: &[(String, String, bool)], left: f64, y: f64) -> f64 {
+    fn legend(&mut self, items: &[(String, String, Key)], left: f64, y: f64) -> f64 {
         let mut x = left;
         let mut row = 0.0;
-        for (name, color, dashed) in items {
+        for (name, color, key) in items {
             let w = 22.0 + name.chars().count() as f64 * CHAR_W + 14.0;
             if x + w > WIDTH - 10.0 && x > left {
                 x = left;
                 row += LEGEND_ROW;
             }
             let cy = y + row;
-            if *dashed {
-                let _ = writeln!(
-                    self.out,
-                    "<line x1=\"{x:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"{}\" stroke-width=\"2\" stroke-dasharray=\"4 3\"/>",
-                    cy - 4.0,
-                    x + 16.0,
-                    cy - 4.0,
-                    esc(color)
-                );
-            } else {
+            if *key == Key::Box {
                 let _ = writeln!(
                     self.out,
                     "<rect x=\"{x:.1}\" y=\"{:.1}\" width=\"12\" height=\"10\" fill=\"{}\"/>",
                     cy - 9.0,
                     esc(color)
+                );
+            } else {
+                let _ = writeln!(
+                    self.out,
+                    "<line x1=\"{x:.1}\" y1=\"{y:.1}\" x2=\"{:.1}\" y2=\"{y:.1}\" stroke=\"{}\" stroke-width=\"2\"{}/>",
+                    x + 16.0,
+                    esc(color),
+                    if *key == Key::Dashed {
+                        " stroke-dasharray=\"4 3\""
+                    } else {
+                        ""
+                    },
+                    y = cy - 4.0,
                 );
             }
             self.text(x + 20.0, cy, "start", "", name);
@@ -240,7 +262,7 @@ impl Svg {
 }
 
 /// How many legend rows the items need.
-fn legend_height(items: &[(String, String, bool)], left: f64) -> f64 {
+fn legend_height(items: &[(String, String, Key)], left: f64) -> f64 {
     if items.is_empty() {
         return 0.0;
     }
@@ -270,10 +292,10 @@ pub(crate) fn bar_chart(chart: &BarChart) -> String {
         * CHAR_W;
     let left = (label_w + 16.0).clamp(80.0, 320.0);
     let right = WIDTH - 80.0;
-    let legend: Vec<(String, String, bool)> = chart
+    let legend: Vec<(String, String, Key)> = chart
         .legend
         .iter()
-        .map(|(n, c)| (n.clone(), c.clone(), false))
+        .map(|(n, c)| (n.clone(), c.clone(), Key::Box))
         .collect();
     let top = 34.0 + legend_height(&legend, 10.0) + 8.0;
     let row_h: Vec<f64> = chart
@@ -374,12 +396,15 @@ pub(crate) fn bar_chart(chart: &BarChart) -> String {
 pub(crate) fn line_chart(chart: &LineChart) -> String {
     let left = 70.0;
     let right = WIDTH - 24.0;
-    let legend: Vec<(String, String, bool)> = chart
+    let legend: Vec<(String, String, Key)> = chart
         .series
         .iter()
-        .map(|s| (s.name.clone(), s.color.clone(), s.dashed))
+        .map(|s| {
+            let key = if s.dashed { Key::Dashed } else { Key::Line };
+            (s.name.clone(), s.color.clone(), key)
+        })
         .collect();
-    let top = 34.0 + legend_height(&legend, left) + 10.0;
+    let top = 34.0 + legend_height(&legend, left) + 16.0;
     let plot_h = 240.0;
     let bottom = top + plot_h;
     let height = bottom + 50.0;
@@ -504,6 +529,7 @@ mod tests {
         assert_eq!(nice_ticks(0.9, 4), [0.0, 0.5, 1.0]);
         assert_eq!(nice_ticks(0.0, 4).last(), Some(&1.0));
         assert_eq!(log_ticks(0.3, 450.0), [0.1, 1.0, 10.0, 100.0, 1000.0]);
+        assert_eq!(log_ticks(0.3, 7.0), [0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0]);
         assert_eq!(tick_label(12_000.0), "12k");
         assert_eq!(tick_label(1_500.0), "1.5k");
         assert_eq!(tick_label(0.2), "0.2");

@@ -268,8 +268,13 @@ fn empty_groups_render() {
     assert!(summary(&nothing).contains("Proxy Summary"));
 }
 
+/// `SLUICE_REPORT_FIXTURE_OUT=DIR cargo test -p bench --lib report` also
+/// writes the fixture's report into DIR, to look at it in a browser.
 #[test]
 fn write_all_writes_three_files() {
+    if let Some(dir) = std::env::var_os("SLUICE_REPORT_FIXTURE_OUT") {
+        write_all(&fixture(), Path::new(&dir)).unwrap();
+    }
     let dir = std::env::temp_dir().join(format!("sluice-report-test-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let out = dir.join("nested");
