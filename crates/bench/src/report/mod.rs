@@ -1,8 +1,8 @@
 //! Renders [`crate::results::Results`]: terminal tables, report.md,
 //! results.json and a self-contained report.html with inline SVG charts.
 //!
-//! Every output draws the same content ([`build`]) through one table model
-//! ([`table`]), so the terminal, Markdown and HTML never disagree.
+//! Every output draws the same content (`build`) through one table model
+//! (`table`), so the terminal, Markdown and HTML never disagree.
 
 mod build;
 #[cfg(test)]
