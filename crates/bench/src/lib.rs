@@ -1,6 +1,160 @@
 //! `sluice bench`: DESIGN.md's benchmark questions answered on loopback in
 //! one command. Every component (backends, the proxy, the peers) runs in
-//! its own process; the load generator runs in this one.
+//! its own process; the load generator runs in this one, so that its
+//! progress reaches the terminal without a pipe.
+//!
+//! A run is a list of groups (`baseline`, `proxy`, `middleware`,
+//! `protocols`, `lb`, `io`, `open`); each starts the components it needs,
+//! measures its rows one load run at a time (a warm-up, discarded, then
+//! the measured time), checks after each row that every component is
+//! still alive, and stops them all before the next group starts.
 
+mod groups;
+mod machine;
+mod measure;
+mod options;
+mod peers;
+mod process;
 pub mod report;
 pub mod results;
+mod stage;
+
+use std::{
+    path::Path,
+    sync::atomic::Ordering,
+    time::{Instant, SystemTime},
+};
+
+use anyhow::{bail, Context};
+
+pub use machine::{find_program, PeerKind};
+pub use options::{BenchOptions, GroupName, Profile};
+pub use results::Results;
+pub use stage::Observer;
+
+use results::{Settings, SCHEMA};
+use stage::Bench;
+
+/// Runs the groups asked for, writes the results folder after each group
+/// (so that an interrupted or failed run keeps what it measured) and
+/// returns the results. An orchestration failure (a component that does
+/// not start or dies, a port in use) stops every component and is the
+/// error; the partial report names it in its notes.
+pub fn run(options: &BenchOptions, observer: &mut dyn Observer) -> anyhow::Result<Results> {
+    check(options)?;
+    let started = Instant::now();
+    let mut bench = Bench::new(options, observer)?;
+    let mut results = Results {
+        schema: SCHEMA.to_string(),
+        started: rfc3339(SystemTime::now()),
+        elapsed_s: 0.0,
+        machine: machine::describe(bench.fd_limit, &bench.peers),
+        settings: Settings {
+            only: options.only.iter().map(|g| g.to_string()).collect(),
+            duration_s: bench.profile.duration.as_secs_f64(),
+            warmup_s: bench.profile.warmup.as_secs_f64(),
+            connections: options.connections,
+            pipeline: options.pipeline,
+            pin: bench.placement.pinned(),
+            quick: options.quick,
+            max_conns: bench.max_conns,
+        },
+        notes: Vec::new(),
+        groups: Vec::new(),
+    };
+    for &(name, run_group) in groups::ALL {
+        if !options.runs(name) {
+            continue;
+        }
+        if options.interrupt.load(Ordering::Relaxed) {
+            bench.note("interrupted: the remaining groups did not run".into());
+            break;
+        }
+        let outcome = run_group(&mut bench);
+        results.notes = bench.notes.clone();
+        results.elapsed_s = started.elapsed().as_secs_f64();
+        match outcome {
+            Ok(group) => {
+                bench.observer.group_finished(&group);
+                results.groups.push(group);
+                report::write_all(&results, &options.out).with_context(|| {
+                    format!("cannot write the report to {}", options.out.display())
+                })?;
+            }
+            Err(err) => {
+                results
+                    .notes
+                    .push(format!("aborted in group {name}: {err:#}"));
+                let _ = report::write_all(&results, &options.out);
+                return Err(err.context(format!("group {name}")));
+            }
+        }
+    }
+    results.notes = bench.notes.clone();
+    results.elapsed_s = started.elapsed().as_secs_f64();
+    report::write_all(&results, &options.out)
+        .with_context(|| format!("cannot write the report to {}", options.out.display()))?;
+    Ok(results)
+}
+
+fn check(options: &BenchOptions) -> anyhow::Result<()> {
+    options.validate().map_err(anyhow::Error::msg)?;
+    if !options.sluice.is_file() {
+        bail!(
+            "the sluice binary {} does not exist",
+            options.sluice.display()
+        );
+    }
+    ensure_dir(&options.out)
+}
+
+/// `results/bench-2026-11-21T10-04-05`: a new folder per run.
+pub fn default_out_dir() -> std::path::PathBuf {
+    let stamp = rfc3339(SystemTime::now()).replace(':', "-");
+    Path::new("results").join(format!("bench-{}", stamp.trim_end_matches('Z')))
+}
+
+fn ensure_dir(dir: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))
+}
+
+/// `2026-11-21T10:04:05Z`, without a date crate.
+fn rfc3339(time: SystemTime) -> String {
+    let secs = time
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    let (year, month, day) = civil_from_days(days as i64);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}
+
+/// Howard Hinnant's days-to-civil algorithm.
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_in_rfc3339() {
+        assert_eq!(rfc3339(SystemTime::UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        let t = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_795_255_445);
+        assert_eq!(rfc3339(t), "2026-11-21T10:04:05Z");
+    }
+}

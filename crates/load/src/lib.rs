@@ -76,6 +76,10 @@ pub struct RunControl {
     /// Set it (from a Ctrl-C handler) to end the run early; results so far are reported.
     pub interrupt: Arc<AtomicBool>,
     pub on_progress: Option<Box<dyn FnMut(Progress) + Send>>,
+    /// Called once when the warm-up ends and measuring starts (at once
+    /// without a warm-up), within about 10 ms: a caller that samples a
+    /// server's CPU time can leave the warm-up out.
+    pub on_measure: Option<Box<dyn FnOnce() + Send>>,
 }
 
 impl std::fmt::Debug for RunControl {
@@ -141,6 +145,11 @@ pub fn run(config: &LoadConfig, mut control: RunControl) -> anyhow::Result<Repor
     let mut last_progress = start;
     let interrupted = loop {
         let now = Instant::now();
+        if now >= record_from {
+            if let Some(measuring) = control.on_measure.take() {
+                measuring();
+            }
+        }
         if control.interrupt.load(Ordering::Relaxed) {
             break true;
         }

@@ -114,7 +114,7 @@ pub(crate) struct LoadArgs {
 }
 
 /// wrk accepts `10` as ten seconds; humantime wants a unit.
-fn parse_duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     if let Ok(seconds) = text.parse::<u64>() {
         return Ok(Duration::from_secs(seconds));
     }
@@ -122,7 +122,7 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 }
 
 /// `1s..2s`, `1s-2s` or `1s` (min = max); bare numbers are seconds.
-fn parse_think(text: &str) -> Result<ThinkTime, String> {
+pub(crate) fn parse_think(text: &str) -> Result<ThinkTime, String> {
     let invalid = |why: String| {
         format!("invalid think time `{text}`: {why} (expected MIN..MAX like 1s..2s, or one time)")
     };
@@ -162,6 +162,7 @@ pub(crate) fn run(args: LoadArgs) -> ExitCode {
     let control = RunControl {
         interrupt,
         on_progress: bar.clone().map(|bar| progress_callback(bar)),
+        on_measure: None,
     };
     let result = load::run(&config, control);
     if let Some(bar) = bar {
@@ -278,7 +279,7 @@ fn progress_callback(bar: ProgressBar) -> Box<dyn FnMut(Progress) + Send> {
 }
 
 /// The first Ctrl-C ends the run and prints what was measured; a second exits at once.
-fn watch_ctrl_c(interrupt: Arc<AtomicBool>) {
+pub(crate) fn watch_ctrl_c(interrupt: Arc<AtomicBool>) {
     std::thread::spawn(move || {
         let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
             .enable_all()

@@ -1,5 +1,6 @@
 //! `sluice`: the sidecar proxy, its load generator, reference backends and benchmark.
 
+mod bench;
 mod cert;
 mod load;
 mod process;
@@ -17,6 +18,7 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "sluice", version, propagate_version = true)]
 #[command(after_help = "Examples:\n  \
+    sluice bench --quick\n  \
     sluice proxy -c examples/petstore.yaml\n  \
     sluice load -t1 -c128 -d10s http://127.0.0.1:8080/v1/pets\n  \
     sluice serve petstore --listen 127.0.0.1:8080 --workers 1\n  \
@@ -31,6 +33,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    Bench(bench::BenchArgs),
     /// Run the reverse proxy from a YAML configuration.
     Proxy(proxy::ProxyArgs),
     Load(load::LoadArgs),
@@ -44,6 +47,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Bench(args) => return bench::run(args),
         Command::Load(args) => return load::run(args),
         Command::Proxy(args) => return proxy::run(args),
         Command::Token(args) => return token::run(args),

@@ -1,0 +1,172 @@
+//! One row: a load run against a system under test, with its warm-up
+//! discarded, and the system's CPU time and peak RSS from /proc.
+
+use std::{
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use anyhow::Context;
+use load::{LoadConfig, RunControl};
+
+use crate::{
+    process::{Component, Usage},
+    results::{Errors, Latency, LoadShape, ProcessUsage, Row, SweepPoint},
+    stage::Bench,
+};
+
+/// What a row measures and how it is labelled.
+#[derive(Debug)]
+pub(crate) struct RowSpec {
+    pub(crate) label: String,
+    pub(crate) system: String,
+    pub(crate) sweep: Option<SweepPoint>,
+    pub(crate) phase: Option<String>,
+    /// The load, warm-up included.
+    pub(crate) load: LoadConfig,
+}
+
+impl RowSpec {
+    pub(crate) fn new(label: impl Into<String>, system: &str, load: LoadConfig) -> Self {
+        Self {
+            label: label.into(),
+            system: system.to_string(),
+            sweep: None,
+            phase: None,
+            load,
+        }
+    }
+
+    pub(crate) fn sweep(mut self, name: &str, value: f64) -> Self {
+        self.sweep = Some(SweepPoint {
+            name: name.to_string(),
+            value,
+        });
+        self
+    }
+
+    pub(crate) fn phase(mut self, phase: &str) -> Self {
+        self.phase = Some(phase.to_string());
+        self
+    }
+}
+
+impl Bench<'_> {
+    /// Runs one row against the system under test, `stage[0]`; afterwards
+    /// every component on the stage must still be alive.
+    pub(crate) fn measure(
+        &mut self,
+        group: &str,
+        spec: RowSpec,
+        stage: &mut [&mut Component],
+    ) -> anyhow::Result<Row> {
+        let (pid, sut_name) = match stage.first() {
+            Some(sut) => (sut.pid(), sut.name.clone()),
+            None => anyhow::bail!("{group}: {}: nothing to measure", spec.label),
+        };
+        if self
+            .options
+            .interrupt
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            anyhow::bail!("interrupted");
+        }
+        let planned = spec.load.warmup + spec.load.duration;
+        self.observer.row_started(group, &spec.label, planned);
+        let at_start = Arc::new(Mutex::new(None));
+        let sample = Arc::clone(&at_start);
+        let control = RunControl {
+            interrupt: Arc::clone(&self.options.interrupt),
+            on_progress: self.observer.progress(),
+            on_measure: Some(Box::new(move || {
+                if let Ok(mut slot) = sample.lock() {
+                    *slot = Some(Usage::of(pid));
+                }
+            })),
+        };
+        let report = load::run(&spec.load, control)
+            .with_context(|| format!("{group}: {}: the load run failed", spec.label))?;
+        let after = Usage::of(pid);
+        let before = at_start.lock().ok().and_then(|slot| *slot);
+        for component in stage.iter_mut() {
+            component.check_alive(&format!("{group}: {}", spec.label))?;
+        }
+        let row = to_row(spec, &report, &sut_name, before, after);
+        self.observer.row_finished(&row);
+        Ok(row)
+    }
+}
+
+fn to_row(
+    spec: RowSpec,
+    report: &load::Report,
+    process: &str,
+    before: Option<Usage>,
+    after: Usage,
+) -> Row {
+    let l = &report.latency;
+    let e = &report.errors;
+    let cpu_s = before.map_or(0.0, |b| (after.cpu_s - b.cpu_s).max(0.0));
+    let c = &report.config;
+    Row {
+        label: spec.label,
+        system: spec.system,
+        sweep: spec.sweep,
+        phase: spec.phase,
+        load: LoadShape {
+            request: c.urls.join(", "),
+            protocol: c.protocol.to_string(),
+            connections: c.connections,
+            pipeline: c.pipeline,
+            rate: c.rate,
+            think_ms: c.think_ms,
+            duration_s: report.elapsed_s,
+            warmup_s: c.warmup_s,
+        },
+        requests: report.requests,
+        requests_per_sec: report.requests_per_sec,
+        bytes_per_sec: report.bytes_per_sec,
+        latency: Latency {
+            avg_us: l.mean_us,
+            p50_us: l.at(50.0),
+            p90_us: l.at(90.0),
+            p95_us: l.at(95.0),
+            p99_us: l.at(99.0),
+            p999_us: l.at(99.9),
+            max_us: l.max_us,
+        },
+        errors: Errors {
+            connect: e.connect,
+            read: e.read,
+            write: e.write,
+            timeout: e.timeout,
+            parse: e.parse,
+            non_2xx_3xx: report.non_2xx_3xx,
+        },
+        process: (after != Usage::default()).then(|| ProcessUsage {
+            name: process.to_string(),
+            peak_rss_kib: after.peak_rss_kib,
+            cpu_s,
+            cpu_us_per_request: if report.requests == 0 {
+                0.0
+            } else {
+                cpu_s * 1e6 / report.requests as f64
+            },
+        }),
+    }
+}
+
+/// A load config for `url`, with the run's warm-up and duration.
+pub(crate) fn load_config(
+    url: &str,
+    connections: usize,
+    duration: Duration,
+    warmup: Duration,
+) -> anyhow::Result<LoadConfig> {
+    let mut config = LoadConfig::new(&[(http::Method::GET, url.to_string())])
+        .map_err(|err| anyhow::anyhow!("{err}"))?;
+    config.connections = connections;
+    config.duration = duration;
+    config.warmup = warmup;
+    Ok(config)
+}

@@ -1,0 +1,235 @@
+//! Configurations for the peers, written so that each is measured at its
+//! best on the same job: one worker, keep-alive on both sides without a
+//! request limit, no access log.
+
+use std::{fmt::Write as _, net::SocketAddr, path::Path};
+
+/// What a peer is asked to be.
+#[derive(Debug, Clone)]
+pub(crate) enum Site<'a> {
+    /// Answer every request with these bytes (the baseline's backend).
+    Static {
+        listen: SocketAddr,
+        body: &'a str,
+        content_type: &'a str,
+    },
+    Proxy(ProxySite<'a>),
+}
+
+/// A reverse proxy (round robin over several upstreams).
+#[derive(Debug, Clone)]
+pub(crate) struct ProxySite<'a> {
+    pub(crate) listen: SocketAddr,
+    /// TLS on the listener (HTTP/1.1 over TLS).
+    pub(crate) tls: Option<&'a TlsFiles>,
+    pub(crate) upstreams: &'a [SocketAddr],
+    pub(crate) upstream_protocol: UpstreamProtocol<'a>,
+    /// Client connections to allow (the upstream side may need as many).
+    pub(crate) max_conns: usize,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum UpstreamProtocol<'a> {
+    Http1,
+    /// h2c with prior knowledge.
+    H2c,
+    /// h2 over TLS, trusting this CA file.
+    H2Tls {
+        ca: &'a Path,
+    },
+}
+
+/// A server certificate and key, and both in one file (HAProxy's `crt`).
+#[derive(Debug, Clone)]
+pub(crate) struct TlsFiles {
+    pub(crate) cert: std::path::PathBuf,
+    pub(crate) key: std::path::PathBuf,
+    pub(crate) combined: std::path::PathBuf,
+    pub(crate) ca: std::path::PathBuf,
+}
+
+/// Why a peer cannot play a row.
+pub(crate) type Unsupported = &'static str;
+
+/// nginx.conf for `nginx -c FILE -p DIR`: one process (`master_process
+/// off`, so stopping it stops everything), everything under `dir`.
+pub(crate) fn nginx_conf(site: &Site<'_>, dir: &Path) -> Result<String, Unsupported> {
+    let dir = dir.display();
+    let connections = match site {
+        Site::Static { .. } => 4096,
+        Site::Proxy(proxy) => (proxy.max_conns * 2 + 64).max(4096),
+    };
+    let mut conf = format!(
+        "worker_processes 1;\nmaster_process off;\ndaemon off;\n\
+         error_log {dir}/error.log warn;\npid {dir}/nginx.pid;\n\
+         events {{ worker_connections {connections}; }}\n\
+         http {{\n  access_log off;\n  keepalive_requests 1000000;\n\
+         \x20 client_body_temp_path {dir}/body;\n  proxy_temp_path {dir}/proxy;\n"
+    );
+    match site {
+        Site::Static {
+            listen,
+            body,
+            content_type,
+        } => {
+            let _ = write!(
+                conf,
+                "  server {{\n    listen {listen} backlog=8192;\n    \
+                 location / {{ default_type {content_type}; return 200 '{body}'; }}\n  }}\n"
+            );
+        }
+        Site::Proxy(proxy) => {
+            if !matches!(proxy.upstream_protocol, UpstreamProtocol::Http1) {
+                return Err("nginx proxies HTTP/1.x only (no HTTP/2 to upstreams)");
+            }
+            conf.push_str("  upstream backend {\n");
+            for upstream in proxy.upstreams {
+                let _ = writeln!(conf, "    server {upstream};");
+            }
+            conf.push_str("    keepalive 1024;\n    keepalive_requests 1000000;\n  }\n");
+            let _ = write!(conf, "  server {{\n    listen {} ", proxy.listen);
+            if let Some(tls) = proxy.tls {
+                let _ = write!(
+                    conf,
+                    "ssl backlog=8192;\n    ssl_certificate {};\n    ssl_certificate_key {};\n",
+                    tls.cert.display(),
+                    tls.key.display()
+                );
+            } else {
+                conf.push_str("backlog=8192;\n");
+            }
+            conf.push_str(
+                "    location / { proxy_pass http://backend; proxy_http_version 1.1; \
+                 proxy_set_header Connection \"\"; }\n  }\n",
+            );
+        }
+    }
+    conf.push_str("}\n");
+    Ok(conf)
+}
+
+/// haproxy.cfg for `haproxy -f FILE -db`: one thread, connection reuse
+/// to the upstreams.
+pub(crate) fn haproxy_cfg(site: &Site<'_>) -> Result<String, Unsupported> {
+    let maxconn = match site {
+        Site::Static { .. } => 8000,
+        Site::Proxy(proxy) => proxy.max_conns.max(8000),
+    };
+    let mut cfg = format!(
+        "global\n  nbthread 1\n  maxconn {maxconn}\n\
+         defaults\n  mode http\n  timeout connect 2s\n  timeout client 60s\n  \
+         timeout server 30s\n  http-reuse always\n"
+    );
+    match site {
+        Site::Static {
+            listen,
+            body,
+            content_type,
+        } => {
+            if body.contains('\'') {
+                return Err("the body holds a single quote");
+            }
+            let _ = write!(
+                cfg,
+                "frontend front\n  bind {listen}\n  \
+                 http-request return status 200 content-type {content_type} string '{body}'\n"
+            );
+        }
+        Site::Proxy(proxy) => {
+            let _ = write!(cfg, "frontend front\n  bind {}", proxy.listen);
+            if let Some(tls) = proxy.tls {
+                let _ = write!(cfg, " ssl crt {} alpn http/1.1", tls.combined.display());
+            }
+            cfg.push_str("\n  default_backend back\nbackend back\n  balance roundrobin\n");
+            let options = match proxy.upstream_protocol {
+                UpstreamProtocol::Http1 => String::new(),
+                UpstreamProtocol::H2c => " proto h2".into(),
+                UpstreamProtocol::H2Tls { ca } => {
+                    format!(" ssl verify required ca-file {} alpn h2", ca.display())
+                }
+            };
+            for (i, upstream) in proxy.upstreams.iter().enumerate() {
+                let _ = writeln!(cfg, "  server b{i} {upstream}{options}");
+            }
+        }
+    }
+    Ok(cfg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr(port: u16) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], port))
+    }
+
+    #[test]
+    fn nginx_round_robin_with_keepalive() {
+        let upstreams = [addr(2), addr(3)];
+        let site = Site::Proxy(ProxySite {
+            listen: addr(1),
+            tls: None,
+            upstreams: &upstreams,
+            upstream_protocol: UpstreamProtocol::Http1,
+            max_conns: 10_000,
+        });
+        let conf = nginx_conf(&site, Path::new("/w")).expect("supported");
+        assert!(
+            conf.contains("server 127.0.0.1:2;\n    server 127.0.0.1:3;"),
+            "{conf}"
+        );
+        assert!(conf.contains("worker_connections 20064;"), "{conf}");
+        assert!(conf.contains("master_process off;"), "{conf}");
+        let h2 = Site::Proxy(ProxySite {
+            upstream_protocol: UpstreamProtocol::H2c,
+            ..match site {
+                Site::Proxy(p) => p,
+                Site::Static { .. } => unreachable!(),
+            }
+        });
+        assert!(nginx_conf(&h2, Path::new("/w")).is_err());
+    }
+
+    #[test]
+    fn haproxy_tls_and_h2_upstreams() {
+        let upstreams = [addr(2)];
+        let tls = TlsFiles {
+            cert: "/c.pem".into(),
+            key: "/k.pem".into(),
+            combined: "/ck.pem".into(),
+            ca: "/ca.pem".into(),
+        };
+        let cfg = haproxy_cfg(&Site::Proxy(ProxySite {
+            listen: addr(1),
+            tls: Some(&tls),
+            upstreams: &upstreams,
+            upstream_protocol: UpstreamProtocol::H2Tls {
+                ca: Path::new("/ca.pem"),
+            },
+            max_conns: 100,
+        }))
+        .expect("supported");
+        assert!(
+            cfg.contains("bind 127.0.0.1:1 ssl crt /ck.pem alpn http/1.1"),
+            "{cfg}"
+        );
+        assert!(
+            cfg.contains("server b0 127.0.0.1:2 ssl verify required ca-file /ca.pem alpn h2"),
+            "{cfg}"
+        );
+    }
+
+    #[test]
+    fn static_sites_answer_the_body() {
+        let site = Site::Static {
+            listen: addr(1),
+            body: "[1]",
+            content_type: "application/json",
+        };
+        assert!(haproxy_cfg(&site).expect("ok").contains("string '[1]'"));
+        assert!(nginx_conf(&site, Path::new("/w"))
+            .expect("ok")
+            .contains("return 200 '[1]'"));
+    }
+}

@@ -1,0 +1,380 @@
+//! The run's context: where files go, which ports and CPUs components
+//! get, which peers there are, and how components are started.
+
+use std::{
+    net::{SocketAddr, TcpListener},
+    path::PathBuf,
+    time::Duration,
+};
+
+use anyhow::{bail, Context};
+
+use crate::{
+    machine::{find_peers, find_program, Peer, PeerKind},
+    options::{BenchOptions, GroupName, Profile},
+    peers::{haproxy_cfg, nginx_conf, Site, TlsFiles},
+    process::{Component, Launch},
+    results::{Group, Row},
+};
+
+/// File descriptors the proxy keeps besides two per client (client side
+/// and upstream side).
+const SPARE_FDS: u64 = 128;
+
+/// What the caller (the terminal) hears while a run goes.
+pub trait Observer {
+    fn group_started(&mut self, _name: &str, _title: &str) {}
+    /// A load run starts; it should take about `planned`.
+    fn row_started(&mut self, _group: &str, _label: &str, _planned: Duration) {}
+    /// A progress callback for the load run that starts next.
+    fn progress(&mut self) -> Option<Box<dyn FnMut(load::Progress) + Send>> {
+        None
+    }
+    fn row_finished(&mut self, _row: &Row) {}
+    fn group_finished(&mut self, _group: &Group) {}
+    fn note(&mut self, _note: &str) {}
+}
+
+/// Where components run: with `--pin` and 2+ CPUs, the system under test
+/// alone on the last CPU and everything else (this process's load
+/// threads, backends) on the others.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Placement {
+    pub(crate) sut: Option<String>,
+    pub(crate) others: Option<String>,
+}
+
+impl Placement {
+    pub(crate) fn pinned(&self) -> bool {
+        self.sut.is_some()
+    }
+}
+
+/// The components of one group and the run's shared state.
+pub(crate) struct Bench<'a> {
+    pub(crate) options: &'a BenchOptions,
+    pub(crate) profile: Profile,
+    /// `OUT/work`: generated configs, keys, and every component's log.
+    pub(crate) work: PathBuf,
+    pub(crate) placement: Placement,
+    pub(crate) peers: Vec<Peer>,
+    pub(crate) fd_limit: u64,
+    /// The lb sweep's top after scaling to the limits.
+    pub(crate) max_conns: usize,
+    pub(crate) observer: &'a mut dyn Observer,
+    pub(crate) notes: Vec<String>,
+    next_port: Option<u16>,
+    tls: Option<TlsFiles>,
+}
+
+impl<'a> Bench<'a> {
+    pub(crate) fn new(
+        options: &'a BenchOptions,
+        observer: &'a mut dyn Observer,
+    ) -> anyhow::Result<Self> {
+        let work = options.out.join("work");
+        std::fs::create_dir_all(&work)
+            .with_context(|| format!("cannot create {}", work.display()))?;
+        let fd_limit = rlimit::increase_nofile_limit(u64::MAX).unwrap_or(0);
+        let mut bench = Self {
+            options,
+            profile: options.profile(),
+            work,
+            placement: Placement::default(),
+            peers: Vec::new(),
+            fd_limit,
+            max_conns: options.max_conns,
+            observer,
+            notes: Vec::new(),
+            next_port: options.port_base,
+            tls: None,
+        };
+        bench.place()?;
+        bench.find_peers();
+        bench.scale_sweep();
+        Ok(bench)
+    }
+
+    pub(crate) fn note(&mut self, note: String) {
+        self.observer.note(&note);
+        self.notes.push(note);
+    }
+
+    fn place(&mut self) -> anyhow::Result<()> {
+        if !self.options.pin {
+            return Ok(());
+        }
+        let cpus: Vec<usize> = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0))
+            .map(|set| {
+                (0..nix::sched::CpuSet::count())
+                    .filter(|&c| set.is_set(c).unwrap_or(false))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if cpus.len() < 2 {
+            self.note(format!(
+                "--pin ignored: this process may use {} CPU(s)",
+                cpus.len()
+            ));
+            return Ok(());
+        }
+        if find_program("taskset").is_none() {
+            self.note(
+                "--pin ignored: taskset is not installed (apt-get install -y util-linux)".into(),
+            );
+            return Ok(());
+        }
+        let (others, sut) = cpus.split_at(cpus.len() - 1);
+        let list = |cpus: &[usize]| {
+            cpus.iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        // This thread's affinity is inherited by the load threads it starts.
+        let mut set = nix::sched::CpuSet::new();
+        for &cpu in others {
+            set.set(cpu).context("cannot build a CPU set")?;
+        }
+        nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)
+            .context("cannot pin the load generator")?;
+        self.placement = Placement {
+            sut: Some(list(sut)),
+            others: Some(list(others)),
+        };
+        Ok(())
+    }
+
+    fn find_peers(&mut self) {
+        if !self.options.runs(GroupName::Peers) {
+            return;
+        }
+        self.peers = find_peers();
+        for kind in PeerKind::ALL {
+            if !self.peers.iter().any(|p| p.kind == kind) {
+                self.note(format!(
+                    "{}: not installed, its rows are skipped (apt-get install -y {})",
+                    kind.name(),
+                    kind.package()
+                ));
+            }
+        }
+    }
+
+    /// The proxy holds two descriptors per client connection at the top of
+    /// the lb sweep (client and upstream side).
+    fn scale_sweep(&mut self) {
+        if !self.options.runs(GroupName::Lb) || self.fd_limit == 0 {
+            return;
+        }
+        let fit = (self.fd_limit.saturating_sub(SPARE_FDS) / 2) as usize;
+        if fit < self.max_conns {
+            self.note(format!(
+                "lb sweep scaled down to {fit} connections: the open-file limit is {} and a \
+                 proxy needs two descriptors per connection (raise it with `ulimit -n` or \
+                 limits.conf to go to {})",
+                self.fd_limit, self.max_conns
+            ));
+            self.max_conns = fit;
+        }
+    }
+
+    /// A free loopback port: the kernel's pick, or the next from
+    /// `--port-base` (which must be free).
+    pub(crate) fn port(&mut self) -> anyhow::Result<SocketAddr> {
+        match &mut self.next_port {
+            None => {
+                let listener =
+                    TcpListener::bind("127.0.0.1:0").context("cannot find a free port")?;
+                Ok(listener.local_addr()?)
+            }
+            Some(next) => {
+                let addr = SocketAddr::from(([127, 0, 0, 1], *next));
+                *next = next
+                    .checked_add(1)
+                    .context("--port-base: ran out of ports below 65536")?;
+                if let Err(err) = TcpListener::bind(addr) {
+                    bail!("port {addr} is in use ({err}): choose another --port-base, or leave it out to use free ports");
+                }
+                Ok(addr)
+            }
+        }
+    }
+
+    fn log(&self, name: &str) -> PathBuf {
+        self.work.join(format!("{}.log", file_name(name)))
+    }
+
+    /// `sluice serve SERVICE` with one worker, placed with the non-SUT
+    /// components unless `sut`.
+    pub(crate) fn serve(
+        &mut self,
+        service: &str,
+        extra: &[String],
+        sut: bool,
+    ) -> anyhow::Result<(Component, SocketAddr)> {
+        let addr = self.port()?;
+        let mut args = vec![
+            "serve".into(),
+            service.into(),
+            "--listen".into(),
+            addr.to_string(),
+            "--workers".into(),
+            "1".into(),
+        ];
+        args.extend_from_slice(extra);
+        let name = format!("sluice serve {service} ({addr})");
+        let component = Component::start(Launch {
+            log: self.log(&name),
+            name,
+            program: &self.options.sluice,
+            args,
+            cpus: self.cpus(sut),
+            listens: vec![addr],
+        })?;
+        Ok((component, addr))
+    }
+
+    /// `sluice proxy -c FILE` with `yaml` written to `work/NAME.yaml`.
+    pub(crate) fn sluice_proxy(
+        &mut self,
+        name: &str,
+        yaml: &str,
+        listens: &[SocketAddr],
+    ) -> anyhow::Result<Component> {
+        let config = self.work.join(format!("{}.yaml", file_name(name)));
+        std::fs::write(&config, yaml)
+            .with_context(|| format!("cannot write {}", config.display()))?;
+        Component::start(Launch {
+            log: self.log(name),
+            name: name.to_string(),
+            program: &self.options.sluice,
+            args: vec!["proxy".into(), "-c".into(), config.display().to_string()],
+            cpus: self.cpus(true),
+            listens: listens.to_vec(),
+        })
+    }
+
+    /// A peer playing `site`, as the system under test; `Ok(Err(why))`
+    /// when it cannot play it.
+    pub(crate) fn peer(
+        &mut self,
+        peer: &Peer,
+        name: &str,
+        site: &Site<'_>,
+        listen: SocketAddr,
+    ) -> anyhow::Result<Result<Component, &'static str>> {
+        let dir = self.work.join(file_name(name));
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+        let (config, args) = match peer.kind {
+            PeerKind::Nginx => {
+                let conf = match nginx_conf(site, &dir) {
+                    Ok(conf) => conf,
+                    Err(why) => return Ok(Err(why)),
+                };
+                let file = dir.join("nginx.conf");
+                let args = vec![
+                    "-c".into(),
+                    file.display().to_string(),
+                    "-p".into(),
+                    dir.display().to_string(),
+                    "-e".into(),
+                    dir.join("error.log").display().to_string(),
+                ];
+                ((file, conf), args)
+            }
+            PeerKind::Haproxy => {
+                let cfg = match haproxy_cfg(site) {
+                    Ok(cfg) => cfg,
+                    Err(why) => return Ok(Err(why)),
+                };
+                let file = dir.join("haproxy.cfg");
+                let args = vec!["-f".into(), file.display().to_string(), "-db".into()];
+                ((file, cfg), args)
+            }
+        };
+        std::fs::write(&config.0, config.1)
+            .with_context(|| format!("cannot write {}", config.0.display()))?;
+        let component = Component::start(Launch {
+            log: self.log(name),
+            name: name.to_string(),
+            program: &peer.path,
+            args,
+            cpus: self.cpus(true),
+            listens: vec![listen],
+        })?;
+        Ok(Ok(component))
+    }
+
+    fn cpus(&self, sut: bool) -> Option<String> {
+        if sut {
+            self.placement.sut.clone()
+        } else {
+            self.placement.others.clone()
+        }
+    }
+
+    /// A local CA and a certificate for 127.0.0.1 and localhost, made once.
+    pub(crate) fn tls(&mut self) -> anyhow::Result<TlsFiles> {
+        if let Some(files) = &self.tls {
+            return Ok(files.clone());
+        }
+        let dir = self.work.join("tls");
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+        let ca = tls::LocalCa::generate("sluice bench CA", Duration::from_secs(7 * 86_400))
+            .context("cannot make a test CA")?;
+        let server = ca
+            .server(&["127.0.0.1".into(), "localhost".into()])
+            .context("cannot make a test certificate")?;
+        let files = TlsFiles {
+            cert: dir.join("server.pem"),
+            key: dir.join("server.key.pem"),
+            combined: dir.join("server+key.pem"),
+            ca: dir.join("ca.pem"),
+        };
+        for (path, text) in [
+            (&files.cert, server.cert_pem.clone()),
+            (&files.key, server.key_pem.clone()),
+            (
+                &files.combined,
+                format!("{}{}", server.cert_pem, server.key_pem),
+            ),
+            (&files.ca, ca.ca.cert_pem.clone()),
+        ] {
+            std::fs::write(path, text)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+        self.tls = Some(files.clone());
+        Ok(files)
+    }
+}
+
+/// A name made safe for a file name: `sluice serve petstore (127.0.0.1:80)`
+/// becomes `sluice-serve-petstore-127.0.0.1-80`.
+fn file_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() || c == '.' || c == '_' {
+            out.push(c);
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    out.trim_matches('-').to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_are_tame() {
+        assert_eq!(
+            file_name("sluice serve petstore (127.0.0.1:80)"),
+            "sluice-serve-petstore-127.0.0.1-80"
+        );
+        assert_eq!(file_name("haproxy -> h2c"), "haproxy-h2c");
+    }
+}

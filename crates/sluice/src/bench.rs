@@ -1,0 +1,237 @@
+//! `sluice bench`: the benchmark matrix's command line and terminal.
+
+use std::{io::IsTerminal, path::PathBuf, process::ExitCode, sync::Arc, time::Duration};
+
+use bench::{results::Group, BenchOptions, GroupName, Observer};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::load::{parse_duration, parse_think, watch_ctrl_c};
+
+/// Run the whole benchmark on loopback: the backend alone, behind sluice,
+/// each middleware handler, HTTP/1.1 vs HTTP/2 vs TLS, load balancing
+/// across a concurrency sweep, IO-heavy users with think time, an open
+/// arrival rate cold and warm; every row again with nginx and HAProxy
+/// when they are installed. Writes report.md, results.json and
+/// report.html.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  \
+    sluice bench                               # every group, about 5 minutes on 2 cores\n  \
+    sluice bench --quick                       # every group, at most 90 seconds\n  \
+    sluice bench --only baseline,proxy,peers --duration 10s --pin\n  \
+    sluice bench --only lb --conns 500,1000,2000,4000,8000,12000\n  \
+    sluice bench --only io --users 300,1000,1500,3000,5000 --duration 30s\n\n\
+Groups: baseline, proxy, middleware, protocols, lb, io, open, and peers (the\n\
+nginx and HAProxy rows of every group; skipped with a note when not installed:\n\
+apt-get install -y nginx-light haproxy). Each component runs in its own\n\
+process; the load generator runs in this one. Exit status: 0 after a run,\n\
+1 when a component fails (the partial report is still written), 2 for bad input.")]
+pub(crate) struct BenchArgs {
+    /// Groups to run, comma-separated (default: all).
+    #[arg(long, value_delimiter = ',', value_parser = parse_group)]
+    only: Vec<GroupName>,
+    /// Measured time of each row (default 3s; io 4s; --quick 1s).
+    #[arg(short, long, value_parser = parse_duration)]
+    duration: Option<Duration>,
+    /// Warm-up before each row, discarded (default 1s; io 2s; --quick 0.5s).
+    #[arg(long, value_parser = parse_duration)]
+    warmup: Option<Duration>,
+    /// Connections of the throughput rows.
+    #[arg(short, long, default_value_t = 128)]
+    connections: usize,
+    /// HTTP/1.1 requests in flight per connection on the throughput rows.
+    #[arg(short, long, default_value_t = 1)]
+    pipeline: usize,
+    /// The system under test alone on the last CPU; load and backends on the others.
+    #[arg(long)]
+    pin: bool,
+    /// Fewer, shorter rows: the whole run in at most 90 s on 2 cores.
+    #[arg(long)]
+    quick: bool,
+    /// Top of the lb sweep; lowered further when the open-file limit is too small.
+    #[arg(long, default_value_t = 12_000)]
+    max_conns: usize,
+    /// The lb sweep's connection counts (default 500,2000,5000,12000).
+    #[arg(long, value_delimiter = ',')]
+    conns: Option<Vec<usize>>,
+    /// The io sweep's user counts (default 300,1000,3000,5000).
+    #[arg(long, value_delimiter = ',')]
+    users: Option<Vec<usize>>,
+    /// The open group's arrival rates, requests/s (default 1000,2000).
+    #[arg(long, value_delimiter = ',')]
+    rates: Option<Vec<f64>>,
+    /// The io users' think time between a response and their next request.
+    #[arg(long, default_value = "1s..2s", value_parser = parse_think)]
+    think: load::ThinkTime,
+    /// The io downstream's delay per message.
+    #[arg(long, default_value = "300ms", value_parser = parse_duration)]
+    downstream_delay: Duration,
+    /// Use ports from here up (each must be free) instead of ports the kernel picks.
+    #[arg(long)]
+    port_base: Option<u16>,
+    /// The results folder (default: results/bench-DATE).
+    #[arg(short, long)]
+    out: Option<PathBuf>,
+    /// No progress; the tables and the summary are still printed.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+fn parse_group(text: &str) -> Result<GroupName, String> {
+    text.trim().parse()
+}
+
+pub(crate) fn run(args: BenchArgs) -> ExitCode {
+    let sluice = match std::env::current_exe() {
+        Ok(path) => path,
+        Err(err) => {
+            eprintln!("sluice bench: error: cannot find this binary: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let out = args.out.clone().unwrap_or_else(bench::default_out_dir);
+    let mut options = BenchOptions::new(sluice, out);
+    if !args.only.is_empty() {
+        options.only = args.only.clone();
+    }
+    options.duration = args.duration;
+    options.warmup = args.warmup;
+    options.connections = args.connections;
+    options.pipeline = args.pipeline;
+    options.pin = args.pin;
+    options.quick = args.quick;
+    options.max_conns = args.max_conns;
+    options.sweep_conns = args.conns.clone();
+    options.sweep_users = args.users.clone();
+    options.rates = args.rates.clone();
+    options.think = (args.think.min, args.think.max);
+    options.downstream_delay = args.downstream_delay;
+    options.port_base = args.port_base;
+    if let Err(message) = options.validate() {
+        eprintln!("sluice bench: error: {message}");
+        return ExitCode::from(2);
+    }
+    watch_ctrl_c(Arc::clone(&options.interrupt));
+    let mut terminal = Terminal::new(args.quiet);
+    eprintln!(
+        "sluice bench: results in {}; groups: {}",
+        options.out.display(),
+        options
+            .only
+            .iter()
+            .map(|g| g.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let result = bench::run(&options, &mut terminal);
+    terminal.clear();
+    match result {
+        Ok(results) => {
+            println!("{}", bench::report::summary(&results));
+            println!(
+                "Report: {0}/report.md, {0}/report.html, {0}/results.json",
+                options.out.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("sluice bench: error: {err:#}");
+            eprintln!(
+                "sluice bench: every component was stopped; what was measured is in {}",
+                options.out.display()
+            );
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Progress on stderr (a bar per row, when stderr is a terminal), the
+/// group tables on stdout.
+struct Terminal {
+    bar: Option<ProgressBar>,
+    rows: usize,
+}
+
+impl Terminal {
+    fn new(quiet: bool) -> Self {
+        let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
+            let bar = ProgressBar::new(1000);
+            bar.set_style(
+                ProgressStyle::with_template("{bar:30} {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            bar
+        });
+        Self { bar, rows: 0 }
+    }
+
+    fn clear(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+
+    fn say(&self, line: &str) {
+        match &self.bar {
+            Some(bar) => bar.println(line),
+            None => eprintln!("{line}"),
+        }
+    }
+}
+
+impl Observer for Terminal {
+    fn group_started(&mut self, name: &str, title: &str) {
+        self.rows = 0;
+        self.say(&format!("== {name}: {title}"));
+    }
+
+    fn row_started(&mut self, group: &str, label: &str, planned: Duration) {
+        self.rows += 1;
+        if let Some(bar) = &self.bar {
+            bar.set_position(0);
+            bar.set_message(format!(
+                "{group} #{}: {label} ({:.1}s)",
+                self.rows,
+                planned.as_secs_f64()
+            ));
+        }
+    }
+
+    fn progress(&mut self) -> Option<Box<dyn FnMut(load::Progress) + Send>> {
+        let bar = self.bar.clone()?;
+        Some(Box::new(move |p: load::Progress| {
+            if let Some(planned) = p.planned {
+                let done = p.elapsed.as_secs_f64() / planned.as_secs_f64().max(1e-9);
+                bar.set_position((done.min(1.0) * 1000.0) as u64);
+            }
+        }))
+    }
+
+    fn row_finished(&mut self, row: &bench::results::Row) {
+        self.say(&format!(
+            "   {:<40} {:>12.0} req/s  p99 {:>9}  errors {}",
+            row.label,
+            row.requests_per_sec,
+            load::format_us(row.latency.p99_us as f64),
+            row.errors.total()
+        ));
+    }
+
+    fn group_finished(&mut self, group: &Group) {
+        self.clear_line();
+        println!("{}", bench::report::group_table(group));
+    }
+
+    fn note(&mut self, note: &str) {
+        self.say(&format!("note: {note}"));
+    }
+}
+
+impl Terminal {
+    fn clear_line(&self) {
+        if let Some(bar) = &self.bar {
+            bar.set_message("");
+            bar.set_position(0);
+        }
+    }
+}

@@ -1,0 +1,327 @@
+//! `sluice bench` end to end: a small run of several groups whose report
+//! files are checked (results.json against its schema, report.html well
+//! formed with its charts), and orchestration failures that must end
+//! with a clear message and no process left behind. Nothing here asserts
+//! on speed.
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Output},
+};
+
+fn sluice() -> &'static str {
+    env!("CARGO_BIN_EXE_sluice")
+}
+
+/// A folder under the target dir, empty.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sluice-bench-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+/// Runs `sluice bench ARGS --out OUT -q` with `mark` in its environment
+/// (inherited by every child, so that leftovers can be found).
+fn bench(args: &[&str], out: &Path, mark: &str, path: Option<&str>) -> Output {
+    let mut command = Command::new(sluice());
+    command
+        .arg("bench")
+        .args(args)
+        .args(["--out", &out.display().to_string(), "-q"])
+        .env("SLUICE_BENCH_TEST_MARK", mark)
+        .env("RUST_LOG", "warn");
+    if let Some(path) = path {
+        command.env("PATH", path);
+    }
+    command.output().expect("run sluice bench")
+}
+
+/// Processes whose environment holds `mark`.
+fn leftovers(mark: &str) -> Vec<String> {
+    let needle = format!("SLUICE_BENCH_TEST_MARK={mark}");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let pid = entry.file_name().to_string_lossy().to_string();
+        if !pid.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        if environ
+            .split(|&b| b == 0)
+            .any(|var| var == needle.as_bytes())
+        {
+            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            found.push(format!(
+                "{pid}: {}",
+                String::from_utf8_lossy(&cmdline).replace('\0', " ")
+            ));
+        }
+    }
+    found
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn a_small_run_writes_a_valid_report() {
+    let out = scratch("e2e");
+    let output = bench(
+        &[
+            "--only",
+            "baseline,proxy,lb,io",
+            "--duration",
+            "1s",
+            "--warmup",
+            "200ms",
+            "--connections",
+            "8",
+            "--conns",
+            "10,20",
+            "--users",
+            "10,20",
+            "--think",
+            "100ms..200ms",
+            "--downstream-delay",
+            "50ms",
+        ],
+        &out,
+        "e2e",
+        None,
+    );
+    let stdout = text(&output.stdout);
+    let stderr = text(&output.stderr);
+    assert!(
+        output.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(stdout.contains("Baseline Summary"), "{stdout}");
+    assert!(stdout.contains("Proxy Summary"), "{stdout}");
+    assert!(stdout.contains("Times"), "{stdout}");
+
+    // results.json: valid against the documented schema, and what was asked.
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("results.json")).expect("results.json"),
+    )
+    .expect("results.json is JSON");
+    let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/results.schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(schema_path).expect("schema"))
+            .expect("schema JSON");
+    let validator = jsonschema::validator_for(&schema).expect("a valid schema");
+    let errors: Vec<String> = validator
+        .iter_errors(&json)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "results.json breaks its schema: {errors:#?}"
+    );
+    let groups = json["groups"].as_array().expect("groups");
+    let names: Vec<&str> = groups.iter().filter_map(|g| g["name"].as_str()).collect();
+    assert_eq!(names, ["baseline", "proxy", "lb", "io"]);
+    for group in groups {
+        let rows = group["rows"].as_array().expect("rows");
+        assert!(!rows.is_empty(), "{group}");
+        for row in rows {
+            assert!(row["requests"].as_u64().expect("requests") > 0, "{row}");
+            assert!(
+                row["process"]["peak_rss_kib"].as_u64().expect("rss") > 0,
+                "{row}"
+            );
+        }
+    }
+    let lb = &groups[2]["rows"];
+    let points: Vec<f64> = lb
+        .as_array()
+        .expect("lb rows")
+        .iter()
+        .filter_map(|r| r["sweep"]["value"].as_f64())
+        .collect();
+    assert_eq!(points, [10.0, 20.0]);
+    let io = groups[3]["rows"].as_array().expect("io rows");
+    assert_eq!(io.len(), 4, "passthrough alone and sluice, 2 points each");
+    assert_eq!(io[0]["load"]["think_ms"], serde_json::json!([100, 200]));
+    assert!(json["machine"]["cores"].as_u64().expect("cores") >= 1);
+
+    // report.md: the tables.
+    let md = std::fs::read_to_string(out.join("report.md")).expect("report.md");
+    for heading in [
+        "Backend alone",
+        "Proxy in front of the backend",
+        "Load balancing",
+        "IO-heavy",
+    ] {
+        assert!(md.contains(heading), "report.md lacks {heading}");
+    }
+    assert!(md.contains("| sluice -> petstore"), "{md}");
+
+    // report.html: well formed, self-contained, with its charts.
+    let html = std::fs::read_to_string(out.join("report.html")).expect("report.html");
+    let options = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..roxmltree::ParsingOptions::default()
+    };
+    let doc = roxmltree::Document::parse_with_options(&html, options)
+        .expect("report.html is well formed");
+    let charts = doc
+        .descendants()
+        .filter(|n| n.tag_name().name() == "svg" && n.attribute("class") == Some("chart"))
+        .count();
+    assert!(charts >= 4, "{charts} charts");
+    assert!(
+        !html.contains("<script src") && !html.contains("<link "),
+        "not self-contained"
+    );
+
+    assert!(leftovers("e2e").is_empty(), "{:?}", leftovers("e2e"));
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn a_port_in_use_is_named() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = taken.local_addr().expect("addr").port().to_string();
+    let out = scratch("port");
+    let output = bench(
+        &[
+            "--only",
+            "baseline",
+            "--duration",
+            "1s",
+            "--port-base",
+            &port,
+        ],
+        &out,
+        "port",
+        None,
+    );
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("port 127.0.0.1:{port} is in use")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--port-base"), "{stderr}");
+    assert!(leftovers("port").is_empty(), "{:?}", leftovers("port"));
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn bad_flags_exit_2() {
+    let out = scratch("flags");
+    for args in [
+        &["--only", "bogus"][..],
+        &["--only", "peers"][..],
+        &["--think", "2s..1s"][..],
+        &["--rates", "0"][..],
+    ] {
+        let output = bench(args, &out, "flags", None);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            text(&output.stderr)
+        );
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// Fake peers on PATH: an nginx that never starts and a HAProxy that
+/// serves, then crashes in the middle of its row.
+fn fake_peers(dir: &Path) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let nginx =
+        "#!/bin/sh\ncase \"$1\" in -v) echo 'nginx version: nginx/0.0.1-fake' >&2; exit 0;; esac\n\
+                 echo 'nginx: [emerg] broken on purpose' >&2\nexit 1\n";
+    let haproxy = format!(
+        "#!/bin/sh\ncase \"$1\" in -v) echo 'HAProxy version 0.0.1-fake 2026/01/01'; exit 0;; esac\n\
+         port=$(sed -n 's/.*bind 127.0.0.1:\\([0-9]*\\).*/\\1/p' \"$2\" | head -1)\n\
+         {} serve static --listen 127.0.0.1:$port --workers 1 & child=$!\n\
+         sleep 0.6\nkill $child\nwait $child\necho 'fake haproxy: crashed on purpose' >&2\nexit 134\n",
+        sluice()
+    );
+    for (name, script) in [("nginx", nginx.to_string()), ("haproxy", haproxy)] {
+        let path = dir.join(name);
+        std::fs::write(&path, script).expect("write a fake peer");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+#[test]
+fn a_peer_that_will_not_start_or_crashes_ends_the_run_cleanly() {
+    let out = scratch("peers");
+    let fakes = out.join("bin");
+    std::fs::create_dir_all(&fakes).expect("bin dir");
+    let path = fake_peers(&fakes);
+    // HAProxy runs first: it serves, then dies during its row.
+    let output = bench(
+        &[
+            "--only",
+            "baseline,peers",
+            "--duration",
+            "1s",
+            "--warmup",
+            "100ms",
+            "--connections",
+            "4",
+        ],
+        &out,
+        "peers-crash",
+        Some(&path),
+    );
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("haproxy static petstore (pid"), "{stderr}");
+    assert!(stderr.contains("died during baseline"), "{stderr}");
+    assert!(stderr.contains("crashed on purpose"), "{stderr}");
+    // The partial report keeps what was measured, and says why it stopped.
+    let json = std::fs::read_to_string(out.join("results.json")).expect("partial results.json");
+    assert!(json.contains("aborted in group baseline"), "{json}");
+    assert!(
+        leftovers("peers-crash").is_empty(),
+        "{:?}",
+        leftovers("peers-crash")
+    );
+
+    // Without the crashing HAProxy, nginx fails to start.
+    std::fs::remove_file(fakes.join("haproxy")).expect("remove the fake haproxy");
+    let path = format!("{}:/usr/bin:/bin", fakes.display());
+    let output = bench(
+        &[
+            "--only",
+            "baseline,peers",
+            "--duration",
+            "1s",
+            "--warmup",
+            "100ms",
+            "--connections",
+            "4",
+        ],
+        &out,
+        "peers-start",
+        Some(&path),
+    );
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("nginx static petstore exited (exit status 1) before it listened"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("broken on purpose"), "{stderr}");
+    assert!(
+        leftovers("peers-start").is_empty(),
+        "{:?}",
+        leftovers("peers-start")
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
