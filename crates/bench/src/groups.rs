@@ -417,16 +417,6 @@ routes:\n  - {{ path: /, host: h1, upstream: h1 }}\n  - {{ path: /, host: tls, u
     Ok(group)
 }
 
-/// The sweep's points that fit under `top`; `top` itself replaces the
-/// points above it.
-fn capped(points: Vec<usize>, top: usize) -> Vec<usize> {
-    let mut kept: Vec<usize> = points.iter().copied().filter(|&p| p <= top).collect();
-    if points.iter().any(|&p| p > top) && !kept.contains(&top) {
-        kept.push(top);
-    }
-    kept
-}
-
 /// Question 6 (seeds/002): round robin over five 1 KB backends, across a
 /// concurrency sweep.
 fn lb(bench: &mut Bench<'_>) -> anyhow::Result<Group> {
@@ -436,7 +426,7 @@ fn lb(bench: &mut Bench<'_>) -> anyhow::Result<Group> {
         "Load balancing over 5 backends",
         "How does round robin over five 1 KB backends hold up from hundreds to thousands of connections?",
     );
-    let points = capped(bench.options.lb_points(), bench.max_conns);
+    let points = bench.capped("lb", bench.options.lb_points());
     let top = points.iter().copied().max().unwrap_or(1);
     let mut backends = Vec::new();
     let mut addrs = Vec::new();
@@ -498,8 +488,7 @@ fn io(bench: &mut Bench<'_>) -> anyhow::Result<Group> {
         "IO-heavy passthrough",
         "With users who think 1-2 s between requests, in front of a 300 ms downstream, what is p95 from hundreds to thousands of users?",
     );
-    let fit = bench.max_conns_for_io();
-    let points = capped(bench.options.io_points(), fit);
+    let points = bench.capped("io", bench.options.io_points());
     let (mut downstream, downstream_addr) = bench.serve("downstream", &[], false)?;
     let (mut passthrough, passthrough_addr) = bench.serve(
         "passthrough",
@@ -668,30 +657,9 @@ fn open_spec(
     )
 }
 
-/// Rows can only be as many as the proxy's descriptors allow.
-impl Bench<'_> {
-    fn max_conns_for_io(&self) -> usize {
-        if self.fd_limit == 0 {
-            usize::MAX
-        } else {
-            (self.fd_limit.saturating_sub(128) / 2) as usize
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sweeps_are_capped_at_the_top() {
-        assert_eq!(
-            capped(vec![500, 2_000, 12_000], 9_936),
-            vec![500, 2_000, 9_936]
-        );
-        assert_eq!(capped(vec![500, 2_000], 9_936), vec![500, 2_000]);
-        assert_eq!(capped(vec![20_000], 100), vec![100]);
-    }
 
     #[test]
     fn hosts_for_scenarios() {

@@ -161,22 +161,33 @@ impl<'a> Bench<'a> {
         }
     }
 
-    /// The proxy holds two descriptors per client connection at the top of
-    /// the lb sweep (client and upstream side).
+    /// The proxy holds two descriptors per client connection (client and
+    /// upstream side): the sweeps stop where the open-file limit does.
     fn scale_sweep(&mut self) {
-        if !self.options.runs(GroupName::Lb) || self.fd_limit == 0 {
-            return;
+        if self.fd_limit != 0 {
+            let fit = (self.fd_limit.saturating_sub(SPARE_FDS) / 2) as usize;
+            self.max_conns = self.max_conns.min(fit);
         }
-        let fit = (self.fd_limit.saturating_sub(SPARE_FDS) / 2) as usize;
-        if fit < self.max_conns {
-            self.note(format!(
-                "lb sweep scaled down to {fit} connections: the open-file limit is {} and a \
-                 proxy needs two descriptors per connection (raise it with `ulimit -n` or \
-                 limits.conf to go to {})",
-                self.fd_limit, self.max_conns
-            ));
-            self.max_conns = fit;
+    }
+
+    /// The points of a sweep that fit under the top, saying so when the
+    /// top lowers any.
+    pub(crate) fn capped(&mut self, flag: &str, points: Vec<usize>) -> Vec<usize> {
+        let top = self.max_conns;
+        let (kept, lowered) = cap(&points, top);
+        if lowered {
+            let why = if top < self.options.max_conns {
+                format!(
+                    "the open-file limit is {} and a proxy needs two descriptors per \
+                     connection (raise it with `ulimit -n` or limits.conf)",
+                    self.fd_limit
+                )
+            } else {
+                "--max-conns".to_string()
+            };
+            self.note(format!("{flag} sweep scaled down to {top}: {why}"));
         }
+        kept
     }
 
     /// A free loopback port: the kernel's pick, or the next from
@@ -351,6 +362,17 @@ impl<'a> Bench<'a> {
     }
 }
 
+/// The points at most `top`, and `top` in place of those above it;
+/// whether any was above.
+fn cap(points: &[usize], top: usize) -> (Vec<usize>, bool) {
+    let mut kept: Vec<usize> = points.iter().copied().filter(|&p| p <= top).collect();
+    let lowered = kept.len() < points.len();
+    if lowered && !kept.contains(&top) {
+        kept.push(top);
+    }
+    (kept, lowered)
+}
+
 /// A name made safe for a file name: `sluice serve petstore (127.0.0.1:80)`
 /// becomes `sluice-serve-petstore-127.0.0.1-80`.
 fn file_name(name: &str) -> String {
@@ -368,6 +390,16 @@ fn file_name(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sweeps_are_capped_at_the_top() {
+        assert_eq!(
+            cap(&[500, 2_000, 12_000], 9_936),
+            (vec![500, 2_000, 9_936], true)
+        );
+        assert_eq!(cap(&[500, 2_000], 9_936), (vec![500, 2_000], false));
+        assert_eq!(cap(&[20_000], 100), (vec![100], true));
+    }
 
     #[test]
     fn file_names_are_tame() {

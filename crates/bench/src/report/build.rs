@@ -277,9 +277,11 @@ pub(crate) fn ratios(group: &Group) -> Vec<String> {
 
 /// "petstore, connections 500: " or "".
 fn context(row: &Row, systems: &[&str]) -> String {
-    let mut words = stem(&row.label, systems);
+    // Sweep labels read "sluice -> customers @ 1000 req/s, cold": the point
+    // after the `@` is said better by the point itself.
+    let label = row.label.split(" @ ").next().unwrap_or(&row.label);
+    let mut words = stem(label, systems);
     if row.sweep.is_some() || row.phase.is_some() {
-        // The point says it better than "c=500" or "cold".
         words = words
             .split(' ')
             .filter(|w| !w.chars().any(|c| c.is_ascii_digit()))
