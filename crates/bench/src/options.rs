@@ -253,8 +253,8 @@ impl Profile {
     pub const DEFAULT: Profile = Profile {
         duration: Duration::from_secs(3),
         warmup: Duration::from_secs(1),
-        io_duration: Duration::from_secs(4),
-        io_warmup: Duration::from_secs(2),
+        io_duration: Duration::from_secs(3),
+        io_warmup: Duration::from_millis(1500),
         handlers: ALL_HANDLERS,
         lb_points: &[500, 2_000, 5_000, 12_000],
         io_users: &[300, 1_000, 3_000, 5_000],

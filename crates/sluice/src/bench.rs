@@ -30,10 +30,10 @@ pub(crate) struct BenchArgs {
     /// Groups to run, comma-separated (default: all).
     #[arg(long, value_delimiter = ',', value_parser = parse_group)]
     only: Vec<GroupName>,
-    /// Measured time of each row (default 3s; io 4s; --quick 1s).
+    /// Measured time of each row (default 3s; --quick 1s, io 2s).
     #[arg(short, long, value_parser = parse_duration)]
     duration: Option<Duration>,
-    /// Warm-up before each row, discarded (default 1s; io 2s; --quick 0.5s).
+    /// Warm-up before each row, discarded (default 1s, io 1.5s; --quick 0.5s, io 1s).
     #[arg(long, value_parser = parse_duration)]
     warmup: Option<Duration>,
     /// Connections of the throughput rows.
