@@ -417,6 +417,42 @@ routes:\n  - {{ path: /, host: h1, upstream: h1 }}\n  - {{ path: /, host: tls, u
     Ok(group)
 }
 
+/// sluice, then each peer, as HTTP/1.1 proxies (round robin) in front of
+/// `upstreams`, all started at once: `(system, process, address)`.
+fn proxies(
+    bench: &mut Bench<'_>,
+    group: &mut Group,
+    name: &str,
+    upstreams: &[SocketAddr],
+    max_conns: usize,
+) -> anyhow::Result<Vec<(String, Component, SocketAddr)>> {
+    let listen = bench.port()?;
+    let yaml = sluice_yaml(
+        max_conns,
+        &format!(
+            "listeners: [{{ address: {listen} }}]\nupstreams:\n{}routes:\n  - {{ path: /, upstream: backend }}\n",
+            upstream_yaml("backend", upstreams, "    balance: round_robin\n")
+        ),
+    );
+    let sluice = bench.sluice_proxy(&format!("sluice proxy ({name})"), &yaml, &[listen])?;
+    let mut systems = vec![("sluice".to_string(), sluice, listen)];
+    for peer in bench.peers.clone() {
+        let listen = bench.port()?;
+        let site = Site::Proxy(ProxySite {
+            listen,
+            tls: None,
+            upstreams,
+            upstream_protocol: UpstreamProtocol::Http1,
+            max_conns,
+        });
+        let component = format!("{} {name}", peer.kind.name());
+        if let Some(server) = peer_component(bench, group, &peer, &component, &site, listen)? {
+            systems.push((peer.kind.name().to_string(), server, listen));
+        }
+    }
+    Ok(systems)
+}
+
 /// Question 6 (seeds/002): round robin over five 1 KB backends, across a
 /// concurrency sweep.
 fn lb(bench: &mut Bench<'_>) -> anyhow::Result<Group> {
@@ -435,30 +471,7 @@ fn lb(bench: &mut Bench<'_>) -> anyhow::Result<Group> {
         backends.push(backend);
         addrs.push(addr);
     }
-    let listen = bench.port()?;
-    let yaml = sluice_yaml(
-        top,
-        &format!(
-            "listeners: [{{ address: {listen} }}]\nupstreams:\n{}routes:\n  - {{ path: /, upstream: backend }}\n",
-            upstream_yaml("backend", &addrs, "    balance: round_robin\n")
-        ),
-    );
-    let sluice = bench.sluice_proxy("sluice proxy (lb)", &yaml, &[listen])?;
-    let mut systems: Vec<(String, Component, SocketAddr)> = vec![("sluice".into(), sluice, listen)];
-    for peer in bench.peers.clone() {
-        let listen = bench.port()?;
-        let site = Site::Proxy(ProxySite {
-            listen,
-            tls: None,
-            upstreams: &addrs,
-            upstream_protocol: UpstreamProtocol::Http1,
-            max_conns: top,
-        });
-        let name = format!("{} lb", peer.kind.name());
-        if let Some(server) = peer_component(bench, &mut group, &peer, &name, &site, listen)? {
-            systems.push((peer.kind.name().to_string(), server, listen));
-        }
-    }
+    let mut systems = proxies(bench, &mut group, "lb", &addrs, top)?;
     // One system at a time: the others are started but idle.
     for (system, server, listen) in &mut systems {
         for &connections in &points {
@@ -496,32 +509,10 @@ fn io(bench: &mut Bench<'_>) -> anyhow::Result<Group> {
         false,
     )?;
     let top = points.iter().copied().max().unwrap_or(1);
-    let listen = bench.port()?;
-    let yaml = sluice_yaml(
-        top,
-        &format!(
-            "listeners: [{{ address: {listen} }}]\nupstreams:\n{}routes:\n  - {{ path: /, upstream: backend }}\n",
-            upstream_yaml("backend", &[passthrough_addr], "")
-        ),
-    );
-    let sluice = bench.sluice_proxy("sluice proxy (io)", &yaml, &[listen])?;
-    let mut systems: Vec<(String, Option<Component>, SocketAddr)> = vec![
-        ("backend".into(), None, passthrough_addr),
-        ("sluice".into(), Some(sluice), listen),
-    ];
-    for peer in bench.peers.clone() {
-        let listen = bench.port()?;
-        let site = Site::Proxy(ProxySite {
-            listen,
-            tls: None,
-            upstreams: &[passthrough_addr],
-            upstream_protocol: UpstreamProtocol::Http1,
-            max_conns: top,
-        });
-        let name = format!("{} io", peer.kind.name());
-        if let Some(server) = peer_component(bench, &mut group, &peer, &name, &site, listen)? {
-            systems.push((peer.kind.name().to_string(), Some(server), listen));
-        }
+    let mut systems: Vec<(String, Option<Component>, SocketAddr)> =
+        vec![("backend".into(), None, passthrough_addr)];
+    for (system, server, listen) in proxies(bench, &mut group, "io", &[passthrough_addr], top)? {
+        systems.push((system, Some(server), listen));
     }
     let body = MESSAGE.replace(
         "DELAY",
