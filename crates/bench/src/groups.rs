@@ -72,6 +72,28 @@ fn sluice_yaml(max_conns: usize, body: &str) -> String {
     )
 }
 
+/// sluice with one listener and one route to `upstreams` (round robin).
+fn one_route_yaml(listen: SocketAddr, upstreams: &[SocketAddr], max_conns: usize) -> String {
+    sluice_yaml(
+        max_conns,
+        &format!(
+            "listeners: [{{ address: {listen} }}]\nupstreams:\n{}routes:\n  - {{ path: /, upstream: backend }}\n",
+            upstream_yaml("backend", upstreams, "")
+        ),
+    )
+}
+
+/// A peer as a plain HTTP/1.1 proxy (round robin) in front of `upstreams`.
+fn plain_proxy_site(listen: SocketAddr, upstreams: &[SocketAddr], max_conns: usize) -> Site<'_> {
+    Site::Proxy(ProxySite {
+        listen,
+        tls: None,
+        upstreams,
+        upstream_protocol: UpstreamProtocol::Http1,
+        max_conns,
+    })
+}
+
 /// A round-robin upstream named `backend` over `hosts`.
 fn upstream_yaml(name: &str, hosts: &[SocketAddr], extra: &str) -> String {
     let hosts: Vec<String> = hosts.iter().map(|h| format!("\"http://{h}\"")).collect();
@@ -151,13 +173,7 @@ fn proxy(bench: &mut Bench<'_>) -> anyhow::Result<Group> {
     );
     let (mut backend, backend_addr) = bench.serve("petstore", &[], false)?;
     let listen = bench.port()?;
-    let yaml = sluice_yaml(
-        bench.options.connections,
-        &format!(
-            "listeners: [{{ address: {listen} }}]\nupstreams:\n{}routes:\n  - {{ path: /, upstream: backend }}\n",
-            upstream_yaml("backend", &[backend_addr], "")
-        ),
-    );
+    let yaml = one_route_yaml(listen, &[backend_addr], bench.options.connections);
     let mut sluice = bench.sluice_proxy("sluice proxy", &yaml, &[listen])?;
     let url = format!("http://{listen}/v1/pets");
     let spec = RowSpec::new("sluice -> petstore", "sluice", throughput(bench, &url)?);
@@ -167,13 +183,11 @@ fn proxy(bench: &mut Bench<'_>) -> anyhow::Result<Group> {
     drop(sluice);
     for peer in bench.peers.clone() {
         let listen = bench.port()?;
-        let site = Site::Proxy(ProxySite {
+        let site = plain_proxy_site(
             listen,
-            tls: None,
-            upstreams: &[backend_addr],
-            upstream_protocol: UpstreamProtocol::Http1,
-            max_conns: bench.options.connections,
-        });
+            std::slice::from_ref(&backend_addr),
+            bench.options.connections,
+        );
         let name = format!("{} proxy", peer.kind.name());
         let Some(mut server) = peer_component(bench, &mut group, &peer, &name, &site, listen)?
         else {
@@ -427,24 +441,12 @@ fn proxies(
     max_conns: usize,
 ) -> anyhow::Result<Vec<(String, Component, SocketAddr)>> {
     let listen = bench.port()?;
-    let yaml = sluice_yaml(
-        max_conns,
-        &format!(
-            "listeners: [{{ address: {listen} }}]\nupstreams:\n{}routes:\n  - {{ path: /, upstream: backend }}\n",
-            upstream_yaml("backend", upstreams, "    balance: round_robin\n")
-        ),
-    );
+    let yaml = one_route_yaml(listen, upstreams, max_conns);
     let sluice = bench.sluice_proxy(&format!("sluice proxy ({name})"), &yaml, &[listen])?;
     let mut systems = vec![("sluice".to_string(), sluice, listen)];
     for peer in bench.peers.clone() {
         let listen = bench.port()?;
-        let site = Site::Proxy(ProxySite {
-            listen,
-            tls: None,
-            upstreams,
-            upstream_protocol: UpstreamProtocol::Http1,
-            max_conns,
-        });
+        let site = plain_proxy_site(listen, upstreams, max_conns);
         let component = format!("{} {name}", peer.kind.name());
         if let Some(server) = peer_component(bench, group, &peer, &component, &site, listen)? {
             systems.push((peer.kind.name().to_string(), server, listen));
@@ -581,23 +583,15 @@ fn open(bench: &mut Bench<'_>) -> anyhow::Result<Group> {
             let listen = bench.port()?;
             let mut server = match &system {
                 None => {
-                    let yaml = sluice_yaml(
-                        bench.options.connections,
-                        &format!(
-                            "listeners: [{{ address: {listen} }}]\nupstreams:\n{}routes:\n  - {{ path: /, upstream: backend }}\n",
-                            upstream_yaml("backend", &[backend_addr], "")
-                        ),
-                    );
+                    let yaml = one_route_yaml(listen, &[backend_addr], bench.options.connections);
                     bench.sluice_proxy(&format!("sluice proxy (open {rate})"), &yaml, &[listen])?
                 }
                 Some(peer) => {
-                    let site = Site::Proxy(ProxySite {
+                    let site = plain_proxy_site(
                         listen,
-                        tls: None,
-                        upstreams: &[backend_addr],
-                        upstream_protocol: UpstreamProtocol::Http1,
-                        max_conns: bench.options.connections,
-                    });
+                        std::slice::from_ref(&backend_addr),
+                        bench.options.connections,
+                    );
                     let name = format!("{} open {rate}", peer.kind.name());
                     match peer_component(bench, &mut group, peer, &name, &site, listen)? {
                         Some(server) => server,

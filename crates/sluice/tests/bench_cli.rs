@@ -257,6 +257,18 @@ fn fake_peers(dir: &Path) -> String {
     )
 }
 
+/// The baseline group with the peers, short.
+const PEER_RUN: &[&str] = &[
+    "--only",
+    "baseline,peers",
+    "--duration",
+    "1s",
+    "--warmup",
+    "100ms",
+    "--connections",
+    "4",
+];
+
 #[test]
 fn a_peer_that_will_not_start_or_crashes_ends_the_run_cleanly() {
     let out = scratch("peers");
@@ -264,21 +276,7 @@ fn a_peer_that_will_not_start_or_crashes_ends_the_run_cleanly() {
     std::fs::create_dir_all(&fakes).expect("bin dir");
     let path = fake_peers(&fakes);
     // HAProxy runs first: it serves, then dies during its row.
-    let output = bench(
-        &[
-            "--only",
-            "baseline,peers",
-            "--duration",
-            "1s",
-            "--warmup",
-            "100ms",
-            "--connections",
-            "4",
-        ],
-        &out,
-        "peers-crash",
-        Some(&path),
-    );
+    let output = bench(PEER_RUN, &out, "peers-crash", Some(&path));
     let stderr = text(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("haproxy static petstore (pid"), "{stderr}");
@@ -296,21 +294,7 @@ fn a_peer_that_will_not_start_or_crashes_ends_the_run_cleanly() {
     // Without the crashing HAProxy, nginx fails to start.
     std::fs::remove_file(fakes.join("haproxy")).expect("remove the fake haproxy");
     let path = format!("{}:/usr/bin:/bin", fakes.display());
-    let output = bench(
-        &[
-            "--only",
-            "baseline,peers",
-            "--duration",
-            "1s",
-            "--warmup",
-            "100ms",
-            "--connections",
-            "4",
-        ],
-        &out,
-        "peers-start",
-        Some(&path),
-    );
+    let output = bench(PEER_RUN, &out, "peers-start", Some(&path));
     let stderr = text(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(
