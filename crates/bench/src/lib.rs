@@ -5,9 +5,10 @@
 //!
 //! A run is a list of groups (`baseline`, `proxy`, `middleware`,
 //! `protocols`, `lb`, `io`, `open`); each starts the components it needs,
-//! measures its rows one load run at a time (a warm-up, discarded, then
-//! the measured time), checks after each row that every component is
-//! still alive, and stops them all before the next group starts.
+//! measures its rows in rounds, one load run at a time (a warm-up,
+//! discarded, then the measured time) in an order rotated each round,
+//! checks after each run that every component is still alive, and stops
+//! them all before the next group starts.
 
 mod groups;
 mod machine;
@@ -17,6 +18,7 @@ mod peers;
 mod process;
 pub mod report;
 pub mod results;
+mod rounds;
 mod stage;
 
 use std::{
@@ -28,6 +30,7 @@ use std::{
 use anyhow::{bail, Context};
 
 pub use machine::{find_program, PeerKind};
+pub use measure::Round;
 pub use options::{BenchOptions, GroupName, Profile};
 pub use results::Results;
 pub use stage::Observer;
@@ -41,6 +44,9 @@ use stage::Bench;
 /// not start or dies, a port in use) stops every component and is the
 /// error; the partial report names it in its notes.
 pub fn run(options: &BenchOptions, observer: &mut dyn Observer) -> anyhow::Result<Results> {
+    // Children resolve relative paths against their own idea of a base
+    // (nginx against its -p prefix): every path handed to one is absolute.
+    let options = &options.absolute()?;
     check(options)?;
     let started = Instant::now();
     let mut bench = Bench::new(options, observer)?;
@@ -58,10 +64,13 @@ pub fn run(options: &BenchOptions, observer: &mut dyn Observer) -> anyhow::Resul
             pin: bench.placement.pinned(),
             quick: options.quick,
             max_conns: bench.max_conns,
+            rounds: options.rounds(),
         },
         notes: Vec::new(),
         groups: Vec::new(),
     };
+    let expected = groups::expected(&bench);
+    bench.observer.run_started(expected);
     for &(name, run_group) in groups::ALL {
         if !options.runs(name) {
             continue;

@@ -66,7 +66,7 @@ pub fn find_program(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
         .chain(["/usr/sbin", "/sbin", "/usr/local/sbin"].map(PathBuf::from))
-        .map(|dir| dir.join(name))
+        .filter_map(|dir| std::path::absolute(dir.join(name)).ok())
         .find(|candidate| is_executable(candidate))
 }
 

@@ -1,5 +1,6 @@
-//! One row: a load run against a system under test, with its warm-up
-//! discarded, and the system's CPU time and peak RSS from /proc.
+//! One row: load runs against a system under test (one per round), each
+//! with its warm-up discarded, and the system's CPU time and peak RSS
+//! from /proc; the row holds every round and their median.
 
 use std::{
     sync::{Arc, Mutex},
@@ -11,12 +12,12 @@ use load::{LoadConfig, RunControl};
 
 use crate::{
     process::{Component, Usage},
-    results::{Errors, Latency, LoadShape, ProcessUsage, Row, SweepPoint},
+    results::{Errors, Figures, Latency, LoadShape, ProcessUsage, Row, SweepPoint},
     stage::Bench,
 };
 
 /// What a row measures and how it is labelled.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct RowSpec {
     pub(crate) label: String,
     pub(crate) system: String,
@@ -52,14 +53,15 @@ impl RowSpec {
 }
 
 impl Bench<'_> {
-    /// Runs one row against the system under test, `stage[0]`; afterwards
-    /// every component on the stage must still be alive.
-    pub(crate) fn measure(
+    /// One round of one row against the system under test, `stage[0]`;
+    /// afterwards every component on the stage must still be alive.
+    pub(crate) fn sample(
         &mut self,
         group: &str,
-        spec: RowSpec,
+        spec: &RowSpec,
+        round: Round,
         stage: &mut [&mut Component],
-    ) -> anyhow::Result<Row> {
+    ) -> anyhow::Result<(LoadShape, Figures)> {
         let (pid, sut_name) = match stage.first() {
             Some(sut) => (sut.pid(), sut.name.clone()),
             None => anyhow::bail!("{group}: {}: nothing to measure", spec.label),
@@ -72,7 +74,8 @@ impl Bench<'_> {
             anyhow::bail!("interrupted");
         }
         let planned = spec.load.warmup + spec.load.duration;
-        self.observer.row_started(group, &spec.label, planned);
+        self.observer
+            .row_started(group, &spec.label, round, planned);
         let at_start = Arc::new(Mutex::new(None));
         let sample = Arc::clone(&at_start);
         let control = RunControl {
@@ -91,38 +94,84 @@ impl Bench<'_> {
         for component in stage.iter_mut() {
             component.check_alive(&format!("{group}: {}", spec.label))?;
         }
-        let row = to_row(spec, &report, &sut_name, before, after);
-        self.observer.row_finished(&row);
-        Ok(row)
+        let figures = to_figures(&report, &sut_name, before, after);
+        self.observer.row_finished(&spec.label, round, &figures);
+        Ok((load_shape(&report), figures))
     }
 }
 
-fn to_row(
+/// Which round of how many a sample belongs to (`index` from 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Round {
+    pub index: usize,
+    pub of: usize,
+}
+
+/// A row's rounds as they come in.
+#[derive(Debug)]
+pub(crate) struct Measured {
     spec: RowSpec,
+    load: Option<LoadShape>,
+    rounds: Vec<Figures>,
+}
+
+impl Measured {
+    pub(crate) fn new(spec: RowSpec) -> Self {
+        Self {
+            spec,
+            load: None,
+            rounds: Vec::new(),
+        }
+    }
+
+    pub(crate) fn spec(&self) -> &RowSpec {
+        &self.spec
+    }
+
+    pub(crate) fn add(&mut self, (load, figures): (LoadShape, Figures)) {
+        self.load.get_or_insert(load);
+        self.rounds.push(figures);
+    }
+
+    /// The row: the rounds' median and each round; `None` if no round ran.
+    pub(crate) fn finish(self) -> Option<Row> {
+        let figures = Figures::combine(&self.rounds)?;
+        Some(Row {
+            label: self.spec.label,
+            system: self.spec.system,
+            sweep: self.spec.sweep,
+            phase: self.spec.phase,
+            load: self.load?,
+            figures,
+            rounds: self.rounds,
+        })
+    }
+}
+
+fn load_shape(report: &load::Report) -> LoadShape {
+    let c = &report.config;
+    LoadShape {
+        request: c.urls.join(", "),
+        protocol: c.protocol.to_string(),
+        connections: c.connections,
+        pipeline: c.pipeline,
+        rate: c.rate,
+        think_ms: c.think_ms,
+        duration_s: report.elapsed_s,
+        warmup_s: c.warmup_s,
+    }
+}
+
+fn to_figures(
     report: &load::Report,
     process: &str,
     before: Option<Usage>,
     after: Usage,
-) -> Row {
+) -> Figures {
     let l = &report.latency;
     let e = &report.errors;
     let cpu_s = before.map_or(0.0, |b| (after.cpu_s - b.cpu_s).max(0.0));
-    let c = &report.config;
-    Row {
-        label: spec.label,
-        system: spec.system,
-        sweep: spec.sweep,
-        phase: spec.phase,
-        load: LoadShape {
-            request: c.urls.join(", "),
-            protocol: c.protocol.to_string(),
-            connections: c.connections,
-            pipeline: c.pipeline,
-            rate: c.rate,
-            think_ms: c.think_ms,
-            duration_s: report.elapsed_s,
-            warmup_s: c.warmup_s,
-        },
+    Figures {
         requests: report.requests,
         requests_per_sec: report.requests_per_sec,
         bytes_per_sec: report.bytes_per_sec,

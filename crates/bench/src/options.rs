@@ -84,6 +84,8 @@ pub struct BenchOptions {
     pub pipeline: usize,
     pub pin: bool,
     pub quick: bool,
+    /// Times each row is measured (default 3; `--quick` 1).
+    pub rounds: Option<usize>,
     /// The top of the lb sweep (it is also capped by the open-file limit).
     pub max_conns: usize,
     /// The lb sweep's points, instead of the profile's.
@@ -115,6 +117,7 @@ impl BenchOptions {
             pipeline: 1,
             pin: false,
             quick: false,
+            rounds: None,
             max_conns: 12_000,
             sweep_conns: None,
             sweep_users: None,
@@ -141,6 +144,9 @@ impl BenchOptions {
         }
         if self.pipeline == 0 {
             return Err("--pipeline must be at least 1".into());
+        }
+        if self.rounds.is_some_and(|r| !(1..=20).contains(&r)) {
+            return Err("--rounds: between 1 and 20".into());
         }
         if self.max_conns == 0 {
             return Err("--max-conns must be at least 1".into());
@@ -177,6 +183,16 @@ impl BenchOptions {
         Ok(())
     }
 
+    /// The same options with `out` and `sluice` made absolute against
+    /// the working directory (nothing is resolved through symlinks).
+    pub fn absolute(&self) -> std::io::Result<Self> {
+        Ok(Self {
+            sluice: std::path::absolute(&self.sluice)?,
+            out: std::path::absolute(&self.out)?,
+            ..self.clone()
+        })
+    }
+
     pub fn runs(&self, group: GroupName) -> bool {
         self.only.contains(&group)
     }
@@ -198,6 +214,11 @@ impl BenchOptions {
             io_warmup: self.warmup.unwrap_or(base.io_warmup),
             ..base
         }
+    }
+
+    /// Times each row is measured; its figures are their median.
+    pub fn rounds(&self) -> usize {
+        self.rounds.unwrap_or(if self.quick { 1 } else { 3 })
     }
 
     pub fn lb_points(&self) -> Vec<usize> {
@@ -249,7 +270,7 @@ const ALL_HANDLERS: &[&str] = &[
 ];
 
 impl Profile {
-    /// About five minutes on two cores with both peers.
+    /// About five minutes a round on two cores with both peers.
     pub const DEFAULT: Profile = Profile {
         duration: Duration::from_secs(3),
         warmup: Duration::from_secs(1),

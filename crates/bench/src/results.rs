@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The `schema` value of results.json.
-pub const SCHEMA: &str = "sluice-bench/1";
+pub const SCHEMA: &str = "sluice-bench/2";
 
 /// The whole run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -69,6 +69,8 @@ pub struct Settings {
     pub quick: bool,
     /// The lb sweep's top, after scaling to the machine's limits.
     pub max_conns: usize,
+    /// Times each row was measured; a row's figures are the rounds' median.
+    pub rounds: usize,
 }
 
 /// One named group of rows: one of DESIGN.md's questions.
@@ -99,6 +101,18 @@ pub struct Row {
     /// `cold` (the first run after start, no warm-up) or `warm`; open group only.
     pub phase: Option<String>,
     pub load: LoadShape,
+    /// The median of the rounds (errors: their sum; peak RSS: their
+    /// maximum), so that one unlucky round moves nothing.
+    #[serde(flatten)]
+    pub figures: Figures,
+    /// Each round's own figures, in round order (round `i` of every row
+    /// of a group ran in the same pass over the systems).
+    pub rounds: Vec<Figures>,
+}
+
+/// What one load run measured, or the median of several.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Figures {
     /// Responses in the measured time.
     pub requests: u64,
     pub requests_per_sec: f64,
@@ -108,6 +122,78 @@ pub struct Row {
     pub errors: Errors,
     /// The system under test's process (the proxy; the backend when alone).
     pub process: Option<ProcessUsage>,
+}
+
+impl Figures {
+    /// The median of each figure over `rounds` (the mean of the middle
+    /// two for an even count), the errors summed and the highest peak
+    /// RSS; `None` for no rounds.
+    pub fn combine(rounds: &[Figures]) -> Option<Figures> {
+        if rounds.is_empty() {
+            return None;
+        }
+        let f = |get: fn(&Figures) -> f64| median(rounds.iter().map(get));
+        let u =
+            |get: fn(&Figures) -> u64| median(rounds.iter().map(|r| get(r) as f64)).round() as u64;
+        let mut errors = Errors::default();
+        for r in rounds {
+            errors.add(&r.errors);
+        }
+        let processes: Vec<&ProcessUsage> =
+            rounds.iter().filter_map(|r| r.process.as_ref()).collect();
+        let process = (!processes.is_empty()).then(|| {
+            let p = |get: fn(&ProcessUsage) -> f64| median(processes.iter().map(|u| get(u)));
+            ProcessUsage {
+                name: processes[0].name.clone(),
+                peak_rss_kib: processes.iter().map(|u| u.peak_rss_kib).max().unwrap_or(0),
+                cpu_s: p(|u| u.cpu_s),
+                cpu_us_per_request: p(|u| u.cpu_us_per_request),
+            }
+        });
+        Some(Figures {
+            requests: u(|r| r.requests),
+            requests_per_sec: f(|r| r.requests_per_sec),
+            bytes_per_sec: f(|r| r.bytes_per_sec),
+            latency: Latency {
+                avg_us: f(|r| r.latency.avg_us),
+                p50_us: u(|r| r.latency.p50_us),
+                p90_us: u(|r| r.latency.p90_us),
+                p95_us: u(|r| r.latency.p95_us),
+                p99_us: u(|r| r.latency.p99_us),
+                p999_us: u(|r| r.latency.p999_us),
+                max_us: rounds.iter().map(|r| r.latency.max_us).max().unwrap_or(0),
+            },
+            errors,
+            process,
+        })
+    }
+}
+
+impl Row {
+    /// The lowest and highest value of a figure over the rounds.
+    pub fn spread(&self, get: impl Fn(&Figures) -> f64) -> (f64, f64) {
+        self.rounds
+            .iter()
+            .map(get)
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+                (lo.min(v), hi.max(v))
+            })
+    }
+}
+
+/// The median of `values`: the middle one, or the mean of the middle two.
+fn median(values: impl Iterator<Item = f64>) -> f64 {
+    let mut sorted: Vec<f64> = values.collect();
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    sorted.sort_by(f64::total_cmp);
+    let mid = sorted.len() / 2;
+    if sorted.len() % 2 == 1 {
+        sorted[mid]
+    } else {
+        (sorted[mid - 1] + sorted[mid]) / 2.0
+    }
 }
 
 /// A sweep's variable and its value at this row.
@@ -161,6 +247,15 @@ pub struct Errors {
 }
 
 impl Errors {
+    fn add(&mut self, other: &Errors) {
+        self.connect += other.connect;
+        self.read += other.read;
+        self.write += other.write;
+        self.timeout += other.timeout;
+        self.parse += other.parse;
+        self.non_2xx_3xx += other.non_2xx_3xx;
+    }
+
     pub fn total(&self) -> u64 {
         self.connect + self.read + self.write + self.timeout + self.parse + self.non_2xx_3xx
     }
@@ -178,4 +273,53 @@ pub struct ProcessUsage {
     pub cpu_s: f64,
     /// `cpu_s` per response, in microseconds.
     pub cpu_us_per_request: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn figures(rps: f64, p99_us: u64, rss: u64, read_errors: u64) -> Figures {
+        Figures {
+            requests: rps as u64,
+            requests_per_sec: rps,
+            bytes_per_sec: rps * 100.0,
+            latency: Latency {
+                p99_us,
+                max_us: p99_us * 2,
+                ..Latency::default()
+            },
+            errors: Errors {
+                read: read_errors,
+                ..Errors::default()
+            },
+            process: Some(ProcessUsage {
+                name: "sluice proxy".into(),
+                peak_rss_kib: rss,
+                cpu_s: rps / 1e5,
+                cpu_us_per_request: 10.0,
+            }),
+        }
+    }
+
+    #[test]
+    fn rounds_combine_into_medians_summed_errors_and_the_highest_peak() {
+        let rounds = [
+            figures(100.0, 900, 10, 1),
+            figures(300.0, 700, 30, 0),
+            figures(200.0, 800, 20, 2),
+        ];
+        let combined = Figures::combine(&rounds).expect("three rounds");
+        assert_eq!(combined.requests_per_sec, 200.0);
+        assert_eq!(combined.latency.p99_us, 800);
+        assert_eq!(combined.latency.max_us, 1800);
+        assert_eq!(combined.errors.read, 3);
+        let process = combined.process.expect("process");
+        assert_eq!(process.peak_rss_kib, 30);
+        assert!((process.cpu_s - 0.002).abs() < 1e-12);
+        // Two rounds: the mean of the middle two.
+        let even = Figures::combine(&rounds[..2]).expect("two rounds");
+        assert_eq!(even.requests_per_sec, 200.0);
+        assert!(Figures::combine(&[]).is_none());
+    }
 }

@@ -11,10 +11,11 @@ use anyhow::{bail, Context};
 
 use crate::{
     machine::{find_peers, find_program, Peer, PeerKind},
+    measure::Round,
     options::{BenchOptions, GroupName, Profile},
     peers::{haproxy_cfg, nginx_conf, Site, TlsFiles},
     process::{Component, Launch},
-    results::{Group, Row},
+    results::{Figures, Group},
 };
 
 /// File descriptors the proxy keeps besides two per client (client side
@@ -23,14 +24,17 @@ const SPARE_FDS: u64 = 128;
 
 /// What the caller (the terminal) hears while a run goes.
 pub trait Observer {
+    /// The run starts; it should take about `expected`.
+    fn run_started(&mut self, _expected: Duration) {}
     fn group_started(&mut self, _name: &str, _title: &str) {}
-    /// A load run starts; it should take about `planned`.
-    fn row_started(&mut self, _group: &str, _label: &str, _planned: Duration) {}
+    /// A load run (one round of a row) starts; it should take about `planned`.
+    fn row_started(&mut self, _group: &str, _label: &str, _round: Round, _planned: Duration) {}
     /// A progress callback for the load run that starts next.
     fn progress(&mut self) -> Option<Box<dyn FnMut(load::Progress) + Send>> {
         None
     }
-    fn row_finished(&mut self, _row: &Row) {}
+    /// One round of a row was measured.
+    fn row_finished(&mut self, _label: &str, _round: Round, _figures: &Figures) {}
     fn group_finished(&mut self, _group: &Group) {}
     fn note(&mut self, _note: &str) {}
 }

@@ -1,8 +1,17 @@
 //! `sluice bench`: the benchmark matrix's command line and terminal.
 
-use std::{io::IsTerminal, path::PathBuf, process::ExitCode, sync::Arc, time::Duration};
+use std::{
+    io::IsTerminal,
+    path::PathBuf,
+    process::ExitCode,
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
-use bench::{results::Group, BenchOptions, GroupName, Observer};
+use bench::{
+    results::{Figures, Group},
+    BenchOptions, GroupName, Observer, Round,
+};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -16,8 +25,9 @@ use crate::load::{parse_duration, parse_think, watch_ctrl_c};
 /// report.html.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
-    sluice bench                               # every group, about 5 minutes on 2 cores\n  \
-    sluice bench --quick                       # every group, at most 90 seconds\n  \
+    sluice bench                               # every group, 3 rounds: about 15 minutes on 2 cores\n  \
+    sluice bench --quick                       # every group, 1 round: at most 90 seconds\n  \
+    sluice bench --rounds 3 --only baseline,proxy,peers\n  \
     sluice bench --only baseline,proxy,peers --duration 10s --pin\n  \
     sluice bench --only lb --conns 500,1000,2000,4000,8000,12000\n  \
     sluice bench --only io --users 300,1000,1500,3000,5000 --duration 30s\n\n\
@@ -48,6 +58,10 @@ pub(crate) struct BenchArgs {
     /// Fewer, shorter rows: the whole run in at most 90 s on 2 cores.
     #[arg(long)]
     quick: bool,
+    /// Times each row is measured, in an order rotated each round; a row
+    /// shows the median (default 3; --quick 1).
+    #[arg(long)]
+    rounds: Option<usize>,
     /// Top of the lb sweep; lowered further when the open-file limit is too small.
     #[arg(long, default_value_t = 12_000)]
     max_conns: usize,
@@ -100,6 +114,7 @@ pub(crate) fn run(args: BenchArgs) -> ExitCode {
     options.pipeline = args.pipeline;
     options.pin = args.pin;
     options.quick = args.quick;
+    options.rounds = args.rounds;
     options.max_conns = args.max_conns;
     options.sweep_conns = args.conns.clone();
     options.sweep_users = args.users.clone();
@@ -145,24 +160,30 @@ pub(crate) fn run(args: BenchArgs) -> ExitCode {
     }
 }
 
-/// Progress on stderr (a bar per row, when stderr is a terminal), the
-/// group tables on stdout.
+/// Progress on stderr (a line per row, when both stdout and stderr are
+/// terminals), the group tables on stdout.
 struct Terminal {
     bar: Option<ProgressBar>,
-    rows: usize,
+    started: Instant,
+    expected: Duration,
 }
 
 impl Terminal {
     fn new(quiet: bool) -> Self {
-        let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
+        let interactive = std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
+        let bar = (!quiet && interactive).then(|| {
             let bar = ProgressBar::new(1000);
             bar.set_style(
-                ProgressStyle::with_template("{bar:30} {msg}")
+                ProgressStyle::with_template("{bar:24} {msg}")
                     .unwrap_or_else(|_| ProgressStyle::default_bar()),
             );
             bar
         });
-        Self { bar, rows: 0 }
+        Self {
+            bar,
+            started: Instant::now(),
+            expected: Duration::ZERO,
+        }
     }
 
     fn clear(&self) {
@@ -179,20 +200,36 @@ impl Terminal {
     }
 }
 
+/// `4:05`: minutes and seconds.
+fn clock(d: Duration) -> String {
+    let s = d.as_secs();
+    format!("{}:{:02}", s / 60, s % 60)
+}
+
 impl Observer for Terminal {
+    fn run_started(&mut self, expected: Duration) {
+        self.started = Instant::now();
+        self.expected = expected;
+        eprintln!(
+            "sluice bench: expected to take about {} (min:s)",
+            clock(expected)
+        );
+    }
+
     fn group_started(&mut self, name: &str, title: &str) {
-        self.rows = 0;
         self.say(&format!("== {name}: {title}"));
     }
 
-    fn row_started(&mut self, group: &str, label: &str, planned: Duration) {
-        self.rows += 1;
+    fn row_started(&mut self, group: &str, label: &str, round: Round, planned: Duration) {
         if let Some(bar) = &self.bar {
             bar.set_position(0);
             bar.set_message(format!(
-                "{group} #{}: {label} ({:.1}s)",
-                self.rows,
-                planned.as_secs_f64()
+                "{group} | {label} | round {}/{} ({:.1}s) | {} of ~{}",
+                round.index + 1,
+                round.of,
+                planned.as_secs_f64(),
+                clock(self.started.elapsed()),
+                clock(self.expected),
             ));
         }
     }
@@ -207,13 +244,18 @@ impl Observer for Terminal {
         }))
     }
 
-    fn row_finished(&mut self, row: &bench::results::Row) {
+    fn row_finished(&mut self, label: &str, round: Round, figures: &Figures) {
+        let round = if round.of > 1 {
+            format!(" [{}/{}]", round.index + 1, round.of)
+        } else {
+            String::new()
+        };
         self.say(&format!(
-            "   {:<40} {:>12.0} req/s  p99 {:>9}  errors {}",
-            row.label,
-            row.requests_per_sec,
-            load::format_us(row.latency.p99_us as f64),
-            row.errors.total()
+            "   {:<40} {:>12.0} req/s  p99 {:>9}  errors {}{round}",
+            label,
+            figures.requests_per_sec,
+            load::format_us(figures.latency.p99_us as f64),
+            figures.errors.total()
         ));
     }
 

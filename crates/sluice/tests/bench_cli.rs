@@ -231,21 +231,33 @@ fn bad_flags_exit_2() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
-/// Fake peers on PATH: an nginx that never starts and a HAProxy that
-/// serves, then crashes in the middle of its row.
-fn fake_peers(dir: &Path) -> String {
+/// Fake peers on PATH: an nginx that never starts (or, `nginx_serves`,
+/// one that serves) and a HAProxy that serves, then crashes 0.6 s after
+/// it started.
+fn fake_peers(dir: &Path, nginx_serves: bool) -> String {
     use std::os::unix::fs::PermissionsExt;
-    let nginx =
+    let nginx = if nginx_serves {
+        format!(
+            "#!/bin/sh\ncase \"$1\" in -v) echo 'nginx version: nginx/0.0.1-fake' >&2; exit 0;; esac\n\
+             port=$(sed -n 's/.*listen 127.0.0.1:\\([0-9]*\\).*/\\1/p' \"$2\" | head -1)\n\
+             exec {} serve static --listen 127.0.0.1:$port --workers 1\n",
+            sluice()
+        )
+    } else {
         "#!/bin/sh\ncase \"$1\" in -v) echo 'nginx version: nginx/0.0.1-fake' >&2; exit 0;; esac\n\
-                 echo 'nginx: [emerg] broken on purpose' >&2\nexit 1\n";
+         echo 'nginx: [emerg] broken on purpose' >&2\nexit 1\n"
+            .to_string()
+    };
     let haproxy = format!(
         "#!/bin/sh\ncase \"$1\" in -v) echo 'HAProxy version 0.0.1-fake 2026/01/01'; exit 0;; esac\n\
          port=$(sed -n 's/.*bind 127.0.0.1:\\([0-9]*\\).*/\\1/p' \"$2\" | head -1)\n\
          {} serve static --listen 127.0.0.1:$port --workers 1 & child=$!\n\
-         sleep 0.6\nkill $child\nwait $child\necho 'fake haproxy: crashed on purpose' >&2\nexit 134\n",
+         sleep 0.6 & nap=$!\n\
+         trap 'kill $child $nap 2>/dev/null; wait $child; exit 143' TERM INT\n\
+         wait $nap\nkill $child\nwait $child\necho 'fake haproxy: crashed on purpose' >&2\nexit 134\n",
         sluice()
     );
-    for (name, script) in [("nginx", nginx.to_string()), ("haproxy", haproxy)] {
+    for (name, script) in [("nginx", nginx), ("haproxy", haproxy)] {
         let path = dir.join(name);
         std::fs::write(&path, script).expect("write a fake peer");
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
@@ -274,8 +286,25 @@ fn a_peer_that_will_not_start_or_crashes_ends_the_run_cleanly() {
     let out = scratch("peers");
     let fakes = out.join("bin");
     std::fs::create_dir_all(&fakes).expect("bin dir");
-    let path = fake_peers(&fakes);
-    // HAProxy runs first: it serves, then dies during its row.
+    // Every component starts before the first row: nginx fails to start,
+    // and the HAProxy already started is stopped with everything else.
+    let path = fake_peers(&fakes, false);
+    let output = bench(PEER_RUN, &out, "peers-start", Some(&path));
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("nginx static petstore exited (exit status 1) before it listened"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("broken on purpose"), "{stderr}");
+    assert!(
+        leftovers("peers-start").is_empty(),
+        "{:?}",
+        leftovers("peers-start")
+    );
+
+    // With an nginx that serves, HAProxy dies while the first row runs.
+    let path = fake_peers(&fakes, true);
     let output = bench(PEER_RUN, &out, "peers-crash", Some(&path));
     let stderr = text(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
@@ -290,22 +319,58 @@ fn a_peer_that_will_not_start_or_crashes_ends_the_run_cleanly() {
         "{:?}",
         leftovers("peers-crash")
     );
-
-    // Without the crashing HAProxy, nginx fails to start.
-    std::fs::remove_file(fakes.join("haproxy")).expect("remove the fake haproxy");
-    let path = format!("{}:/usr/bin:/bin", fakes.display());
-    let output = bench(PEER_RUN, &out, "peers-start", Some(&path));
-    let stderr = text(&output.stderr);
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains("nginx static petstore exited (exit status 1) before it listened"),
-        "{stderr}"
-    );
-    assert!(stderr.contains("broken on purpose"), "{stderr}");
-    assert!(
-        leftovers("peers-start").is_empty(),
-        "{:?}",
-        leftovers("peers-start")
-    );
     let _ = std::fs::remove_dir_all(&out);
+}
+
+/// Run as a new user would: from a working directory with a relative
+/// `--out`, with the real nginx and HAProxy when they are installed (nginx
+/// resolves its -c against its -p prefix: every path it gets must be
+/// absolute), in two rounds.
+#[test]
+fn a_relative_out_folder_works_with_the_real_peers_in_rounds() {
+    let cwd = scratch("relative");
+    let output = Command::new(sluice())
+        .current_dir(&cwd)
+        .args(["bench", "--only", "baseline,proxy,peers", "--rounds", "2"])
+        .args([
+            "--duration",
+            "1s",
+            "--warmup",
+            "100ms",
+            "--connections",
+            "4",
+        ])
+        .args(["--out", "results/rel", "-q"])
+        .env("SLUICE_BENCH_TEST_MARK", "relative")
+        .output()
+        .expect("run sluice bench");
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(cwd.join("results/rel/results.json")).expect("results.json"),
+    )
+    .expect("JSON");
+    assert_eq!(json["settings"]["rounds"], 2);
+    let mut systems = Vec::new();
+    for group in json["groups"].as_array().expect("groups") {
+        for row in group["rows"].as_array().expect("rows") {
+            assert_eq!(row["rounds"].as_array().map(Vec::len), Some(2), "{row}");
+            systems.push(row["system"].as_str().unwrap_or_default().to_string());
+        }
+    }
+    for peer in ["nginx", "haproxy"] {
+        let installed = bench::find_program(peer).is_some();
+        let rows = systems.iter().filter(|s| *s == peer).count();
+        if installed {
+            assert_eq!(rows, 2, "{peer}: a baseline and a proxy row; {stderr}");
+        } else {
+            eprintln!("{peer} is not installed: its rows were skipped");
+        }
+    }
+    assert!(
+        leftovers("relative").is_empty(),
+        "{:?}",
+        leftovers("relative")
+    );
+    let _ = std::fs::remove_dir_all(&cwd);
 }

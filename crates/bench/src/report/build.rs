@@ -4,7 +4,7 @@
 
 use super::fmt;
 use super::table::{Align, Table};
-use crate::results::{Group, Results, Row};
+use crate::results::{Figures, Group, Results, Row};
 
 /// Systems the row labels may name; dropped when labels are compared.
 const SYSTEMS: [&str; 4] = ["sluice", "nginx", "haproxy", "backend"];
@@ -19,7 +19,7 @@ fn has_points(group: &Group) -> bool {
 
 /// The rows of a group with every metric. `full` (Markdown, HTML) adds the
 /// load shape, CPU seconds and the errors' kinds; the terminal table leaves
-/// them out to stay near 120 columns ([`error_lines`] has the kinds).
+/// them out to stay within 130 columns ([`error_lines`] has the kinds).
 pub(crate) fn rows_table(group: &Group, full: bool) -> Table {
     let points = has_points(group);
     let systems = !full && single_system(group).is_some();
@@ -46,8 +46,16 @@ pub(crate) fn rows_table(group: &Group, full: bool) -> Table {
         .tight("p99", Align::Right)
         .tight("p99.9", Align::Right)
         .tight("max", Align::Right)
-        .col("transfer/s", Align::Right)
+        .tight("transfer/s", Align::Right)
         .col("errors", Align::Right);
+    let rounds = group.rows.iter().any(|r| r.rounds.len() > 1);
+    if rounds {
+        t = if full {
+            t.col("req/s min-max", Align::Right)
+        } else {
+            t.tight("±%", Align::Right)
+        };
+    }
     t = if full {
         t.col("peak RSS MiB", Align::Right)
             .col("CPU s", Align::Right)
@@ -56,7 +64,7 @@ pub(crate) fn rows_table(group: &Group, full: bool) -> Table {
         t.col("RSS MiB", Align::Right).col("µs/req", Align::Right)
     };
     for row in &group.rows {
-        let l = &row.latency;
+        let l = &row.figures.latency;
         let mut cells = Vec::new();
         if labels {
             cells.push(if full {
@@ -75,7 +83,7 @@ pub(crate) fn rows_table(group: &Group, full: bool) -> Table {
             cells.push(fmt::load(&row.load));
         }
         cells.extend([
-            fmt::count(row.requests_per_sec),
+            fmt::count(row.figures.requests_per_sec),
             fmt::micros(l.avg_us),
             fmt::micros(l.p50_us as f64),
             fmt::micros(l.p90_us as f64),
@@ -83,14 +91,24 @@ pub(crate) fn rows_table(group: &Group, full: bool) -> Table {
             fmt::micros(l.p99_us as f64),
             fmt::micros(l.p999_us as f64),
             fmt::micros(l.max_us as f64),
-            fmt::bytes(row.bytes_per_sec),
+            fmt::bytes(row.figures.bytes_per_sec),
             if full {
-                fmt::errors(&row.errors)
+                fmt::errors(&row.figures.errors)
             } else {
-                fmt::count(row.errors.total() as f64)
+                fmt::count(row.figures.errors.total() as f64)
             },
         ]);
-        match &row.process {
+        if rounds {
+            let (lo, hi) = row.spread(|f| f.requests_per_sec);
+            cells.push(if row.rounds.len() < 2 {
+                "-".into()
+            } else if full {
+                format!("{}-{}", fmt::count(lo), fmt::count(hi))
+            } else {
+                fmt::plus_minus(lo, hi, row.figures.requests_per_sec)
+            });
+        }
+        match &row.figures.process {
             Some(p) => {
                 cells.push(fmt::mib(p.peak_rss_kib));
                 if full {
@@ -109,6 +127,22 @@ pub(crate) fn rows_table(group: &Group, full: bool) -> Table {
         t.push(cells);
     }
     t
+}
+
+/// A chart's label for a row: its group, and its label led by the system
+/// when the label does not name it ("protocols: haproxy: HTTP/1.1 ->
+/// h2c"), so that rows of different systems never read alike.
+pub(crate) fn chart_label(group: &Group, row: &Row) -> String {
+    let named = row.system == "backend"
+        || row
+            .label
+            .split(|c: char| !c.is_alphanumeric())
+            .any(|w| w.eq_ignore_ascii_case(&row.system));
+    if named {
+        format!("{}: {}", group.name, row.label)
+    } else {
+        format!("{}: {}: {}", group.name, row.system, row.label)
+    }
 }
 
 /// The longest label the terminal table shows whole.
@@ -151,8 +185,14 @@ pub(crate) fn error_lines(group: &Group) -> Vec<String> {
     group
         .rows
         .iter()
-        .filter(|r| r.errors.total() > 0)
-        .map(|r| format!("errors in {}: {}", r.label, fmt::error_kinds(&r.errors)))
+        .filter(|r| r.figures.errors.total() > 0)
+        .map(|r| {
+            format!(
+                "errors in {}: {}",
+                r.label,
+                fmt::error_kinds(&r.figures.errors)
+            )
+        })
         .collect()
 }
 
@@ -185,22 +225,48 @@ fn subject<'a>(systems: &[&'a str]) -> Option<&'a str> {
         .or_else(|| systems.first().copied())
 }
 
-/// "sluice vs haproxy: 1.12x req/s, 0.89x avg, 0.85x p99"; in the users and
-/// open models, where the load is the same for everyone, latency only.
+/// "sluice vs haproxy: 1.12x req/s (3/3 rounds agree), 0.89x avg, 0.85x p99";
+/// in the users and open models, where the load is the same for everyone,
+/// latency only (and the rounds' agreement on p95).
 fn compare(a: &Row, b: &Row, latency_only: bool) -> String {
-    let (la, lb) = (&a.latency, &b.latency);
+    let (la, lb) = (&a.figures.latency, &b.figures.latency);
     let p99 = fmt::times(fmt::ratio(la.p99_us as f64, lb.p99_us as f64));
     if latency_only {
         let p95 = fmt::times(fmt::ratio(la.p95_us as f64, lb.p95_us as f64));
-        format!("{} vs {}: {p95} p95, {p99} p99 latency", a.system, b.system)
+        let agree = agreement(a, b, |f| f.latency.p95_us as f64);
+        format!(
+            "{} vs {}: {p95} p95{agree}, {p99} p99 latency",
+            a.system, b.system
+        )
     } else {
-        let rps = fmt::times(fmt::ratio(a.requests_per_sec, b.requests_per_sec));
+        let rps = fmt::times(fmt::ratio(
+            a.figures.requests_per_sec,
+            b.figures.requests_per_sec,
+        ));
+        let agree = agreement(a, b, |f| f.requests_per_sec);
         let avg = fmt::times(fmt::ratio(la.avg_us, lb.avg_us));
         format!(
-            "{} vs {}: {rps} req/s, {avg} avg, {p99} p99 latency",
+            "{} vs {}: {rps} req/s{agree}, {avg} avg, {p99} p99 latency",
             a.system, b.system
         )
     }
+}
+
+/// " (2/3 rounds agree)": in how many rounds `a` stood on the same side
+/// of `b` as the medians do; "" with a single round.
+fn agreement(a: &Row, b: &Row, get: fn(&Figures) -> f64) -> String {
+    let rounds = a.rounds.len().min(b.rounds.len());
+    if rounds < 2 {
+        return String::new();
+    }
+    let ahead = get(&a.figures) >= get(&b.figures);
+    let agree = a
+        .rounds
+        .iter()
+        .zip(&b.rounds)
+        .filter(|(x, y)| (get(x) >= get(y)) == ahead)
+        .count();
+    format!(" ({agree}/{rounds} rounds agree)")
 }
 
 /// Ratio lines between systems measured at the same label (system names
@@ -315,9 +381,9 @@ fn summary_table() -> Table {
 fn summary_row(t: &mut Table, row: &Row) {
     t.push(vec![
         row.label.clone(),
-        fmt::count(row.requests_per_sec),
-        fmt::micros(row.latency.avg_us),
-        format!("{}/s", fmt::bytes(row.bytes_per_sec)),
+        fmt::count(row.figures.requests_per_sec),
+        fmt::micros(row.figures.latency.avg_us),
+        format!("{}/s", fmt::bytes(row.figures.bytes_per_sec)),
     ]);
 }
 
@@ -355,9 +421,18 @@ pub(crate) fn proxy_summary(results: &Results) -> Table {
         };
         t.push_strong(vec![
             format!("Times ({} ÷ {})", backend.label, row.label),
-            fmt::times(fmt::ratio(backend.requests_per_sec, row.requests_per_sec)),
-            fmt::times(fmt::ratio(row.latency.avg_us, backend.latency.avg_us)),
-            fmt::times(fmt::ratio(backend.bytes_per_sec, row.bytes_per_sec)),
+            fmt::times(fmt::ratio(
+                backend.figures.requests_per_sec,
+                row.figures.requests_per_sec,
+            )),
+            fmt::times(fmt::ratio(
+                row.figures.latency.avg_us,
+                backend.figures.latency.avg_us,
+            )),
+            fmt::times(fmt::ratio(
+                backend.figures.bytes_per_sec,
+                row.figures.bytes_per_sec,
+            )),
         ]);
     }
     t
@@ -419,7 +494,11 @@ pub(crate) fn group_line(group: &Group) -> String {
         Some(name) => sweep_line(group, name),
         None => best_worst(group),
     };
-    let failing = group.rows.iter().filter(|r| r.errors.total() > 0).count();
+    let failing = group
+        .rows
+        .iter()
+        .filter(|r| r.figures.errors.total() > 0)
+        .count();
     if failing > 0 {
         line.push_str(&format!(
             "; errors in {failing} row{}",
@@ -431,7 +510,11 @@ pub(crate) fn group_line(group: &Group) -> String {
 
 fn best_worst(group: &Group) -> String {
     let n = group.rows.len();
-    let by_rps = |a: &&Row, b: &&Row| a.requests_per_sec.total_cmp(&b.requests_per_sec);
+    let by_rps = |a: &&Row, b: &&Row| {
+        a.figures
+            .requests_per_sec
+            .total_cmp(&b.figures.requests_per_sec)
+    };
     let (Some(best), Some(worst)) = (
         group.rows.iter().max_by(by_rps),
         group.rows.iter().min_by(by_rps),
@@ -443,8 +526,8 @@ fn best_worst(group: &Group) -> String {
             "{} ({}) {} req/s, avg {}",
             r.label,
             r.system,
-            fmt::count(r.requests_per_sec),
-            fmt::micros(r.latency.avg_us)
+            fmt::count(r.figures.requests_per_sec),
+            fmt::micros(r.figures.latency.avg_us)
         )
     };
     if n == 1 {
@@ -454,7 +537,10 @@ fn best_worst(group: &Group) -> String {
         "{n} rows; best {}; worst {} ({} of best)",
         describe(best),
         describe(worst),
-        fmt::times(fmt::ratio(worst.requests_per_sec, best.requests_per_sec))
+        fmt::times(fmt::ratio(
+            worst.figures.requests_per_sec,
+            best.figures.requests_per_sec
+        ))
     )
 }
 
@@ -482,17 +568,17 @@ fn sweep_line(group: &Group, name: &str) -> String {
     let parts: Vec<String> = rows
         .iter()
         .map(|r| {
-            let l = &r.latency;
+            let l = &r.figures.latency;
             let metric = match name {
                 "connections" => format!(
                     "{} req/s, avg {}",
-                    fmt::count(r.requests_per_sec),
+                    fmt::count(r.figures.requests_per_sec),
                     fmt::micros(l.avg_us)
                 ),
                 "users" => format!(
                     "p95 {} ({} req/s)",
                     fmt::micros(l.p95_us as f64),
-                    fmt::count(r.requests_per_sec)
+                    fmt::count(r.figures.requests_per_sec)
                 ),
                 "rate" => format!(
                     "p95 {}, p99 {}",
@@ -501,7 +587,7 @@ fn sweep_line(group: &Group, name: &str) -> String {
                 ),
                 _ => format!(
                     "{} req/s, p95 {}",
-                    fmt::count(r.requests_per_sec),
+                    fmt::count(r.figures.requests_per_sec),
                     fmt::micros(l.p95_us as f64)
                 ),
             };
@@ -565,10 +651,10 @@ pub(crate) fn pivot(group: &Group) -> Option<Table> {
     let name = sweep_name(group)?;
     let (values, systems, phases) = sweep_axes(group);
     type Metric = fn(&Row) -> String;
-    let req: Metric = |r| fmt::count(r.requests_per_sec);
-    let avg: Metric = |r| fmt::millis(r.latency.avg_us);
-    let p95: Metric = |r| fmt::millis(r.latency.p95_us as f64);
-    let p99: Metric = |r| fmt::millis(r.latency.p99_us as f64);
+    let req: Metric = |r| fmt::count(r.figures.requests_per_sec);
+    let avg: Metric = |r| fmt::millis(r.figures.latency.avg_us);
+    let p95: Metric = |r| fmt::millis(r.figures.latency.p95_us as f64);
+    let p99: Metric = |r| fmt::millis(r.figures.latency.p99_us as f64);
     let metrics: Vec<(&str, Metric)> = match name {
         "connections" => vec![("req/s", req), ("avg ms", avg)],
         "users" => vec![("p95 ms", p95)],
@@ -665,7 +751,14 @@ pub(crate) fn settings_table(results: &Results) -> Table {
     t.push(vec!["Groups".into(), s.only.join(", ")]);
     t.push(vec![
         "Duration".into(),
-        format!("{}s per row", fmt::value(s.duration_s)),
+        format!("{}s per row and round", fmt::value(s.duration_s)),
+    ]);
+    t.push(vec![
+        "Rounds".into(),
+        format!(
+            "{} (each row's figures are the median; rows in rotated order each round)",
+            s.rounds
+        ),
     ]);
     t.push(vec![
         "Warm-up".into(),

@@ -3,8 +3,8 @@
 //! without process figures.
 
 use crate::results::{
-    Errors, Group, Latency, LoadShape, Machine, PeerVersion, ProcessUsage, Results, Row, Settings,
-    SweepPoint, SCHEMA,
+    Errors, Figures, Group, Latency, LoadShape, Machine, PeerVersion, ProcessUsage, Results, Row,
+    Settings, SweepPoint, SCHEMA,
 };
 
 fn load(path: &str, connections: usize) -> LoadShape {
@@ -32,32 +32,41 @@ fn process_name(system: &str) -> String {
 fn row(label: &str, system: &str, rps: f64, avg_ms: f64, rss_mib: u64, cpu_us: f64) -> Row {
     let avg_us = avg_ms * 1000.0;
     let us = |factor: f64| (avg_us * factor).round() as u64;
-    let requests = (rps * 10.0).round() as u64;
+    // Three rounds spread around the figures asked for, as a real run's.
+    let round = |factor: f64| {
+        let rps = rps * factor;
+        let requests = (rps * 10.0).round() as u64;
+        Figures {
+            requests,
+            requests_per_sec: rps,
+            bytes_per_sec: rps * 231.0,
+            latency: Latency {
+                avg_us: avg_us / factor,
+                p50_us: us(0.9 / factor),
+                p90_us: us(1.5 / factor),
+                p95_us: us(1.8 / factor),
+                p99_us: us(3.0 / factor),
+                p999_us: us(6.5 / factor),
+                max_us: us(14.0 / factor),
+            },
+            errors: Errors::default(),
+            process: Some(ProcessUsage {
+                name: process_name(system),
+                peak_rss_kib: rss_mib * 1024 + 312,
+                cpu_s: requests as f64 * cpu_us / 1e6,
+                cpu_us_per_request: cpu_us,
+            }),
+        }
+    };
+    let rounds = vec![round(0.97), round(1.0), round(1.02)];
     Row {
         label: label.into(),
         system: system.into(),
         sweep: None,
         phase: None,
         load: load("/v1/pets", 128),
-        requests,
-        requests_per_sec: rps,
-        bytes_per_sec: rps * 231.0,
-        latency: Latency {
-            avg_us,
-            p50_us: us(0.9),
-            p90_us: us(1.5),
-            p95_us: us(1.8),
-            p99_us: us(3.0),
-            p999_us: us(6.5),
-            max_us: us(14.0),
-        },
-        errors: Errors::default(),
-        process: Some(ProcessUsage {
-            name: process_name(system),
-            peak_rss_kib: rss_mib * 1024 + 312,
-            cpu_s: requests as f64 * cpu_us / 1e6,
-            cpu_us_per_request: cpu_us,
-        }),
+        figures: rounds[1].clone(),
+        rounds,
     }
 }
 
@@ -92,7 +101,7 @@ pub(crate) fn fixture() -> Results {
     ];
 
     let mut haproxy = row("haproxy -> petstore", "haproxy", 171_900.0, 0.74, 21, 5.7);
-    haproxy.errors = Errors {
+    haproxy.figures.errors = Errors {
         read: 10,
         non_2xx_3xx: 2,
         ..Errors::default()
@@ -130,7 +139,7 @@ pub(crate) fn fixture() -> Results {
             r.load.protocol = "HTTP/2".into();
             r.load.request = "GET https://localhost:38444/v1/pets".into();
             // The peer's figures could not be read.
-            r.process = None;
+            r.figures.process = None;
             r
         },
     ];
@@ -158,7 +167,7 @@ pub(crate) fn fixture() -> Results {
                 6.0,
             );
             r.load = load("/1k", c as usize);
-            r.bytes_per_sec = rps * 1_160.0;
+            r.figures.bytes_per_sec = rps * 1_160.0;
             lb.push(swept(r, "connections", c));
         }
     }
@@ -251,6 +260,7 @@ pub(crate) fn fixture() -> Results {
             pin: true,
             quick: false,
             max_conns: 12_000,
+            rounds: 3,
         },
         notes: vec![
             "lb: sweep scaled down from 12,000 & up to 12,000 connections <open-file limit>".into(),

@@ -87,6 +87,14 @@ pub(crate) fn bytes(per_sec: f64) -> String {
 }
 
 /// KiB as MiB with one decimal.
+/// "4.1": half the range between `lo` and `hi`, in percent of `mid`.
+pub(crate) fn plus_minus(lo: f64, hi: f64, mid: f64) -> String {
+    if mid <= 0.0 || !lo.is_finite() || !hi.is_finite() {
+        return "-".into();
+    }
+    format!("{:.1}", (hi - lo) / 2.0 / mid * 100.0)
+}
+
 pub(crate) fn mib(kib: u64) -> String {
     format!("{:.1}", kib as f64 / 1024.0)
 }

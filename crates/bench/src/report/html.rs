@@ -217,11 +217,11 @@ fn throughput_chart(results: &Results) -> String {
         rows: rows
             .iter()
             .map(|(g, r)| BarRow {
-                label: format!("{}: {}", g.name, r.label),
+                label: build::chart_label(g, r),
                 bars: vec![Bar {
-                    value: r.requests_per_sec,
+                    value: r.figures.requests_per_sec,
                     color: svg::system_color(&r.system).into(),
-                    text: fmt::count(r.requests_per_sec),
+                    text: fmt::count(r.figures.requests_per_sec),
                 }],
             })
             .collect(),
@@ -249,10 +249,10 @@ fn latency_chart(results: &Results) -> String {
         rows: rows
             .iter()
             .map(|(g, r)| {
-                let l = &r.latency;
+                let l = &r.figures.latency;
                 let values = [l.p50_us, l.p90_us, l.p99_us, l.p999_us];
                 BarRow {
-                    label: format!("{}: {}", g.name, r.label),
+                    label: build::chart_label(g, r),
                     bars: values
                         .iter()
                         .zip(PERCENTILES)
@@ -328,13 +328,13 @@ fn lb_charts(results: &Results) -> String {
         title: format!("{}: throughput vs connections", group.title),
         x_label: "connections".into(),
         y_label: "requests/s".into(),
-        series: sweep_series(group, None, |r| r.requests_per_sec),
+        series: sweep_series(group, None, |r| r.figures.requests_per_sec),
     });
     out.push_str(&svg::line_chart(&LineChart {
         title: format!("{}: mean latency vs connections", group.title),
         x_label: "connections".into(),
         y_label: "mean latency, ms".into(),
-        series: sweep_series(group, None, |r| r.latency.avg_us / 1000.0),
+        series: sweep_series(group, None, |r| r.figures.latency.avg_us / 1000.0),
     }));
     out
 }
@@ -348,7 +348,7 @@ fn io_chart(results: &Results) -> String {
         title: format!("{}: p95 latency vs users", group.title),
         x_label: "users".into(),
         y_label: "p95 latency, ms".into(),
-        series: sweep_series(group, None, |r| r.latency.p95_us as f64 / 1000.0),
+        series: sweep_series(group, None, |r| r.figures.latency.p95_us as f64 / 1000.0),
     })
 }
 
@@ -361,13 +361,13 @@ fn open_charts(results: &Results) -> String {
         title: format!("{}: p95 latency vs arrival rate (cold dashed)", group.title),
         x_label: "requests/s asked for".into(),
         y_label: "p95 latency, ms".into(),
-        series: sweep_series(group, None, |r| r.latency.p95_us as f64 / 1000.0),
+        series: sweep_series(group, None, |r| r.figures.latency.p95_us as f64 / 1000.0),
     });
     out.push_str(&svg::line_chart(&LineChart {
         title: format!("{}: p99 latency vs arrival rate (cold dashed)", group.title),
         x_label: "requests/s asked for".into(),
         y_label: "p99 latency, ms".into(),
-        series: sweep_series(group, None, |r| r.latency.p99_us as f64 / 1000.0),
+        series: sweep_series(group, None, |r| r.figures.latency.p99_us as f64 / 1000.0),
     }));
     out
 }
@@ -389,7 +389,9 @@ fn rss_chart(results: &Results) -> String {
         if build::sweep_name(group).is_some() {
             let mut peaks: Vec<(&str, u64)> = Vec::new();
             for row in &group.rows {
-                let Some(p) = &row.process else { continue };
+                let Some(p) = &row.figures.process else {
+                    continue;
+                };
                 match peaks.iter_mut().find(|(s, _)| *s == row.system) {
                     Some((_, peak)) => *peak = (*peak).max(p.peak_rss_kib),
                     None => peaks.push((&row.system, p.peak_rss_kib)),
@@ -405,10 +407,12 @@ fn rss_chart(results: &Results) -> String {
             }
         } else {
             for row in &group.rows {
-                let Some(p) = &row.process else { continue };
+                let Some(p) = &row.figures.process else {
+                    continue;
+                };
                 systems.push(&row.system);
                 rows.push(bar(
-                    format!("{}: {}", group.name, row.label),
+                    build::chart_label(group, row),
                     &row.system,
                     p.peak_rss_kib,
                 ));

@@ -1,0 +1,267 @@
+//! The sweep groups (questions 5 to 7): one variable (connections, users,
+//! arrival rate) stepped across its points, each point a block of rows
+//! (one per system) measured in rotated rounds.
+
+use std::{net::SocketAddr, time::Duration};
+
+use load::LoadConfig;
+
+use super::{
+    begin, header, one_route_yaml, peer_component, plain_proxy_site, proxies, SWEEP_TIMEOUT,
+};
+use crate::{
+    machine::Peer,
+    measure::{load_config, Measured, Round, RowSpec},
+    options::GroupName,
+    process::Component,
+    results::Group,
+    rounds::{rotation, Trial},
+    stage::Bench,
+};
+
+/// seeds/003's message: the downstream waits `delay` ms.
+const MESSAGE: &str = r#"{"id":"1","payload":"sample payload","delay":DELAY}"#;
+
+/// Question 6 (seeds/002): round robin over five 1 KB backends, across a
+/// concurrency sweep.
+pub(super) fn lb(bench: &mut Bench<'_>) -> anyhow::Result<Group> {
+    let mut group = begin(
+        bench,
+        GroupName::Lb,
+        "Load balancing over 5 backends",
+        "How does round robin over five 1 KB backends hold up from hundreds to thousands of connections?",
+    );
+    let points = bench.capped("lb", bench.options.lb_points());
+    let top = points.iter().copied().max().unwrap_or(1);
+    let mut components = Vec::new();
+    let mut addrs = Vec::new();
+    for _ in 0..5 {
+        let (backend, addr) = bench.serve("static", &["--size".into(), "1024".into()], false)?;
+        components.push(backend);
+        addrs.push(addr);
+    }
+    let systems = proxies(bench, &mut group, &mut components, "lb", &addrs, top)?;
+    let mut blocks = Vec::new();
+    for &connections in &points {
+        let mut block = Vec::new();
+        for (system, index, listen) in &systems {
+            let mut config = load_config(
+                &format!("http://{listen}/static"),
+                connections,
+                bench.profile.duration,
+                bench.profile.warmup,
+            )?;
+            config.timeout = SWEEP_TIMEOUT;
+            let spec = RowSpec::new(format!("{system} @ {connections}"), system, config)
+                .sweep("connections", connections as f64);
+            block.push(Trial::new(spec, &[*index, 0, 1, 2, 3, 4]));
+        }
+        blocks.push(block);
+    }
+    group.rows = bench.run_blocks("lb", &mut components, blocks, &mut || {})?;
+    Ok(group)
+}
+
+/// Question 7 (seeds/003): users with think time through `passthrough`
+/// to a slow `downstream`, across a users sweep; p95 is the figure.
+pub(super) fn io(bench: &mut Bench<'_>) -> anyhow::Result<Group> {
+    let mut group = begin(
+        bench,
+        GroupName::Io,
+        "IO-heavy passthrough",
+        "With users who think 1-2 s between requests, in front of a 300 ms downstream, what is p95 from hundreds to thousands of users?",
+    );
+    let points = bench.capped("io", bench.options.io_points());
+    let (downstream, downstream_addr) = bench.serve("downstream", &[], false)?;
+    let (passthrough, passthrough_addr) = bench.serve(
+        "passthrough",
+        &["--downstream".into(), format!("http://{downstream_addr}")],
+        false,
+    )?;
+    let mut components = vec![downstream, passthrough];
+    let top = points.iter().copied().max().unwrap_or(1);
+    // The backend alone is measured on the passthrough itself.
+    let mut systems = vec![("backend".to_string(), 1, passthrough_addr)];
+    systems.extend(proxies(
+        bench,
+        &mut group,
+        &mut components,
+        "io",
+        &[passthrough_addr],
+        top,
+    )?);
+    let body = MESSAGE.replace(
+        "DELAY",
+        &bench.options.downstream_delay.as_millis().to_string(),
+    );
+    let mut blocks = Vec::new();
+    for &users in &points {
+        let mut block = Vec::new();
+        for (system, index, listen) in &systems {
+            let config = users_config(bench, *listen, users, &body)?;
+            let label = if system == "backend" {
+                format!("passthrough alone @ {users}")
+            } else {
+                format!("{system} -> passthrough @ {users}")
+            };
+            let spec = RowSpec::new(label, system, config).sweep("users", users as f64);
+            let stage: Vec<usize> = if *index == 1 {
+                vec![1, 0]
+            } else {
+                vec![*index, 1, 0]
+            };
+            block.push(Trial::new(spec, &stage));
+        }
+        blocks.push(block);
+    }
+    group.rows = bench.run_blocks("io", &mut components, blocks, &mut || {})?;
+    Ok(group)
+}
+
+/// `users` users posting the message to `listen`, thinking between answers.
+fn users_config(
+    bench: &Bench<'_>,
+    listen: SocketAddr,
+    users: usize,
+    body: &str,
+) -> anyhow::Result<LoadConfig> {
+    let url = format!("http://{listen}/passthrough/message");
+    let mut config =
+        LoadConfig::new(&[(http::Method::POST, url)]).map_err(|err| anyhow::anyhow!("{err}"))?;
+    config.connections = users;
+    config.duration = bench.profile.io_duration;
+    config.warmup = bench.profile.io_warmup;
+    config.ramp = bench.profile.io_warmup;
+    let (min, max) = bench.options.think;
+    config.think = Some(load::ThinkTime { min, max });
+    config.timeout = SWEEP_TIMEOUT;
+    config.body = body.to_string().into();
+    config.headers = vec![header("content-type", "application/json")?];
+    Ok(config)
+}
+
+/// Question 5 and seeds/004: an open arrival rate on `customers`, the
+/// first run after a start (cold) and the next (warm). Every round starts
+/// each system afresh, so that each round has a cold run.
+pub(super) fn open(bench: &mut Bench<'_>) -> anyhow::Result<Group> {
+    let mut group = begin(
+        bench,
+        GroupName::Open,
+        "Open arrival rate on customers",
+        "At a fixed arrival rate, what latency do clients see right after a start (cold) and once warm?",
+    );
+    let rates = bench.options.open_rates();
+    let (mut backend, backend_addr) = bench.serve("customers", &[], false)?;
+    let mut systems: Vec<System> = vec![System::Alone, System::Sluice];
+    systems.extend(bench.peers.clone().into_iter().map(System::Peer));
+    let rounds = bench.options.rounds();
+    for &rate in &rates {
+        // Per system: its cold row and its warm row.
+        let mut measured: Vec<[Option<Measured>; 2]> =
+            systems.iter().map(|_| [None, None]).collect();
+        for index in 0..rounds {
+            let round = Round { index, of: rounds };
+            for i in rotation(systems.len(), index) {
+                let system = &systems[i];
+                let Some((mut server, addr)) =
+                    start_fresh(bench, &mut group, system, rate, backend_addr)?
+                else {
+                    continue;
+                };
+                for (row, phase) in measured[i].iter_mut().zip(["cold", "warm"]) {
+                    let spec = open_spec(bench, system, addr, rate, phase)?;
+                    let mut stage: Vec<&mut Component> = vec![&mut server];
+                    if !matches!(system, System::Alone) {
+                        stage.push(&mut backend);
+                    }
+                    let sample = bench.sample("open", &spec, round, &mut stage)?;
+                    row.get_or_insert_with(|| Measured::new(spec)).add(sample);
+                }
+            }
+        }
+        for row in measured.into_iter().flatten().flatten() {
+            group.rows.extend(row.finish());
+        }
+    }
+    // A peer that cannot play the part says so once, not once a round.
+    let mut seen = std::collections::HashSet::new();
+    group.notes.retain(|note| seen.insert(note.clone()));
+    Ok(group)
+}
+
+/// Who the open group measures.
+#[derive(Debug, Clone)]
+enum System {
+    /// The backend alone, loaded directly.
+    Alone,
+    Sluice,
+    Peer(Peer),
+}
+
+impl System {
+    fn name(&self) -> &'static str {
+        match self {
+            System::Alone => "backend",
+            System::Sluice => "sluice",
+            System::Peer(peer) => peer.kind.name(),
+        }
+    }
+}
+
+/// A fresh process of `system` (in front of `backend` unless alone) and
+/// where it listens; `None` when a peer cannot play the part.
+fn start_fresh(
+    bench: &mut Bench<'_>,
+    group: &mut Group,
+    system: &System,
+    rate: f64,
+    backend: SocketAddr,
+) -> anyhow::Result<Option<(Component, SocketAddr)>> {
+    match system {
+        System::Alone => bench.serve("customers", &[], true).map(Some),
+        System::Sluice => {
+            let listen = bench.port()?;
+            let yaml = one_route_yaml(listen, &[backend], bench.options.connections);
+            let name = format!("sluice proxy (open {rate})");
+            Ok(Some((bench.sluice_proxy(&name, &yaml, &[listen])?, listen)))
+        }
+        System::Peer(peer) => {
+            let listen = bench.port()?;
+            let site = plain_proxy_site(
+                listen,
+                std::slice::from_ref(&backend),
+                bench.options.connections,
+            );
+            let name = format!("{} open {rate}", peer.kind.name());
+            Ok(peer_component(bench, group, peer, &name, &site, listen)?.map(|c| (c, listen)))
+        }
+    }
+}
+
+fn open_spec(
+    bench: &Bench<'_>,
+    system: &System,
+    addr: SocketAddr,
+    rate: f64,
+    phase: &str,
+) -> anyhow::Result<RowSpec> {
+    // Cold means no warm-up at all: the first requests are measured.
+    let mut config = load_config(
+        &format!("http://{addr}/customers"),
+        bench.options.connections,
+        bench.profile.duration,
+        Duration::ZERO,
+    )?;
+    config.rate = Some(rate);
+    config.timeout = SWEEP_TIMEOUT;
+    let name = system.name();
+    let label = match system {
+        System::Alone => "customers alone".to_string(),
+        _ => format!("{name} -> customers"),
+    };
+    Ok(
+        RowSpec::new(format!("{label} @ {rate} req/s, {phase}"), name, config)
+            .sweep("rate", rate)
+            .phase(phase),
+    )
+}

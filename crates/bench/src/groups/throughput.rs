@@ -1,0 +1,321 @@
+//! The throughput groups (questions 1 to 4): a fixed number of
+//! connections, as many requests as each system answers.
+
+use std::net::SocketAddr;
+
+use anyhow::Context;
+
+use super::{begin, header, peer_component, sluice_yaml, throughput, upstream_yaml};
+use crate::{
+    measure::RowSpec,
+    options::GroupName,
+    peers::{ProxySite, Site, UpstreamProtocol},
+    process::Component,
+    results::Group,
+    rounds::Trial,
+    stage::Bench,
+};
+
+/// The OpenAPI description the validate handler checks requests against.
+const PETSTORE_SPEC: &str = include_str!("../../../../specs/petstore.yaml");
+
+/// Question 1.
+pub(super) fn baseline(bench: &mut Bench<'_>) -> anyhow::Result<Group> {
+    let mut group = begin(
+        bench,
+        GroupName::Baseline,
+        "Backend alone",
+        "What is the baseline throughput and latency of the backend alone?",
+    );
+    let (backend, addr) = bench.serve("petstore", &[], true)?;
+    let mut components = vec![backend];
+    let mut trials = vec![Trial::new(
+        RowSpec::new(
+            "petstore (sluice serve)",
+            "backend",
+            throughput(bench, &format!("http://{addr}/v1/pets"))?,
+        ),
+        &[0],
+    )];
+    for peer in bench.peers.clone() {
+        let listen = bench.port()?;
+        let site = Site::Static {
+            listen,
+            body: backends::PETS,
+            content_type: "application/json",
+        };
+        let name = format!("{} static petstore", peer.kind.name());
+        let Some(server) = peer_component(bench, &mut group, &peer, &name, &site, listen)? else {
+            continue;
+        };
+        components.push(server);
+        trials.push(Trial::new(
+            RowSpec::new(
+                format!("petstore bytes ({})", peer.kind.name()),
+                peer.kind.name(),
+                throughput(bench, &format!("http://{listen}/v1/pets"))?,
+            ),
+            &[components.len() - 1],
+        ));
+    }
+    group.rows = bench.run_blocks("baseline", &mut components, vec![trials], &mut || {})?;
+    Ok(group)
+}
+
+/// Question 2: the same backend behind each proxy, nothing else on the path.
+pub(super) fn proxy(bench: &mut Bench<'_>) -> anyhow::Result<Group> {
+    let mut group = begin(
+        bench,
+        GroupName::Proxy,
+        "Proxy in front of the backend",
+        "What does adding the proxy in front of the backend cost?",
+    );
+    let (backend, backend_addr) = bench.serve("petstore", &[], false)?;
+    let mut components = vec![backend];
+    let connections = bench.options.connections;
+    let systems = super::proxies(
+        bench,
+        &mut group,
+        &mut components,
+        "proxy",
+        &[backend_addr],
+        connections,
+    )?;
+    let mut trials = Vec::new();
+    for (system, index, listen) in systems {
+        let spec = RowSpec::new(
+            format!("{system} -> petstore"),
+            &system,
+            throughput(bench, &format!("http://{listen}/v1/pets"))?,
+        );
+        trials.push(Trial::new(spec, &[index, 0]));
+    }
+    group.rows = bench.run_blocks("proxy", &mut components, vec![trials], &mut || {})?;
+    Ok(group)
+}
+
+/// Question 3: one sluice process with a route per handler, told apart by
+/// Host, so that every handler is measured on the same process.
+pub(super) fn middleware(bench: &mut Bench<'_>) -> anyhow::Result<Group> {
+    let mut group = begin(
+        bench,
+        GroupName::Middleware,
+        "Middleware handlers",
+        "What does each middleware handler cost, alone and as the full default chain?",
+    );
+    if bench.options.runs(GroupName::Peers) {
+        group
+            .notes
+            .push("nginx and HAProxy have no equivalent of these handlers: no peer rows.".into());
+    }
+    let (backend, backend_addr) = bench.serve("petstore", &[], false)?;
+    let keys = bench.work.join("jwt");
+    std::fs::create_dir_all(&keys).with_context(|| format!("cannot create {}", keys.display()))?;
+    let key = jwt::generate_key(jwt::Algorithm::RS256, "bench")
+        .map_err(|err| anyhow::anyhow!("cannot make a test key: {err}"))?;
+    let jwks = keys.join("jwks.json");
+    std::fs::write(&jwks, key.jwks_json())
+        .with_context(|| format!("cannot write {}", jwks.display()))?;
+    let token = key
+        .sign(&serde_json::json!({
+            "iss": "https://issuer.example",
+            "aud": "petstore",
+            "sub": "bench",
+            "scope": "pets:read",
+            "iat": jwt::unix_now(),
+            "exp": jwt::unix_now() + 86_400,
+        }))
+        .map_err(|err| anyhow::anyhow!("cannot sign a test token: {err}"))?;
+    let spec_file = bench.work.join("petstore.yaml");
+    std::fs::write(&spec_file, PETSTORE_SPEC)
+        .with_context(|| format!("cannot write {}", spec_file.display()))?;
+    // The access log goes to memory where there is /dev/shm: disk
+    // writeback would land on whichever row runs next.
+    let log_dir = if std::path::Path::new("/dev/shm").is_dir() {
+        std::path::PathBuf::from("/dev/shm")
+    } else {
+        bench.work.clone()
+    };
+    let access_log = log_dir.join(format!("sluice-bench-{}-access.log", std::process::id()));
+    let mut scenarios: Vec<(&str, String)> = vec![("empty chain", "[]".into())];
+    for handler in bench.profile.handlers {
+        scenarios.push((handler, format!("[{handler}]")));
+    }
+    scenarios.push(("default chain", "default".into()));
+    let listen = bench.port()?;
+    let mut routes = String::new();
+    for (name, chain) in &scenarios {
+        routes.push_str(&format!(
+            "  - {{ path: /, host: {}, chain: {chain}, upstream: backend }}\n",
+            host_of(name)
+        ));
+    }
+    let yaml = sluice_yaml(
+        bench.options.connections,
+        &format!(
+            "listeners: [{{ address: {listen} }}]\nupstreams:\n{}\
+middleware:
+  access_log: {{ path: \"{}\" }}
+  headers: {{ request: {{ set: {{ x-env: bench }} }}, response: {{ set: {{ x-served-by: sluice }} }} }}
+  ip_filter: {{ allow: [127.0.0.0/8] }}
+  body_limit: {{ max: 1MiB }}
+  jwt: {{ jwks: \"{}\", algorithms: [RS256], issuer: \"https://issuer.example\", audience: [petstore], scopes: [pets:read] }}
+  validate: {{ openapi: \"{}\" }}
+  rate_limit: {{ rate: 1000000/s }}
+chains:
+  default: [correlation, metrics, access_log, jwt, validate, rate_limit, headers]
+routes:
+{routes}",
+            upstream_yaml("backend", &[backend_addr], ""),
+            access_log.display(),
+            jwks.display(),
+            spec_file.display(),
+        ),
+    );
+    let sluice = bench.sluice_proxy("sluice proxy (middleware)", &yaml, &[listen])?;
+    let mut components = vec![sluice, backend];
+    let url = format!("http://{listen}/v1/pets");
+    let mut trials = Vec::new();
+    for (name, _) in &scenarios {
+        let mut config = throughput(bench, &url)?;
+        config.headers = vec![
+            header("host", &host_of(name))?,
+            header("authorization", &format!("Bearer {token}"))?,
+        ];
+        trials.push(Trial::new(RowSpec::new(*name, "sluice", config), &[0, 1]));
+    }
+    // Each sample starts with an empty log, as the first did.
+    let mut empty_log = || {
+        let _ = std::fs::write(&access_log, b"");
+    };
+    let rows = bench.run_blocks("middleware", &mut components, vec![trials], &mut empty_log);
+    let _ = std::fs::remove_file(&access_log);
+    group.rows = rows?;
+    Ok(group)
+}
+
+/// `default chain` becomes the host `default-chain`.
+fn host_of(scenario: &str) -> String {
+    scenario.replace([' ', '_'], "-")
+}
+
+/// Question 4: HTTP/1.1, h2c and h2 over TLS to the backend, and a TLS listener.
+pub(super) fn protocols(bench: &mut Bench<'_>) -> anyhow::Result<Group> {
+    let mut group = begin(
+        bench,
+        GroupName::Protocols,
+        "Protocols",
+        "HTTP/1.1 vs HTTP/2 (h2c and h2 over TLS) between proxy and backend; TLS on the listener.",
+    );
+    let tls = bench.tls()?;
+    let (plain, plain_addr) = bench.serve("petstore", &[], false)?;
+    let tls_args = [
+        "--tls-cert".to_string(),
+        tls.cert.display().to_string(),
+        "--tls-key".to_string(),
+        tls.key.display().to_string(),
+    ];
+    let (secure, secure_addr) = bench.serve("petstore", &tls_args, false)?;
+    // (case, host the route matches, the listener is TLS, upstream protocol)
+    let cases = [
+        ("HTTP/1.1 -> HTTP/1.1", "h1", false, UpstreamProtocol::Http1),
+        (
+            "TLS listener -> HTTP/1.1",
+            "tls",
+            true,
+            UpstreamProtocol::Http1,
+        ),
+        ("HTTP/1.1 -> h2c", "h2c", false, UpstreamProtocol::H2c),
+        (
+            "HTTP/1.1 -> h2 (TLS)",
+            "h2",
+            false,
+            UpstreamProtocol::H2Tls { ca: &tls.ca },
+        ),
+    ];
+    let plain_listen = bench.port()?;
+    let tls_listen = bench.port()?;
+    let yaml = sluice_yaml(
+        bench.options.connections,
+        &format!(
+            "listeners:\n  - {{ address: {plain_listen} }}\n  - {{ address: {tls_listen}, tls: {{ cert: \"{}\", key: \"{}\" }} }}\n\
+upstreams:\n{}{}  h2:\n    hosts: [\"https://{secure_addr}\"]\n    protocol: h2\n    tls: {{ ca: \"{}\" }}\n\
+routes:\n  - {{ path: /, host: h1, upstream: h1 }}\n  - {{ path: /, host: tls, upstream: h1 }}\n  \
+- {{ path: /, host: h2c, upstream: h2c }}\n  - {{ path: /, host: h2, upstream: h2 }}\n",
+            tls.cert.display(),
+            tls.key.display(),
+            upstream_yaml("h1", &[plain_addr], ""),
+            upstream_yaml("h2c", &[plain_addr], "    protocol: h2c\n"),
+            tls.ca.display(),
+        ),
+    );
+    let sluice = bench.sluice_proxy(
+        "sluice proxy (protocols)",
+        &yaml,
+        &[plain_listen, tls_listen],
+    )?;
+    let mut components: Vec<Component> = vec![plain, secure, sluice];
+    let load_for = |bench: &Bench<'_>, listen: SocketAddr, secure_listener: bool, host: &str| {
+        let scheme = if secure_listener { "https" } else { "http" };
+        let mut config = throughput(bench, &format!("{scheme}://{listen}/v1/pets"))?;
+        config.cacert = Some(tls.ca.clone());
+        config.headers = vec![header("host", host)?];
+        anyhow::Ok(config)
+    };
+    // A block per case: sluice and each peer, rotated.
+    let mut blocks = Vec::new();
+    for (case, host, secure_listener, upstream_protocol) in &cases {
+        let listen = if *secure_listener {
+            tls_listen
+        } else {
+            plain_listen
+        };
+        let spec = RowSpec::new(
+            format!("sluice {case}"),
+            "sluice",
+            load_for(bench, listen, *secure_listener, host)?,
+        );
+        let mut block = vec![Trial::new(spec, &[2, 0, 1])];
+        for peer in bench.peers.clone() {
+            let listen = bench.port()?;
+            let upstream = match upstream_protocol {
+                UpstreamProtocol::H2Tls { .. } => secure_addr,
+                _ => plain_addr,
+            };
+            let site = Site::Proxy(ProxySite {
+                listen,
+                tls: secure_listener.then_some(&tls),
+                upstreams: &[upstream],
+                upstream_protocol: *upstream_protocol,
+                max_conns: bench.options.connections,
+            });
+            let system = peer.kind.name();
+            let name = format!("{system} {case}");
+            let Some(server) = peer_component(bench, &mut group, &peer, &name, &site, listen)?
+            else {
+                continue;
+            };
+            components.push(server);
+            let spec = RowSpec::new(
+                name,
+                system,
+                load_for(bench, listen, *secure_listener, host)?,
+            );
+            block.push(Trial::new(spec, &[components.len() - 1, 0, 1]));
+        }
+        blocks.push(block);
+    }
+    group.rows = bench.run_blocks("protocols", &mut components, blocks, &mut || {})?;
+    Ok(group)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_for_scenarios() {
+        assert_eq!(host_of("default chain"), "default-chain");
+        assert_eq!(host_of("ip_filter"), "ip-filter");
+    }
+}
