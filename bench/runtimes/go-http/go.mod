@@ -1,0 +1,3 @@
+module sluice/runtimes/go-http
+
+go 1.22
