@@ -19,6 +19,7 @@ mod process;
 pub mod report;
 pub mod results;
 mod rounds;
+pub mod runtimes;
 mod stage;
 
 use std::{
