@@ -45,7 +45,7 @@ public final class Passthrough {
     /** The downstream's answer, relayed; a 5xx is a 502. */
     public Reply relay(int status, String contentType, byte[] body) {
         if (status >= 500) {
-            return badGateway(("answered " + status + " " + reason(status)).trim());
+            return badGateway("answered " + status + " " + Problem.reason(status));
         }
         return new Reply(status, contentType == null ? Reply.APPLICATION_JSON : contentType, body, null);
     }
@@ -61,15 +61,5 @@ public final class Passthrough {
 
     private Reply badGateway(String detail) {
         return Problem.of(502, "downstream " + target + " " + detail).reply();
-    }
-
-    private static String reason(int status) {
-        return switch (status) {
-            case 500 -> "Internal Server Error";
-            case 502 -> "Bad Gateway";
-            case 503 -> "Service Unavailable";
-            case 504 -> "Gateway Timeout";
-            default -> "";
-        };
     }
 }

@@ -20,7 +20,7 @@ public record Problem(
     public record Violation(String pointer, String detail) {}
 
     public static Problem of(int status, String detail) {
-        return new Problem("about:blank", title(status), status, detail, List.of());
+        return new Problem("about:blank", reason(status), status, detail, List.of());
     }
 
     public Problem withErrors(List<Violation> violations) {
@@ -31,14 +31,16 @@ public record Problem(
         return new Reply(status, CONTENT_TYPE, this, null);
     }
 
-    /** The canonical reason phrases of the statuses these backends answer. */
-    private static String title(int status) {
+    /** The canonical reason phrase of a status these backends answer or relay. */
+    public static String reason(int status) {
         return switch (status) {
             case 400 -> "Bad Request";
             case 404 -> "Not Found";
             case 409 -> "Conflict";
             case 415 -> "Unsupported Media Type";
+            case 500 -> "Internal Server Error";
             case 502 -> "Bad Gateway";
+            case 503 -> "Service Unavailable";
             case 504 -> "Gateway Timeout";
             default -> "Error";
         };

@@ -26,9 +26,10 @@ import sluice.runtimes.spring.Replies;
 @RestController
 public class PassthroughController {
     /**
-     * Reactor Netty's default pool (a few hundred connections, a bounded queue
-     * of waiters) would cap a 300 ms downstream long before the event loop
-     * does; seeds/003's WebClient (Boot 2.0) grew its pool on demand.
+     * Reactor Netty 1.2's default pool is 2 connections per core, at least
+     * 16: behind a 300 ms downstream that caps the passthrough near 50
+     * requests a second, long before the event loop. seeds/003's WebClient
+     * (Boot 2.0) grew its pool on demand.
      */
     private static final int MAX_CONNECTIONS = 10_000;
 

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Checks the seeds' backends in bench/runtimes against `sluice serve`, byte
+# for byte: builds each on first use (into ~/.cache/sluice/runtimes), starts
+# it on a free loopback port next to sluice's own backends and compares
+# status, content type, Location and body for every endpoint they share,
+# printing one line per request. A runtime whose toolchain is missing is
+# skipped with a line saying so.
+#
+#   bench/runtimes/check.sh                    # all six
+#   bench/runtimes/check.sh go-http payara     # the ones named
+#
+# It runs crates/bench/tests/runtimes.rs (one check, two ways to start it).
+# Needs: cargo; java 17+ and mvn for the JVM backends, go, node.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+names=all
+if [ $# -gt 0 ]; then
+    names=$(IFS=,; echo "$*")
+fi
+SLUICE_RUNTIMES="$names" exec cargo test -p bench --test runtimes -- --nocapture --test-threads=1
