@@ -4,7 +4,9 @@
 use std::fmt::Write as _;
 
 use super::build;
+use super::compare;
 use super::fmt;
+use super::summary;
 use super::svg::{self, Bar, BarChart, BarRow, LineChart, Series};
 use super::table::esc;
 use crate::results::{Group, Results, Row};
@@ -71,27 +73,27 @@ pub(super) fn html(results: &Results) -> String {
     out.push_str(&list(&results.notes, "notes", "None."));
 
     out.push_str("<h2 id=\"summary\">Summary</h2>\n<h3>Baseline Summary</h3>\n");
-    let baseline = build::baseline_summary(results);
+    let baseline = summary::baseline_summary(results);
     if baseline.is_empty() {
         out.push_str("<p class=\"empty\">No baseline rows.</p>\n");
     } else {
         out.push_str(&baseline.html("summary"));
     }
     out.push_str("<h3>Proxy Summary</h3>\n");
-    let proxy = build::proxy_summary(results);
+    let proxy = summary::proxy_summary(results);
     if proxy.is_empty() {
         out.push_str("<p class=\"empty\">No baseline or proxy rows.</p>\n");
     } else {
         out.push_str(&proxy.html("summary"));
         if proxy.strong.iter().any(|s| *s) {
-            let _ = writeln!(out, "<p>{}</p>", esc(build::TIMES_NOTE));
+            let _ = writeln!(out, "<p>{}</p>", esc(summary::TIMES_NOTE));
         }
     }
     let others: Vec<String> = results
         .groups
         .iter()
         .filter(|g| g.name != "baseline" && g.name != "proxy")
-        .map(build::group_line)
+        .map(summary::group_line)
         .collect();
     if !others.is_empty() {
         out.push_str("<h3>Other groups</h3>\n");
@@ -148,9 +150,9 @@ fn group_section(group: &Group) -> String {
         out.push_str(&build::rows_table(group, true).html("rows"));
         out.push_str("</div>\n");
     }
-    if let Some(pivot) = build::pivot(group) {
+    if let Some(pivot) = summary::pivot(group) {
         if !pivot.is_empty() {
-            let _ = writeln!(out, "<p>{}</p>", esc(&build::pivot_caption(group)));
+            let _ = writeln!(out, "<p>{}</p>", esc(&summary::pivot_caption(group)));
             out.push_str("<div class=\"wide\">\n");
             out.push_str(&pivot.html("pivot"));
             out.push_str("</div>\n");
@@ -160,7 +162,7 @@ fn group_section(group: &Group) -> String {
         out.push_str("<p>Notes:</p>\n");
         out.push_str(&list(&group.notes, "notes", ""));
     }
-    let ratios = build::ratios(group);
+    let ratios = compare::ratios(group);
     if !ratios.is_empty() {
         out.push_str("<p>Ratios:</p>\n");
         out.push_str(&list(&ratios, "ratios", ""));
@@ -276,7 +278,7 @@ fn latency_chart(results: &Results) -> String {
 
 /// The group whose rows sweep `sweep`, preferring the group named `name`.
 fn sweep_group<'a>(results: &'a Results, name: &str, sweep: &str) -> Option<&'a Group> {
-    build::group(results, name)
+    summary::group(results, name)
         .filter(|g| build::sweep_name(g) == Some(sweep))
         .or_else(|| {
             results

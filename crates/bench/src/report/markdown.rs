@@ -1,7 +1,9 @@
 //! report.md.
 
 use super::build;
+use super::compare;
 use super::fmt;
+use super::summary;
 use super::table::md_text;
 use crate::results::{Group, Results, SCHEMA};
 
@@ -38,21 +40,21 @@ pub(super) fn markdown(results: &Results) -> String {
     }
 
     out.push_str("\n## Summary\n\n### Baseline Summary\n\n");
-    let baseline = build::baseline_summary(results);
+    let baseline = summary::baseline_summary(results);
     if baseline.is_empty() {
         out.push_str("No baseline rows.\n");
     } else {
         out.push_str(&baseline.markdown());
     }
     out.push_str("\n### Proxy Summary\n\n");
-    let proxy = build::proxy_summary(results);
+    let proxy = summary::proxy_summary(results);
     if proxy.is_empty() {
         out.push_str("No baseline or proxy rows.\n");
     } else {
         out.push_str(&proxy.markdown());
         if proxy.strong.iter().any(|s| *s) {
             out.push('\n');
-            out.push_str(build::TIMES_NOTE);
+            out.push_str(summary::TIMES_NOTE);
             out.push('\n');
         }
     }
@@ -64,7 +66,7 @@ pub(super) fn markdown(results: &Results) -> String {
     if !others.is_empty() {
         out.push_str("\n### Other groups\n\n");
         for g in others {
-            out.push_str(&format!("- {}\n", md_text(&build::group_line(g))));
+            out.push_str(&format!("- {}\n", md_text(&summary::group_line(g))));
         }
     }
 
@@ -89,9 +91,12 @@ fn group_section(group: &Group) -> String {
     } else {
         out.push_str(&build::rows_table(group, true).markdown());
     }
-    if let Some(pivot) = build::pivot(group) {
+    if let Some(pivot) = summary::pivot(group) {
         if !pivot.is_empty() {
-            out.push_str(&format!("\n{}\n\n", md_text(&build::pivot_caption(group))));
+            out.push_str(&format!(
+                "\n{}\n\n",
+                md_text(&summary::pivot_caption(group))
+            ));
             out.push_str(&pivot.markdown());
         }
     }
@@ -101,7 +106,7 @@ fn group_section(group: &Group) -> String {
             out.push_str(&format!("- {}\n", md_text(note)));
         }
     }
-    let ratios = build::ratios(group);
+    let ratios = compare::ratios(group);
     if !ratios.is_empty() {
         out.push_str("\nRatios:\n\n");
         for line in ratios {

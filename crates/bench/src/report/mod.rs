@@ -5,11 +5,13 @@
 //! (`table`), so the terminal, Markdown and HTML never disagree.
 
 mod build;
+mod compare;
 #[cfg(test)]
 mod fixture;
 mod fmt;
 mod html;
 mod markdown;
+mod summary;
 mod svg;
 mod table;
 mod text;

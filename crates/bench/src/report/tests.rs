@@ -285,3 +285,46 @@ fn write_all_writes_three_files() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The SVG drawing helpers.
+mod svg_charts {
+    use crate::report::svg::*;
+
+    #[test]
+    fn ticks_are_round() {
+        assert_eq!(
+            nice_ticks(12_000.0, 6),
+            [0.0, 2e3, 4e3, 6e3, 8e3, 10e3, 12e3]
+        );
+        assert_eq!(nice_ticks(0.9, 4), [0.0, 0.5, 1.0]);
+        assert_eq!(nice_ticks(0.0, 4).last(), Some(&1.0));
+        assert_eq!(log_ticks(0.3, 450.0), [0.1, 1.0, 10.0, 100.0, 1000.0]);
+        assert_eq!(log_ticks(0.3, 7.0), [0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0]);
+        assert_eq!(tick_label(12_000.0), "12k");
+        assert_eq!(tick_label(1_500.0), "1.5k");
+        assert_eq!(tick_label(0.2), "0.2");
+        assert_eq!(tick_label(250.0), "250");
+    }
+
+    #[test]
+    fn text_is_escaped() {
+        let chart = BarChart {
+            title: "a < b & c".into(),
+            x_label: "x".into(),
+            rows: vec![BarRow {
+                label: "<script>".into(),
+                bars: vec![Bar {
+                    value: 1.0,
+                    color: "#000000".into(),
+                    text: "1 & 2".into(),
+                }],
+            }],
+            legend: vec![("\"q\"".into(), "#000000".into())],
+            log: false,
+        };
+        let svg = bar_chart(&chart);
+        assert!(svg.contains("a &lt; b &amp; c"));
+        assert!(!svg.contains("<script>"));
+        assert!(roxmltree::Document::parse(&svg).is_ok(), "{svg}");
+    }
+}

@@ -1,6 +1,7 @@
 //! The terminal: one table after each group, a summary at the end.
 
 use super::build;
+use super::compare;
 use crate::results::{Group, Results};
 
 /// A group's rows as an aligned table, then its ratio lines and notes.
@@ -23,7 +24,7 @@ pub(super) fn group_table(group: &Group) -> String {
             out.push('\n');
         }
     }
-    let ratios = build::ratios(group);
+    let ratios = compare::ratios(group);
     if !ratios.is_empty() {
         out.push('\n');
         for line in ratios {
@@ -46,21 +47,21 @@ pub(super) fn group_table(group: &Group) -> String {
 /// rows, one line per other group, the run's notes.
 pub(super) fn summary(results: &Results) -> String {
     let mut out = String::from("Baseline Summary\n\n");
-    let baseline = build::baseline_summary(results);
+    let baseline = super::summary::baseline_summary(results);
     if baseline.is_empty() {
         out.push_str("(no baseline rows)\n");
     } else {
         out.push_str(&baseline.text());
     }
     out.push_str("\nProxy Summary\n\n");
-    let proxy = build::proxy_summary(results);
+    let proxy = super::summary::proxy_summary(results);
     if proxy.is_empty() {
         out.push_str("(no baseline or proxy rows)\n");
     } else {
         out.push_str(&proxy.text());
         if proxy.strong.iter().any(|s| *s) {
             out.push('\n');
-            out.push_str(build::TIMES_NOTE);
+            out.push_str(super::summary::TIMES_NOTE);
             out.push('\n');
         }
     }
@@ -68,7 +69,7 @@ pub(super) fn summary(results: &Results) -> String {
         .groups
         .iter()
         .filter(|g| g.name != "baseline" && g.name != "proxy")
-        .map(build::group_line)
+        .map(super::summary::group_line)
         .collect();
     if !others.is_empty() {
         out.push_str("\nOther groups\n\n");

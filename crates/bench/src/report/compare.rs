@@ -1,0 +1,169 @@
+//! Ratio lines: systems measured at the same label (system names aside),
+//! sweep point and phase, compared on their medians, with how many rounds
+//! agree.
+
+use super::build::{has_points, sweep_name, SYSTEMS};
+use super::fmt;
+use crate::results::{Figures, Group, Row};
+
+/// A label's words without system names and bare punctuation, lowercased:
+/// "sluice -> petstore" and "haproxy -> petstore" both give "petstore".
+pub(crate) fn stem(label: &str, systems: &[&str]) -> String {
+    label
+        .split_whitespace()
+        .filter(|w| w.chars().any(char::is_alphanumeric))
+        .filter(|w| !systems.iter().any(|s| s.eq_ignore_ascii_case(w)))
+        .map(str::to_lowercase)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The system the others are compared with: sluice, else the backend,
+/// else the first one.
+fn subject<'a>(systems: &[&'a str]) -> Option<&'a str> {
+    ["sluice", "backend"]
+        .iter()
+        .find_map(|s| systems.iter().find(|x| **x == *s).copied())
+        .or_else(|| systems.first().copied())
+}
+
+/// "sluice vs haproxy: 1.12x req/s (3/3 rounds agree), 0.89x avg, 0.85x p99";
+/// in the users and open models, where the load is the same for everyone,
+/// latency only (and the rounds' agreement on p95).
+fn compare(a: &Row, b: &Row, latency_only: bool) -> String {
+    let (la, lb) = (&a.figures.latency, &b.figures.latency);
+    let p99 = fmt::times(fmt::ratio(la.p99_us as f64, lb.p99_us as f64));
+    if latency_only {
+        let p95 = fmt::times(fmt::ratio(la.p95_us as f64, lb.p95_us as f64));
+        let agree = agreement(a, b, |f| f.latency.p95_us as f64);
+        format!(
+            "{} vs {}: {p95} p95{agree}, {p99} p99 latency",
+            a.system, b.system
+        )
+    } else {
+        let rps = fmt::times(fmt::ratio(
+            a.figures.requests_per_sec,
+            b.figures.requests_per_sec,
+        ));
+        let agree = agreement(a, b, |f| f.requests_per_sec);
+        let avg = fmt::times(fmt::ratio(la.avg_us, lb.avg_us));
+        format!(
+            "{} vs {}: {rps} req/s{agree}, {avg} avg, {p99} p99 latency",
+            a.system, b.system
+        )
+    }
+}
+
+/// " (2/3 rounds agree)": in how many rounds `a` stood on the same side
+/// of `b` as the medians do; "" with a single round.
+fn agreement(a: &Row, b: &Row, get: fn(&Figures) -> f64) -> String {
+    let rounds = a.rounds.len().min(b.rounds.len());
+    if rounds < 2 {
+        return String::new();
+    }
+    let ahead = get(&a.figures) >= get(&b.figures);
+    let agree = a
+        .rounds
+        .iter()
+        .zip(&b.rounds)
+        .filter(|(x, y)| (get(x) >= get(y)) == ahead)
+        .count();
+    format!(" ({agree}/{rounds} rounds agree)")
+}
+
+/// Ratio lines between systems measured at the same label (system names
+/// aside), sweep point and phase.
+pub(crate) fn ratios(group: &Group) -> Vec<String> {
+    let mut systems: Vec<&str> = SYSTEMS.to_vec();
+    for row in &group.rows {
+        if !systems.contains(&row.system.as_str()) {
+            systems.push(&row.system);
+        }
+    }
+    let latency_only = matches!(sweep_name(group), Some("users" | "rate"));
+    // Rows by key, keys in order of first appearance.
+    type Key = (String, Option<u64>, Option<String>);
+    let mut keys: Vec<(Key, Vec<&Row>)> = Vec::new();
+    for row in &group.rows {
+        let key: Key = (
+            stem(&row.label, &systems),
+            row.sweep.as_ref().map(|s| s.value.to_bits()),
+            row.phase.clone(),
+        );
+        match keys.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, rows)) => rows.push(row),
+            None => keys.push((key, vec![row])),
+        }
+    }
+    let mut lines = Vec::new();
+    for (_, rows) in &keys {
+        let mut present: Vec<&str> = Vec::new();
+        for r in rows {
+            if !present.contains(&r.system.as_str()) {
+                present.push(&r.system);
+            }
+        }
+        if present.len() < 2 {
+            continue;
+        }
+        let Some(subject) = subject(&present) else {
+            continue;
+        };
+        let Some(a) = rows.iter().find(|r| r.system == subject) else {
+            continue;
+        };
+        let context = context(a, &systems);
+        for b in rows.iter().filter(|r| r.system != subject) {
+            lines.push(format!("{context}{}", compare(a, b, latency_only)));
+        }
+    }
+    if lines.is_empty() && !has_points(group) {
+        // One row per system whose labels differ in more than the system name.
+        let mut present: Vec<&str> = Vec::new();
+        for r in &group.rows {
+            if !present.contains(&r.system.as_str()) {
+                present.push(&r.system);
+            }
+        }
+        if present.len() >= 2 && present.len() == group.rows.len() {
+            if let Some(subject) = subject(&present) {
+                if let Some(a) = group.rows.iter().find(|r| r.system == subject) {
+                    for b in group.rows.iter().filter(|r| r.system != subject) {
+                        lines.push(format!(
+                            "{} / {}: {}",
+                            a.label,
+                            b.label,
+                            compare(a, b, latency_only)
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    lines
+}
+
+/// "petstore, connections 500: " or "".
+fn context(row: &Row, systems: &[&str]) -> String {
+    // Sweep labels read "sluice -> customers @ 1000 req/s, cold": the point
+    // after the `@` is said better by the point itself.
+    let label = row.label.split(" @ ").next().unwrap_or(&row.label);
+    let mut words = stem(label, systems);
+    if row.sweep.is_some() || row.phase.is_some() {
+        words = words
+            .split(' ')
+            .filter(|w| !w.chars().any(|c| c.is_ascii_digit()))
+            .filter(|w| Some(*w) != row.phase.as_deref())
+            .collect::<Vec<_>>()
+            .join(" ");
+    }
+    let parts: Vec<String> = [words, fmt::point(row)]
+        .into_iter()
+        .filter(|s| !s.is_empty())
+        .collect();
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("{}: ", parts.join(", "))
+    }
+}
