@@ -9,8 +9,8 @@
 #   bash deploy/image.sh --binary PATH        # package a static binary built before
 #   bash deploy/image.sh --tag sluice:test
 #
-# Then deploy/check-image.sh IMAGE checks what is in it. Exit status 3:
-# neither podman nor a docker engine is usable.
+# Then deploy/check-image.py checks what is in it (a failed check fails the
+# script). Exit status 3: neither podman nor a docker engine is usable.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -75,5 +75,6 @@ echo "== $engine build $tag (version $version, revision $revision)" >&2
   --build-arg VERSION="$version" --build-arg REVISION="$revision" \
   --build-arg SOURCE="$source_url" \
   --iidfile "$context/iid" -t "$tag" -f "$context/Dockerfile" "$context" >&2
+python3 deploy/check-image.py --engine "$engine" "$tag" >&2
 cat "$context/iid"
 echo
