@@ -71,7 +71,7 @@ while IFS= read -r file; do manifests+=("$file"); done < <(find deploy/kubernete
 step "yamllint"
 if have yamllint; then
   yamllint --version
-  yamllint -s .
+  yamllint -s .yamllint.yaml docker-compose.yml deploy examples
 else
   skip "yamllint is not installed"
 fi
