@@ -54,7 +54,7 @@ if $install; then
       echo "not installed (needs go): helm"
     fi
   fi
-  if ! have kubernetes-validate; then
+  if ! python3 -c 'import kubernetes_validate' 2>/dev/null; then
     python3 -m pip install --quiet --disable-pip-version-check \
       "kubernetes-validate==$KUBERNETES_VALIDATE_VERSION" >/dev/null 2>&1 \
       || echo "pip install kubernetes-validate failed"
@@ -102,9 +102,10 @@ else
 fi
 
 step "Kubernetes $KUBERNETES schemas, strict: deploy/kubernetes and every rendering"
-if have kubernetes-validate; then
-  kubernetes-validate --version
-  kubernetes-validate -k "$KUBERNETES" --strict --quiet "${manifests[@]}" "$rendered"/*.yaml
+# As a module: a pip-installed script may not be on PATH (pyenv shims).
+if python3 -c 'import kubernetes_validate' 2>/dev/null; then
+  python3 -m kubernetes_validate --version
+  python3 -m kubernetes_validate -k "$KUBERNETES" --strict --quiet "${manifests[@]}" "$rendered"/*.yaml
   echo "valid: ${#manifests[@]} files in deploy/kubernetes, $(find "$rendered" -name '*.yaml' | wc -l) renderings"
 else
   skip "kubernetes-validate is not installed"
