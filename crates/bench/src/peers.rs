@@ -1,6 +1,8 @@
 //! Configurations for the peers, written so that each is measured at its
 //! best on the same job: one worker, keep-alive on both sides without a
-//! request limit, no access log.
+//! request limit, no access log, and each peer's own advice for many
+//! concurrent connections followed (docs/BENCH.md, "How the peers are
+//! configured", says why each setting is there).
 
 use std::{fmt::Write as _, net::SocketAddr, path::Path};
 
@@ -55,16 +57,23 @@ pub(crate) type Unsupported = &'static str;
 /// off`, so stopping it stops everything), everything under `dir`.
 pub(crate) fn nginx_conf(site: &Site<'_>, dir: &Path) -> Result<String, Unsupported> {
     let dir = dir.display();
-    let connections = match site {
-        Site::Static { .. } => 4096,
-        Site::Proxy(proxy) => (proxy.max_conns * 2 + 64).max(4096),
+    let (connections, idle_upstream) = match site {
+        Site::Static { .. } => (4096, 0),
+        // Client and upstream side each take a connection slot; every
+        // client may leave an idle upstream connection behind.
+        Site::Proxy(proxy) => (
+            (proxy.max_conns * 2 + 64).max(4096),
+            proxy.max_conns.max(1024),
+        ),
     };
     let mut conf = format!(
         "worker_processes 1;\nmaster_process off;\ndaemon off;\n\
+         worker_rlimit_nofile {};\n\
          error_log {dir}/error.log warn;\npid {dir}/nginx.pid;\n\
          events {{ worker_connections {connections}; }}\n\
          http {{\n  access_log off;\n  keepalive_requests 1000000;\n\
-         \x20 client_body_temp_path {dir}/body;\n  proxy_temp_path {dir}/proxy;\n"
+         \x20 client_body_temp_path {dir}/body;\n  proxy_temp_path {dir}/proxy;\n",
+        connections + 64
     );
     match site {
         Site::Static {
@@ -86,7 +95,10 @@ pub(crate) fn nginx_conf(site: &Site<'_>, dir: &Path) -> Result<String, Unsuppor
             for upstream in proxy.upstreams {
                 let _ = writeln!(conf, "    server {upstream};");
             }
-            conf.push_str("    keepalive 1024;\n    keepalive_requests 1000000;\n  }\n");
+            let _ = write!(
+                conf,
+                "    keepalive {idle_upstream};\n    keepalive_requests 1000000;\n  }}\n"
+            );
             let _ = write!(conf, "  server {{\n    listen {} ", proxy.listen);
             if let Some(tls) = proxy.tls {
                 let _ = write!(
@@ -110,6 +122,15 @@ pub(crate) fn nginx_conf(site: &Site<'_>, dir: &Path) -> Result<String, Unsuppor
 
 /// haproxy.cfg for `haproxy -f FILE -db`: one thread, connection reuse
 /// to the upstreams.
+///
+/// HAProxy keeps a server connection for reuse only while idle server
+/// connections hold less than `tune.pool-low-fd-ratio` (20 %) of its file
+/// descriptors, and kills idle ones above `tune.pool-high-fd-ratio` (25 %).
+/// Its maxconn (hence its descriptor budget) cannot grow past the
+/// open-file limit, so from about 2,000 client connections on it would
+/// stop reusing and fall to a third of its throughput: as its manual
+/// advises for setups with many idle server connections ("http-reuse"),
+/// the ratios are raised.
 pub(crate) fn haproxy_cfg(site: &Site<'_>) -> Result<String, Unsupported> {
     let maxconn = match site {
         Site::Static { .. } => 8000,
@@ -117,8 +138,10 @@ pub(crate) fn haproxy_cfg(site: &Site<'_>) -> Result<String, Unsupported> {
     };
     let mut cfg = format!(
         "global\n  nbthread 1\n  maxconn {maxconn}\n\
-         defaults\n  mode http\n  timeout connect 2s\n  timeout client 60s\n  \
-         timeout server 30s\n  http-reuse always\n"
+         \x20 tune.pool-low-fd-ratio 90\n  tune.pool-high-fd-ratio 95\n\
+         defaults\n  mode http\n  option http-keep-alive\n  timeout connect 2s\n  \
+         timeout client 60s\n  timeout server 30s\n  timeout http-keep-alive 60s\n  \
+         http-reuse always\n"
     );
     match site {
         Site::Static {
@@ -180,6 +203,9 @@ mod tests {
             "{conf}"
         );
         assert!(conf.contains("worker_connections 20064;"), "{conf}");
+        // Every client may leave an idle upstream connection to reuse.
+        assert!(conf.contains("keepalive 10000;"), "{conf}");
+        assert!(conf.contains("worker_rlimit_nofile 20128;"), "{conf}");
         assert!(conf.contains("master_process off;"), "{conf}");
         let h2 = Site::Proxy(ProxySite {
             upstream_protocol: UpstreamProtocol::H2c,
@@ -218,6 +244,9 @@ mod tests {
             cfg.contains("server b0 127.0.0.1:2 ssl verify required ca-file /ca.pem alpn h2"),
             "{cfg}"
         );
+        // Server connections stay reusable with many clients.
+        assert!(cfg.contains("tune.pool-low-fd-ratio 90"), "{cfg}");
+        assert!(cfg.contains("http-reuse always"), "{cfg}");
     }
 
     #[test]

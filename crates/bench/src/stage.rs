@@ -79,7 +79,7 @@ impl<'a> Bench<'a> {
         let work = options.out.join("work");
         std::fs::create_dir_all(&work)
             .with_context(|| format!("cannot create {}", work.display()))?;
-        let fd_limit = rlimit::increase_nofile_limit(u64::MAX).unwrap_or(0);
+        let fd_limit = raise_fd_limit(options.max_conns);
         let mut bench = Self {
             options,
             profile: options.profile(),
@@ -364,6 +364,22 @@ impl<'a> Bench<'a> {
         self.tls = Some(files.clone());
         Ok(files)
     }
+}
+
+/// The open-file limit for a sweep to `max_conns`: this process holds the
+/// clients' sockets and a proxy (a child, which inherits the limit) two per
+/// client, so root raises even the hard limit to four per connection (at
+/// least 65,536; within /proc/sys/fs/nr_open); anyone else gets their hard
+/// limit, and the sweep is scaled down to fit it.
+fn raise_fd_limit(max_conns: usize) -> u64 {
+    let want = (max_conns as u64 * 4 + 1024).max(65_536);
+    if let Ok((_, hard)) = rlimit::getrlimit(rlimit::Resource::NOFILE) {
+        if hard < want {
+            // Needs CAP_SYS_RESOURCE; without it the hard limit stays.
+            let _ = rlimit::setrlimit(rlimit::Resource::NOFILE, want, want);
+        }
+    }
+    rlimit::increase_nofile_limit(u64::MAX).unwrap_or(0)
 }
 
 /// The points at most `top`, and `top` in place of those above it;
