@@ -129,19 +129,24 @@ pub(crate) fn rows_table(group: &Group, full: bool) -> Table {
     t
 }
 
-/// A chart's label for a row: its group, and its label led by the system
-/// when the label does not name it ("protocols: haproxy: HTTP/1.1 ->
-/// h2c"), so that rows of different systems never read alike.
+/// A chart's label for a row: its group and [`system_label`]
+/// ("protocols: haproxy: HTTP/1.1 -> h2c").
 pub(crate) fn chart_label(group: &Group, row: &Row) -> String {
+    format!("{}: {}", group.name, system_label(row))
+}
+
+/// A row's label led by its system when the label does not name it, so
+/// that rows of different systems never read alike.
+pub(crate) fn system_label(row: &Row) -> String {
     let named = row.system == "backend"
         || row
             .label
             .split(|c: char| !c.is_alphanumeric())
             .any(|w| w.eq_ignore_ascii_case(&row.system));
     if named {
-        format!("{}: {}", group.name, row.label)
+        row.label.clone()
     } else {
-        format!("{}: {}: {}", group.name, row.system, row.label)
+        format!("{}: {}", row.system, row.label)
     }
 }
 

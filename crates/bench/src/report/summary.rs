@@ -164,9 +164,8 @@ fn best_worst(group: &Group) -> String {
     };
     let describe = |r: &Row| {
         format!(
-            "{} ({}) {} req/s, avg {}",
-            r.label,
-            r.system,
+            "{} {} req/s, avg {}",
+            super::build::system_label(r),
             fmt::count(r.figures.requests_per_sec),
             fmt::micros(r.figures.latency.avg_us)
         )

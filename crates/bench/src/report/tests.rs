@@ -153,7 +153,7 @@ fn terminal_tables_are_aligned_and_compare_systems() {
         "Test Case",
         "Max Throughput",
         "Times (backend petstore ÷ haproxy -> petstore)",
-        "middleware (Middleware handlers): 6 rows; best no handlers",
+        "middleware (Middleware handlers): 6 rows; best sluice: no handlers",
         "lb (Load balancing over 5 backends): at connections 12,000: sluice 120,000 req/s",
         "io (IO-heavy passthrough): at users 5,000: sluice p95",
         "open (Open model): at rate 4,000/s (warm): sluice p95",
