@@ -16,7 +16,7 @@ fuzz_target!(|data: &[u8]| {
     match parse_head_into(data, &LIMITS, &mut fields) {
         Ok(Some(head)) => {
             assert!(head.len <= data.len());
-            let ranges = [Some(head.path.clone()), head.query.clone(), head.content_type.clone(), head.host.clone()];
+            let ranges = [Some(head.target.clone()), Some(head.path.clone()), head.query.clone(), head.content_type.clone(), head.host.clone()];
             for range in ranges.into_iter().flatten().chain(fields.iter().flat_map(|(n, v)| [n.clone(), v.clone()])) {
                 assert!(range.start <= range.end && range.end <= head.len);
             }

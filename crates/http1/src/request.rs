@@ -52,6 +52,11 @@ pub enum Framing {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Head {
     pub method: Method,
+    /// The request-target as sent: origin-form (`/p?q`), absolute-form
+    /// (`http://host/p?q`) or asterisk-form (`*`).
+    pub target: Range<usize>,
+    /// Without the query; for an absolute-form target, the part after the
+    /// authority (empty when there is none); for `*`, the `*`.
     pub path: Range<usize>,
     pub query: Option<Range<usize>>,
     pub content_type: Option<Range<usize>>,
@@ -135,6 +140,7 @@ pub fn parse_head_into(
 
     let mut head = Head {
         method,
+        target: range(buf, target.as_bytes()),
         path,
         query,
         content_type: None,
@@ -165,12 +171,13 @@ fn head_too_large(limits: &Limits) -> Rejection {
     )
 }
 
-/// Origin-form (`/path?query`) or absolute-form (`http://host/path?query`).
+/// Origin-form (`/path?query`), absolute-form (`http://host/path?query`)
+/// or asterisk-form (`*`, which only OPTIONS may use: left to the caller).
 fn split_target(
     buf: &[u8],
     target: &str,
 ) -> Result<(Range<usize>, Option<Range<usize>>), Rejection> {
-    let origin = if target.starts_with('/') {
+    let origin = if target.starts_with('/') || target == "*" {
         target
     } else if let Some(rest) = target
         .strip_prefix("http://")
@@ -351,6 +358,17 @@ mod tests {
         }
         assert_eq!(&raw[head.content_type.clone().unwrap()], "application/json");
         assert_eq!(head.framing, Framing::Length(2));
+        assert_eq!(&raw[head.target.clone()], "http://h:1/p?q");
+    }
+
+    #[test]
+    fn asterisk_form_is_a_target_of_its_own() {
+        let raw = "OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n";
+        let head = parse(raw).unwrap().unwrap();
+        assert_eq!(&raw[head.target.clone()], "*");
+        assert_eq!(&raw[head.path.clone()], "*");
+        assert_eq!(head.query, None);
+        assert_eq!(status("GET *x HTTP/1.1\r\nHost: h\r\n\r\n"), 400);
     }
 
     #[test]

@@ -32,6 +32,15 @@ pub(crate) enum Framing {
     Close,
 }
 
+/// Which `Upgrade` goes upstream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Offered<'a> {
+    /// The client's field, all of whose protocols the route allows.
+    AsSent,
+    /// Only these protocols (the others were taken out).
+    Only(&'a [u8]),
+}
+
 /// What the upstream request needs beyond the client's head.
 #[derive(Debug)]
 pub(crate) struct RequestContext<'a> {
@@ -40,6 +49,12 @@ pub(crate) struct RequestContext<'a> {
     pub secure: bool,
     pub trust_forwarded: bool,
     pub host_header: Option<&'a HeaderValue>,
+    /// The normalised path and Host value, where they differ from the
+    /// client's (`paths.forward`; an absolute-form authority).
+    pub path: Option<&'a str>,
+    pub host: Option<&'a str>,
+    /// The protocols offered upstream (`Upgrade`); `None`: a plain request.
+    pub upgrade: Option<Offered<'a>>,
     pub framing: Framing,
     /// Changes from the route's middleware.
     pub edits: Option<&'a HeaderEdits>,
@@ -56,7 +71,7 @@ pub(crate) fn request_head(
 ) {
     out.extend_from_slice(head.method.as_str().as_bytes());
     out.push(b' ');
-    let path = &buf[head.path.clone()];
+    let path = context.path.map_or(&buf[head.path.clone()], str::as_bytes);
     out.extend_from_slice(if path.is_empty() { b"/" } else { path });
     if let Some(query) = &head.query {
         out.push(b'?');
@@ -71,10 +86,13 @@ pub(crate) fn request_head(
     for (name, value) in fields {
         let name_bytes = &buf[name.clone()];
         let lower = |wanted: &str| name_bytes.eq_ignore_ascii_case(wanted.as_bytes());
-        if hop_by_hop.contains(name_bytes) && !(head.upgrade && lower("upgrade"))
+        let upgrade_as_sent = context.upgrade == Some(Offered::AsSent) && lower("upgrade");
+        if hop_by_hop.contains(name_bytes) && !upgrade_as_sent
             || lower("content-length")
             || lower("expect")
-            || (lower("host") && context.host_header.is_some())
+            // Never relayed: asks the upstream to switch to h2c (issue 15).
+            || lower("http2-settings")
+            || (lower("host") && (context.host_header.is_some() || context.host.is_some()))
             || context.edits.is_some_and(|edits| edits.drops(name_bytes))
         {
             continue;
@@ -95,7 +113,9 @@ pub(crate) fn request_head(
         }
         field(out, name_bytes, &buf[value.clone()]);
     }
-    if let Some(host) = context.host_header {
+    if let Some(host) = context.host_header.map(HeaderValue::as_bytes) {
+        field(out, b"host", host);
+    } else if let Some(host) = context.host {
         field(out, b"host", host.as_bytes());
     }
     out.extend_from_slice(b"x-forwarded-for: ");
@@ -120,10 +140,17 @@ pub(crate) fn request_head(
         let proto: &[u8] = if context.secure { b"https" } else { b"http" };
         field(out, b"x-forwarded-proto", proto);
     }
-    if let (false, Some(host)) = (forwarded_host, &head.host) {
-        field(out, b"x-forwarded-host", &buf[host.clone()]);
+    let client_host = context
+        .host
+        .map(str::as_bytes)
+        .or_else(|| head.host.clone().map(|host| &buf[host]));
+    if let (false, Some(host)) = (forwarded_host, client_host) {
+        field(out, b"x-forwarded-host", host);
     }
-    if head.upgrade {
+    if let Some(offered) = context.upgrade {
+        if let Offered::Only(protocols) = offered {
+            field(out, b"upgrade", protocols);
+        }
         field(out, b"connection", b"upgrade");
     }
     for (name, value) in context.edits.iter().flat_map(|edits| edits.appended()) {
@@ -271,6 +298,9 @@ mod tests {
             secure: false,
             trust_forwarded: trust,
             host_header,
+            path: None,
+            host: None,
+            upgrade: head.upgrade.then_some(Offered::AsSent),
             framing: Framing::None,
             edits: None,
         };

@@ -16,9 +16,10 @@ use tls::{rustls::pki_types::ServerName, tokio_rustls::TlsConnector};
 
 use crate::{
     balance::Balancer,
-    config::{Config, HttpVersion, Protocol, Runtime, Timeouts},
+    config::{Config, HttpVersion, Paths, Protocol, Runtime, Timeouts},
     listener::TlsListener,
     middleware::{self, BuildContext, Chains},
+    normalize,
     route::RouteTable,
 };
 
@@ -76,6 +77,10 @@ pub struct Gateway {
     pub route_upstream: Vec<usize>,
     /// By route index: the route's path as configured (metrics label).
     pub route_names: Vec<String>,
+    /// By route index: the protocols its requests may upgrade to (lower case).
+    pub route_upgrades: Vec<Vec<String>>,
+    /// How request targets are normalised (`paths`).
+    pub paths: Paths,
     pub upstreams: Vec<Upstream>,
     /// By listener (configuration order): its TLS settings if it is a TLS
     /// listener, and the HTTP versions it serves.
@@ -145,6 +150,21 @@ impl Gateway {
                 tls,
             });
         }
+        for (i, route) in config.routes.iter().enumerate() {
+            normalize::check_route(&route.path.value, route.host.as_deref(), &config.paths)
+                .map_err(|message| anyhow::anyhow!("routes[{i}]: {message}"))?;
+        }
+        let route_upgrades = config
+            .routes
+            .iter()
+            .map(|route| {
+                route
+                    .upgrades
+                    .iter()
+                    .map(|p| p.value.to_ascii_lowercase())
+                    .collect()
+            })
+            .collect();
         let route_upstream = config
             .routes
             .iter()
@@ -186,6 +206,8 @@ impl Gateway {
             routes: RouteTable::new(&config.routes),
             route_upstream,
             route_names,
+            route_upgrades,
+            paths: config.paths,
             upstreams,
             listeners,
             http2: Http2Settings {

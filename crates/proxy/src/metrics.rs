@@ -12,7 +12,7 @@ use std::{
     time::Duration,
 };
 
-use crate::gateway::Gateway;
+use crate::{gateway::Gateway, normalize::Refusal};
 
 /// Upper bounds of the upstream latency buckets, in seconds.
 const BUCKETS: [f64; 14] = [
@@ -83,6 +83,10 @@ pub struct Shard {
     pool_idle: Vec<AtomicI64>,
     upstream_open: Vec<AtomicI64>,
     upstream_errors: Vec<[AtomicU64; 3]>,
+    /// Requests refused by normalisation, by [`Refusal`] (in `Refusal::ALL` order).
+    refused: [AtomicU64; Refusal::ALL.len()],
+    /// Upgrade offers removed from requests (h2c, or not listed on the route).
+    upgrades_removed: AtomicU64,
 }
 
 /// Why an upstream exchange failed, for `sluice_upstream_errors_total`.
@@ -108,6 +112,8 @@ impl Metrics {
                 pool_idle: (0..upstreams).map(|_| AtomicI64::new(0)).collect(),
                 upstream_open: (0..upstreams).map(|_| AtomicI64::new(0)).collect(),
                 upstream_errors: (0..upstreams).map(|_| Default::default()).collect(),
+                refused: Default::default(),
+                upgrades_removed: AtomicU64::new(0),
             })
             .collect();
         Self { shards }
@@ -173,6 +179,20 @@ impl Metrics {
             }
         }
 
+        out.push_str("# HELP sluice_requests_refused_total Requests refused (400) before routing, by reason (docs/CONFIG.md, Request normalisation).\n# TYPE sluice_requests_refused_total counter\n");
+        for (i, reason) in Refusal::ALL.iter().enumerate() {
+            let n = sum(&|s| s.refused[i].load(Relaxed));
+            let _ = writeln!(
+                out,
+                "sluice_requests_refused_total{{reason=\"{}\"}} {n}",
+                reason.label()
+            );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP sluice_upgrades_removed_total Upgrade offers removed from requests (h2c, or a protocol the route does not list).\n# TYPE sluice_upgrades_removed_total counter\nsluice_upgrades_removed_total {}",
+            sum(&|s| s.upgrades_removed.load(Relaxed))
+        );
         let _ = writeln!(
             out,
             "# HELP sluice_open_connections Client connections open.\n# TYPE sluice_open_connections gauge\nsluice_open_connections {}",
@@ -241,6 +261,14 @@ impl Shard {
 
     pub fn upstream_error(&self, upstream: usize, kind: UpstreamError) {
         self.upstream_errors[upstream][kind as usize].fetch_add(1, Relaxed);
+    }
+
+    pub fn refused(&self, reason: Refusal) {
+        self.refused[reason as usize].fetch_add(1, Relaxed);
+    }
+
+    pub fn upgrade_removed(&self) {
+        self.upgrades_removed.fetch_add(1, Relaxed);
     }
 
     pub fn connection_opened(&self) {

@@ -9,7 +9,10 @@
 
 use http::Method;
 
-use crate::config::{PathMatch, Route};
+use crate::{
+    config::{PathMatch, Route},
+    normalize,
+};
 
 /// One compiled route.
 #[derive(Debug, Clone)]
@@ -56,7 +59,14 @@ impl RouteTable {
             .enumerate()
             .map(|(index, route)| CompiledRoute {
                 index,
-                host: route.host.as_ref().map(|h| h.to_ascii_lowercase()),
+                // Compared with the request's normalised Host name (A-labels).
+                host: route
+                    .host
+                    .as_ref()
+                    .map(|h| match normalize::host::normalize(h, 0) {
+                        Ok(Some(normal)) => normal.name.into_owned(),
+                        _ => h.to_ascii_lowercase(),
+                    }),
                 path: route.path.value.clone(),
                 exact: route.match_kind == PathMatch::Exact,
                 methods: route
@@ -72,7 +82,8 @@ impl RouteTable {
         Self { routes: compiled }
     }
 
-    /// `host` without its port; `path` without the query.
+    /// `host`: the normalised Host name (no port); `path`: the normalised
+    /// path for matching (`normalize`), without the query.
     pub fn find(&self, host: Option<&str>, method: &Method, path: &str) -> RouteMatch<'_> {
         let mut allowed: Vec<&Method> = Vec::new();
         for route in &self.routes {

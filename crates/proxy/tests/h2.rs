@@ -18,7 +18,7 @@ use std::{
 
 use bytes::Bytes;
 use http::{HeaderMap, Request, Response, StatusCode};
-use support::{Echo, Proxy};
+use support::{h2_client, h2_exchange, Echo, Proxy};
 use tls::{rustls::pki_types::ServerName, tokio_rustls::TlsConnector, LocalCa};
 use tokio::{
     io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt},
@@ -78,42 +78,6 @@ fn tls_proxy(certs: &Certs, upstreams_and_routes: &str) -> Proxy {
         certs.path("server.key")
     );
     Proxy::start_yaml(&format!("workers: 1\n{listener}{upstreams_and_routes}"))
-}
-
-/// An HTTP/2 client connection over `io`.
-async fn h2_client<T>(io: T) -> h2::client::SendRequest<Bytes>
-where
-    T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-{
-    let (sender, connection) = h2::client::handshake(io).await.unwrap();
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    sender
-}
-
-/// Sends a request and reads the whole answer: status, headers, body, trailers.
-async fn h2_exchange(
-    sender: &h2::client::SendRequest<Bytes>,
-    request: Request<()>,
-    body: &[u8],
-) -> (Response<()>, Vec<u8>, Option<HeaderMap>) {
-    let mut sender = sender.clone().ready().await.unwrap();
-    let (response, mut stream) = sender.send_request(request, body.is_empty()).unwrap();
-    if !body.is_empty() {
-        stream
-            .send_data(Bytes::copy_from_slice(body), true)
-            .unwrap();
-    }
-    let (parts, mut received) = response.await.unwrap().into_parts();
-    let mut bytes = Vec::new();
-    while let Some(data) = received.data().await {
-        let data = data.unwrap();
-        let _ = received.flow_control().release_capacity(data.len());
-        bytes.extend_from_slice(&data);
-    }
-    let trailers = received.trailers().await.unwrap();
-    (Response::from_parts(parts, ()), bytes, trailers)
 }
 
 fn get(uri: &str) -> Request<()> {

@@ -9,6 +9,7 @@
 mod env;
 mod error;
 mod middleware;
+mod paths;
 mod schema;
 mod validate;
 
@@ -16,6 +17,7 @@ use std::path::Path;
 
 pub use error::ConfigError;
 pub use middleware::*;
+pub use paths::*;
 pub use schema::*;
 
 /// Reads, substitutes, parses and validates `path`.

@@ -6,7 +6,10 @@ use std::{collections::BTreeMap, time::Duration};
 use serde::{de::Error as _, Deserialize, Deserializer};
 use serde_saphyr::Spanned;
 
-use super::middleware::{ChainRef, Chains, Middleware};
+use super::{
+    middleware::{ChainRef, Chains, Middleware},
+    paths::Paths,
+};
 
 /// A whole configuration file.
 #[derive(Debug, Deserialize)]
@@ -38,6 +41,9 @@ pub struct Config {
     pub http2: Http2,
     #[serde(default)]
     pub forwarded: Forwarded,
+    /// How request targets are normalised before routing.
+    #[serde(default)]
+    pub paths: Paths,
     #[serde(default)]
     pub log: Log,
 }
@@ -287,6 +293,15 @@ pub struct Route {
     /// The handlers requests on this route pass; absent or `[]`: none.
     #[serde(default)]
     pub chain: Option<Spanned<ChainRef>>,
+    /// Protocols a request on this route may upgrade to (`Upgrade`);
+    /// others are removed from the request, and `h2c` always is.
+    #[serde(default = "default_upgrades")]
+    pub upgrades: Vec<Spanned<String>>,
+}
+
+fn default_upgrades() -> Vec<Spanned<String>> {
+    let unknown = serde_saphyr::Location::UNKNOWN;
+    vec![Spanned::new("websocket".into(), unknown, unknown)]
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]

@@ -98,6 +98,28 @@ pub(crate) fn check(config: &Config) -> Result<(), Problem> {
                 ));
             }
         }
+        for (j, protocol) in route.upgrades.iter().enumerate() {
+            let key = format!("routes[{i}].upgrades[{j}]");
+            let name = &protocol.value;
+            if name.eq_ignore_ascii_case("h2c") {
+                return Err((
+                    protocol.referenced,
+                    key,
+                    "h2c is never relayed: a switched connection would carry requests no route sees".into(),
+                ));
+            }
+            if name.is_empty()
+                || !name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~/".contains(&b))
+            {
+                return Err((
+                    protocol.referenced,
+                    key,
+                    format!("`{name}` is not a protocol name"),
+                ));
+            }
+        }
         if !config.upstreams.contains_key(&route.upstream.value) {
             let known: Vec<&str> = config.upstreams.keys().map(String::as_str).collect();
             return Err((

@@ -27,18 +27,20 @@ use tokio::{
 };
 use tracing::{debug, warn};
 
+mod admit;
 mod upstream_h2;
 
 use crate::{
     config::Protocol,
     connect::{self, ConnectError},
-    forward::{self, Framing, RequestContext},
+    forward::{self, Framing, Offered, RequestContext},
     metrics::UpstreamError,
     middleware::{Answer, Chain, Exchange, HeaderEdits, Outcome, RequestView, ResponseView},
+    normalize::Refusal,
     pool::UpstreamConn,
-    route::RouteMatch,
     worker::Worker,
 };
+use admit::{Admission, Decided};
 
 const READ_RESERVE: usize = 16 * 1024;
 /// Pending output is written once it exceeds this.
@@ -123,6 +125,8 @@ pub(crate) struct Session<S> {
     outcome: Outcome,
     /// The request body may be this large (a route's `body_limit` lowers it).
     max_body: usize,
+    /// The current request's normalised target, Host and upgrade offer.
+    decided: Decided,
 }
 
 /// Where a session's client comes from.
@@ -173,6 +177,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 body_bytes: 0,
             },
             max_body: 0,
+            decided: Decided::default(),
         }
     }
 
@@ -191,6 +196,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     Err(end) => return self.end(end).await,
                 },
                 Err(rejection) => {
+                    if rejection.status == StatusCode::BAD_REQUEST {
+                        self.worker.metrics().refused(Refusal::Malformed);
+                    }
                     let failure = Failure::new(rejection.status, rejection.detail);
                     debug!(peer = %self.peer, status = %failure.status, detail = %failure.detail, "rejected request");
                     return self.answer_failure(None, failure, false, true).await;
@@ -219,42 +227,39 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Routes one request, forwards it and its answer.
     async fn exchange(&mut self, head: &Head) -> Next {
         let gateway = Arc::clone(&self.worker.gateway);
-        let head_only = head.method == Method::HEAD;
-        let path = std::str::from_utf8(&self.rbuf[head.path.clone()]).ok();
-        let host = head
-            .host
-            .clone()
-            .and_then(|r| std::str::from_utf8(&self.rbuf[r]).ok())
-            .map(without_port);
-        let Some(path) = path else {
-            let failure = Failure::new(StatusCode::BAD_REQUEST, "request target is not UTF-8");
-            return self.fail(head, None, failure).await;
-        };
-        let path = if path.is_empty() { "/" } else { path };
-        let route = match gateway.routes.find(host, &head.method, path) {
-            RouteMatch::Found(route) => route.index,
-            RouteMatch::NotFound => {
-                let failure = Failure::new(StatusCode::NOT_FOUND, format!("no route for {path}"));
+        // Request normalisation (issue 15): routing, the chain and the
+        // upstream all see the one normal spelling of the target and Host.
+        let admission = admit::admit(&gateway, &self.rbuf, head, &self.fields, self.secure);
+        let route = match admission {
+            Admission::Route { route, decided } => {
+                if decided.upgrade.removed > 0 {
+                    self.worker.metrics().upgrade_removed();
+                }
+                self.decided = decided;
+                route
+            }
+            Admission::Refused(refusal) => {
+                self.worker.metrics().refused(refusal);
+                debug!(peer = %self.peer, reason = refusal.label(), "refused request");
+                let failure = Failure::new(StatusCode::BAD_REQUEST, refusal.detail());
                 return self.fail(head, None, failure).await;
             }
-            RouteMatch::MethodNotAllowed { allow } => {
+            // `OPTIONS *` asks about the server, which the proxy is.
+            Admission::Asterisk => {
+                return self.answer_unrouted(head, StatusCode::NO_CONTENT, None, &[])
+            }
+            Admission::NotFound(detail) => {
+                let failure = Failure::new(StatusCode::NOT_FOUND, detail);
+                return self.fail(head, None, failure).await;
+            }
+            Admission::MethodNotAllowed(allow) => {
                 let detail = format!(
                     "method {} is not allowed here; allowed: {allow}",
                     head.method
                 );
-                self.count(None, StatusCode::METHOD_NOT_ALLOWED);
-                let close = head.framing != RequestFraming::Empty || !head.keep_alive;
-                self.write_problem(
-                    Problem::new(StatusCode::METHOD_NOT_ALLOWED, detail),
-                    &[(header::ALLOW.as_str(), &allow)],
-                    head_only,
-                    persistence(head, close),
-                );
-                if close {
-                    return Next::Close;
-                }
-                self.rbuf.advance(head.len);
-                return Next::KeepAlive;
+                let status = StatusCode::METHOD_NOT_ALLOWED;
+                let allow = [(header::ALLOW.as_str(), allow.as_str())];
+                return self.answer_unrouted(head, status, Some(detail), &allow);
             }
         };
         self.max_body = gateway.limits.max_body;
@@ -287,7 +292,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             .begin(route, self.worker.index, &head.method, self.max_body);
         self.chain = Some(Arc::clone(&chain));
         let ip = client_ip(self.peer, trust, &self.rbuf, &self.fields);
-        let wanted = chain.wants_body(&request_view(head, &self.rbuf, &self.fields, ip, false));
+        let path = self.decided.rewrites.path.as_deref();
+        let wanted = chain.wants_body(&request_view(
+            head,
+            &self.rbuf,
+            &self.fields,
+            ip,
+            path,
+            false,
+        ));
         let held = match (wanted, head.framing) {
             (None, _) | (_, RequestFraming::Empty) => false,
             (Some(max), RequestFraming::Length(len)) => {
@@ -307,7 +320,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 return Some(self.fail(head, Some(route), failure).await);
             }
         };
-        let view = request_view(head, &self.rbuf, &self.fields, ip, held);
+        let path = self.decided.rewrites.path.as_deref();
+        let view = request_view(head, &self.rbuf, &self.fields, ip, path, held);
         if let Some(answer) = chain.request(&view, &mut self.exchange).await {
             return Some(self.answer(head, route, answer));
         }
@@ -408,7 +422,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             RequestFraming::Length(n) => Framing::Length(n as u64),
             RequestFraming::Chunked => Framing::Chunked,
         };
-        if head.upgrade && head.framing != RequestFraming::Empty {
+        let upgrade = &self.decided.upgrade.kept;
+        if !upgrade.is_empty() && head.framing != RequestFraming::Empty {
             return Err(Failure::new(
                 StatusCode::BAD_REQUEST,
                 "an upgrade request cannot carry a body",
@@ -420,6 +435,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             secure: self.secure,
             trust_forwarded: self.worker.gateway.trust_forwarded,
             host_header,
+            path: self.decided.rewrites.path.as_deref(),
+            host: self.decided.rewrites.host.as_deref(),
+            upgrade: match self.decided.upgrade.removed {
+                _ if upgrade.is_empty() => None,
+                0 => Some(Offered::AsSent),
+                _ => Some(Offered::Only(upgrade)),
+            },
             framing,
             edits: self
                 .chain
@@ -777,6 +799,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         response: ResponseHead,
         answered: Instant,
     ) -> Result<Next, Failure> {
+        if response.status == StatusCode::SWITCHING_PROTOCOLS && !self.switch_offered(&conn) {
+            // Only a 101 to an upgrade we relayed turns the connection into
+            // a tunnel: anything else would let the upstream take the
+            // client's connection out of routing (issue 15).
+            warn!(upstream = %self.worker.gateway.upstreams[conn.upstream].name, "101 to a request whose upgrade was not relayed");
+            self.worker.metrics().upstream_open(conn.upstream, -1);
+            return Err(Failure::new(
+                StatusCode::BAD_GATEWAY,
+                "the upstream switched to a protocol the request did not offer",
+            ));
+        }
         self.count(Some(route), response.status);
         self.outcome = Outcome {
             status: response.status,
@@ -786,7 +819,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         self.check_response_body(&mut conn, &response).await;
         let edits = self.response_edits(response.status);
         if response.status == StatusCode::SWITCHING_PROTOCOLS {
-            return Ok(self.tunnel(head, conn, &response, edits).await);
+            return Ok(self.tunnel(conn, &response, edits).await);
         }
         let framing = match response.framing {
             BodyFraming::None => Framing::None,
@@ -948,16 +981,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// After `101 Switching Protocols`: bytes flow both ways until either side closes.
     async fn tunnel(
         &mut self,
-        head: &Head,
         mut conn: UpstreamConn,
         response: &ResponseHead,
         edits: Option<HeaderEdits>,
     ) -> Next {
-        if !head.upgrade {
-            warn!(upstream = %self.worker.gateway.upstreams[conn.upstream].name, "101 to a request that asked for no upgrade");
-            self.worker.metrics().upstream_open(conn.upstream, -1);
-            return Next::Abort;
-        }
         forward::response_head(
             &mut self.wbuf,
             response.status,
@@ -978,6 +1005,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
         self.worker.metrics().upstream_open(conn.upstream, -1);
         Next::Abort
+    }
+
+    /// Whether a `101`'s `Upgrade` names a protocol the request offered upstream.
+    fn switch_offered(&self, conn: &UpstreamConn) -> bool {
+        let answered = self
+            .response_fields
+            .iter()
+            .find(|(name, _)| conn.buf[name.clone()].eq_ignore_ascii_case(b"upgrade"))
+            .map(|(_, value)| &conn.buf[value.clone()]);
+        answered.is_some_and(|answered| {
+            crate::normalize::upgrade::switched_to_offered(answered, &self.decided.upgrade.kept)
+        })
     }
 
     /// Answers a failed exchange with a problem body.
@@ -1004,6 +1043,34 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
             Next::KeepAlive
         }
+    }
+
+    /// Answers a request that reached no route (405, `OPTIONS *`); the
+    /// connection goes on unless a body would have to be skipped.
+    fn answer_unrouted(
+        &mut self,
+        head: &Head,
+        status: StatusCode,
+        detail: Option<String>,
+        extra: &[(&str, &str)],
+    ) -> Next {
+        self.count(None, status);
+        let close = head.framing != RequestFraming::Empty || !head.keep_alive;
+        let head_only = head.method == Method::HEAD;
+        match detail {
+            Some(detail) => self.write_problem(
+                Problem::new(status, detail),
+                extra,
+                head_only,
+                persistence(head, close),
+            ),
+            None => self.write_answer(status, &[], None, head_only, persistence(head, close)),
+        }
+        if close {
+            return Next::Close;
+        }
+        self.rbuf.advance(head.len);
+        Next::KeepAlive
     }
 
     /// Answers a request that could not be parsed, then closes.
@@ -1286,13 +1353,15 @@ fn persistence(head: &Head, close: bool) -> Persistence {
     }
 }
 
-/// The request as the middleware sees it; with `held`, its Content-Length
-/// body is whole in `buf` behind the head.
+/// The request as the middleware sees it, with the path the upstream
+/// receives (`path` when normalisation rewrote it); with `held`, its
+/// Content-Length body is whole in `buf` behind the head.
 fn request_view<'a>(
     head: &'a Head,
     buf: &'a [u8],
     fields: &'a [http1::Field],
     client_ip: std::net::IpAddr,
+    path: Option<&'a str>,
     held: bool,
 ) -> RequestView<'a> {
     let text = |range: std::ops::Range<usize>| std::str::from_utf8(&buf[range]).ok();
@@ -1302,7 +1371,8 @@ fn request_view<'a>(
     };
     RequestView {
         method: &head.method,
-        path: text(head.path.clone())
+        path: path
+            .or_else(|| text(head.path.clone()))
             .filter(|p| !p.is_empty())
             .unwrap_or("/"),
         query: head.query.clone().and_then(text),
@@ -1339,13 +1409,5 @@ fn client_ip(
         forwarded().unwrap_or(peer.ip())
     } else {
         peer.ip()
-    }
-}
-
-/// `example.com:8080` → `example.com`; `[::1]:80` → `[::1]`.
-fn without_port(host: &str) -> &str {
-    match host.rfind(':') {
-        Some(colon) if !host[colon..].contains(']') => &host[..colon],
-        _ => host,
     }
 }

@@ -13,10 +13,11 @@ use std::{
     },
 };
 
-use bytes::{Buf, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
+use http::{HeaderMap, Request, Response};
 use testkit::RawConn;
 use tokio::{
-    io::{AsyncReadExt, AsyncWriteExt},
+    io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt},
     net::{TcpListener, TcpStream},
 };
 
@@ -147,4 +148,40 @@ pub(crate) async fn echo(mut stream: TcpStream, name: &'static str, requests: Ar
             return;
         }
     }
+}
+
+/// An HTTP/2 client connection over `io`.
+pub(crate) async fn h2_client<T>(io: T) -> h2::client::SendRequest<Bytes>
+where
+    T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let (sender, connection) = h2::client::handshake(io).await.unwrap();
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    sender
+}
+
+/// Sends a request and reads the whole answer: status, headers, body, trailers.
+pub(crate) async fn h2_exchange(
+    sender: &h2::client::SendRequest<Bytes>,
+    request: Request<()>,
+    body: &[u8],
+) -> (Response<()>, Vec<u8>, Option<HeaderMap>) {
+    let mut sender = sender.clone().ready().await.unwrap();
+    let (response, mut stream) = sender.send_request(request, body.is_empty()).unwrap();
+    if !body.is_empty() {
+        stream
+            .send_data(Bytes::copy_from_slice(body), true)
+            .unwrap();
+    }
+    let (parts, mut received) = response.await.unwrap().into_parts();
+    let mut bytes = Vec::new();
+    while let Some(data) = received.data().await {
+        let data = data.unwrap();
+        let _ = received.flow_control().release_capacity(data.len());
+        bytes.extend_from_slice(&data);
+    }
+    let trailers = received.trailers().await.unwrap();
+    (Response::from_parts(parts, ()), bytes, trailers)
 }

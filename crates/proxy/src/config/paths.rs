@@ -1,0 +1,67 @@
+//! The `paths` section: how request targets are normalised before routing
+//! (docs/CONFIG.md, "Request normalisation"; the work is `crate::normalize`).
+
+use serde::Deserialize;
+
+/// Path normalisation settings, the same for every listener and route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Paths {
+    /// `//` counts as `/` (for routing, and in the path sent upstream).
+    pub merge_slashes: bool,
+    /// What the upstream receives: the normalised target, or the client's.
+    pub forward: Forward,
+    /// `%2F` and `%5C` in a path.
+    pub escaped_slash: EscapedSlash,
+    /// Path parameters (`/a;v=1/b`).
+    pub semicolon: Semicolon,
+}
+
+impl Default for Paths {
+    fn default() -> Self {
+        Self {
+            merge_slashes: true,
+            forward: Forward::Normalized,
+            escaped_slash: EscapedSlash::Reject,
+            semicolon: Semicolon::StripForMatching,
+        }
+    }
+}
+
+/// Which spelling of the target and Host the upstream receives.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Forward {
+    /// What routing saw, so proxy and upstream agree on what was asked.
+    #[default]
+    Normalized,
+    /// As the client wrote it (routing still uses the normal form).
+    Original,
+}
+
+/// What to do with an encoded slash or backslash in a path.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EscapedSlash {
+    /// 400: whether it separates segments depends on the backend.
+    #[default]
+    Reject,
+    /// Decoded to `/`, so it separates segments (before dot segments go).
+    Decode,
+    /// Left encoded (upper-case hex): part of a segment's name.
+    Keep,
+}
+
+/// What to do with `;` path parameters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Semicolon {
+    /// An ordinary character, for routing and upstream alike.
+    Keep,
+    /// Routing ignores each segment's `;…` (as servlet containers do);
+    /// the upstream receives them.
+    #[default]
+    StripForMatching,
+    /// 400 for any `;` in the path.
+    Reject,
+}

@@ -1,0 +1,304 @@
+//! Path normalisation: RFC 3986 6.2.2 (case and percent-encoding
+//! normalisation) then 5.2.4 (dot segments), with merged slashes and `;`
+//! path parameters as `paths` says. Routes match the result and, by
+//! default, the upstream receives it, so that the proxy and the backend
+//! agree on which resource was asked for.
+//!
+//! Nearly every path is already normal: [`normalize`] checks that in one
+//! scan and returns it borrowed; only the rest is rebuilt.
+
+use std::borrow::Cow;
+
+use super::Refusal;
+use crate::config::{EscapedSlash, Paths, Semicolon};
+
+/// A path in normal form.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NormalPath<'a> {
+    /// The normal path (sent upstream with `paths.forward: normalized`).
+    pub path: Cow<'a, str>,
+    /// What routes match when it differs from `path`: `path` without its
+    /// segments' `;` parameters (`paths.semicolon: strip_for_matching`).
+    pub matching: Option<String>,
+}
+
+impl NormalPath<'_> {
+    /// The path routes are matched against.
+    pub fn for_matching(&self) -> &str {
+        self.matching.as_deref().unwrap_or(&self.path)
+    }
+}
+
+/// The normal form of an origin-form path (no query), or why it has none.
+pub fn normalize<'a>(path: &'a str, paths: &Paths) -> Result<NormalPath<'a>, Refusal> {
+    let (path, parameters) = match scan(path.as_bytes(), paths) {
+        Scan::Normal { parameters } => (Cow::Borrowed(path), parameters),
+        Scan::Rewrite => {
+            let rewritten = rewrite(path.as_bytes(), paths)?;
+            let parameters =
+                paths.semicolon == Semicolon::StripForMatching && rewritten.contains(';');
+            (Cow::Owned(rewritten), parameters)
+        }
+    };
+    let matching = parameters.then(|| without_parameters(&path, paths.merge_slashes));
+    Ok(NormalPath { path, matching })
+}
+
+/// What one scan found.
+pub(super) enum Scan {
+    /// Already normal; `parameters`: it has `;` parameters to strip for matching.
+    Normal { parameters: bool },
+    /// Something to decode, encode, remove or refuse.
+    Rewrite,
+}
+
+/// How a byte may appear in a normal path.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Class {
+    /// unreserved, sub-delims other than `;`, `:` and `@` (RFC 3986 3.3).
+    Plain,
+    Slash,
+    Semicolon,
+    Percent,
+    /// Anything else: to be encoded, or refused.
+    Other,
+}
+
+const fn classes() -> [Class; 256] {
+    let mut table = [Class::Other; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        if c.is_ascii_alphanumeric()
+            || matches!(
+                c,
+                b'-' | b'.'
+                    | b'_'
+                    | b'~'
+                    | b'!'
+                    | b'$'
+                    | b'&'
+                    | b'\''
+                    | b'('
+                    | b')'
+                    | b'*'
+                    | b'+'
+                    | b','
+                    | b'='
+                    | b':'
+                    | b'@'
+            )
+        {
+            table[b] = Class::Plain;
+        }
+        b += 1;
+    }
+    table[b'/' as usize] = Class::Slash;
+    table[b';' as usize] = Class::Semicolon;
+    table[b'%' as usize] = Class::Percent;
+    table
+}
+
+static CLASSES: [Class; 256] = classes();
+
+fn is_unreserved(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')
+}
+
+fn is_control(b: u8) -> bool {
+    b < 0x20 || b == 0x7f
+}
+
+/// Whether `b`, written `%XX`, is in normal form under `paths`.
+fn escape_stays(b: u8, paths: &Paths) -> bool {
+    if b == b'/' || b == b'\\' {
+        return paths.escaped_slash == EscapedSlash::Keep;
+    }
+    !is_unreserved(b) && !is_control(b)
+}
+
+fn upper_hex(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+fn any_hex(b: u8) -> Option<u8> {
+    upper_hex(b.to_ascii_uppercase())
+}
+
+/// The one scan of the fast path: true only for a path [`rewrite`] would
+/// return unchanged.
+pub(super) fn scan(path: &[u8], paths: &Paths) -> Scan {
+    if path.first() != Some(&b'/') {
+        return Scan::Rewrite;
+    }
+    let strip = paths.semicolon == Semicolon::StripForMatching;
+    let mut parameters = false;
+    let mut segment = 1;
+    let mut name_end: Option<usize> = None;
+    let mut i = 1;
+    while i < path.len() {
+        match CLASSES[usize::from(path[i])] {
+            Class::Plain => {}
+            Class::Slash => {
+                let name = &path[segment..name_end.unwrap_or(i)];
+                if is_dot(name) || (i == segment && paths.merge_slashes) {
+                    return Scan::Rewrite;
+                }
+                segment = i + 1;
+                name_end = None;
+            }
+            Class::Semicolon => match paths.semicolon {
+                Semicolon::Keep => {}
+                Semicolon::Reject => return Scan::Rewrite,
+                Semicolon::StripForMatching => {
+                    parameters = true;
+                    name_end.get_or_insert(i);
+                }
+            },
+            Class::Percent => {
+                let escaped = match (path.get(i + 1), path.get(i + 2)) {
+                    (Some(&hi), Some(&lo)) => upper_hex(hi).zip(upper_hex(lo)),
+                    _ => None,
+                };
+                match escaped {
+                    Some((hi, lo)) if escape_stays(hi << 4 | lo, paths) => i += 2,
+                    _ => return Scan::Rewrite,
+                }
+            }
+            Class::Other => return Scan::Rewrite,
+        }
+        i += 1;
+    }
+    let last = &path[segment..name_end.filter(|_| strip).unwrap_or(path.len())];
+    if is_dot(last) {
+        return Scan::Rewrite;
+    }
+    Scan::Normal { parameters }
+}
+
+fn is_dot(name: &[u8]) -> bool {
+    name == b"." || name == b".."
+}
+
+/// The slow path: decodes what needs no encoding, encodes what must be,
+/// refuses what cannot be made unambiguous, then removes dot segments and
+/// (with `merge_slashes`) empty ones.
+pub(super) fn rewrite(path: &[u8], paths: &Paths) -> Result<String, Refusal> {
+    if path.is_empty() {
+        // An absolute-form target without a path asks for `/`.
+        return Ok("/".into());
+    }
+    if path[0] != b'/' {
+        return Err(Refusal::TargetForm);
+    }
+    let decoded = decode(path, paths)?;
+    let strip = paths.semicolon == Semicolon::StripForMatching;
+    let mut out = String::with_capacity(decoded.len());
+    // Where each segment kept so far starts in `out` (at its `/`).
+    let mut starts: Vec<usize> = Vec::new();
+    let segments: Vec<&str> = decoded[1..].split('/').collect();
+    for (k, segment) in segments.iter().enumerate() {
+        let last = k + 1 == segments.len();
+        let name = if strip {
+            segment.split(';').next().unwrap_or_default()
+        } else {
+            segment
+        };
+        match name {
+            "." => {}
+            ".." => {
+                let start = starts.pop().ok_or(Refusal::AboveRoot)?;
+                out.truncate(start);
+            }
+            "" if segment.is_empty() && !last && paths.merge_slashes => {}
+            _ => {
+                starts.push(out.len());
+                out.push('/');
+                out.push_str(segment);
+                continue;
+            }
+        }
+        // A path ending in a dot segment names a directory: `/a/b/..` is `/a/`.
+        if last {
+            out.push('/');
+        }
+    }
+    if out.is_empty() {
+        out.push('/');
+    }
+    Ok(out)
+}
+
+/// Step one of [`rewrite`]: percent-encoding normalised, refusals found.
+/// The result is ASCII: `%XX` only where the byte must stay encoded.
+fn decode(path: &[u8], paths: &Paths) -> Result<String, Refusal> {
+    let mut out = String::with_capacity(path.len() + 8);
+    let mut i = 0;
+    while i < path.len() {
+        let b = path[i];
+        i += 1;
+        match b {
+            b'%' => {
+                let value = match (path.get(i), path.get(i + 1)) {
+                    (Some(&hi), Some(&lo)) => any_hex(hi).zip(any_hex(lo)),
+                    _ => None,
+                };
+                let (hi, lo) = value.ok_or(Refusal::BadEscape)?;
+                i += 2;
+                let decoded = hi << 4 | lo;
+                if is_control(decoded) {
+                    return Err(Refusal::Control);
+                }
+                if is_unreserved(decoded) {
+                    out.push(char::from(decoded));
+                } else if decoded == b'/' || decoded == b'\\' {
+                    match paths.escaped_slash {
+                        EscapedSlash::Reject => return Err(Refusal::EscapedSlash),
+                        EscapedSlash::Decode => out.push('/'),
+                        EscapedSlash::Keep => escape(&mut out, decoded),
+                    }
+                } else {
+                    escape(&mut out, decoded);
+                }
+            }
+            b'\\' => return Err(Refusal::Backslash),
+            b'#' => return Err(Refusal::Fragment),
+            b';' if paths.semicolon == Semicolon::Reject => return Err(Refusal::Semicolon),
+            _ if is_control(b) => return Err(Refusal::Control),
+            _ if CLASSES[usize::from(b)] == Class::Other => escape(&mut out, b),
+            _ => out.push(char::from(b)),
+        }
+    }
+    Ok(out)
+}
+
+/// Appends `b` as `%XX` (upper-case hex).
+fn escape(out: &mut String, b: u8) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    out.push('%');
+    out.push(char::from(HEX[usize::from(b >> 4)]));
+    out.push(char::from(HEX[usize::from(b & 15)]));
+}
+
+/// `path` with each segment's `;…` removed (its empty segments merged
+/// with `merge_slashes`, as [`rewrite`] merges them).
+fn without_parameters(path: &str, merge_slashes: bool) -> String {
+    let mut out = String::with_capacity(path.len());
+    let segments: Vec<&str> = path[1..].split('/').collect();
+    for (k, segment) in segments.iter().enumerate() {
+        let name = segment.split(';').next().unwrap_or_default();
+        if name.is_empty() && k + 1 < segments.len() && merge_slashes {
+            continue;
+        }
+        out.push('/');
+        out.push_str(name);
+    }
+    if out.is_empty() {
+        out.push('/');
+    }
+    out
+}

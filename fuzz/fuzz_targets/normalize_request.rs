@@ -1,0 +1,67 @@
+//! Request normalisation: any target and Host, under any `paths`
+//! settings, are admitted or refused, never a panic; what is admitted is
+//! normal (normalising it again changes nothing and takes the fast path,
+//! returning it borrowed), and carries no dot segment or `\`.
+#![no_main]
+
+use std::borrow::Cow;
+
+use http::Method;
+use libfuzzer_sys::fuzz_target;
+use proxy::{
+    config::{EscapedSlash, Paths, Semicolon},
+    normalize::{self, host, path, Normal, Raw},
+};
+
+const METHODS: [Method; 3] = [Method::GET, Method::OPTIONS, Method::POST];
+
+fn settings(selector: u8) -> Paths {
+    Paths {
+        merge_slashes: selector & 1 == 0,
+        escaped_slash: [EscapedSlash::Reject, EscapedSlash::Decode, EscapedSlash::Keep]
+            [usize::from(selector >> 1 & 3) % 3],
+        semicolon: [Semicolon::StripForMatching, Semicolon::Keep, Semicolon::Reject]
+            [usize::from(selector >> 3 & 3) % 3],
+        ..Paths::default()
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&selector, data)) = data.split_first() else {
+        return;
+    };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let paths = settings(selector);
+    // Parts separated by NUL: the target, then the Host.
+    let (target, host) = text.split_once('\0').unwrap_or((text, "h"));
+    let (path, query) = match target.split_once('?') {
+        Some((path, query)) => (path, Some(query)),
+        None => (target, None),
+    };
+    let raw = Raw {
+        method: &METHODS[usize::from(selector >> 5) % METHODS.len()],
+        target,
+        path,
+        query,
+        host: Some(host),
+        secure: selector & 0x80 != 0,
+    };
+    if let Ok(Normal::Request(normal)) = normalize::request(&raw, &paths) {
+        if let Some(host) = &normal.host {
+            let again = host::normalize(&host.authority, 80).expect("a normal Host stays valid");
+            let _ = again.expect("a normal Host is not empty");
+        }
+    }
+    if let Ok(once) = path::normalize(path, &paths) {
+        let twice = path::normalize(&once.path, &paths).expect("a normal path stays admitted");
+        assert!(matches!(twice.path, Cow::Borrowed(_)), "{path:?} -> {:?}", once.path);
+        assert_eq!(twice.for_matching(), once.for_matching());
+        for normal in [&*once.path, once.for_matching()] {
+            assert!(normal.starts_with('/'));
+            assert!(!normal.contains("/./") && !normal.contains("/../") && !normal.contains('\\'));
+            assert!(!paths.merge_slashes || !normal.contains("//"), "{normal}");
+        }
+    }
+});
