@@ -15,7 +15,7 @@ use std::{
 };
 
 use backends::Backend;
-use support::{echo, one_upstream, Echo, Proxy};
+use support::{assert_tunnel_echoes, echo, one_upstream, read_head, Echo, Proxy};
 use testkit::{closed_port, serve_with, test_options, Behaviour, FakeServer, RawConn};
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
@@ -393,22 +393,10 @@ async fn websocket_upgrades_are_tunnelled() {
         )
         .await
         .unwrap();
-    let mut seen = Vec::new();
-    let mut buf = [0u8; 1024];
-    while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
-        let n = stream.read(&mut buf).await.unwrap();
-        seen.extend_from_slice(&buf[..n]);
-    }
-    let head = String::from_utf8_lossy(&seen).to_ascii_lowercase();
+    let head = read_head(&mut stream).await.to_ascii_lowercase();
     assert!(head.starts_with("http/1.1 101"), "{head}");
     assert!(head.contains("upgrade: websocket") && head.contains("connection: upgrade"));
-    stream.write_all(b"hello").await.unwrap();
-    let mut echoed = [0u8; 5];
-    tokio::time::timeout(Duration::from_secs(5), stream.read_exact(&mut echoed))
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(&echoed, b"HELLO");
+    assert_tunnel_echoes(&mut stream).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

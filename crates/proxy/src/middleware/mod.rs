@@ -49,7 +49,9 @@ pub(crate) use rate_limit::{parse_key as parse_rate_key, parse_rate};
 #[derive(Debug)]
 pub(crate) struct RequestView<'a> {
     pub method: &'a Method,
-    /// As sent, percent-encoded, without the query.
+    /// The path the upstream receives, without the query: normalised
+    /// (docs/CONFIG.md, "Request normalisation") unless `paths.forward:
+    /// original`; still percent-encoded where it must be.
     pub path: &'a str,
     pub query: Option<&'a str>,
     /// The peer, or with `forwarded.trust` the last X-Forwarded-For address.

@@ -4,6 +4,8 @@
 // Helpers below panic on any failure: that is what a test wants.
 #![allow(clippy::unwrap_used, dead_code)]
 
+pub(crate) mod lenient;
+
 use std::{
     net::SocketAddr,
     path::Path,
@@ -184,4 +186,30 @@ pub(crate) async fn h2_exchange(
     }
     let trailers = received.trailers().await.unwrap();
     (Response::from_parts(parts, ()), bytes, trailers)
+}
+
+/// Reads from `stream` until a response head has ended; what was read.
+pub(crate) async fn read_head(stream: &mut TcpStream) -> String {
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = stream.read(&mut buf).await.unwrap();
+        assert!(n > 0, "closed before the end of a head");
+        seen.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8_lossy(&seen).into_owned()
+}
+
+/// Through a tunnel to an upstream that echoes upper-cased: `hello` comes back `HELLO`.
+pub(crate) async fn assert_tunnel_echoes(stream: &mut TcpStream) {
+    stream.write_all(b"hello").await.unwrap();
+    let mut echoed = [0u8; 5];
+    tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        stream.read_exact(&mut echoed),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(&echoed, b"HELLO");
 }
