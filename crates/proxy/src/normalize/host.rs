@@ -22,6 +22,20 @@ pub fn normalize(raw: &str, default_port: u16) -> Result<Option<NormalHost<'_>>,
     if raw.is_empty() {
         return Ok(None);
     }
+    if let Some(name) = already_normal(raw.as_bytes(), default_port) {
+        return Ok(Some(NormalHost {
+            name: Cow::Borrowed(&raw[..name]),
+            authority: Cow::Borrowed(raw),
+        }));
+    }
+    slow(raw, default_port)
+}
+
+/// The slow path of [`normalize`], for what one scan could not accept.
+pub(super) fn slow(raw: &str, default_port: u16) -> Result<Option<NormalHost<'_>>, Refusal> {
+    if raw.is_empty() {
+        return Ok(None);
+    }
     let (name, port) = split_port(raw)?;
     let port = match port {
         None | Some("") => None,
@@ -49,6 +63,42 @@ pub fn normalize(raw: &str, default_port: u16) -> Result<Option<NormalHost<'_>>,
         name: normal_name,
         authority,
     }))
+}
+
+/// The fast path, one scan: a lower-case name of letters, digits and
+/// `-._~` with no empty label and no trailing dot, and a port (if any)
+/// written without leading zeros that is not the default. The length of
+/// the name, or `None` when the slow path must decide.
+pub(super) fn already_normal(raw: &[u8], default_port: u16) -> Option<usize> {
+    let mut label = 0;
+    let mut i = 0;
+    while i < raw.len() {
+        match raw[i] {
+            b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'~' => label += 1,
+            b'.' if label > 0 => label = 0,
+            b':' => break,
+            _ => return None,
+        }
+        i += 1;
+    }
+    if label == 0 {
+        return None;
+    }
+    if i == raw.len() {
+        return Some(i);
+    }
+    let digits = &raw[i + 1..];
+    if digits.is_empty() || digits.len() > 5 || digits[0] == b'0' {
+        return None;
+    }
+    let mut port = 0u32;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        port = port * 10 + u32::from(d - b'0');
+    }
+    (port <= 65535 && port != u32::from(default_port)).then_some(i)
 }
 
 /// `name` and the text after its port colon, if any.

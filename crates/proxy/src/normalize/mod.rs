@@ -99,11 +99,11 @@ impl Refusal {
 #[derive(Debug, Clone, Copy)]
 pub struct Raw<'a> {
     pub method: &'a Method,
-    /// The whole request-target.
-    pub target: &'a str,
+    /// The whole request-target (read only where its form needs it).
+    pub target: &'a [u8],
     /// Its path (origin-form; empty for `http://host`).
     pub path: &'a str,
-    pub query: Option<&'a str>,
+    pub query: Option<&'a [u8]>,
     /// The Host field's value.
     pub host: Option<&'a str>,
     /// The client came over TLS (the default port is 443, not 80).
@@ -130,40 +130,41 @@ pub struct NormalRequest<'a> {
 
 /// Normalises a request's target and Host, or refuses it.
 pub fn request<'a>(raw: &Raw<'a>, paths: &Paths) -> Result<Normal<'a>, Refusal> {
-    if raw.target == "*" {
-        return match *raw.method {
-            Method::OPTIONS => Ok(Normal::Asterisk),
-            _ => Err(Refusal::TargetForm),
-        };
-    }
-    if raw.query.is_some_and(|q| q.contains('#')) {
+    if raw.query.is_some_and(|q| q.contains(&b'#')) {
         return Err(Refusal::Fragment);
     }
-    let absolute = [("http://", 80), ("https://", 443)]
-        .into_iter()
-        .find_map(|(scheme, port)| Some((raw.target.strip_prefix(scheme)?, port)));
-    let host = match absolute {
-        Some((rest, default_port)) => {
-            let authority = &rest[..rest.find(['/', '?']).unwrap_or(rest.len())];
-            if authority.contains('#') {
-                return Err(Refusal::Fragment);
-            }
-            Some(host::normalize(authority, default_port)?.ok_or(Refusal::Host)?)
-        }
-        None if raw.target.starts_with('/') => {
+    let (host, absolute) = match raw.target {
+        [b'/', ..] => {
             let default_port = if raw.secure { 443 } else { 80 };
-            raw.host
-                .map(|h| host::normalize(h, default_port))
-                .transpose()?
-                .flatten()
+            let host = raw.host.map(|h| host::normalize(h, default_port));
+            (host.transpose()?.flatten(), false)
         }
-        None => return Err(Refusal::TargetForm),
+        b"*" if raw.method == Method::OPTIONS => return Ok(Normal::Asterisk),
+        target => (Some(authority(target)?), true),
     };
     Ok(Normal::Request(NormalRequest {
         path: path::normalize(raw.path, paths)?,
         host,
-        absolute: absolute.is_some(),
+        absolute,
     }))
+}
+
+/// The host of an absolute-form target (`http://host[:port]/...`).
+fn authority(target: &[u8]) -> Result<NormalHost<'_>, Refusal> {
+    let (rest, default_port) = [(&b"http://"[..], 80), (&b"https://"[..], 443)]
+        .into_iter()
+        .find_map(|(scheme, port)| Some((target.strip_prefix(scheme)?, port)))
+        .ok_or(Refusal::TargetForm)?;
+    let end = rest
+        .iter()
+        .position(|&b| b == b'/' || b == b'?')
+        .unwrap_or(rest.len());
+    let authority = &rest[..end];
+    if authority.contains(&b'#') {
+        return Err(Refusal::Fragment);
+    }
+    let authority = std::str::from_utf8(authority).map_err(|_| Refusal::Host)?;
+    host::normalize(authority, default_port)?.ok_or(Refusal::Host)
 }
 
 /// What the upstream receives instead of the client's spelling, owned so

@@ -41,14 +41,14 @@ pub(super) fn admit(
     secure: bool,
 ) -> Admission {
     let text = |range: std::ops::Range<usize>| std::str::from_utf8(&buf[range]).ok();
-    let (Some(target), Some(path)) = (text(head.target.clone()), text(head.path.clone())) else {
+    let Some(path) = text(head.path.clone()) else {
         return Admission::Refused(Refusal::Malformed);
     };
     let raw = normalize::Raw {
         method: &head.method,
-        target,
+        target: &buf[head.target.clone()],
         path,
-        query: head.query.clone().and_then(text),
+        query: head.query.clone().map(|q| &buf[q]),
         host: match head.host.clone().map(text) {
             Some(None) => return Admission::Refused(Refusal::Host),
             host => host.flatten(),
