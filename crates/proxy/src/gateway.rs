@@ -203,7 +203,7 @@ impl Gateway {
         let http2 = &config.http2;
         let as_u32 = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
         Ok(Self {
-            routes: RouteTable::new(&config.routes),
+            routes: RouteTable::new(&config.routes, config.paths.case),
             route_upstream,
             route_names,
             route_upgrades,

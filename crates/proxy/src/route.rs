@@ -10,7 +10,7 @@
 use http::Method;
 
 use crate::{
-    config::{PathMatch, Route},
+    config::{Case, PathMatch, Route},
     normalize,
 };
 
@@ -49,11 +49,13 @@ impl Eq for CompiledRoute {}
 #[derive(Debug, Clone, Default)]
 pub struct RouteTable {
     routes: Vec<CompiledRoute>,
+    /// `paths.case: insensitive`: letter case does not count in paths.
+    ignore_case: bool,
 }
 
 impl RouteTable {
     /// Compiles validated routes (paths start with `/`, methods parse).
-    pub fn new(routes: &[Route]) -> Self {
+    pub fn new(routes: &[Route], case: Case) -> Self {
         let mut compiled: Vec<CompiledRoute> = routes
             .iter()
             .enumerate()
@@ -79,7 +81,10 @@ impl RouteTable {
             .collect();
         // Stable sort: equally specific routes keep the file's order.
         compiled.sort_by_key(|r| (r.host.is_none(), !r.exact, std::cmp::Reverse(r.path.len())));
-        Self { routes: compiled }
+        Self {
+            routes: compiled,
+            ignore_case: case == Case::Insensitive,
+        }
     }
 
     /// `host`: the normalised Host name (no port); `path`: the normalised
@@ -87,7 +92,7 @@ impl RouteTable {
     pub fn find(&self, host: Option<&str>, method: &Method, path: &str) -> RouteMatch<'_> {
         let mut allowed: Vec<&Method> = Vec::new();
         for route in &self.routes {
-            if !route.matches_host(host) || !route.matches_path(path) {
+            if !route.matches_host(host) || !route.matches_path(path, self.ignore_case) {
                 continue;
             }
             if route.methods.is_empty() || route.methods.contains(method) {
@@ -118,14 +123,23 @@ impl CompiledRoute {
         }
     }
 
-    fn matches_path(&self, path: &str) -> bool {
+    fn matches_path(&self, path: &str, ignore_case: bool) -> bool {
+        let (path, prefix) = (path.as_bytes(), self.path.as_bytes());
+        let same = |a: &[u8], b: &[u8]| {
+            if ignore_case {
+                a.eq_ignore_ascii_case(b)
+            } else {
+                a == b
+            }
+        };
         if self.exact {
-            return path == self.path;
+            return same(path, prefix);
         }
-        match path.strip_prefix(self.path.as_str()) {
-            None => false,
-            Some(rest) => rest.is_empty() || self.path.ends_with('/') || rest.starts_with('/'),
+        if path.len() < prefix.len() || !same(&path[..prefix.len()], prefix) {
+            return false;
         }
+        let rest = &path[prefix.len()..];
+        rest.is_empty() || prefix.ends_with(b"/") || rest.starts_with(b"/")
     }
 }
 
@@ -140,7 +154,7 @@ mod tests {
             "listeners: [{{ address: 127.0.0.1:1 }}]\nupstreams:\n  a: {{ hosts: [\"http://h:1\"] }}\n  b: {{ hosts: [\"http://h:2\"] }}\n  c: {{ hosts: [\"http://h:3\"] }}\nroutes:\n{routes}"
         );
         let config = crate::config::parse(&text, Path::new("t.yaml"), |_| None).unwrap();
-        RouteTable::new(&config.routes)
+        RouteTable::new(&config.routes, config.paths.case)
     }
 
     fn upstream(table: &RouteTable, host: Option<&str>, method: Method, path: &str) -> String {
@@ -184,6 +198,19 @@ mod tests {
         );
         assert_eq!(upstream(&t, None, Method::GET, "/nothing"), "404");
         assert_eq!(upstream(&t, None, Method::GET, "/admin/x"), "404");
+    }
+
+    #[test]
+    fn letter_case_counts_only_when_asked() {
+        let t = table("  - { path: /admin, upstream: a }\n  - { path: /, upstream: b }\n");
+        assert_eq!(upstream(&t, None, Method::GET, "/ADMIN"), "a");
+        assert_eq!(upstream(&t, None, Method::GET, "/Admin/x"), "a");
+        assert_eq!(upstream(&t, None, Method::GET, "/administrator"), "b");
+        let text = "listeners: [{ address: 127.0.0.1:1 }]\nupstreams:\n  a: { hosts: [\"http://h:1\"] }\n  b: { hosts: [\"http://h:2\"] }\npaths: { case: sensitive }\nroutes:\n  - { path: /admin, upstream: a }\n  - { path: /, upstream: b }\n";
+        let config = crate::config::parse(text, Path::new("t.yaml"), |_| None).unwrap();
+        let t = RouteTable::new(&config.routes, config.paths.case);
+        assert_eq!(upstream(&t, None, Method::GET, "/ADMIN"), "b");
+        assert_eq!(upstream(&t, None, Method::GET, "/admin"), "a");
     }
 
     #[test]

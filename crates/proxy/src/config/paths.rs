@@ -15,6 +15,8 @@ pub struct Paths {
     pub escaped_slash: EscapedSlash,
     /// Path parameters (`/a;v=1/b`).
     pub semicolon: Semicolon,
+    /// Whether routes match paths whatever their letter case.
+    pub case: Case,
 }
 
 impl Default for Paths {
@@ -24,6 +26,7 @@ impl Default for Paths {
             forward: Forward::Normalized,
             escaped_slash: EscapedSlash::Reject,
             semicolon: Semicolon::StripForMatching,
+            case: Case::Insensitive,
         }
     }
 }
@@ -64,4 +67,17 @@ pub enum Semicolon {
     StripForMatching,
     /// 400 for any `;` in the path.
     Reject,
+}
+
+/// How route paths compare with request paths.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Case {
+    /// `/ADMIN` matches a route for `/admin` (the upstream still receives
+    /// `/ADMIN`): a guard holds whether the backend's routing ignores case
+    /// (Express, ASP.NET Core) or not.
+    #[default]
+    Insensitive,
+    /// Letter case counts, as in Envoy's, nginx's and HAProxy's defaults.
+    Sensitive,
 }
