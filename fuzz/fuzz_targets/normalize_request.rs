@@ -10,7 +10,7 @@ use http::Method;
 use libfuzzer_sys::fuzz_target;
 use proxy::{
     config::{EscapedSlash, Paths, Semicolon},
-    normalize::{self, host, path, Normal, Raw},
+    wire::normalize::{self, host, path, Normal, Raw},
 };
 
 const METHODS: [Method; 3] = [Method::GET, Method::OPTIONS, Method::POST];

@@ -1,28 +1,31 @@
-//! `sluice proxy`: the sidecar reverse proxy for HTTP/1.1.
+//! `sluice proxy`: the sidecar reverse proxy, API gateway and load balancer.
 //!
-//! A request goes through a short list of phases (docs/LIFECYCLE-proxy.md):
-//! parse and check the head (`http1`), normalise its target and Host
-//! (`normalize`), route (`route`), pick a host
-//! (`balance`) and a connection (`pool`), rewrite and send (`forward`),
-//! relay the answer (`session`). `gateway` is the configuration compiled
-//! for that path; `worker` runs the listeners; `admin` and `metrics`
-//! expose what happens.
+//! The crate is a stack of layers whose imports only go down
+//! (docs/ARCHITECTURE.md; `tests/layers.rs` fails on an import that goes
+//! up, or on a cycle between modules):
+//!
+//! | layer | module | what it holds |
+//! |---|---|---|
+//! | 0 | [`config`], `ids` | the YAML schema, its validation; typed ids |
+//! | 1 | [`wire`] | pure functions over heads: normalisation, header rules |
+//! | 2 | `telemetry` | metrics shards and their Prometheus text |
+//! | 3 | `middleware`, `upstream` | handlers and chains; upstreams, balancing, connections, pools |
+//! | 4 | [`plan`] | the compiled configuration, swapped whole |
+//! | 5 | `session` | one request's phases, one file each |
+//! | 6 | `server` | workers, listeners, TLS, HTTP/2 connections, admin |
+//!
+//! A request reads top-down in about five files: `server/listener.rs`,
+//! `session/mod.rs`, `session/admit.rs`, `session/upstream_h1.rs` (or
+//! `upstream_h2.rs`) and `session/respond.rs`.
 
-mod admin;
-pub mod balance;
 pub mod config;
-mod connect;
-mod forward;
-pub mod gateway;
-mod h2_server;
-mod h2_upstream;
-mod listener;
-pub mod metrics;
+mod ids;
 mod middleware;
-pub mod normalize;
-mod pool;
-pub mod route;
+pub mod plan;
+mod server;
 mod session;
-mod worker;
+mod telemetry;
+mod upstream;
+pub mod wire;
 
-pub use worker::{start, RunningProxy};
+pub use server::{check, start, RunningProxy};

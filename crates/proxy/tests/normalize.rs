@@ -309,7 +309,7 @@ fn routes_must_be_written_in_normal_form() {
             "listeners: [{{ address: 127.0.0.1:0 }}]\nupstreams:\n  app: {{ hosts: [\"http://127.0.0.1:1\"] }}\nroutes:\n{routes}"
         );
         let config = proxy::config::parse(&yaml, std::path::Path::new("t.yaml"), |_| None).unwrap();
-        proxy::gateway::Gateway::new(&config)
+        proxy::plan::Plan::compile(&config, 1)
             .map(|_| ())
             .map_err(|e| e.to_string())
     };

@@ -35,7 +35,7 @@ pub(crate) fn run(args: ProxyArgs) -> ExitCode {
         }
     };
     if args.check {
-        return match proxy::gateway::Gateway::new(&config) {
+        return match proxy::check(&config) {
             Ok(_) => {
                 println!("{}: OK", args.config.display());
                 ExitCode::SUCCESS

@@ -11,6 +11,7 @@ mod error;
 mod middleware;
 mod paths;
 mod schema;
+mod typed;
 mod validate;
 
 use std::path::Path;
@@ -19,6 +20,7 @@ pub use error::ConfigError;
 pub use middleware::*;
 pub use paths::*;
 pub use schema::*;
+pub use typed::*;
 
 /// Reads, substitutes, parses and validates `path`.
 pub fn load(path: &Path) -> Result<Config, ConfigError> {

@@ -1,5 +1,5 @@
 //! The `paths` section: how request targets are normalised before routing
-//! (docs/CONFIG.md, "Request normalisation"; the work is `crate::normalize`).
+//! (docs/CONFIG.md, "Request normalisation"; the work is `wire::normalize`).
 
 use serde::Deserialize;
 

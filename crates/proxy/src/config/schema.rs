@@ -23,7 +23,7 @@ pub struct Config {
     pub runtime: Runtime,
     pub listeners: Vec<Listener>,
     #[serde(default)]
-    pub upstreams: BTreeMap<String, Upstream>,
+    pub upstreams: BTreeMap<String, UpstreamSettings>,
     #[serde(default)]
     pub routes: Vec<Route>,
     /// Handler instances and their settings (docs/MIDDLEWARE.md).
@@ -152,7 +152,7 @@ impl Default for Http2 {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Upstream {
+pub struct UpstreamSettings {
     /// `http://HOST:PORT` for each host.
     pub hosts: Vec<Spanned<String>>,
     #[serde(default)]
@@ -163,7 +163,7 @@ pub struct Upstream {
     #[serde(default = "default_retries")]
     pub retries: u32,
     #[serde(default)]
-    pub pool: Pool,
+    pub pool: PoolSettings,
     #[serde(default)]
     pub health: Health,
     /// Replaces the `Host` sent upstream; default: the client's.
@@ -174,7 +174,7 @@ pub struct Upstream {
     pub protocol: Protocol,
     /// TLS settings for `https://` hosts.
     #[serde(default)]
-    pub tls: Option<UpstreamTls>,
+    pub tls: Option<UpstreamTlsSettings>,
 }
 
 /// What a proxy speaks to an upstream.
@@ -193,7 +193,7 @@ pub enum Protocol {
 /// How the proxy checks and authenticates to `https://` upstream hosts.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct UpstreamTls {
+pub struct UpstreamTlsSettings {
     /// PEM CA certificates to verify the hosts with; default: the
     /// built-in web roots.
     #[serde(default)]
@@ -242,14 +242,14 @@ impl Default for Timeouts {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct Pool {
+pub struct PoolSettings {
     /// Idle keep-alive connections kept per host.
     pub max_idle: usize,
     #[serde(deserialize_with = "duration")]
     pub idle_timeout: Duration,
 }
 
-impl Default for Pool {
+impl Default for PoolSettings {
     fn default() -> Self {
         Self {
             max_idle: 128,

@@ -6,7 +6,7 @@ use serde_saphyr::Location;
 
 use super::{
     middleware::{ChainRef, Handler, HANDLER_TYPES},
-    schema::{Config, Http2, Protocol, Upstream},
+    schema::{Config, Http2, Protocol, UpstreamSettings},
 };
 
 /// Where, which key, and what is wrong.
@@ -189,15 +189,15 @@ fn check_middleware(config: &Config) -> Result<(), Problem> {
         let key = |field: &str| format!("middleware.{name}.{field}");
         match handler {
             Handler::RateLimit(limit) => {
-                crate::middleware::parse_rate(&limit.rate.value)
+                super::parse_rate(&limit.rate.value)
                     .map_err(|err| (limit.rate.referenced, key("rate"), err.to_string()))?;
-                crate::middleware::parse_rate_key(&limit.key.value)
+                super::parse_rate_key(&limit.key.value)
                     .map_err(|err| (limit.key.referenced, key("key"), err.to_string()))?;
             }
             Handler::IpFilter(filter) => {
                 for (field, list) in [("allow", &filter.allow), ("deny", &filter.deny)] {
                     for (j, net) in list.iter().enumerate() {
-                        crate::middleware::parse_net(&net.value).map_err(|err| {
+                        super::parse_net(&net.value).map_err(|err| {
                             (
                                 net.referenced,
                                 key(&format!("{field}[{j}]")),
@@ -249,7 +249,7 @@ fn check_middleware(config: &Config) -> Result<(), Problem> {
 }
 
 /// Client certificate and key come together; TLS settings need an https:// host.
-fn check_upstream_tls(name: &str, upstream: &Upstream) -> Result<(), Problem> {
+fn check_upstream_tls(name: &str, upstream: &UpstreamSettings) -> Result<(), Problem> {
     let Some(tls) = &upstream.tls else {
         return Ok(());
     };

@@ -23,7 +23,8 @@ use std::{
 use anyhow::Context as _;
 use http::HeaderName;
 
-use super::{header_name, BuildContext, Exchange, Flow, Handler, Outcome, RequestView};
+use super::{BuildContext, Exchange, Flow, Handler, Outcome, RequestView};
+use crate::config::header_name;
 use crate::config::AccessLog;
 
 /// Lines wait at most about this long before they are written.
@@ -243,14 +244,17 @@ impl Handler for AccessLogger {
         }
         if self.has(Field::Route) {
             key(&mut line, "route");
-            let route = self.routes.get(exchange.route).map_or("", String::as_str);
+            let route = self
+                .routes
+                .get(exchange.route.index())
+                .map_or("", String::as_str);
             push_json(&mut line, route.as_bytes());
         }
         if self.has(Field::Upstream) {
             key(&mut line, "upstream");
             let upstream = outcome
                 .upstream
-                .and_then(|_| self.upstreams.get(exchange.route))
+                .and_then(|_| self.upstreams.get(exchange.route.index()))
                 .map_or("", String::as_str);
             push_json(&mut line, upstream.as_bytes());
         }

@@ -5,7 +5,8 @@
 
 use http::{HeaderName, HeaderValue};
 
-use super::{header_name, Exchange, Flow, Handler, RequestView};
+use super::{Exchange, Flow, Handler, RequestView};
+use crate::config::header_name;
 use crate::config::Correlation;
 
 /// Longer client-sent ids are replaced: they end up in every log line.

@@ -6,7 +6,8 @@
 
 use http::{header, HeaderValue, Method, StatusCode};
 
-use super::{header_name, header_value, Answer, Exchange, Flow, Handler, RequestView};
+use super::{header_value, Answer, Exchange, Flow, Handler, RequestView};
+use crate::config::header_name;
 use crate::config::Cors;
 
 #[derive(Debug)]

@@ -3,8 +3,10 @@
 
 use http::{HeaderName, HeaderValue, StatusCode};
 
-use super::{header_name, header_value, Exchange, Flow, Handler, HeaderEdits, RequestView};
+use super::{header_value, Exchange, Flow, Handler, RequestView};
+use crate::config::header_name;
 use crate::config::{HeaderRules, Headers};
+use crate::wire::edits::HeaderEdits;
 
 #[derive(Debug)]
 pub(crate) struct HeadersHandler {
@@ -23,7 +25,7 @@ struct Rules {
 fn editable(name: &str) -> anyhow::Result<HeaderName> {
     let name = header_name(name)?;
     // Fields that frame or route a message: the proxy writes them itself.
-    let reserved = crate::forward::HOP_BY_HOP.contains(&name.as_str())
+    let reserved = crate::wire::head::HOP_BY_HOP.contains(&name.as_str())
         || name == http::header::CONTENT_LENGTH
         || name == http::header::HOST;
     if reserved {

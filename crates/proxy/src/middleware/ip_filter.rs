@@ -4,11 +4,11 @@
 
 use std::net::IpAddr;
 
-use anyhow::Context;
 use http::StatusCode;
 use ipnet::IpNet;
 
 use super::{Answer, Exchange, Flow, Handler, RequestView};
+use crate::config::parse_net;
 
 #[derive(Debug)]
 pub(crate) struct IpFilter {
@@ -37,14 +37,6 @@ impl IpFilter {
         !self.deny.iter().any(|net| net.contains(&ip))
             && (self.allow.is_empty() || self.allow.iter().any(|net| net.contains(&ip)))
     }
-}
-
-/// `10.0.0.0/8`, `::1/128`, or a single address.
-pub(crate) fn parse_net(text: &str) -> anyhow::Result<IpNet> {
-    let text = text.trim();
-    text.parse::<IpNet>()
-        .or_else(|_| text.parse::<IpAddr>().map(IpNet::from))
-        .with_context(|| format!("`{text}` is not a network (10.0.0.0/8) or an address"))
 }
 
 impl Handler for IpFilter {
@@ -84,12 +76,5 @@ mod tests {
         let open = filter(&[], &["127.0.0.1"]);
         assert!(open.admits("8.8.8.8".parse().unwrap()));
         assert!(!open.admits("127.0.0.1".parse().unwrap()));
-    }
-
-    #[test]
-    fn bad_networks_are_errors() {
-        for bad in ["10.0.0.0/33", "300.1.1.1", "", "10.0.0.0/8/1", "::1/129"] {
-            assert!(parse_net(bad).is_err(), "{bad}");
-        }
     }
 }

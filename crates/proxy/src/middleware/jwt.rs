@@ -12,7 +12,8 @@ use anyhow::Context as _;
 use http::{header, HeaderName, HeaderValue, StatusCode};
 use jwt::{AlgorithmSet, JwtError, JwtVerifier, Verified, VerifierSettings};
 
-use super::{header_name, jwks::KeySource, Answer, Exchange, Flow, Handler, RequestView};
+use super::{jwks::KeySource, Answer, Exchange, Flow, Handler, RequestView};
+use crate::config::header_name;
 use crate::config::Jwt;
 
 /// How long a request waits for an unknown-kid refetch.

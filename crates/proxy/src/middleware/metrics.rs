@@ -8,7 +8,7 @@ use std::{fmt::Write as _, time::Instant};
 use http::Method;
 
 use super::{BuildContext, Exchange, Handler, Outcome};
-use crate::metrics::{escape, observe, write_histogram, HistogramCells};
+use crate::telemetry::{escape, observe, write_histogram, HistogramCells};
 
 const METHODS: [&str; 8] = [
     "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "other",
@@ -112,7 +112,7 @@ impl Handler for RouteMetrics {
         let class = usize::from(outcome.status.as_u16() / 100).clamp(1, 5) - 1;
         let source = usize::from(outcome.upstream.is_none());
         let index = cell(
-            exchange.route,
+            exchange.route.index(),
             method_index(&exchange.method),
             class,
             source,

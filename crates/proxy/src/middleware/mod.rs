@@ -38,11 +38,13 @@ use http::{HeaderName, HeaderValue, Method, StatusCode};
 use http1::Field;
 
 use crate::config::{ChainRef, Config, Handler as HandlerConfig};
+use crate::{
+    ids::{RouteId, UpstreamId},
+    wire::edits::HeaderEdits,
+};
 
 pub(crate) use access_log::AccessLogger;
-pub(crate) use ip_filter::parse_net;
 pub(crate) use metrics::RouteMetrics;
-pub(crate) use rate_limit::{parse_key as parse_rate_key, parse_rate};
 
 /// One request as the handlers see it (the head; the body when a handler
 /// asked for it).
@@ -129,52 +131,11 @@ impl Answer {
     }
 }
 
-/// Header changes for one message, applied while its head is written.
-#[derive(Debug, Default)]
-pub(crate) struct HeaderEdits {
-    pub remove: Vec<HeaderName>,
-    /// Replace every field of the name.
-    pub set: Vec<(HeaderName, HeaderValue)>,
-    pub add: Vec<(HeaderName, HeaderValue)>,
-}
-
-impl HeaderEdits {
-    /// Whether a field of the message called `name` is dropped (removed or replaced).
-    pub(crate) fn drops(&self, name: &[u8]) -> bool {
-        let named = |n: &HeaderName| name.eq_ignore_ascii_case(n.as_str().as_bytes());
-        self.remove.iter().any(named) || self.set.iter().any(|(n, _)| named(n))
-    }
-
-    /// The fields to append.
-    pub(crate) fn appended(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
-        self.set
-            .iter()
-            .chain(&self.add)
-            .map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes()))
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.remove.is_empty() && self.set.is_empty() && self.add.is_empty()
-    }
-
-    fn clear(&mut self) {
-        self.remove.clear();
-        self.set.clear();
-        self.add.clear();
-    }
-
-    /// Sets `name`, replacing an earlier set of the same name.
-    pub(crate) fn set(&mut self, name: HeaderName, value: HeaderValue) {
-        self.set.retain(|(n, _)| *n != name);
-        self.set.push((name, value));
-    }
-}
-
 /// What the handlers of one exchange share, kept on the session and
 /// cleared per request so that its buffers are reused.
 #[derive(Debug, Default)]
 pub(crate) struct Exchange {
-    pub route: usize,
+    pub route: RouteId,
     pub worker: usize,
     pub method: Method,
     pub client_ip: Option<IpAddr>,
@@ -203,7 +164,13 @@ pub(crate) struct Exchange {
 }
 
 impl Exchange {
-    pub(crate) fn begin(&mut self, route: usize, worker: usize, method: &Method, max_body: usize) {
+    pub(crate) fn begin(
+        &mut self,
+        route: RouteId,
+        worker: usize,
+        method: &Method,
+        max_body: usize,
+    ) {
         self.route = route;
         self.worker = worker;
         self.method = method.clone();
@@ -228,7 +195,7 @@ impl Exchange {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Outcome {
     pub status: StatusCode,
-    pub upstream: Option<usize>,
+    pub upstream: Option<UpstreamId>,
     /// Body bytes sent to the client.
     pub body_bytes: u64,
 }
@@ -479,11 +446,6 @@ fn build_handler(
 }
 
 /// A header name from the configuration, lower-cased.
-fn header_name(name: &str) -> anyhow::Result<HeaderName> {
-    HeaderName::from_bytes(name.trim().to_ascii_lowercase().as_bytes())
-        .with_context(|| format!("`{name}` is not a valid header name"))
-}
-
 fn header_value(value: &str) -> anyhow::Result<HeaderValue> {
     HeaderValue::from_str(value).with_context(|| format!("`{value}` is not a valid header value"))
 }

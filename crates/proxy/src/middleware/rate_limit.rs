@@ -6,10 +6,9 @@ use std::{
     net::IpAddr,
     num::NonZeroU32,
     sync::atomic::{AtomicU64, Ordering},
-    time::Duration,
 };
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use governor::{
     clock::{Clock, DefaultClock},
     DefaultKeyedRateLimiter, Quota,
@@ -17,6 +16,7 @@ use governor::{
 use http::{HeaderName, HeaderValue, StatusCode};
 
 use super::{Answer, Exchange, Flow, Handler, RequestView};
+use crate::config::{parse_rate, parse_rate_key, RateKey as Key};
 
 /// How often (in requests) the key count is checked against `max_keys`.
 const SWEEP_EVERY: u64 = 4096;
@@ -31,13 +31,6 @@ pub(crate) struct RateLimiter {
     checks: AtomicU64,
 }
 
-#[derive(Debug)]
-pub(crate) enum Key {
-    ClientIp,
-    Header(HeaderName),
-    Claim(String),
-}
-
 impl RateLimiter {
     pub(crate) fn new(config: &crate::config::RateLimit) -> anyhow::Result<Self> {
         let (count, per) = parse_rate(&config.rate.value)?;
@@ -47,7 +40,7 @@ impl RateLimiter {
             .context("the rate is too high")?
             .allow_burst(burst);
         Ok(Self {
-            key: parse_key(&config.key.value)?,
+            key: parse_rate_key(&config.key.value)?,
             by_ip: DefaultKeyedRateLimiter::keyed(quota),
             by_text: DefaultKeyedRateLimiter::keyed(quota),
             limit: HeaderValue::from(count.get()),
@@ -66,34 +59,6 @@ impl RateLimiter {
             }
         }
     }
-}
-
-/// `100/s`, `6000/m`, `1/h`.
-pub(crate) fn parse_rate(text: &str) -> anyhow::Result<(NonZeroU32, Duration)> {
-    let (count, unit) = text
-        .split_once('/')
-        .with_context(|| format!("`{text}` is not a rate like 100/s"))?;
-    let count: NonZeroU32 = count
-        .trim()
-        .parse()
-        .with_context(|| format!("`{text}`: the count must be a whole number above 0"))?;
-    let per = match unit.trim() {
-        "s" => Duration::from_secs(1),
-        "m" => Duration::from_secs(60),
-        "h" => Duration::from_secs(3600),
-        other => bail!("`{text}`: the unit must be s, m or h, not `{other}`"),
-    };
-    Ok((count, per))
-}
-
-/// `client_ip`, `header:NAME` or `claim:NAME`.
-pub(crate) fn parse_key(text: &str) -> anyhow::Result<Key> {
-    Ok(match text.split_once(':') {
-        None if text == "client_ip" => Key::ClientIp,
-        Some(("header", name)) => Key::Header(super::header_name(name)?),
-        Some(("claim", name)) if !name.is_empty() => Key::Claim(name.to_string()),
-        _ => bail!("`{text}` is not a key: use client_ip, header:NAME or claim:NAME"),
-    })
 }
 
 impl Handler for RateLimiter {
@@ -141,31 +106,6 @@ impl Handler for RateLimiter {
                     ),
                 )
             }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rates_and_keys_parse() {
-        assert_eq!(
-            parse_rate("100/s").unwrap(),
-            (NonZeroU32::new(100).unwrap(), Duration::from_secs(1))
-        );
-        assert_eq!(parse_rate(" 6 / m ").unwrap().1, Duration::from_secs(60));
-        for bad in ["0/s", "100", "10/d", "x/s", "-1/s"] {
-            assert!(parse_rate(bad).is_err(), "{bad}");
-        }
-        assert!(matches!(parse_key("client_ip").unwrap(), Key::ClientIp));
-        assert!(
-            matches!(parse_key("header:X-Api-Key").unwrap(), Key::Header(h) if h == "x-api-key")
-        );
-        assert!(matches!(parse_key("claim:sub").unwrap(), Key::Claim(c) if c == "sub"));
-        for bad in ["ip", "header:", "claim:", "header:bad name"] {
-            assert!(parse_key(bad).is_err(), "{bad}");
         }
     }
 }

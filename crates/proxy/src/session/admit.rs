@@ -1,13 +1,14 @@
-//! The session's hook into request normalisation (`crate::normalize`):
+//! The session's hook into request normalisation (`wire::normalize`):
 //! from a parsed head to a route and what the upstream is to receive. HTTP/2
 //! streams reach the session as HTTP/1.1 heads, so this covers both.
 
 use http1::{Field, Head};
 
 use crate::{
-    gateway::Gateway,
-    normalize::{self, upgrade::Offer, Normal, Refusal, Rewrites},
-    route::RouteMatch,
+    ids::RouteId,
+    plan::routes::RouteMatch,
+    plan::Plan,
+    wire::normalize::{self, upgrade::Offer, Normal, Refusal, Rewrites},
 };
 
 /// What the request being forwarded carries instead of the client's spelling.
@@ -20,7 +21,7 @@ pub(super) struct Decided {
 /// Where a request head goes.
 pub(super) enum Admission {
     Route {
-        route: usize,
+        route: RouteId,
         decided: Decided,
     },
     /// `OPTIONS *`, answered by the proxy.
@@ -34,7 +35,7 @@ pub(super) enum Admission {
 
 /// Normalises the head's target and Host, then routes it.
 pub(super) fn admit(
-    gateway: &Gateway,
+    gateway: &Plan,
     buf: &[u8],
     head: &Head,
     fields: &[Field],
@@ -62,10 +63,10 @@ pub(super) fn admit(
     };
     let host = normal.host.as_ref().map(|h| &*h.name);
     let route = match gateway
-        .routes
+        .table
         .find(host, &head.method, normal.path.for_matching())
     {
-        RouteMatch::Found(route) => route.index,
+        RouteMatch::Found(route) => route.id,
         RouteMatch::NotFound => {
             return Admission::NotFound(format!("no route for {}", normal.path.path))
         }
@@ -76,7 +77,7 @@ pub(super) fn admit(
             .iter()
             .filter(|(name, _)| buf[name.clone()].eq_ignore_ascii_case(b"upgrade"))
             .map(|(_, value)| &buf[value.clone()]);
-        normalize::upgrade::offer(offered, &gateway.route_upgrades[route])
+        normalize::upgrade::offer(offered, &gateway.route(route).upgrades)
     } else {
         Offer::default()
     };

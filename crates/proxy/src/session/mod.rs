@@ -29,16 +29,21 @@ use tracing::{debug, warn};
 
 mod admit;
 mod upstream_h2;
+mod worker;
+
+pub(crate) use worker::Worker;
 
 use crate::{
     config::Protocol,
-    connect::{self, ConnectError},
-    forward::{self, Framing, Offered, RequestContext},
-    metrics::UpstreamError,
-    middleware::{Answer, Chain, Exchange, HeaderEdits, Outcome, RequestView, ResponseView},
-    normalize::Refusal,
-    pool::UpstreamConn,
-    worker::Worker,
+    ids::{HostId, RouteId, UpstreamId},
+    middleware::{Answer, Chain, Exchange, Outcome, RequestView, ResponseView},
+    plan::Snapshot,
+    telemetry::UpstreamError,
+    upstream::connect::{self, ConnectError},
+    upstream::pool::UpstreamConn,
+    wire::edits::HeaderEdits,
+    wire::head::{self, Framing, Offered, RequestContext},
+    wire::normalize::Refusal,
 };
 use admit::{Admission, Decided};
 
@@ -100,6 +105,8 @@ pub(crate) struct Session<S> {
     /// Whether the client reached us over TLS (`X-Forwarded-Proto`).
     secure: bool,
     worker: Arc<Worker>,
+    /// The plan of the current request (or of the next, between requests).
+    plan: Arc<Snapshot>,
     rbuf: BytesMut,
     wbuf: Vec<u8>,
     /// Bytes for the upstream (head and, when it fits, the body).
@@ -148,12 +155,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     ) -> Self {
         let now = tokio::time::Instant::now();
         let mut signal = shutdown.clone();
-        let idle = worker.gateway.idle_timeout;
+        let plan = worker.plans.current();
+        let idle = plan.idle_timeout;
         Self {
             client,
             peer: origin.peer,
             secure: origin.secure,
             worker,
+            plan,
             rbuf: received,
             wbuf: Vec::with_capacity(READ_RESERVE),
             ubuf: Vec::with_capacity(1024),
@@ -188,7 +197,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     async fn serve(&mut self) {
         loop {
             self.fields.clear();
-            let limits = self.worker.gateway.limits;
+            // A request takes the plan current when its head is parsed.
+            self.worker.plans.refresh(&mut self.plan);
+            let limits = self.plan.limits;
             let head = match http1::parse_head_into(&self.rbuf, &limits, &mut self.fields) {
                 Ok(Some(head)) => head,
                 Ok(None) => match self.read_more().await {
@@ -226,7 +237,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
 
     /// Routes one request, forwards it and its answer.
     async fn exchange(&mut self, head: &Head) -> Next {
-        let gateway = Arc::clone(&self.worker.gateway);
+        let gateway = Arc::clone(&self.plan);
         // Request normalisation (issue 15): routing, the chain and the
         // upstream all see the one normal spelling of the target and Host.
         let admission = admit::admit(&gateway, &self.rbuf, head, &self.fields, self.secure);
@@ -263,7 +274,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
         };
         self.max_body = gateway.limits.max_body;
-        let chain = &gateway.chains.by_route[route];
+        let chain = &gateway.route(route).chain;
         if !chain.is_empty() {
             if let Some(next) = self.run_chain(head, route, Arc::clone(chain)).await {
                 return next;
@@ -286,8 +297,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     }
 
     /// Runs the route's middleware on the request; `Some` when it answered.
-    async fn run_chain(&mut self, head: &Head, route: usize, chain: Arc<Chain>) -> Option<Next> {
-        let trust = self.worker.gateway.trust_forwarded;
+    async fn run_chain(&mut self, head: &Head, route: RouteId, chain: Arc<Chain>) -> Option<Next> {
+        let trust = self.plan.trust_forwarded;
         self.exchange
             .begin(route, self.worker.index, &head.method, self.max_body);
         self.chain = Some(Arc::clone(&chain));
@@ -353,10 +364,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     }
 
     /// Sends the request upstream (retrying where safe) and streams the answer back.
-    async fn forward(&mut self, head: &Head, route: usize) -> Result<Next, Failure> {
-        let gateway = Arc::clone(&self.worker.gateway);
-        let upstream_index = gateway.route_upstream[route];
-        let upstream = &gateway.upstreams[upstream_index];
+    async fn forward(&mut self, head: &Head, route: RouteId) -> Result<Next, Failure> {
+        let gateway = Arc::clone(&self.plan);
+        let upstream_index = gateway.route(route).upstream;
+        let upstream = &gateway.upstream(upstream_index);
         if upstream.protocol != Protocol::Http1 {
             return self.forward_h2(head, route).await;
         }
@@ -433,7 +444,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let context = RequestContext {
             peer: self.peer.ip(),
             secure: self.secure,
-            trust_forwarded: self.worker.gateway.trust_forwarded,
+            trust_forwarded: self.plan.trust_forwarded,
             host_header,
             path: self.decided.rewrites.path.as_deref(),
             host: self.decided.rewrites.host.as_deref(),
@@ -449,7 +460,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 .then_some(&self.exchange.request_headers)
                 .filter(|edits| !edits.is_empty()),
         };
-        forward::request_head(&mut self.ubuf, &self.rbuf, head, &self.fields, &context);
+        head::request_head(&mut self.ubuf, &self.rbuf, head, &self.fields, &context);
         Ok(())
     }
 
@@ -493,23 +504,25 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// A pooled connection to `host`, or a new one.
     async fn connection(
         &mut self,
-        upstream: usize,
-        host: usize,
+        upstream: UpstreamId,
+        host: HostId,
         fresh_only: bool,
     ) -> Result<UpstreamConn, Failure> {
         let worker = Arc::clone(&self.worker);
         if !fresh_only {
             // The time the request arrived is close enough for idle ages.
             let now = self.last_read.into_std();
-            if let Some(conn) =
-                worker
-                    .pool
-                    .take(&worker.gateway, worker.metrics(), upstream, host, now)
-            {
+            if let Some(conn) = worker.pool.take(
+                self.plan.upstream(upstream),
+                worker.metrics(),
+                upstream,
+                host,
+                now,
+            ) {
                 return Ok(conn);
             }
         }
-        let config = &worker.gateway.upstreams[upstream];
+        let config = &self.plan.upstream(upstream);
         match connect::open(config, host, None).await {
             Ok(stream) => {
                 worker.metrics().upstream_open(upstream, 1);
@@ -520,11 +533,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     }
 
     /// Records a response head from `host` (a success, and its latency); when it came.
-    fn answered(&self, upstream: usize, host: usize, sent_at: Instant) -> Instant {
+    fn answered(&self, upstream: UpstreamId, host: HostId, sent_at: Instant) -> Instant {
         let answered = Instant::now();
-        self.worker.gateway.upstreams[upstream]
-            .balancer
-            .success(host);
+        self.plan.upstream(upstream).balancer.success(host);
         self.worker
             .metrics()
             .upstream_latency(upstream, answered - sent_at);
@@ -535,17 +546,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// picks the next one to try, or gives up with `failure`.
     fn after_failure(
         &self,
-        upstream: usize,
-        host: usize,
+        upstream: UpstreamId,
+        host: HostId,
         attempts: &mut u32,
         failure: Failure,
-    ) -> Result<usize, Failure> {
-        let gateway = &self.worker.gateway;
-        let config = &gateway.upstreams[upstream];
+    ) -> Result<HostId, Failure> {
+        let gateway = &self.plan;
+        let config = &gateway.upstream(upstream);
         *attempts += 1;
         let now = gateway.clock();
         if config.balancer.failure(host, now) {
-            warn!(upstream = %config.name, host = %config.host_names[host], backoff = ?config.balancer.backoff(), "host ejected after consecutive failures");
+            warn!(upstream = %config.name, host = %config.host_name(host), backoff = ?config.balancer.backoff(), "host ejected after consecutive failures");
         }
         if *attempts > config.retries {
             return Err(failure);
@@ -557,7 +568,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     }
 
     /// 502 for a connection that could not be opened, 504 when it timed out.
-    fn connect_failure(&self, upstream: usize, host: usize, err: ConnectError) -> Failure {
+    fn connect_failure(&self, upstream: UpstreamId, host: HostId, err: ConnectError) -> Failure {
         let failure = self.upstream_failure(upstream, host, err.kind, &err.what, false);
         match err.kind {
             UpstreamError::Timeout => Failure {
@@ -571,15 +582,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Counts and logs a failed exchange; the answer is 502.
     fn upstream_failure(
         &self,
-        upstream: usize,
-        host: usize,
+        upstream: UpstreamId,
+        host: HostId,
         kind: UpstreamError,
         what: &str,
         body_unread: bool,
     ) -> Failure {
-        let config = &self.worker.gateway.upstreams[upstream];
+        let config = &self.plan.upstream(upstream);
         self.worker.metrics().upstream_error(upstream, kind);
-        warn!(upstream = %config.name, host = %config.host_names[host], peer = %self.peer, "{what}");
+        warn!(upstream = %config.name, host = %config.host_name(host), peer = %self.peer, "{what}");
         Failure {
             body_unread,
             ..Failure::new(
@@ -598,9 +609,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         replayable: bool,
         sent_at: Instant,
     ) -> Result<ResponseHead, SendError> {
-        let timeouts = self.worker.gateway.upstreams[conn.upstream]
-            .timeouts
-            .clone();
+        let timeouts = self.plan.upstream(conn.upstream).timeouts.clone();
         if !write_bounded(&mut conn.stream, &self.ubuf, timeouts.request).await {
             return Err(if conn.reused {
                 Stale
@@ -659,7 +668,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 }
                 UpstreamRead::Done(Ok(_)) => {}
                 UpstreamRead::TimedOut => {
-                    let config = &self.worker.gateway.upstreams[conn.upstream];
+                    let config = &self.plan.upstream(conn.upstream);
                     let mut failure = self.upstream_failure(
                         conn.upstream,
                         conn.host,
@@ -668,9 +677,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                         false,
                     );
                     failure.status = StatusCode::GATEWAY_TIMEOUT;
-                    config
-                        .balancer
-                        .failure(conn.host, self.worker.gateway.clock());
+                    config.balancer.failure(conn.host, self.plan.clock());
                     return Err(SendFailed(failure));
                 }
             }
@@ -721,8 +728,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     }
 
     fn broken(&self, conn: &UpstreamConn, what: &str, body_unread: bool) -> Failure {
-        let gateway = &self.worker.gateway;
-        gateway.upstreams[conn.upstream]
+        let gateway = &self.plan;
+        gateway
+            .upstream(conn.upstream)
             .balancer
             .failure(conn.host, gateway.clock());
         self.upstream_failure(
@@ -740,9 +748,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             self.wbuf
                 .extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
         }
-        let write_timeout = self.worker.gateway.upstreams[conn.upstream]
-            .timeouts
-            .request;
+        let write_timeout = self.plan.upstream(conn.upstream).timeouts.request;
         loop {
             self.read_body_part().await?;
             self.ubuf.clear();
@@ -775,7 +781,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if !self.flush().await {
             return Err(closed());
         }
-        let idle = self.worker.gateway.idle_timeout;
+        let idle = self.plan.idle_timeout;
         self.rbuf.reserve(READ_RESERVE);
         match timeout(idle, self.client.read_buf(&mut self.rbuf)).await {
             Ok(Ok(0) | Err(_)) => Err(closed()),
@@ -794,7 +800,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     async fn respond(
         &mut self,
         head: &Head,
-        route: usize,
+        route: RouteId,
         mut conn: UpstreamConn,
         response: ResponseHead,
         answered: Instant,
@@ -803,7 +809,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             // Only a 101 to an upgrade we relayed turns the connection into
             // a tunnel: anything else would let the upstream take the
             // client's connection out of routing (issue 15).
-            warn!(upstream = %self.worker.gateway.upstreams[conn.upstream].name, "101 to a request whose upgrade was not relayed");
+            warn!(upstream = %self.plan.upstream(conn.upstream).name, "101 to a request whose upgrade was not relayed");
             self.worker.metrics().upstream_open(conn.upstream, -1);
             return Err(Failure::new(
                 StatusCode::BAD_GATEWAY,
@@ -828,7 +834,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             BodyFraming::Chunked | BodyFraming::UntilClose => Framing::Chunked,
         };
         let close = !head.keep_alive || framing == Framing::Close || *self.shutdown.borrow();
-        forward::response_head(
+        head::response_head(
             &mut self.wbuf,
             response.status,
             &conn.buf,
@@ -842,9 +848,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let complete = self.relay_body(&mut conn, response.framing, framing).await;
         let worker = Arc::clone(&self.worker);
         if complete && response.keep_alive && conn.buf.is_empty() {
-            worker
-                .pool
-                .put(&worker.gateway, worker.metrics(), conn, answered);
+            worker.pool.put(
+                self.plan.upstream(conn.upstream),
+                worker.metrics(),
+                conn,
+                answered,
+            );
         } else {
             worker.metrics().upstream_open(conn.upstream, -1);
         }
@@ -875,9 +884,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         else {
             return;
         };
-        let timeout = self.worker.gateway.upstreams[conn.upstream]
-            .timeouts
-            .request;
+        let timeout = self.plan.upstream(conn.upstream).timeouts.request;
         let deadline = tokio::time::Instant::now() + timeout;
         while conn.buf.len() < end {
             match self.read_upstream(conn, deadline).await {
@@ -906,9 +913,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         from: BodyFraming,
         to: Framing,
     ) -> bool {
-        let read_timeout = self.worker.gateway.upstreams[conn.upstream]
-            .timeouts
-            .request;
+        let read_timeout = self.plan.upstream(conn.upstream).timeouts.request;
         let mut remaining = match from {
             BodyFraming::None => return true,
             BodyFraming::Length(n) => n,
@@ -927,7 +932,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                             wbuf.extend_from_slice(data);
                         }
                     }) else {
-                        warn!(upstream = %self.worker.gateway.upstreams[conn.upstream].name, "invalid chunked body from the upstream");
+                        warn!(upstream = %self.plan.upstream(conn.upstream).name, "invalid chunked body from the upstream");
                         return false;
                     };
                     conn.buf.advance(decoded.consumed);
@@ -966,11 +971,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 }
                 UpstreamRead::ClientGone => return false,
                 UpstreamRead::Done(Ok(0) | Err(_)) | UpstreamRead::TimedOut => {
-                    let config = &self.worker.gateway.upstreams[conn.upstream];
+                    let config = &self.plan.upstream(conn.upstream);
                     self.worker
                         .metrics()
                         .upstream_error(conn.upstream, UpstreamError::Broken);
-                    warn!(upstream = %config.name, host = %config.host_names[conn.host], "the upstream broke off a response body; closing the client connection");
+                    warn!(upstream = %config.name, host = %config.host_name(conn.host), "the upstream broke off a response body; closing the client connection");
                     return false;
                 }
                 UpstreamRead::Done(Ok(_)) => {}
@@ -985,7 +990,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         response: &ResponseHead,
         edits: Option<HeaderEdits>,
     ) -> Next {
-        forward::response_head(
+        head::response_head(
             &mut self.wbuf,
             response.status,
             &conn.buf,
@@ -1015,12 +1020,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             .find(|(name, _)| conn.buf[name.clone()].eq_ignore_ascii_case(b"upgrade"))
             .map(|(_, value)| &conn.buf[value.clone()]);
         answered.is_some_and(|answered| {
-            crate::normalize::upgrade::switched_to_offered(answered, &self.decided.upgrade.kept)
+            crate::wire::normalize::upgrade::switched_to_offered(
+                answered,
+                &self.decided.upgrade.kept,
+            )
         })
     }
 
     /// Answers a failed exchange with a problem body.
-    async fn fail(&mut self, head: &Head, route: Option<usize>, failure: Failure) -> Next {
+    async fn fail(&mut self, head: &Head, route: Option<RouteId>, failure: Failure) -> Next {
         let close = failure.body_unread
             || !head.keep_alive
             || failure.status == StatusCode::BAD_REQUEST
@@ -1076,7 +1084,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Answers a request that could not be parsed, then closes.
     async fn answer_failure(
         &mut self,
-        route: Option<usize>,
+        route: Option<RouteId>,
         failure: Failure,
         head_only: bool,
         linger: bool,
@@ -1173,7 +1181,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     }
 
     /// Answers for a handler of the route's chain.
-    fn answer(&mut self, head: &Head, route: usize, answer: Answer) -> Next {
+    fn answer(&mut self, head: &Head, route: RouteId, answer: Answer) -> Next {
         self.count(Some(route), answer.status);
         // A body that has fully arrived can be skipped; otherwise the connection cannot go on.
         let body_here = match head.framing {
@@ -1211,13 +1219,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Limits for the current request's body.
     fn body_limits(&self) -> http1::Limits {
         http1::Limits {
-            max_head: self.worker.gateway.limits.max_head,
+            max_head: self.plan.limits.max_head,
             max_body: self.max_body,
         }
     }
 
-    fn count(&self, route: Option<usize>, status: StatusCode) {
-        let routes = self.worker.gateway.route_names.len();
+    fn count(&self, route: Option<RouteId>, status: StatusCode) {
+        let routes = self.plan.route_count();
         self.worker
             .metrics()
             .request(route, status.as_u16(), routes);
@@ -1236,7 +1244,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if idle && *self.shutdown.borrow() {
             return Err(ReadEnd::Shutdown);
         }
-        let gateway = &self.worker.gateway;
+        let gateway = &self.plan;
         let deadline = match self.request_started {
             Some(started) => started + gateway.header_read_timeout,
             None => self.last_read + gateway.idle_timeout,
@@ -1275,7 +1283,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             ReadEnd::TimedOut => {
                 let detail = format!(
                     "request head not received within {:?}",
-                    self.worker.gateway.header_read_timeout
+                    self.plan.header_read_timeout
                 );
                 let failure = Failure::new(StatusCode::REQUEST_TIMEOUT, detail);
                 self.answer_failure(None, failure, false, false).await;

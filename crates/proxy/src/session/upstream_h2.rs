@@ -22,10 +22,11 @@ use tracing::warn;
 
 use super::{no_healthy_host, persistence, Failure, Next, Session};
 use crate::{
-    forward::{self, Framing},
-    h2_upstream::{self, send_data, StreamLease},
-    metrics::UpstreamError,
+    ids::{HostId, RouteId, UpstreamId},
     middleware::Outcome,
+    telemetry::UpstreamError,
+    upstream::h2_pool::{self, send_data, StreamLease},
+    wire::head::{self, Framing},
 };
 
 /// How sending a request on a stream failed.
@@ -38,12 +39,16 @@ enum StreamFailure {
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// `forward` for an HTTP/2 upstream.
-    pub(super) async fn forward_h2(&mut self, head: &Head, route: usize) -> Result<Next, Failure> {
-        let gateway = Arc::clone(&self.worker.gateway);
-        let upstream_index = gateway.route_upstream[route];
-        let upstream = &gateway.upstreams[upstream_index];
+    pub(super) async fn forward_h2(
+        &mut self,
+        head: &Head,
+        route: RouteId,
+    ) -> Result<Next, Failure> {
+        let gateway = Arc::clone(&self.plan);
+        let upstream_index = gateway.route(route).upstream;
+        let upstream = &gateway.upstream(upstream_index);
         self.build_request(head, upstream.host_header.as_ref())?;
-        let request = h2_upstream::request(&self.ubuf, upstream).ok_or_else(|| {
+        let request = h2_pool::request(&self.ubuf, upstream).ok_or_else(|| {
             Failure::new(
                 StatusCode::BAD_REQUEST,
                 "the request cannot be expressed in HTTP/2",
@@ -56,15 +61,26 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             .pick(gateway.clock())
             .ok_or_else(|| no_healthy_host(&upstream.name))?;
         loop {
-            let (sender, lease) =
-                match h2_upstream::stream(&self.worker, upstream_index, host).await {
-                    Ok(stream) => stream,
-                    Err(err) => {
-                        let failure = self.connect_failure(upstream_index, host, err);
-                        host = self.after_failure(upstream_index, host, &mut attempts, failure)?;
-                        continue;
-                    }
-                };
+            let (sender, lease) = match h2_pool::stream(
+                &self.worker.h2_pool,
+                upstream,
+                upstream_index,
+                host,
+                u32::try_from(gateway.limits.max_head).unwrap_or(u32::MAX),
+                &h2_pool::Counted {
+                    metrics: Arc::clone(&self.worker.metrics),
+                    shard: self.worker.index,
+                },
+            )
+            .await
+            {
+                Ok(stream) => stream,
+                Err(err) => {
+                    let failure = self.connect_failure(upstream_index, host, err);
+                    host = self.after_failure(upstream_index, host, &mut attempts, failure)?;
+                    continue;
+                }
+            };
             let sent_at = Instant::now();
             match self
                 .send_h2(head, sender, request.clone(), upstream_index, host)
@@ -101,10 +117,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         head: &Head,
         sender: h2::client::SendRequest<Bytes>,
         request: http::Request<()>,
-        upstream: usize,
-        host: usize,
+        upstream: UpstreamId,
+        host: HostId,
     ) -> Result<Response<RecvStream>, StreamFailure> {
-        let timeout = self.worker.gateway.upstreams[upstream].timeouts.request;
+        let timeout = self.plan.upstream(upstream).timeouts.request;
         let refused_or = |this: &Self, err: h2::Error, what: &str| {
             if err.reason() == Some(h2::Reason::REFUSED_STREAM) || err.is_go_away() {
                 return StreamFailure::Refused;
@@ -144,8 +160,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     false,
                 );
                 failure.status = StatusCode::GATEWAY_TIMEOUT;
-                let gateway = &self.worker.gateway;
-                gateway.upstreams[upstream]
+                let gateway = &self.plan;
+                gateway
+                    .upstream(upstream)
                     .balancer
                     .failure(host, gateway.clock());
                 Err(StreamFailure::Failed(failure))
@@ -175,8 +192,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         &mut self,
         head: &Head,
         send: &mut SendStream<Bytes>,
-        upstream: usize,
-        host: usize,
+        upstream: UpstreamId,
+        host: HostId,
     ) -> Result<(), Failure> {
         if head.expect_continue {
             self.wbuf
@@ -239,8 +256,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     async fn respond_h2(
         &mut self,
         head: &Head,
-        route: usize,
-        upstream: usize,
+        route: RouteId,
+        upstream: UpstreamId,
         response: Response<RecvStream>,
         lease: StreamLease,
     ) -> Next {
@@ -279,7 +296,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 Framing::Chunked
             };
         let close = !head.keep_alive || framing == Framing::Close || *self.shutdown.borrow();
-        forward::response_head(
+        head::response_head(
             &mut self.wbuf,
             parts.status,
             &scratch,
@@ -301,11 +318,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Copies DATA frames into `wbuf` (chunk-encoded when `to` is
     /// chunked, with the trailers at the end). False when the stream broke
     /// off or the client went away.
-    async fn relay_body_h2(&mut self, mut body: RecvStream, to: Framing, upstream: usize) -> bool {
+    async fn relay_body_h2(
+        &mut self,
+        mut body: RecvStream,
+        to: Framing,
+        upstream: UpstreamId,
+    ) -> bool {
         if to == Framing::None {
             return true;
         }
-        let timeout = self.worker.gateway.upstreams[upstream].timeouts.request;
+        let timeout = self.plan.upstream(upstream).timeouts.request;
         loop {
             let next = poll_fn(|cx| body.poll_data(cx));
             let data = match self.wait(next, timeout).await {
@@ -341,8 +363,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         true
     }
 
-    fn body_broke(&self, upstream: usize, why: &str) -> bool {
-        let config = &self.worker.gateway.upstreams[upstream];
+    fn body_broke(&self, upstream: UpstreamId, why: &str) -> bool {
+        let config = &self.plan.upstream(upstream);
         self.worker
             .metrics()
             .upstream_error(upstream, UpstreamError::Broken);

@@ -24,9 +24,8 @@ use tracing::{debug, info, warn};
 
 use crate::{
     config::{HttpVersion, ListenerTls},
-    h2_server,
+    session::Worker,
     session::{ClientOrigin, Session},
-    worker::Worker,
 };
 
 const FIRST_READ: usize = 16 * 1024;
@@ -118,10 +117,33 @@ impl tls::rustls::server::ResolvesServerCert for NoCertificate {
     }
 }
 
-/// Serves one accepted connection until it closes.
+/// What a configured listener serves: TLS or not, and which HTTP versions.
+#[derive(Debug)]
+pub(crate) struct Endpoint {
+    pub tls: Option<Arc<TlsListener>>,
+    pub versions: Vec<HttpVersion>,
+}
+
+impl Endpoint {
+    /// Reads a TLS listener's files.
+    pub(crate) fn new(listener: &crate::config::Listener) -> Result<Self, TlsError> {
+        let tls = listener
+            .tls
+            .as_ref()
+            .map(|tls| TlsListener::load(tls, &listener.protocols).map(Arc::new))
+            .transpose()?;
+        Ok(Self {
+            tls,
+            versions: listener.protocols.clone(),
+        })
+    }
+}
+
+/// Serves one connection accepted by listener number `listener`.
 pub(crate) async fn serve_connection(
     stream: TcpStream,
     peer: SocketAddr,
+    endpoints: Arc<[Endpoint]>,
     listener: usize,
     worker: Arc<Worker>,
     shutdown: watch::Receiver<bool>,
@@ -131,8 +153,10 @@ pub(crate) async fn serve_connection(
         peer,
         secure: false,
     };
-    let (tls, versions) = &worker.gateway.listeners[listener];
-    match (tls.clone(), versions.as_slice()) {
+    let Some(endpoint) = endpoints.get(listener) else {
+        return;
+    };
+    match (endpoint.tls.clone(), endpoint.versions.as_slice()) {
         (Some(tls), _) => secure(stream, peer, &tls, &worker, shutdown).await,
         (None, [HttpVersion::H2]) => plaintext(stream, origin, true, &worker, shutdown).await,
         (None, [HttpVersion::Http1]) => {
@@ -157,7 +181,7 @@ async fn plaintext(
 ) {
     let mut received = BytesMut::with_capacity(FIRST_READ);
     // Read until the bytes can no longer be the preface, or are all of it.
-    let idle = worker.gateway.idle_timeout;
+    let idle = worker.plans.current().idle_timeout;
     while received.len() < H2_PREFACE.len() && H2_PREFACE.starts_with(&received) {
         match tokio::time::timeout(idle, stream.read_buf(&mut received)).await {
             Ok(Ok(n)) if n > 0 => {}
@@ -166,7 +190,7 @@ async fn plaintext(
     }
     if received.starts_with(H2_PREFACE) {
         let stream = Prefaced::new(received.freeze(), stream);
-        h2_server::serve(stream, origin, worker, shutdown).await;
+        super::h2::serve(stream, origin, worker, shutdown).await;
     } else if h2_only {
         debug!(peer = %origin.peer, "no HTTP/2 preface on an h2c-only listener");
         if stream.write_all(&GOAWAY_PROTOCOL_ERROR).await.is_ok() && stream.shutdown().await.is_ok()
@@ -201,7 +225,7 @@ async fn secure(
     };
     let origin = ClientOrigin { peer, secure: true };
     if stream.get_ref().1.alpn_protocol() == Some(tls::ALPN_H2) {
-        h2_server::serve(stream, origin, worker, shutdown).await;
+        super::h2::serve(stream, origin, worker, shutdown).await;
     } else {
         Session::new(
             stream,

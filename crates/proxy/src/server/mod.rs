@@ -9,6 +9,10 @@
 //! which evens out uneven connections at the price of cross-core traffic.
 //! The admin listener has a thread of its own.
 
+pub(crate) mod admin;
+mod h2;
+pub(crate) mod listener;
+
 use std::{
     net::{SocketAddr, TcpListener as StdListener},
     sync::Arc,
@@ -25,34 +29,16 @@ use tokio::{
 use tracing::{info, warn};
 
 use crate::{
-    admin,
-    config::Config,
-    config::Runtime,
-    gateway::Gateway,
-    h2_upstream::H2Pool,
-    listener::{self, serve_connection},
-    metrics::{Metrics, Shard},
-    pool::Pool,
+    config::{Config, Runtime},
+    plan::{Plan, Plans, WorkerPlan},
+    session::Worker,
+    telemetry::Metrics,
+    upstream::{h2_pool::H2Pool, pool::Pool},
 };
+use listener::{serve_connection, Endpoint};
 
 /// Pause after an accept error such as EMFILE, so that the loop does not spin.
 const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(20);
-
-/// What one worker's connections share.
-#[derive(Debug)]
-pub(crate) struct Worker {
-    pub gateway: Arc<Gateway>,
-    metrics: Arc<Metrics>,
-    pub index: usize,
-    pub pool: Pool,
-    pub h2_pool: H2Pool,
-}
-
-impl Worker {
-    pub(crate) fn metrics(&self) -> &Shard {
-        self.metrics.shard(self.index)
-    }
-}
 
 /// A proxy serving until [`RunningProxy::shutdown`].
 #[derive(Debug)]
@@ -77,13 +63,47 @@ impl RunningProxy {
     }
 }
 
+/// Everything `start` would do before binding: compiles the plan (hosts
+/// resolved, handlers built) and reads every TLS listener's files.
+pub fn check(config: &Config) -> anyhow::Result<()> {
+    Plan::compile(config, 1)?;
+    endpoints(config)?;
+    Ok(())
+}
+
+/// What each configured listener serves, its TLS files read.
+fn endpoints(config: &Config) -> anyhow::Result<Arc<[Endpoint]>> {
+    let endpoints = config
+        .listeners
+        .iter()
+        .enumerate()
+        .map(|(i, listener)| Endpoint::new(listener).with_context(|| format!("listeners[{i}].tls")))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok(endpoints.into())
+}
+
 /// Compiles `config`, binds every listener (failing before serving
 /// anything if one cannot be bound) and starts the workers.
 pub fn start(config: &Config) -> anyhow::Result<RunningProxy> {
-    let gateway = Arc::new(Gateway::new(config)?);
-    // Workers with their own runtime, listeners, pool and metrics shard.
-    let (workers, runtimes) = (gateway.workers, gateway.runtimes);
-    let metrics = Arc::new(Metrics::new(&gateway, runtimes));
+    let workers = config
+        .workers
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    if workers == 0 {
+        anyhow::bail!("workers must be at least 1");
+    }
+    // Runtimes, each with its own listeners, pools and metrics shard.
+    let runtimes = match config.runtime {
+        Runtime::PerCore => workers,
+        Runtime::MultiThread => 1,
+    };
+    let plan = Arc::new(Plan::compile(config, runtimes)?);
+    let plans = Arc::new(Plans::new(Arc::clone(&plan)));
+    let metrics = Arc::new(Metrics::new(
+        plan.route_count(),
+        plan.upstreams.len(),
+        runtimes,
+    ));
+    let endpoints = endpoints(config)?;
 
     // Bind everything first: a port in use must fail the start, not a worker.
     let mut addresses = Vec::new();
@@ -118,17 +138,18 @@ pub fn start(config: &Config) -> anyhow::Result<RunningProxy> {
         .transpose()?;
 
     let (shutdown, _) = watch::channel(false);
-    let connections = Arc::new(Semaphore::new(gateway.max_connections));
+    let connections = Arc::new(Semaphore::new(config.limits.max_connections));
     let deadline = config.limits.shutdown_deadline;
     let mut threads = Vec::new();
     for (index, listeners) in per_worker.into_iter().enumerate() {
         let worker = Arc::new(Worker {
-            pool: Pool::new(&gateway),
-            h2_pool: H2Pool::new(&gateway),
-            gateway: Arc::clone(&gateway),
+            pool: Pool::new(&plan.upstreams),
+            h2_pool: H2Pool::new(&plan.upstreams),
+            plans: WorkerPlan::new(Arc::clone(&plans)),
             metrics: Arc::clone(&metrics),
             index,
         });
+        let endpoints = Arc::clone(&endpoints);
         let shutdown = shutdown.subscribe();
         let connections = Arc::clone(&connections);
         // A multi-thread runtime runs its own workers; this thread only waits.
@@ -140,6 +161,7 @@ pub fn start(config: &Config) -> anyhow::Result<RunningProxy> {
                     run_worker(
                         threads_in_runtime,
                         listeners,
+                        endpoints,
                         worker,
                         connections,
                         shutdown,
@@ -149,11 +171,7 @@ pub fn start(config: &Config) -> anyhow::Result<RunningProxy> {
                 .context("cannot spawn a worker thread")?,
         );
     }
-    let tls_listeners: Vec<_> = gateway
-        .listeners
-        .iter()
-        .filter_map(|(tls, _)| tls.clone())
-        .collect();
+    let tls_listeners: Vec<_> = endpoints.iter().filter_map(|e| e.tls.clone()).collect();
     if !tls_listeners.is_empty() {
         let shutdown = shutdown.subscribe();
         threads.push(
@@ -174,7 +192,7 @@ pub fn start(config: &Config) -> anyhow::Result<RunningProxy> {
         );
     }
     if let Some(listener) = admin_listener {
-        let state = admin::AdminState::new(Arc::clone(&gateway), metrics, config);
+        let state = admin::AdminState::new(Arc::clone(&plans), metrics, config);
         let shutdown = shutdown.subscribe();
         threads.push(
             std::thread::Builder::new()
@@ -197,6 +215,7 @@ pub fn start(config: &Config) -> anyhow::Result<RunningProxy> {
 fn run_worker(
     threads: Option<usize>,
     listeners: Vec<StdListener>,
+    endpoints: Arc<[Endpoint]>,
     worker: Arc<Worker>,
     connections: Arc<Semaphore>,
     shutdown: watch::Receiver<bool>,
@@ -213,7 +232,14 @@ fn run_worker(
             .build(),
     };
     match runtime {
-        Ok(runtime) => runtime.block_on(serve(listeners, worker, connections, shutdown, deadline)),
+        Ok(runtime) => runtime.block_on(serve(
+            listeners,
+            endpoints,
+            worker,
+            connections,
+            shutdown,
+            deadline,
+        )),
         Err(err) => warn!(%err, "cannot build a worker runtime"),
     }
 }
@@ -222,6 +248,7 @@ fn run_worker(
 /// then drains the sessions until `deadline`.
 async fn serve(
     listeners: Vec<StdListener>,
+    endpoints: Arc<[Endpoint]>,
     worker: Arc<Worker>,
     connections: Arc<Semaphore>,
     shutdown: watch::Receiver<bool>,
@@ -247,8 +274,15 @@ async fn serve(
     drop(spawn_tx);
     // Sessions are spawned here so that one JoinSet can drain them all.
     while let Some((stream, peer, index, permit)) = spawn_rx.recv().await {
-        let connection =
-            serve_connection(stream, peer, index, Arc::clone(&worker), shutdown.clone());
+        let endpoint = Arc::clone(&endpoints);
+        let connection = serve_connection(
+            stream,
+            peer,
+            endpoint,
+            index,
+            Arc::clone(&worker),
+            shutdown.clone(),
+        );
         sessions.spawn(async move {
             connection.await;
             drop(permit);

@@ -9,7 +9,11 @@ use serde_json::json;
 use tokio::{io::AsyncReadExt, net::TcpStream, sync::watch};
 use tracing::warn;
 
-use crate::{config::Config, gateway::Gateway, metrics::Metrics};
+use crate::{
+    config::Config,
+    plan::{Plan, Plans},
+    telemetry::Metrics,
+};
 
 /// Admin clients get this long to send a request.
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
@@ -20,17 +24,17 @@ const LIMITS: http1::Limits = http1::Limits {
 
 #[derive(Debug, Clone)]
 pub(crate) struct AdminState {
-    gateway: Arc<Gateway>,
+    plans: Arc<Plans>,
     metrics: Arc<Metrics>,
     /// The effective configuration, rendered once.
     config: Arc<Vec<u8>>,
 }
 
 impl AdminState {
-    pub(crate) fn new(gateway: Arc<Gateway>, metrics: Arc<Metrics>, config: &Config) -> Self {
+    pub(crate) fn new(plans: Arc<Plans>, metrics: Arc<Metrics>, config: &Config) -> Self {
         let rendered = serde_json::to_vec_pretty(&effective(config)).unwrap_or_default();
         Self {
-            gateway,
+            plans,
             metrics,
             config: Arc::new(rendered),
         }
@@ -100,12 +104,12 @@ async fn serve(mut stream: TcpStream, state: AdminState) {
 
 fn route(state: &AdminState, path: &str) -> (StatusCode, &'static str, Vec<u8>) {
     const JSON: &str = "application/json";
+    let plan = state.plans.load();
     match path {
         "/health" => (StatusCode::OK, JSON, br#"{"status":"ok"}"#.to_vec()),
         "/ready" => {
-            let now = state.gateway.clock();
-            let down: Vec<&str> = state
-                .gateway
+            let now = plan.clock();
+            let down: Vec<&str> = plan
                 .upstreams
                 .iter()
                 .filter(|u| u.balancer.healthy(now) == 0)
@@ -126,8 +130,11 @@ fn route(state: &AdminState, path: &str) -> (StatusCode, &'static str, Vec<u8>) 
             StatusCode::OK,
             "text/plain; version=0.0.4; charset=utf-8",
             {
-                let mut text = state.metrics.render(&state.gateway);
-                state.gateway.chains.render_metrics(&mut text);
+                let upstreams: Vec<&str> = plan.upstreams.iter().map(|u| u.name.as_str()).collect();
+                let routes: Vec<&str> = plan.route_names().collect();
+                let mut text = state.metrics.render(&routes, &upstreams);
+                healthy_hosts(&plan, &mut text);
+                plan.chains.render_metrics(&mut text);
                 text.into_bytes()
             },
         ),
@@ -136,6 +143,21 @@ fn route(state: &AdminState, path: &str) -> (StatusCode, &'static str, Vec<u8>) 
             StatusCode::NOT_FOUND,
             format!("no admin resource at {path}; try /health, /ready, /metrics or /config"),
         ),
+    }
+}
+
+/// `sluice_upstream_healthy_hosts`: hosts not ejected, per upstream.
+fn healthy_hosts(plan: &Plan, out: &mut String) {
+    use std::fmt::Write as _;
+    let now = plan.clock();
+    out.push_str("# HELP sluice_upstream_healthy_hosts Hosts not ejected by passive health checks.\n# TYPE sluice_upstream_healthy_hosts gauge\n");
+    for upstream in &plan.upstreams {
+        let _ = writeln!(
+            out,
+            "sluice_upstream_healthy_hosts{{upstream=\"{}\"}} {}",
+            crate::telemetry::escape(&upstream.name),
+            upstream.balancer.healthy(now)
+        );
     }
 }
 

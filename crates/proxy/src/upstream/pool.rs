@@ -3,6 +3,7 @@
 //! thread). The most recently used connection is reused first, so idle
 //! ones age out and the warm ones stay warm.
 
+use crate::ids::{HostId, UpstreamId};
 use std::{
     future::Future,
     io,
@@ -19,7 +20,8 @@ use tokio::{
     net::TcpStream,
 };
 
-use crate::{gateway::Gateway, metrics::Shard};
+use super::Upstream;
+use crate::telemetry::Shard;
 
 /// The bytes of an HTTP/1.1 upstream connection: plain TCP or TLS.
 #[derive(Debug)]
@@ -83,15 +85,15 @@ pub(crate) struct UpstreamConn {
     pub stream: UpstreamStream,
     /// Bytes read from the upstream and not yet used.
     pub buf: BytesMut,
-    pub upstream: usize,
-    pub host: usize,
+    pub upstream: UpstreamId,
+    pub host: HostId,
     /// Taken from the pool: the upstream may have closed it meanwhile.
     pub reused: bool,
     idle_since: Instant,
 }
 
 impl UpstreamConn {
-    pub(crate) fn new(stream: UpstreamStream, upstream: usize, host: usize) -> Self {
+    pub(crate) fn new(stream: UpstreamStream, upstream: UpstreamId, host: HostId) -> Self {
         Self {
             stream,
             buf: BytesMut::new(),
@@ -112,10 +114,10 @@ pub(crate) struct PerHost<T> {
 }
 
 impl<T: Default> PerHost<T> {
-    pub(crate) fn new(gateway: &Gateway) -> Self {
+    pub(crate) fn new(upstreams: &[Upstream]) -> Self {
         let mut offsets = Vec::new();
         let mut slots = 0;
-        for upstream in &gateway.upstreams {
+        for upstream in upstreams {
             offsets.push(slots);
             slots += upstream.hosts.len();
         }
@@ -125,8 +127,8 @@ impl<T: Default> PerHost<T> {
         }
     }
 
-    pub(crate) fn get(&self, upstream: usize, host: usize) -> &T {
-        &self.slots[self.offsets[upstream] + host]
+    pub(crate) fn get(&self, upstream: UpstreamId, host: HostId) -> &T {
+        &self.slots[self.offsets[upstream.index()] + host.index()]
     }
 }
 
@@ -137,26 +139,26 @@ pub(crate) struct Pool {
 }
 
 impl Pool {
-    pub(crate) fn new(gateway: &Gateway) -> Self {
+    pub(crate) fn new(upstreams: &[Upstream]) -> Self {
         Self {
-            idle: PerHost::new(gateway),
+            idle: PerHost::new(upstreams),
         }
     }
 
-    fn slot(&self, upstream: usize, host: usize) -> &Mutex<Vec<UpstreamConn>> {
+    fn slot(&self, upstream: UpstreamId, host: HostId) -> &Mutex<Vec<UpstreamConn>> {
         self.idle.get(upstream, host)
     }
 
     /// The warmest idle connection to that host that is still usable.
     pub(crate) fn take(
         &self,
-        gateway: &Gateway,
+        config: &Upstream,
         metrics: &Shard,
-        upstream: usize,
-        host: usize,
+        upstream: UpstreamId,
+        host: HostId,
         now: Instant,
     ) -> Option<UpstreamConn> {
-        let idle_timeout = gateway.upstreams[upstream].idle_timeout;
+        let idle_timeout = config.idle_timeout;
         let mut idle = self.slot(upstream, host).lock().ok()?;
         while let Some(mut conn) = idle.pop() {
             metrics.pool_idle(upstream, -1);
@@ -174,13 +176,13 @@ impl Pool {
     /// Keeps `conn`, idle since `now`, for reuse unless the pool for its host is full.
     pub(crate) fn put(
         &self,
-        gateway: &Gateway,
+        config: &Upstream,
         metrics: &Shard,
         mut conn: UpstreamConn,
         now: Instant,
     ) {
         let upstream = conn.upstream;
-        let max_idle = gateway.upstreams[upstream].max_idle;
+        let max_idle = config.max_idle;
         if let Ok(mut idle) = self.slot(upstream, conn.host).lock() {
             if idle.len() < max_idle {
                 conn.idle_since = now;

@@ -11,25 +11,24 @@ use http::Method;
 
 use crate::{
     config::{Case, PathMatch, Route},
-    normalize,
+    ids::RouteId,
+    wire::normalize,
 };
 
 /// One compiled route.
 #[derive(Debug, Clone)]
-pub struct CompiledRoute {
-    /// Position in the configuration file, for metrics and logs.
-    pub index: usize,
+pub(crate) struct CompiledRoute {
+    pub id: RouteId,
     host: Option<String>,
     path: String,
     exact: bool,
     /// Empty: any method.
     methods: Vec<Method>,
-    pub upstream: String,
 }
 
 /// What a lookup found.
 #[derive(Debug, PartialEq, Eq)]
-pub enum RouteMatch<'a> {
+pub(crate) enum RouteMatch<'a> {
     Found(&'a CompiledRoute),
     /// The path matches routes, none of them for this method: 405 with `Allow`.
     MethodNotAllowed {
@@ -40,14 +39,14 @@ pub enum RouteMatch<'a> {
 
 impl PartialEq for CompiledRoute {
     fn eq(&self, other: &Self) -> bool {
-        self.index == other.index
+        self.id == other.id
     }
 }
 
 impl Eq for CompiledRoute {}
 
 #[derive(Debug, Clone, Default)]
-pub struct RouteTable {
+pub(crate) struct RouteTable {
     routes: Vec<CompiledRoute>,
     /// `paths.case: insensitive`: letter case does not count in paths.
     ignore_case: bool,
@@ -55,12 +54,12 @@ pub struct RouteTable {
 
 impl RouteTable {
     /// Compiles validated routes (paths start with `/`, methods parse).
-    pub fn new(routes: &[Route], case: Case) -> Self {
+    pub(crate) fn new(routes: &[Route], case: Case) -> Self {
         let mut compiled: Vec<CompiledRoute> = routes
             .iter()
             .enumerate()
             .map(|(index, route)| CompiledRoute {
-                index,
+                id: RouteId::new(index),
                 // Compared with the request's normalised Host name (A-labels).
                 host: route
                     .host
@@ -76,7 +75,6 @@ impl RouteTable {
                     .iter()
                     .filter_map(|m| Method::from_bytes(m.value.as_bytes()).ok())
                     .collect(),
-                upstream: route.upstream.value.clone(),
             })
             .collect();
         // Stable sort: equally specific routes keep the file's order.
@@ -89,7 +87,7 @@ impl RouteTable {
 
     /// `host`: the normalised Host name (no port); `path`: the normalised
     /// path for matching (`normalize`), without the query.
-    pub fn find(&self, host: Option<&str>, method: &Method, path: &str) -> RouteMatch<'_> {
+    pub(crate) fn find(&self, host: Option<&str>, method: &Method, path: &str) -> RouteMatch<'_> {
         let mut allowed: Vec<&Method> = Vec::new();
         for route in &self.routes {
             if !route.matches_host(host) || !route.matches_path(path, self.ignore_case) {
@@ -149,17 +147,31 @@ mod tests {
 
     use super::*;
 
-    fn table(routes: &str) -> RouteTable {
+    /// The table, and each route's upstream name by id.
+    fn table(routes: &str) -> (RouteTable, Vec<String>) {
         let text = format!(
             "listeners: [{{ address: 127.0.0.1:1 }}]\nupstreams:\n  a: {{ hosts: [\"http://h:1\"] }}\n  b: {{ hosts: [\"http://h:2\"] }}\n  c: {{ hosts: [\"http://h:3\"] }}\nroutes:\n{routes}"
         );
         let config = crate::config::parse(&text, Path::new("t.yaml"), |_| None).unwrap();
-        RouteTable::new(&config.routes, config.paths.case)
+        let upstreams = config
+            .routes
+            .iter()
+            .map(|r| r.upstream.value.clone())
+            .collect();
+        (
+            RouteTable::new(&config.routes, config.paths.case),
+            upstreams,
+        )
     }
 
-    fn upstream(table: &RouteTable, host: Option<&str>, method: Method, path: &str) -> String {
+    fn upstream(
+        (table, upstreams): &(RouteTable, Vec<String>),
+        host: Option<&str>,
+        method: Method,
+        path: &str,
+    ) -> String {
         match table.find(host, &method, path) {
-            RouteMatch::Found(route) => route.upstream.clone(),
+            RouteMatch::Found(route) => upstreams[route.id.index()].clone(),
             RouteMatch::MethodNotAllowed { allow } => format!("405 {allow}"),
             RouteMatch::NotFound => "404".into(),
         }
@@ -208,7 +220,10 @@ mod tests {
         assert_eq!(upstream(&t, None, Method::GET, "/administrator"), "b");
         let text = "listeners: [{ address: 127.0.0.1:1 }]\nupstreams:\n  a: { hosts: [\"http://h:1\"] }\n  b: { hosts: [\"http://h:2\"] }\npaths: { case: sensitive }\nroutes:\n  - { path: /admin, upstream: a }\n  - { path: /, upstream: b }\n";
         let config = crate::config::parse(text, Path::new("t.yaml"), |_| None).unwrap();
-        let t = RouteTable::new(&config.routes, config.paths.case);
+        let t = (
+            RouteTable::new(&config.routes, config.paths.case),
+            vec!["a".to_string(), "b".to_string()],
+        );
         assert_eq!(upstream(&t, None, Method::GET, "/ADMIN"), "b");
         assert_eq!(upstream(&t, None, Method::GET, "/admin"), "a");
     }

@@ -5,6 +5,7 @@
 //! all are full. A connection the upstream closed (GOAWAY, error) leaves
 //! the pool as soon as its driver task ends.
 
+use crate::ids::{HostId, UpstreamId};
 use std::{
     future::poll_fn,
     sync::{
@@ -19,13 +20,12 @@ use http::{header, HeaderName, HeaderValue, Request, Uri};
 use http1::Head;
 use tracing::debug;
 
-use crate::{
+use super::{
     connect::{self, ConnectError},
-    gateway::{Gateway, Upstream},
-    metrics::UpstreamError,
     pool::PerHost,
-    worker::Worker,
+    Upstream,
 };
+use crate::telemetry::{Metrics, UpstreamError};
 
 /// Receive windows we offer upstreams: large, so that one response body
 /// is not held to 64 KiB per round trip.
@@ -59,21 +59,21 @@ pub(crate) struct H2Pool {
 }
 
 impl H2Pool {
-    pub(crate) fn new(gateway: &Gateway) -> Self {
+    pub(crate) fn new(upstreams: &[Upstream]) -> Self {
         Self {
-            conns: PerHost::new(gateway),
+            conns: PerHost::new(upstreams),
         }
     }
 
-    fn slot(&self, upstream: usize, host: usize) -> &Mutex<Vec<H2Conn>> {
+    fn slot(&self, upstream: UpstreamId, host: HostId) -> &Mutex<Vec<H2Conn>> {
         self.conns.get(upstream, host)
     }
 
     /// A stream on a live connection with room for one more.
     pub(crate) fn take(
         &self,
-        upstream: usize,
-        host: usize,
+        upstream: UpstreamId,
+        host: HostId,
     ) -> Option<(SendRequest<Bytes>, StreamLease)> {
         let mut conns = self.slot(upstream, host).lock().ok()?;
         conns.retain(|conn| !conn.closed.load(Relaxed));
@@ -83,7 +83,12 @@ impl H2Pool {
         Some(lease(conn))
     }
 
-    fn add(&self, upstream: usize, host: usize, conn: H2Conn) -> (SendRequest<Bytes>, StreamLease) {
+    fn add(
+        &self,
+        upstream: UpstreamId,
+        host: HostId,
+        conn: H2Conn,
+    ) -> (SendRequest<Bytes>, StreamLease) {
         let taken = lease(&conn);
         if let Ok(mut conns) = self.slot(upstream, host).lock() {
             conns.push(conn);
@@ -97,22 +102,33 @@ fn lease(conn: &H2Conn) -> (SendRequest<Bytes>, StreamLease) {
     (conn.sender.clone(), StreamLease(Arc::clone(&conn.streams)))
 }
 
-/// A stream to `host`: on a pooled connection, or on a new one.
+/// Where a new connection is counted: the metrics and the worker's shard.
+#[derive(Debug, Clone)]
+pub(crate) struct Counted {
+    pub metrics: Arc<Metrics>,
+    pub shard: usize,
+}
+
+/// A stream to `host` of `config` (upstream number `upstream`): on a
+/// pooled connection, or on a new one whose peer may send header lists
+/// up to `max_header_list` bytes.
 pub(crate) async fn stream(
-    worker: &Arc<Worker>,
-    upstream: usize,
-    host: usize,
+    pool: &H2Pool,
+    config: &Upstream,
+    upstream: UpstreamId,
+    host: HostId,
+    max_header_list: u32,
+    counted: &Counted,
 ) -> Result<(SendRequest<Bytes>, StreamLease), ConnectError> {
-    if let Some(found) = worker.h2_pool.take(upstream, host) {
+    if let Some(found) = pool.take(upstream, host) {
         return Ok(found);
     }
-    let config = &worker.gateway.upstreams[upstream];
     let alpn = config.tls.is_some().then_some(tls::ALPN_H2);
     let io = connect::open(config, host, alpn).await?;
     let handshake = h2::client::Builder::new()
         .initial_window_size(STREAM_WINDOW)
         .initial_connection_window_size(CONNECTION_WINDOW)
-        .max_header_list_size(u32::try_from(worker.gateway.limits.max_head).unwrap_or(u32::MAX))
+        .max_header_list_size(max_header_list)
         .handshake::<_, Bytes>(io);
     let (sender, connection) = tokio::time::timeout(config.timeouts.connect, handshake)
         .await
@@ -125,17 +141,23 @@ pub(crate) async fn stream(
             what: format!("HTTP/2 handshake failed: {err}"),
         })?;
     let closed = Arc::new(AtomicBool::new(false));
-    worker.metrics().upstream_open(upstream, 1);
+    counted
+        .metrics
+        .shard(counted.shard)
+        .upstream_open(upstream, 1);
     let driver = {
         let closed = Arc::clone(&closed);
-        let worker = Arc::clone(worker);
-        let name = config.host_names[host].clone();
+        let counted = counted.clone();
+        let name = config.host_names[host.index()].clone();
         async move {
             if let Err(err) = connection.await {
                 debug!(host = %name, %err, "HTTP/2 upstream connection ended");
             }
             closed.store(true, Relaxed);
-            worker.metrics().upstream_open(upstream, -1);
+            counted
+                .metrics
+                .shard(counted.shard)
+                .upstream_open(upstream, -1);
         }
     };
     tokio::spawn(driver);
@@ -144,7 +166,7 @@ pub(crate) async fn stream(
         streams: Arc::new(AtomicUsize::new(0)),
         closed,
     };
-    Ok(worker.h2_pool.add(upstream, host, conn))
+    Ok(pool.add(upstream, host, conn))
 }
 
 /// The upstream request for HTTP/2, from the HTTP/1.1 head `forward`

@@ -25,10 +25,10 @@ use tokio::{
 use tracing::debug;
 
 use crate::{
-    forward::HOP_BY_HOP,
-    h2_upstream::{send_data, StreamBroken},
+    session::Worker,
     session::{ClientOrigin, Session},
-    worker::Worker,
+    upstream::h2_pool::{send_data, StreamBroken},
+    wire::head::HOP_BY_HOP,
 };
 
 /// Bytes in flight in each stream's pipe, each way.
@@ -51,7 +51,8 @@ pub(crate) async fn serve<S>(
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let gateway = &worker.gateway;
+    let plan = worker.plans.current();
+    let gateway = &plan;
     let handshake = builder(gateway).handshake::<_, Bytes>(io);
     let mut conn = match tokio::time::timeout(gateway.header_read_timeout, handshake).await {
         Ok(Ok(conn)) => conn,
@@ -98,7 +99,7 @@ pub(crate) async fn serve<S>(
 }
 
 /// The connection settings and flood limits from the `http2` section.
-fn builder(gateway: &crate::gateway::Gateway) -> Builder {
+fn builder(gateway: &crate::plan::Plan) -> Builder {
     let settings = &gateway.http2;
     let mut builder = Builder::new();
     builder

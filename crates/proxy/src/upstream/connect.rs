@@ -1,9 +1,10 @@
 //! Opening a connection to an upstream host: TCP, then TLS for `https://`
 //! hosts (SNI, certificate check, ALPN), within the connect timeout.
 
+use crate::ids::HostId;
 use tokio::net::TcpStream;
 
-use crate::{gateway::Upstream, metrics::UpstreamError, pool::UpstreamStream};
+use crate::{telemetry::UpstreamError, upstream::pool::UpstreamStream, upstream::Upstream};
 
 /// Why no connection could be opened, in words for the log and the problem body.
 #[derive(Debug)]
@@ -16,12 +17,12 @@ pub(crate) struct ConnectError {
 /// peer agreed to `alpn` when it is given.
 pub(crate) async fn open(
     upstream: &Upstream,
-    host: usize,
+    host: HostId,
     alpn: Option<&[u8]>,
 ) -> Result<UpstreamStream, ConnectError> {
     let timeout = upstream.timeouts.connect;
     let opening = async {
-        let tcp = TcpStream::connect(upstream.hosts[host])
+        let tcp = TcpStream::connect(upstream.hosts[host.index()])
             .await
             .map_err(|err| ConnectError {
                 kind: UpstreamError::Connect,
@@ -31,7 +32,7 @@ pub(crate) async fn open(
         let Some(tls) = &upstream.tls else {
             return Ok(UpstreamStream::Plain(tcp));
         };
-        let name = tls.server_names[host].clone();
+        let name = tls.server_names[host.index()].clone();
         let stream = tls
             .connector
             .connect(name, tcp)

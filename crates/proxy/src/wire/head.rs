@@ -8,7 +8,7 @@ use std::{net::IpAddr, ops::Range};
 use http::{HeaderValue, StatusCode};
 use http1::{Field, Head, Persistence};
 
-use crate::middleware::HeaderEdits;
+use super::edits::HeaderEdits;
 
 /// Fields that describe one connection, never forwarded.
 pub(crate) const HOP_BY_HOP: [&str; 7] = [

@@ -12,7 +12,10 @@ use std::{
     time::Duration,
 };
 
-use crate::{gateway::Gateway, normalize::Refusal};
+use crate::{
+    ids::{RouteId, UpstreamId},
+    wire::normalize::Refusal,
+};
 
 /// Upper bounds of the upstream latency buckets, in seconds.
 const BUCKETS: [f64; 14] = [
@@ -23,7 +26,7 @@ const STATUSES: usize = 500;
 
 /// All metrics of one proxy: one shard per worker.
 #[derive(Debug)]
-pub struct Metrics {
+pub(crate) struct Metrics {
     shards: Vec<Shard>,
 }
 
@@ -69,7 +72,7 @@ pub(crate) fn write_histogram<'a>(
 
 /// What one worker counts.
 #[derive(Debug)]
-pub struct Shard {
+pub(crate) struct Shard {
     /// Route index × status code − 100; one extra row for requests that matched no route.
     requests: Vec<AtomicU64>,
     /// Per upstream: bucket counts, then the sum in microseconds and the count.
@@ -91,16 +94,17 @@ pub struct Shard {
 
 /// Why an upstream exchange failed, for `sluice_upstream_errors_total`.
 #[derive(Debug, Clone, Copy)]
-pub enum UpstreamError {
+pub(crate) enum UpstreamError {
     Connect = 0,
     Broken = 1,
     Timeout = 2,
 }
 
 impl Metrics {
-    pub fn new(gateway: &Gateway, workers: usize) -> Self {
-        let routes = gateway.route_names.len() + 1;
-        let upstreams = gateway.upstreams.len();
+    /// Counters for `routes` routes (and one row for requests that
+    /// matched none) and `upstreams` upstreams, in `workers` shards.
+    pub(crate) fn new(routes: usize, upstreams: usize, workers: usize) -> Self {
+        let routes = routes + 1;
         let shards = (0..workers)
             .map(|_| Shard {
                 requests: (0..routes * STATUSES).map(|_| AtomicU64::new(0)).collect(),
@@ -119,31 +123,29 @@ impl Metrics {
         Self { shards }
     }
 
-    pub fn shard(&self, worker: usize) -> &Shard {
+    pub(crate) fn shard(&self, worker: usize) -> &Shard {
         &self.shards[worker % self.shards.len()]
     }
 
     /// Connections open to clients, summed over workers.
-    pub fn open_connections(&self) -> i64 {
+    pub(crate) fn open_connections(&self) -> i64 {
         self.shards
             .iter()
             .map(|s| s.open_connections.load(Relaxed))
             .sum()
     }
 
-    /// The Prometheus text exposition.
-    pub fn render(&self, gateway: &Gateway) -> String {
+    /// The Prometheus text exposition, with the routes' and upstreams'
+    /// names for labels (in the order their counters were made).
+    pub(crate) fn render(&self, route_names: &[&str], upstream_names: &[&str]) -> String {
         let mut out = String::with_capacity(4096);
         let sum = |f: &dyn Fn(&Shard) -> u64| self.shards.iter().map(f).sum::<u64>();
         let sum_i = |f: &dyn Fn(&Shard) -> i64| self.shards.iter().map(f).sum::<i64>();
 
         out.push_str("# HELP sluice_requests_total Requests answered, by route and status.\n# TYPE sluice_requests_total counter\n");
-        let routes = gateway.route_names.len() + 1;
+        let routes = route_names.len() + 1;
         for route in 0..routes {
-            let label = gateway
-                .route_names
-                .get(route)
-                .map_or("none", String::as_str);
+            let label = route_names.get(route).copied().unwrap_or("none");
             for status in 0..STATUSES {
                 let n = sum(&|s| s.requests[route * STATUSES + status].load(Relaxed));
                 if n > 0 {
@@ -158,23 +160,23 @@ impl Metrics {
         }
 
         out.push_str("# HELP sluice_upstream_response_seconds Time from sending a request upstream to its response head.\n# TYPE sluice_upstream_response_seconds histogram\n");
-        for (u, upstream) in gateway.upstreams.iter().enumerate() {
+        for (u, upstream) in upstream_names.iter().enumerate() {
             write_histogram(
                 &mut out,
                 "sluice_upstream_response_seconds",
-                &format!("upstream=\"{}\"", escape(&upstream.name)),
+                &format!("upstream=\"{}\"", escape(upstream)),
                 self.shards.iter().map(|s| &s.latency[u]),
             );
         }
 
         out.push_str("# HELP sluice_upstream_errors_total Failed upstream exchanges, by kind.\n# TYPE sluice_upstream_errors_total counter\n");
-        for (u, upstream) in gateway.upstreams.iter().enumerate() {
+        for (u, upstream) in upstream_names.iter().enumerate() {
             for (kind, label) in ["connect", "broken", "timeout"].iter().enumerate() {
                 let n = sum(&|s| s.upstream_errors[u][kind].load(Relaxed));
                 let _ = writeln!(
                     out,
                     "sluice_upstream_errors_total{{upstream=\"{}\",kind=\"{label}\"}} {n}",
-                    escape(&upstream.name)
+                    escape(upstream)
                 );
             }
         }
@@ -214,31 +216,21 @@ impl Metrics {
             sum(&|s| s.h2_connection_errors.load(Relaxed))
         );
         out.push_str("# HELP sluice_pool_idle_connections Idle keep-alive connections pooled, by upstream.\n# TYPE sluice_pool_idle_connections gauge\n");
-        for (u, upstream) in gateway.upstreams.iter().enumerate() {
+        for (u, upstream) in upstream_names.iter().enumerate() {
             let n = sum_i(&|s| s.pool_idle[u].load(Relaxed));
             let _ = writeln!(
                 out,
                 "sluice_pool_idle_connections{{upstream=\"{}\"}} {n}",
-                escape(&upstream.name)
+                escape(upstream)
             );
         }
         out.push_str("# HELP sluice_upstream_open_connections Connections open to upstream hosts (idle or busy), by upstream.\n# TYPE sluice_upstream_open_connections gauge\n");
-        for (u, upstream) in gateway.upstreams.iter().enumerate() {
+        for (u, upstream) in upstream_names.iter().enumerate() {
             let n = sum_i(&|s| s.upstream_open[u].load(Relaxed));
             let _ = writeln!(
                 out,
                 "sluice_upstream_open_connections{{upstream=\"{}\"}} {n}",
-                escape(&upstream.name)
-            );
-        }
-        let now = gateway.clock();
-        out.push_str("# HELP sluice_upstream_healthy_hosts Hosts not ejected by passive health checks.\n# TYPE sluice_upstream_healthy_hosts gauge\n");
-        for upstream in &gateway.upstreams {
-            let _ = writeln!(
-                out,
-                "sluice_upstream_healthy_hosts{{upstream=\"{}\"}} {}",
-                escape(&upstream.name),
-                upstream.balancer.healthy(now)
+                escape(upstream)
             );
         }
         out
@@ -246,57 +238,57 @@ impl Metrics {
 }
 
 impl Shard {
-    /// `route`: its index, or `None` for requests that matched no route.
-    pub fn request(&self, route: Option<usize>, status: u16, routes: usize) {
-        let row = route.unwrap_or(routes);
+    /// `route`: `None` for requests that matched no route.
+    pub(crate) fn request(&self, route: Option<RouteId>, status: u16, routes: usize) {
+        let row = route.map_or(routes, RouteId::index);
         let column = usize::from(status.clamp(100, 599) - 100);
         if let Some(counter) = self.requests.get(row * STATUSES + column) {
             counter.fetch_add(1, Relaxed);
         }
     }
 
-    pub fn upstream_latency(&self, upstream: usize, elapsed: Duration) {
-        observe(&self.latency[upstream], elapsed);
+    pub(crate) fn upstream_latency(&self, upstream: UpstreamId, elapsed: Duration) {
+        observe(&self.latency[upstream.index()], elapsed);
     }
 
-    pub fn upstream_error(&self, upstream: usize, kind: UpstreamError) {
-        self.upstream_errors[upstream][kind as usize].fetch_add(1, Relaxed);
+    pub(crate) fn upstream_error(&self, upstream: UpstreamId, kind: UpstreamError) {
+        self.upstream_errors[upstream.index()][kind as usize].fetch_add(1, Relaxed);
     }
 
-    pub fn refused(&self, reason: Refusal) {
+    pub(crate) fn refused(&self, reason: Refusal) {
         self.refused[reason as usize].fetch_add(1, Relaxed);
     }
 
-    pub fn upgrade_removed(&self) {
+    pub(crate) fn upgrade_removed(&self) {
         self.upgrades_removed.fetch_add(1, Relaxed);
     }
 
-    pub fn connection_opened(&self) {
+    pub(crate) fn connection_opened(&self) {
         self.open_connections.fetch_add(1, Relaxed);
     }
 
-    pub fn connection_closed(&self) {
+    pub(crate) fn connection_closed(&self) {
         self.open_connections.fetch_sub(1, Relaxed);
     }
 
-    pub fn tls_handshake_failed(&self) {
+    pub(crate) fn tls_handshake_failed(&self) {
         self.tls_handshake_failures.fetch_add(1, Relaxed);
     }
 
-    pub fn h2_stream(&self) {
+    pub(crate) fn h2_stream(&self) {
         self.h2_streams.fetch_add(1, Relaxed);
     }
 
-    pub fn h2_connection_error(&self) {
+    pub(crate) fn h2_connection_error(&self) {
         self.h2_connection_errors.fetch_add(1, Relaxed);
     }
 
-    pub fn pool_idle(&self, upstream: usize, delta: i64) {
-        self.pool_idle[upstream].fetch_add(delta, Relaxed);
+    pub(crate) fn pool_idle(&self, upstream: UpstreamId, delta: i64) {
+        self.pool_idle[upstream.index()].fetch_add(delta, Relaxed);
     }
 
-    pub fn upstream_open(&self, upstream: usize, delta: i64) {
-        self.upstream_open[upstream].fetch_add(delta, Relaxed);
+    pub(crate) fn upstream_open(&self, upstream: UpstreamId, delta: i64) {
+        self.upstream_open[upstream.index()].fetch_add(delta, Relaxed);
     }
 }
 

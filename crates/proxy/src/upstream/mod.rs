@@ -1,0 +1,176 @@
+//! Layer 3: upstreams and the way to them. An [`Upstream`] is one
+//! upstream compiled from its configuration: its hosts (resolved), the
+//! balancer that picks among them and keeps their health, its timeouts
+//! and TLS. `balance` picks hosts, `connect` opens connections, `pool`
+//! keeps HTTP/1.1 connections alive between requests and `h2_pool`
+//! multiplexes HTTP/2 streams over a few connections per host.
+
+pub(crate) mod balance;
+pub(crate) mod connect;
+pub(crate) mod h2_pool;
+pub(crate) mod pool;
+
+use std::{
+    net::{SocketAddr, ToSocketAddrs},
+    path::Path,
+    sync::Arc,
+    time::Duration,
+};
+
+use anyhow::{bail, Context};
+use http::HeaderValue;
+use tls::{rustls::pki_types::ServerName, tokio_rustls::TlsConnector};
+
+use crate::{
+    config::{Protocol, Timeouts, UpstreamSettings},
+    ids::HostId,
+};
+use balance::Balancer;
+
+/// One upstream: its hosts, balancer and settings.
+#[derive(Debug)]
+pub(crate) struct Upstream {
+    pub name: String,
+    /// Resolved once at start; the index is the host's id in the balancer and pool.
+    pub hosts: Vec<SocketAddr>,
+    /// `host:port` of each host as written (for logs).
+    pub host_names: Vec<String>,
+    pub balancer: Balancer,
+    pub timeouts: Timeouts,
+    pub retries: u32,
+    pub max_idle: usize,
+    pub idle_timeout: Duration,
+    pub host_header: Option<HeaderValue>,
+    pub protocol: Protocol,
+    /// For `https://` hosts.
+    pub tls: Option<UpstreamTls>,
+}
+
+/// How the proxy opens TLS to an upstream's hosts.
+pub(crate) struct UpstreamTls {
+    pub connector: TlsConnector,
+    /// The SNI and certificate name for each host.
+    pub server_names: Vec<ServerName<'static>>,
+}
+
+impl std::fmt::Debug for UpstreamTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UpstreamTls")
+            .field("server_names", &self.server_names)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Upstream {
+    /// `host:port` of a host as written (for logs).
+    pub(crate) fn host_name(&self, host: HostId) -> &str {
+        &self.host_names[host.index()]
+    }
+
+    /// Compiles one upstream: resolves its hosts and builds its TLS
+    /// connector; fails when a host does not resolve or a file cannot be read.
+    pub(crate) fn new(name: &str, settings: &UpstreamSettings) -> anyhow::Result<Self> {
+        let mut hosts = Vec::new();
+        let mut host_names = Vec::new();
+        let mut server_names = Vec::new();
+        for host in &settings.hosts {
+            let (addr, authority, server_name) = resolve(&host.value)
+                .with_context(|| format!("upstreams.{name}.hosts: `{}`", host.value))?;
+            hosts.push(addr);
+            host_names.push(authority);
+            server_names.push(server_name);
+        }
+        let tls = upstream_tls(name, settings, server_names)?;
+        let host_header = match &settings.host_header {
+            None => None,
+            Some(value) => Some(HeaderValue::from_str(value).with_context(|| {
+                format!("upstreams.{name}.host_header: `{value}` is not a valid header value")
+            })?),
+        };
+        Ok(Self {
+            name: name.to_string(),
+            balancer: Balancer::new(hosts.len(), &settings.health),
+            hosts,
+            host_names,
+            timeouts: settings.timeouts.clone(),
+            retries: settings.retries,
+            max_idle: settings.pool.max_idle,
+            idle_timeout: settings.pool.idle_timeout,
+            host_header,
+            protocol: settings.protocol,
+            tls,
+        })
+    }
+}
+
+/// The connector for an upstream's `https://` hosts, if it has any.
+fn upstream_tls(
+    name: &str,
+    upstream: &UpstreamSettings,
+    server_names: Vec<ServerName<'static>>,
+) -> anyhow::Result<Option<UpstreamTls>> {
+    if !upstream
+        .hosts
+        .iter()
+        .any(|h| h.value.starts_with("https://"))
+    {
+        return Ok(None);
+    }
+    let settings = upstream.tls.clone().unwrap_or_default();
+    let ca = settings.ca.as_ref().map(|ca| Path::new(&ca.value));
+    let trust = ca.map_or(tls::Trust::WebRoots, tls::Trust::CaFile);
+    let identity = match (&settings.cert, &settings.key) {
+        (Some(cert), Some(key)) => Some(tls::Identity {
+            cert: Path::new(&cert.value),
+            key: Path::new(&key.value),
+        }),
+        _ => None,
+    };
+    let alpn: &[&[u8]] = match upstream.protocol {
+        Protocol::H2 => &[tls::ALPN_H2],
+        Protocol::Http1 | Protocol::H2c => &[tls::ALPN_HTTP11],
+    };
+    let config = tls::client_config(trust, identity, alpn)
+        .with_context(|| format!("upstreams.{name}.tls"))?;
+    let server_names = match &settings.server_name {
+        Some(fixed) => {
+            let fixed = ServerName::try_from(fixed.clone()).with_context(|| {
+                format!("upstreams.{name}.tls.server_name: `{fixed}` is not a DNS name or IP")
+            })?;
+            vec![fixed; server_names.len()]
+        }
+        None => server_names,
+    };
+    Ok(Some(UpstreamTls {
+        connector: TlsConnector::from(Arc::new(config)),
+        server_names,
+    }))
+}
+
+/// `http[s]://HOST[:PORT]` to its first address, `HOST:PORT`, and the
+/// name TLS would check.
+fn resolve(url: &str) -> anyhow::Result<(SocketAddr, String, ServerName<'static>)> {
+    let uri: http::Uri = url.parse()?;
+    let Some(host) = uri.host() else {
+        bail!("no host");
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let default_port = if uri.scheme_str() == Some("https") {
+        443
+    } else {
+        80
+    };
+    let port = uri.port_u16().unwrap_or(default_port);
+    let server_name = ServerName::try_from(host.to_string())
+        .with_context(|| format!("`{host}` is not a DNS name or IP address"))?;
+    let addr = (host, port)
+        .to_socket_addrs()
+        .context("cannot resolve the host")?
+        .next()
+        .context("the host resolves to no address")?;
+    Ok((
+        addr,
+        format!("{}:{port}", uri.host().unwrap_or(host)),
+        server_name,
+    ))
+}

@@ -1,0 +1,10 @@
+//! Layer 1: pure functions over request and response heads, the same for
+//! every protocol. `normalize` gives a request target and Host the one
+//! spelling routing and the upstream will see; `head` writes the heads
+//! that cross the proxy (hop-by-hop fields dropped, `X-Forwarded-*`
+//! added, framing re-emitted); `edits` carries the middleware's header
+//! changes to those writers.
+
+pub(crate) mod edits;
+pub(crate) mod head;
+pub mod normalize;

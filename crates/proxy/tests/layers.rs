@@ -1,0 +1,152 @@
+//! The crate's layers (docs/ARCHITECTURE.md): each top-level module of
+//! src/ has a layer, and a module may use only modules of lower layers.
+//! This reads every `crate::…` path in the sources, including the names
+//! inside `use crate::{…}` groups, and fails on an import that goes up or
+//! sideways (which is also what makes a cycle impossible).
+
+use std::{collections::BTreeMap, fs, path::Path};
+
+/// Top-level modules and their layers, bottom first.
+const LAYERS: &[(&str, u8)] = &[
+    ("config", 0),
+    ("ids", 0),
+    ("wire", 1),
+    ("telemetry", 2),
+    ("middleware", 3),
+    ("upstream", 3),
+    ("plan", 4),
+    ("session", 5),
+    ("server", 6),
+];
+
+fn layer(module: &str) -> Option<u8> {
+    LAYERS.iter().find(|(m, _)| *m == module).map(|(_, l)| *l)
+}
+
+/// The top-level module of a file under src/ (`session/admit.rs` -> `session`).
+fn owner(relative: &Path) -> String {
+    let first = relative
+        .components()
+        .next()
+        .map(|c| c.as_os_str().to_string_lossy().to_string())
+        .unwrap_or_default();
+    first.trim_end_matches(".rs").to_string()
+}
+
+/// The top-level modules a source text names through `crate::`.
+fn imports(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("crate::") {
+        let after = &rest[at + "crate::".len()..];
+        if let Some(group) = after.strip_prefix('{') {
+            // `use crate::{a::b, c, d::{e, f}}`: the first name of each item.
+            let mut depth = 1;
+            let mut item_start = true;
+            let mut name = String::new();
+            for c in group.chars() {
+                match c {
+                    '{' => depth += 1,
+                    '}' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    ',' if depth == 1 => item_start = true,
+                    c if item_start && (c.is_alphanumeric() || c == '_') => name.push(c),
+                    _ => {
+                        if item_start && !name.is_empty() {
+                            found.push(std::mem::take(&mut name));
+                            item_start = false;
+                        }
+                    }
+                }
+            }
+            if !name.is_empty() {
+                found.push(name);
+            }
+        } else {
+            let name: String = after
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            found.push(name);
+        }
+        rest = after;
+    }
+    found
+}
+
+fn sources(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in fs::read_dir(dir).expect("read src").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn imports_only_go_down() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let mut wrong: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut checked = 0;
+    for file in &files {
+        let relative = file.strip_prefix(&src).expect("under src");
+        let module = owner(relative);
+        if module == "lib" {
+            continue;
+        }
+        let Some(own) = layer(&module) else {
+            panic!(
+                "src/{}: module `{module}` has no layer in LAYERS",
+                relative.display()
+            );
+        };
+        // Comments may name any module; only code counts.
+        let text: String = fs::read_to_string(file)
+            .expect("read a source")
+            .lines()
+            .filter(|line| !line.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        for used in imports(&text) {
+            checked += 1;
+            if used == module {
+                continue;
+            }
+            match layer(&used) {
+                Some(theirs) if theirs < own => {}
+                Some(theirs) => wrong
+                    .entry(relative.display().to_string())
+                    .or_default()
+                    .push(format!(
+                        "{module} (layer {own}) uses {used} (layer {theirs})"
+                    )),
+                None => wrong
+                    .entry(relative.display().to_string())
+                    .or_default()
+                    .push(format!("uses crate::{used}, which has no layer")),
+            }
+        }
+    }
+    assert!(
+        checked > 50,
+        "only {checked} imports found: is the parser broken?"
+    );
+    assert!(wrong.is_empty(), "imports that do not go down: {wrong:#?}");
+}
+
+#[test]
+fn the_import_reader_sees_groups_and_paths() {
+    let text = "use crate::{\n    config::{A, B},\n    ids::RouteId,\n    wire::edits::HeaderEdits,\n};\nlet x = crate::telemetry::escape(y);\nuse crate::plan::Plan;";
+    assert_eq!(
+        imports(text),
+        ["config", "ids", "wire", "telemetry", "plan"]
+    );
+}
