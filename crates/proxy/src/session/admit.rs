@@ -2,10 +2,17 @@
 //! from a parsed head to a route and what the upstream is to receive. HTTP/2
 //! streams reach the session as HTTP/1.1 heads, so this covers both.
 
-use http1::{Field, Head};
+use std::{net::SocketAddr, sync::Arc};
+
+use http::StatusCode;
+use http1::{chunked::body_too_large, Field, Framing as RequestFraming, Head};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::{Failure, Next, Session};
 
 use crate::{
     ids::RouteId,
+    middleware::{Chain, RequestView},
     plan::routes::RouteMatch,
     plan::Plan,
     wire::normalize::{self, upgrade::Offer, Normal, Refusal, Rewrites},
@@ -87,5 +94,143 @@ pub(super) fn admit(
             rewrites: normal.into_rewrites(gateway.paths.forward),
             upgrade,
         },
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
+    /// Runs the route's middleware on the request; `Some` when it answered.
+    pub(super) async fn run_chain(
+        &mut self,
+        head: &Head,
+        route: RouteId,
+        chain: Arc<Chain>,
+    ) -> Option<Next> {
+        let trust = self.plan.trust_forwarded;
+        self.exchange
+            .begin(route, self.worker.index, &head.method, self.max_body);
+        self.chain = Some(Arc::clone(&chain));
+        let ip = client_ip(self.peer, trust, &self.rbuf, &self.fields);
+        let path = self.decided.rewrites.path.as_deref();
+        let wanted = chain.wants_body(&request_view(
+            head,
+            &self.rbuf,
+            &self.fields,
+            ip,
+            path,
+            false,
+        ));
+        let held = match (wanted, head.framing) {
+            (None, _) | (_, RequestFraming::Empty) => false,
+            (Some(max), RequestFraming::Length(len)) => {
+                if let Err(failure) = self.hold_body(head, len, max).await {
+                    return Some(self.fail(head, Some(route), failure).await);
+                }
+                true
+            }
+            (Some(_), RequestFraming::Chunked) => {
+                let failure = Failure {
+                    body_unread: true,
+                    ..Failure::new(
+                        StatusCode::LENGTH_REQUIRED,
+                        "this route checks request bodies: send Content-Length, not chunked",
+                    )
+                };
+                return Some(self.fail(head, Some(route), failure).await);
+            }
+        };
+        let path = self.decided.rewrites.path.as_deref();
+        let view = request_view(head, &self.rbuf, &self.fields, ip, path, held);
+        if let Some(answer) = chain.request(&view, &mut self.exchange).await {
+            return Some(self.answer(head, route, answer));
+        }
+        self.max_body = self.exchange.max_body;
+        None
+    }
+
+    /// Reads a `len`-byte body whole into `rbuf` (behind the head), for
+    /// handlers that look at it; 413 past `max`.
+    pub(super) async fn hold_body(
+        &mut self,
+        head: &Head,
+        len: usize,
+        max: usize,
+    ) -> Result<(), Failure> {
+        if len > max.min(self.max_body) {
+            let rejection = body_too_large(&http1::Limits {
+                max_head: 0,
+                max_body: max.min(self.max_body),
+            });
+            return Err(Failure {
+                body_unread: true,
+                ..Failure::new(rejection.status, rejection.detail)
+            });
+        }
+        if head.expect_continue && self.rbuf.len() < head.len + len {
+            self.wbuf
+                .extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+        }
+        while self.rbuf.len() < head.len + len {
+            self.read_body_part().await?;
+        }
+        Ok(())
+    }
+}
+
+/// The request as the middleware sees it, with the path the upstream
+/// receives (`path` when normalisation rewrote it); with `held`, its
+/// Content-Length body is whole in `buf` behind the head.
+fn request_view<'a>(
+    head: &'a Head,
+    buf: &'a [u8],
+    fields: &'a [http1::Field],
+    client_ip: std::net::IpAddr,
+    path: Option<&'a str>,
+    held: bool,
+) -> RequestView<'a> {
+    let text = |range: std::ops::Range<usize>| std::str::from_utf8(&buf[range]).ok();
+    let body_len = match head.framing {
+        RequestFraming::Length(len) => Some(len),
+        _ => None,
+    };
+    RequestView {
+        method: &head.method,
+        path: path
+            .or_else(|| text(head.path.clone()))
+            .filter(|p| !p.is_empty())
+            .unwrap_or("/"),
+        query: head.query.clone().and_then(text),
+        client_ip,
+        body_len,
+        body: body_len
+            .filter(|_| held)
+            .and_then(|len| buf.get(head.len..head.len + len)),
+        buf,
+        fields,
+    }
+}
+
+/// The client's address: the peer's, or with `trust` the last address in
+/// the last X-Forwarded-For field (the one the trusted proxy added).
+fn client_ip(
+    peer: SocketAddr,
+    trust: bool,
+    buf: &[u8],
+    fields: &[http1::Field],
+) -> std::net::IpAddr {
+    let forwarded = || {
+        let (_, value) = fields
+            .iter()
+            .rev()
+            .find(|(n, _)| buf[n.clone()].eq_ignore_ascii_case(b"x-forwarded-for"))?;
+        let last = buf[value.clone()].rsplit(|&b| b == b',').next()?;
+        std::str::from_utf8(http1::request::trim(last))
+            .ok()?
+            .parse()
+            .ok()
+    };
+    if trust {
+        forwarded().unwrap_or(peer.ip())
+    } else {
+        peer.ip()
     }
 }

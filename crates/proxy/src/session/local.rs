@@ -1,0 +1,198 @@
+//! Answers of the proxy's own: problem+json for failures, `405` with
+//! `Allow`, `204` for `OPTIONS *`, and a handler's early answer.
+
+use super::{Failure, Next, Session};
+use crate::ids::RouteId;
+use crate::middleware::{Answer, Outcome};
+use crate::wire::edits::HeaderEdits;
+use http1::{Framing as RequestFraming, Head, Persistence, Problem};
+
+use bytes::Buf;
+use http::{Method, StatusCode};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
+    /// Answers a failed exchange with a problem body.
+    pub(super) async fn fail(
+        &mut self,
+        head: &Head,
+        route: Option<RouteId>,
+        failure: Failure,
+    ) -> Next {
+        let close = failure.body_unread
+            || !head.keep_alive
+            || failure.status == StatusCode::BAD_REQUEST
+            || failure.status == StatusCode::REQUEST_TIMEOUT;
+        let head_only = head.method == Method::HEAD;
+        // A request whose body was never read leaves it in the buffer.
+        let close = close || (route.is_none() && head.framing != RequestFraming::Empty);
+        self.count(route, failure.status);
+        self.write_problem(
+            Problem::new(failure.status, failure.detail),
+            &[],
+            head_only,
+            persistence(head, close),
+        );
+        if close {
+            Next::Close
+        } else {
+            if route.is_none() {
+                self.rbuf.advance(head.len);
+            }
+            Next::KeepAlive
+        }
+    }
+
+    /// Answers a request that reached no route (405, `OPTIONS *`); the
+    /// connection goes on unless a body would have to be skipped.
+    pub(super) fn answer_unrouted(
+        &mut self,
+        head: &Head,
+        status: StatusCode,
+        detail: Option<String>,
+        extra: &[(&str, &str)],
+    ) -> Next {
+        self.count(None, status);
+        let close = head.framing != RequestFraming::Empty || !head.keep_alive;
+        let head_only = head.method == Method::HEAD;
+        match detail {
+            Some(detail) => self.write_problem(
+                Problem::new(status, detail),
+                extra,
+                head_only,
+                persistence(head, close),
+            ),
+            None => self.write_answer(status, &[], None, head_only, persistence(head, close)),
+        }
+        if close {
+            return Next::Close;
+        }
+        self.rbuf.advance(head.len);
+        Next::KeepAlive
+    }
+
+    /// Answers a request that could not be parsed, then closes.
+    pub(super) async fn answer_failure(
+        &mut self,
+        route: Option<RouteId>,
+        failure: Failure,
+        head_only: bool,
+        linger: bool,
+    ) {
+        self.count(route, failure.status);
+        self.write_problem(
+            Problem::new(failure.status, failure.detail),
+            &[],
+            head_only,
+            Persistence::Close,
+        );
+        self.close(linger).await;
+    }
+
+    pub(super) fn write_problem(
+        &mut self,
+        problem: Problem,
+        extra: &[(&str, &str)],
+        head_only: bool,
+        persistence: Persistence,
+    ) {
+        let extra: Vec<(&[u8], &[u8])> = extra
+            .iter()
+            .map(|(n, v)| (n.as_bytes(), v.as_bytes()))
+            .collect();
+        let body = problem.to_json();
+        self.write_answer(
+            problem.status(),
+            &extra,
+            Some(&body),
+            head_only,
+            persistence,
+        );
+    }
+
+    /// Writes an answer of the proxy's own (a problem+json `body` or none),
+    /// with `extra` fields and what the route's middleware adds to responses.
+    pub(super) fn write_answer(
+        &mut self,
+        status: StatusCode,
+        extra: &[(&[u8], &[u8])],
+        body: Option<&[u8]>,
+        head_only: bool,
+        persistence: Persistence,
+    ) {
+        let body = body.unwrap_or_default();
+        self.outcome = Outcome {
+            status,
+            upstream: None,
+            body_bytes: if head_only { 0 } else { body.len() as u64 },
+        };
+        let edits = self.response_edits(status);
+        let content_type = (!body.is_empty()).then_some((
+            &b"content-type"[..],
+            http1::problem::PROBLEM_JSON.as_bytes(),
+        ));
+        let fields = content_type
+            .into_iter()
+            .chain(extra.iter().copied())
+            .filter(|(name, _)| !edits.as_ref().is_some_and(|e| e.drops(name)))
+            .chain(edits.iter().flat_map(HeaderEdits::appended));
+        http1::io::with_date(|date| {
+            http1::encode_head(
+                &mut self.wbuf,
+                status,
+                fields,
+                body.len(),
+                date,
+                persistence,
+            );
+        });
+        self.put_back_edits(edits);
+        if !head_only {
+            self.wbuf.extend_from_slice(body);
+        }
+    }
+
+    /// Answers for a handler of the route's chain.
+    pub(super) fn answer(&mut self, head: &Head, route: RouteId, answer: Answer) -> Next {
+        self.count(Some(route), answer.status);
+        // A body that has fully arrived can be skipped; otherwise the connection cannot go on.
+        let body_here = match head.framing {
+            RequestFraming::Empty => Some(0),
+            RequestFraming::Length(len) if self.rbuf.len() - head.len >= len => Some(len),
+            _ => None,
+        };
+        let close = body_here.is_none() || !head.keep_alive;
+        let body = answer.detail.map(|detail| {
+            Problem::new(answer.status, detail)
+                .with_errors(answer.violations)
+                .to_json()
+        });
+        let extra: Vec<(&[u8], &[u8])> = answer
+            .headers
+            .iter()
+            .map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes()))
+            .collect();
+        self.write_answer(
+            answer.status,
+            &extra,
+            body.as_deref(),
+            head.method == Method::HEAD,
+            persistence(head, close),
+        );
+        match body_here {
+            Some(len) if !close => {
+                self.rbuf.advance(head.len + len);
+                Next::KeepAlive
+            }
+            _ => Next::Close,
+        }
+    }
+}
+
+pub(super) fn persistence(head: &Head, close: bool) -> Persistence {
+    match (close, head.http10) {
+        (true, _) => Persistence::Close,
+        (false, true) => Persistence::KeepAlive10,
+        (false, false) => Persistence::KeepAlive,
+    }
+}

@@ -1,0 +1,275 @@
+//! The response: its head for the client (after the chain's response
+//! phase), its body relayed as it arrives, or a tunnel after `101`.
+
+use super::{persistence, Failure, Next, Session, UpstreamRead, FLUSH_AT, UPSTREAM_LIMITS};
+use crate::ids::RouteId;
+use crate::middleware::{Outcome, ResponseView};
+use crate::telemetry::UpstreamError;
+use crate::upstream::pool::UpstreamConn;
+use crate::wire::edits::HeaderEdits;
+use crate::wire::head;
+use crate::wire::head::Framing;
+use http1::chunked::{encode_chunk, LAST_CHUNK};
+use http1::{BodyFraming, ChunkedDecoder, Head, Persistence, ResponseHead};
+
+use std::{sync::Arc, time::Instant};
+
+use bytes::Buf;
+use http::StatusCode;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tracing::warn;
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
+    /// Writes the response head and streams its body to the client.
+    pub(super) async fn respond(
+        &mut self,
+        head: &Head,
+        route: RouteId,
+        mut conn: UpstreamConn,
+        response: ResponseHead,
+        answered: Instant,
+    ) -> Result<Next, Failure> {
+        if response.status == StatusCode::SWITCHING_PROTOCOLS && !self.switch_offered(&conn) {
+            // Only a 101 to an upgrade we relayed turns the connection into
+            // a tunnel: anything else would let the upstream take the
+            // client's connection out of routing (issue 15).
+            warn!(upstream = %self.plan.upstream(conn.upstream).name, "101 to a request whose upgrade was not relayed");
+            self.worker.metrics().upstream_open(conn.upstream, -1);
+            return Err(Failure::new(
+                StatusCode::BAD_GATEWAY,
+                "the upstream switched to a protocol the request did not offer",
+            ));
+        }
+        self.count(Some(route), response.status);
+        self.outcome = Outcome {
+            status: response.status,
+            upstream: Some(conn.upstream),
+            body_bytes: 0,
+        };
+        self.check_response_body(&mut conn, &response).await;
+        let edits = self.response_edits(response.status);
+        if response.status == StatusCode::SWITCHING_PROTOCOLS {
+            return Ok(self.tunnel(conn, &response, edits).await);
+        }
+        let framing = match response.framing {
+            BodyFraming::None => Framing::None,
+            BodyFraming::Length(n) => Framing::Length(n),
+            BodyFraming::Chunked | BodyFraming::UntilClose if head.http10 => Framing::Close,
+            BodyFraming::Chunked | BodyFraming::UntilClose => Framing::Chunked,
+        };
+        let close = !head.keep_alive || framing == Framing::Close || *self.shutdown.borrow();
+        head::response_head(
+            &mut self.wbuf,
+            response.status,
+            &conn.buf,
+            &self.response_fields,
+            framing,
+            persistence(head, close),
+            edits.as_ref(),
+        );
+        self.put_back_edits(edits);
+        conn.buf.advance(response.len);
+        let complete = self.relay_body(&mut conn, response.framing, framing).await;
+        let worker = Arc::clone(&self.worker);
+        if complete && response.keep_alive && conn.buf.is_empty() {
+            worker.pool.put(
+                self.plan.upstream(conn.upstream),
+                worker.metrics(),
+                conn,
+                answered,
+            );
+        } else {
+            worker.metrics().upstream_open(conn.upstream, -1);
+        }
+        Ok(match (complete, close) {
+            (false, _) => Next::Abort,
+            (true, true) => Next::Close,
+            (true, false) => Next::KeepAlive,
+        })
+    }
+
+    /// Reads a Content-Length response body whole and shows it to the
+    /// handlers that asked (`validate` with `responses: true`). A body that
+    /// does not arrive is left to `relay_body` to report.
+    pub(super) async fn check_response_body(
+        &mut self,
+        conn: &mut UpstreamConn,
+        response: &ResponseHead,
+    ) {
+        let Some(chain) = self.chain.clone() else {
+            return;
+        };
+        let (Some(max), BodyFraming::Length(len)) = (
+            chain.wants_response_body(response.status, &self.exchange),
+            response.framing,
+        ) else {
+            return;
+        };
+        let Some(end) = usize::try_from(len)
+            .ok()
+            .filter(|&len| len <= max)
+            .map(|len| response.len + len)
+        else {
+            return;
+        };
+        let timeout = self.plan.upstream(conn.upstream).timeouts.request;
+        let deadline = tokio::time::Instant::now() + timeout;
+        while conn.buf.len() < end {
+            match self.read_upstream(conn, deadline).await {
+                UpstreamRead::Done(Ok(read)) if read > 0 => {}
+                _ => return,
+            }
+        }
+        let content_type = self
+            .response_fields
+            .iter()
+            .find(|(name, _)| conn.buf[name.clone()].eq_ignore_ascii_case(b"content-type"))
+            .map(|(_, value)| &conn.buf[value.clone()]);
+        let view = ResponseView {
+            status: response.status,
+            content_type,
+            body: &conn.buf[response.len..end],
+        };
+        chain.response_body(&view, &self.exchange);
+    }
+
+    /// Copies the response body into `wbuf`, flushing as it grows. False
+    /// when the upstream broke off or the client went away.
+    pub(super) async fn relay_body(
+        &mut self,
+        conn: &mut UpstreamConn,
+        from: BodyFraming,
+        to: Framing,
+    ) -> bool {
+        let read_timeout = self.plan.upstream(conn.upstream).timeouts.request;
+        let mut remaining = match from {
+            BodyFraming::None => return true,
+            BodyFraming::Length(n) => n,
+            _ => u64::MAX,
+        };
+        let mut decoder = ChunkedDecoder::default();
+        loop {
+            let done = match from {
+                BodyFraming::Chunked => {
+                    let wbuf = &mut self.wbuf;
+                    let rechunk = to == Framing::Chunked;
+                    let Ok(decoded) = decoder.decode(&conn.buf, &UPSTREAM_LIMITS, |data| {
+                        if rechunk {
+                            encode_chunk(wbuf, data);
+                        } else {
+                            wbuf.extend_from_slice(data);
+                        }
+                    }) else {
+                        warn!(upstream = %self.plan.upstream(conn.upstream).name, "invalid chunked body from the upstream");
+                        return false;
+                    };
+                    conn.buf.advance(decoded.consumed);
+                    decoded.done
+                }
+                _ => {
+                    let take = usize::try_from(remaining)
+                        .unwrap_or(usize::MAX)
+                        .min(conn.buf.len());
+                    if to == Framing::Chunked {
+                        encode_chunk(&mut self.wbuf, &conn.buf[..take]);
+                    } else {
+                        self.wbuf.extend_from_slice(&conn.buf[..take]);
+                    }
+                    conn.buf.advance(take);
+                    remaining -= take as u64;
+                    remaining == 0
+                }
+            };
+            if done {
+                if to == Framing::Chunked {
+                    self.wbuf.extend_from_slice(LAST_CHUNK);
+                }
+                return true;
+            }
+            if self.wbuf.len() >= FLUSH_AT && !self.flush().await {
+                return false;
+            }
+            let deadline = tokio::time::Instant::now() + read_timeout;
+            match self.read_upstream(conn, deadline).await {
+                UpstreamRead::Done(Ok(0)) if from == BodyFraming::UntilClose => {
+                    if to == Framing::Chunked {
+                        self.wbuf.extend_from_slice(LAST_CHUNK);
+                    }
+                    return true;
+                }
+                UpstreamRead::ClientGone => return false,
+                UpstreamRead::Done(Ok(0) | Err(_)) | UpstreamRead::TimedOut => {
+                    let config = &self.plan.upstream(conn.upstream);
+                    self.worker
+                        .metrics()
+                        .upstream_error(conn.upstream, UpstreamError::Broken);
+                    warn!(upstream = %config.name, host = %config.host_name(conn.host), "the upstream broke off a response body; closing the client connection");
+                    return false;
+                }
+                UpstreamRead::Done(Ok(_)) => {}
+            }
+        }
+    }
+
+    /// After `101 Switching Protocols`: bytes flow both ways until either side closes.
+    pub(super) async fn tunnel(
+        &mut self,
+        mut conn: UpstreamConn,
+        response: &ResponseHead,
+        edits: Option<HeaderEdits>,
+    ) -> Next {
+        head::response_head(
+            &mut self.wbuf,
+            response.status,
+            &conn.buf,
+            &self.response_fields,
+            Framing::None,
+            Persistence::KeepAlive,
+            edits.as_ref(),
+        );
+        self.put_back_edits(edits);
+        conn.buf.advance(response.len);
+        self.wbuf.extend_from_slice(&conn.buf);
+        let early = std::mem::take(&mut self.rbuf);
+        let ok =
+            self.flush().await && (early.is_empty() || conn.stream.write_all(&early).await.is_ok());
+        if ok {
+            let _ = tokio::io::copy_bidirectional(&mut self.client, &mut conn.stream).await;
+        }
+        self.worker.metrics().upstream_open(conn.upstream, -1);
+        Next::Abort
+    }
+
+    /// Whether a `101`'s `Upgrade` names a protocol the request offered upstream.
+    pub(super) fn switch_offered(&self, conn: &UpstreamConn) -> bool {
+        let answered = self
+            .response_fields
+            .iter()
+            .find(|(name, _)| conn.buf[name.clone()].eq_ignore_ascii_case(b"upgrade"))
+            .map(|(_, value)| &conn.buf[value.clone()]);
+        answered.is_some_and(|answered| {
+            crate::wire::normalize::upgrade::switched_to_offered(
+                answered,
+                &self.decided.upgrade.kept,
+            )
+        })
+    }
+
+    /// Runs the chain's response phase; the edits it made, taken out of
+    /// the exchange (give them back with `put_back_edits`), if any.
+    pub(super) fn response_edits(&mut self, status: StatusCode) -> Option<HeaderEdits> {
+        let chain = self.chain.as_ref()?;
+        chain.response(status, &mut self.exchange);
+        if self.exchange.response_headers.is_empty() {
+            return None;
+        }
+        Some(std::mem::take(&mut self.exchange.response_headers))
+    }
+
+    /// Returns the edits' buffers to the exchange, for the next request.
+    pub(super) fn put_back_edits(&mut self, edits: Option<HeaderEdits>) {
+        if let Some(edits) = edits {
+            self.exchange.response_headers = edits;
+        }
+    }
+}

@@ -1,0 +1,267 @@
+//! The exchange with an HTTP/1.1 upstream: the request head (and the body
+//! when it is all here) in one write, the rest of the body streamed, then
+//! the response head, reading while earlier pipelined answers still wait.
+
+use super::{Failure, Session, BATCH_WINDOW, READ_RESERVE, UPSTREAM_LIMITS};
+use crate::telemetry::UpstreamError;
+use crate::upstream::pool::UpstreamConn;
+use crate::wire::head;
+use crate::wire::head::{Framing, Offered, RequestContext};
+use http1::chunked::{encode_chunk, LAST_CHUNK};
+use http1::io::write_bounded;
+use http1::{Framing as RequestFraming, Head, ResponseHead};
+
+use std::time::Instant;
+
+use bytes::Buf;
+use http::{Method, StatusCode};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
+    /// The upstream request head into `ubuf`.
+    pub(super) fn build_request(
+        &mut self,
+        head: &Head,
+        host_header: Option<&http::HeaderValue>,
+    ) -> Result<(), Failure> {
+        let framing = match head.framing {
+            RequestFraming::Empty => Framing::None,
+            RequestFraming::Length(n) => Framing::Length(n as u64),
+            RequestFraming::Chunked => Framing::Chunked,
+        };
+        let upgrade = &self.decided.upgrade.kept;
+        if !upgrade.is_empty() && head.framing != RequestFraming::Empty {
+            return Err(Failure::new(
+                StatusCode::BAD_REQUEST,
+                "an upgrade request cannot carry a body",
+            ));
+        }
+        self.ubuf.clear();
+        let context = RequestContext {
+            peer: self.peer.ip(),
+            secure: self.secure,
+            trust_forwarded: self.plan.trust_forwarded,
+            host_header,
+            path: self.decided.rewrites.path.as_deref(),
+            host: self.decided.rewrites.host.as_deref(),
+            upgrade: match self.decided.upgrade.removed {
+                _ if upgrade.is_empty() => None,
+                0 => Some(Offered::AsSent),
+                _ => Some(Offered::Only(upgrade)),
+            },
+            framing,
+            edits: self
+                .chain
+                .is_some()
+                .then_some(&self.exchange.request_headers)
+                .filter(|edits| !edits.is_empty()),
+        };
+        head::request_head(&mut self.ubuf, &self.rbuf, head, &self.fields, &context);
+        Ok(())
+    }
+
+    /// Moves as much of the body as the client already sent into `ubuf`;
+    /// true when that is all of it (the request can be sent again).
+    pub(super) fn buffer_body(&mut self, head: &Head) -> Result<bool, Failure> {
+        match head.framing {
+            RequestFraming::Empty => Ok(true),
+            RequestFraming::Length(len) => {
+                let take = len.min(self.rbuf.len());
+                self.ubuf.extend_from_slice(&self.rbuf[..take]);
+                self.rbuf.advance(take);
+                self.body_left = len - take;
+                Ok(self.body_left == 0)
+            }
+            RequestFraming::Chunked => {
+                self.chunked.reset();
+                self.decode_chunks()
+            }
+        }
+    }
+
+    /// Re-chunks what `rbuf` holds of a chunked body into `ubuf`; true at its end.
+    pub(super) fn decode_chunks(&mut self) -> Result<bool, Failure> {
+        let limits = self.body_limits();
+        let ubuf = &mut self.ubuf;
+        let decoded = self
+            .chunked
+            .decode(&self.rbuf, &limits, |data| encode_chunk(ubuf, data))
+            .map_err(|rejection| Failure {
+                body_unread: true,
+                ..Failure::new(rejection.status, rejection.detail)
+            })?;
+        self.rbuf.advance(decoded.consumed);
+        if decoded.done {
+            self.ubuf.extend_from_slice(LAST_CHUNK);
+        }
+        Ok(decoded.done)
+    }
+
+    /// Writes the request (streaming the rest of its body) and reads the
+    /// response head, skipping `100 Continue`.
+    pub(super) async fn send_and_read_head(
+        &mut self,
+        head: &Head,
+        conn: &mut UpstreamConn,
+        replayable: bool,
+        sent_at: Instant,
+    ) -> Result<ResponseHead, SendError> {
+        let timeouts = self.plan.upstream(conn.upstream).timeouts.clone();
+        if !write_bounded(&mut conn.stream, &self.ubuf, timeouts.request).await {
+            return Err(if conn.reused {
+                Stale
+            } else {
+                SendFailed(self.broken(conn, "cannot send the request", !replayable))
+            });
+        }
+        let deadline = if replayable {
+            tokio::time::Instant::from_std(sent_at) + timeouts.request
+        } else {
+            self.stream_body(head, conn).await.map_err(SendFailed)?;
+            tokio::time::Instant::now() + timeouts.request
+        };
+        loop {
+            self.response_fields.clear();
+            let head_request = head.method == Method::HEAD;
+            match http1::parse_response_head(
+                &conn.buf,
+                UPSTREAM_LIMITS.max_head,
+                head_request,
+                &mut self.response_fields,
+            ) {
+                Ok(Some(response)) if response.status == StatusCode::CONTINUE => {
+                    conn.buf.advance(response.len);
+                    continue;
+                }
+                Ok(Some(response)) => return Ok(response),
+                Ok(None) => {}
+                Err(rejection) => {
+                    return Err(SendFailed(self.broken(conn, &rejection.detail, false)))
+                }
+            }
+            match self.read_upstream(conn, deadline).await {
+                UpstreamRead::ClientGone => {
+                    return Err(SendFailed(Failure::new(
+                        StatusCode::BAD_REQUEST,
+                        "client gone",
+                    )))
+                }
+                UpstreamRead::Done(Ok(0) | Err(_)) if conn.reused && conn.buf.is_empty() => {
+                    return Err(Stale)
+                }
+                UpstreamRead::Done(Ok(0)) => {
+                    return Err(SendFailed(self.broken(
+                        conn,
+                        "the upstream closed the connection before answering",
+                        false,
+                    )))
+                }
+                UpstreamRead::Done(Err(err)) => {
+                    return Err(SendFailed(self.broken(
+                        conn,
+                        &format!("read failed: {err}"),
+                        false,
+                    )))
+                }
+                UpstreamRead::Done(Ok(_)) => {}
+                UpstreamRead::TimedOut => {
+                    let config = &self.plan.upstream(conn.upstream);
+                    let mut failure = self.upstream_failure(
+                        conn.upstream,
+                        conn.host,
+                        UpstreamError::Timeout,
+                        &format!("no response within {:?}", timeouts.request),
+                        false,
+                    );
+                    failure.status = StatusCode::GATEWAY_TIMEOUT;
+                    config.balancer.failure(conn.host, self.plan.clock());
+                    return Err(SendFailed(failure));
+                }
+            }
+        }
+    }
+
+    /// Reads from the upstream until data arrives or `deadline` passes.
+    /// Answers already waiting in `wbuf` leave when the batch window closes,
+    /// so that a slow upstream holds back neither earlier pipelined answers
+    /// nor the part of a streamed body already received.
+    pub(super) async fn read_upstream(
+        &mut self,
+        conn: &mut UpstreamConn,
+        deadline: tokio::time::Instant,
+    ) -> UpstreamRead {
+        conn.buf.reserve(READ_RESERVE);
+        loop {
+            // Started when we first wait, not when the answer was written:
+            // a request that needs no waiting costs no clock read.
+            let batch_ends = (!self.wbuf.is_empty()).then(|| {
+                let since = *self.pending_since.get_or_insert_with(Instant::now);
+                tokio::time::Instant::from_std(since + BATCH_WINDOW)
+            });
+            self.arm_timer(batch_ends.map_or(deadline, |ends| ends.min(deadline)));
+            tokio::select! {
+                biased;
+                read = conn.stream.read_buf(&mut conn.buf) => return UpstreamRead::Done(read),
+                () = self.timer.as_mut() => {}
+            }
+            let now = tokio::time::Instant::now();
+            if batch_ends.is_some_and(|ends| now >= ends) {
+                if !self.flush().await {
+                    return UpstreamRead::ClientGone;
+                }
+            } else if now >= deadline {
+                return UpstreamRead::TimedOut;
+            }
+        }
+    }
+
+    /// Streams the part of the request body the client has not sent yet.
+    pub(super) async fn stream_body(
+        &mut self,
+        head: &Head,
+        conn: &mut UpstreamConn,
+    ) -> Result<(), Failure> {
+        if head.expect_continue {
+            self.wbuf
+                .extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+        }
+        let write_timeout = self.plan.upstream(conn.upstream).timeouts.request;
+        loop {
+            self.read_body_part().await?;
+            self.ubuf.clear();
+            let done = match head.framing {
+                RequestFraming::Chunked => self.decode_chunks()?,
+                _ => {
+                    let take = self.body_left.min(self.rbuf.len());
+                    self.ubuf.extend_from_slice(&self.rbuf[..take]);
+                    self.rbuf.advance(take);
+                    self.body_left -= take;
+                    self.body_left == 0
+                }
+            };
+            if !write_bounded(&mut conn.stream, &self.ubuf, write_timeout).await {
+                return Err(self.broken(conn, "cannot send the request body", !done));
+            }
+            if done {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// How waiting for upstream bytes ended.
+pub(super) enum UpstreamRead {
+    Done(std::io::Result<usize>),
+    TimedOut,
+    /// Flushing waiting answers found the client gone.
+    ClientGone,
+}
+
+/// Why sending a request or reading its response head failed.
+pub(super) enum SendError {
+    /// A pooled connection the upstream had already closed; nothing was answered.
+    Stale,
+    SendFailed(Failure),
+}
+
+pub(super) use SendError::{SendFailed, Stale};
