@@ -26,7 +26,10 @@ source "$ROOT/bench/lib.sh"
 if ! command -v h2spec >/dev/null; then
   if [[ ! -x $ROOT/target/tools/h2spec ]]; then
     command -v go >/dev/null || { echo "missing h2spec, and go to install it" >&2; exit 2; }
-    GOBIN=$ROOT/target/tools go install "github.com/summerwind/h2spec/cmd/h2spec@$H2SPEC_VERSION"
+    # The module proxy has withdrawn some tags (v2.6.0 answered 403 in
+    # November 2026): fall back to the newest it serves.
+    GOBIN=$ROOT/target/tools go install "github.com/summerwind/h2spec/cmd/h2spec@$H2SPEC_VERSION" ||
+      GOBIN=$ROOT/target/tools go install "github.com/summerwind/h2spec/cmd/h2spec@latest"
   fi
   PATH=$ROOT/target/tools:$PATH
 fi

@@ -35,12 +35,11 @@ use std::{
 
 use anyhow::Context as _;
 use http::{HeaderName, HeaderValue, Method, StatusCode};
-use http1::Field;
 
 use crate::config::{ChainRef, Config, Handler as HandlerConfig};
 use crate::{
     ids::{RouteId, UpstreamId},
-    wire::edits::HeaderEdits,
+    wire::{edits::HeaderEdits, fields::Fields},
 };
 
 pub(crate) use access_log::AccessLogger;
@@ -62,23 +61,18 @@ pub(crate) struct RequestView<'a> {
     pub body_len: Option<usize>,
     /// The whole body, when a handler of the chain asked for it.
     pub body: Option<&'a [u8]>,
-    pub buf: &'a [u8],
-    pub fields: &'a [Field],
+    /// The header fields, whichever protocol carried them.
+    pub fields: Fields<'a>,
 }
 
 impl<'a> RequestView<'a> {
     /// The first field called `name` (any case).
     pub(crate) fn header(&self, name: &str) -> Option<&'a [u8]> {
-        self.headers()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name.as_bytes()))
-            .map(|(_, v)| v)
+        self.fields.get(name)
     }
 
-    pub(crate) fn headers(&self) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + '_ {
-        let buf = self.buf;
-        self.fields
-            .iter()
-            .map(move |(n, v)| (&buf[n.clone()], &buf[v.clone()]))
+    pub(crate) fn headers(&self) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + 'a {
+        self.fields.iter()
     }
 }
 

@@ -8,6 +8,7 @@
 //! and counted, and the response still reaches the client: the proxy
 //! reports a broken service rather than breaking its clients.
 
+use crate::wire::fields::Fields;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use anyhow::Context as _;
@@ -129,14 +130,20 @@ impl Handler for ValidateHandler {
                 .validator
                 .operation_ref(request.method.as_str(), request.path.as_bytes());
         }
+        // HTTP/2 heads are lent to the validator as pairs.
+        let pairs: Vec<(&[u8], &[u8])>;
+        let headers = match request.fields {
+            Fields::H1 { buf, fields } => Headers::Ranges { buf, fields },
+            Fields::Map(_) => {
+                pairs = request.headers().collect();
+                Headers::Pairs(&pairs)
+            }
+        };
         let checked = Request {
             method: request.method.as_str(),
             path: request.path.as_bytes(),
             query: request.query.map(str::as_bytes),
-            headers: Headers::Ranges {
-                buf: request.buf,
-                fields: request.fields,
-            },
+            headers,
             content_type: request.header("content-type"),
             body: request.body,
         };

@@ -5,11 +5,12 @@
 use std::{net::SocketAddr, sync::Arc};
 
 use http::StatusCode;
-use http1::{chunked::body_too_large, Field, Framing as RequestFraming, Head};
+use http1::{chunked::body_too_large, Framing as RequestFraming, Head};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{Failure, Next, Session};
 
+use crate::wire::fields::Fields;
 use crate::{
     ids::RouteId,
     middleware::{Chain, RequestView},
@@ -40,38 +41,44 @@ pub(super) enum Admission {
     MethodNotAllowed(String),
 }
 
-/// Normalises the head's target and Host, then routes it.
-pub(super) fn admit(
-    gateway: &Plan,
-    buf: &[u8],
-    head: &Head,
-    fields: &[Field],
+/// An HTTP/1.1 head as normalisation reads it; `Err` when its target or
+/// Host is not text.
+pub(super) fn raw_h1<'a>(
+    buf: &'a [u8],
+    head: &'a Head,
     secure: bool,
-) -> Admission {
+) -> Result<normalize::Raw<'a>, Refusal> {
     let text = |range: std::ops::Range<usize>| std::str::from_utf8(&buf[range]).ok();
-    let Some(path) = text(head.path.clone()) else {
-        return Admission::Refused(Refusal::Malformed);
-    };
-    let raw = normalize::Raw {
+    let path = text(head.path.clone()).ok_or(Refusal::Malformed)?;
+    Ok(normalize::Raw {
         method: &head.method,
         target: &buf[head.target.clone()],
         path,
         query: head.query.clone().map(|q| &buf[q]),
         host: match head.host.clone().map(text) {
-            Some(None) => return Admission::Refused(Refusal::Host),
+            Some(None) => return Err(Refusal::Host),
             host => host.flatten(),
         },
         secure,
-    };
-    let normal = match normalize::request(&raw, &gateway.paths) {
+    })
+}
+
+/// Normalises a request's target and Host, then routes it; `upgrade`:
+/// the head's fields when it asks for an upgrade (HTTP/1.1 only).
+pub(super) fn admit(
+    plan: &Plan,
+    raw: &normalize::Raw<'_>,
+    upgrade: Option<Fields<'_>>,
+) -> Admission {
+    let normal = match normalize::request(raw, &plan.paths) {
         Ok(Normal::Request(normal)) => normal,
         Ok(Normal::Asterisk) => return Admission::Asterisk,
         Err(refusal) => return Admission::Refused(refusal),
     };
     let host = normal.host.as_ref().map(|h| &*h.name);
-    let route = match gateway
+    let route = match plan
         .table
-        .find(host, &head.method, normal.path.for_matching())
+        .find(host, raw.method, normal.path.for_matching())
     {
         RouteMatch::Found(route) => route.id,
         RouteMatch::NotFound => {
@@ -79,19 +86,16 @@ pub(super) fn admit(
         }
         RouteMatch::MethodNotAllowed { allow } => return Admission::MethodNotAllowed(allow),
     };
-    let upgrade = if head.upgrade {
-        let offered = fields
-            .iter()
-            .filter(|(name, _)| buf[name.clone()].eq_ignore_ascii_case(b"upgrade"))
-            .map(|(_, value)| &buf[value.clone()]);
-        normalize::upgrade::offer(offered, &gateway.route(route).upgrades)
-    } else {
-        Offer::default()
+    let upgrade = match upgrade {
+        Some(fields) => {
+            normalize::upgrade::offer(fields.get_all("upgrade"), &plan.route(route).upgrades)
+        }
+        None => Offer::default(),
     };
     Admission::Route {
         route,
         decided: Decided {
-            rewrites: normal.into_rewrites(gateway.paths.forward),
+            rewrites: normal.into_rewrites(plan.paths.forward),
             upgrade,
         },
     }
@@ -109,7 +113,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         self.exchange
             .begin(route, self.worker.index, &head.method, self.max_body);
         self.chain = Some(Arc::clone(&chain));
-        let ip = client_ip(self.peer, trust, &self.rbuf, &self.fields);
+        let ip = client_ip(
+            self.peer,
+            trust,
+            Fields::H1 {
+                buf: &self.rbuf,
+                fields: &self.fields,
+            },
+        );
         let path = self.decided.rewrites.path.as_deref();
         let wanted = chain.wants_body(&request_view(
             head,
@@ -204,25 +215,16 @@ fn request_view<'a>(
         body: body_len
             .filter(|_| held)
             .and_then(|len| buf.get(head.len..head.len + len)),
-        buf,
-        fields,
+        fields: Fields::H1 { buf, fields },
     }
 }
 
 /// The client's address: the peer's, or with `trust` the last address in
 /// the last X-Forwarded-For field (the one the trusted proxy added).
-fn client_ip(
-    peer: SocketAddr,
-    trust: bool,
-    buf: &[u8],
-    fields: &[http1::Field],
-) -> std::net::IpAddr {
+pub(super) fn client_ip(peer: SocketAddr, trust: bool, fields: Fields<'_>) -> std::net::IpAddr {
     let forwarded = || {
-        let (_, value) = fields
-            .iter()
-            .rev()
-            .find(|(n, _)| buf[n.clone()].eq_ignore_ascii_case(b"x-forwarded-for"))?;
-        let last = buf[value.clone()].rsplit(|&b| b == b',').next()?;
+        let value = fields.get_all("x-forwarded-for").last()?;
+        let last = value.rsplit(|&b| b == b',').next()?;
         std::str::from_utf8(http1::request::trim(last))
             .ok()?
             .parse()

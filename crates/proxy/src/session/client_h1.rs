@@ -10,6 +10,7 @@ use super::{
 use crate::ids::RouteId;
 use crate::middleware::{Chain, Exchange, Outcome};
 use crate::plan::Snapshot;
+use crate::wire::fields::Fields;
 use crate::wire::normalize::Refusal;
 use http1::chunked::body_too_large;
 use http1::io::write_bounded;
@@ -163,7 +164,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let gateway = Arc::clone(&self.plan);
         // Request normalisation (issue 15): routing, the chain and the
         // upstream all see the one normal spelling of the target and Host.
-        let admission = admit::admit(&gateway, &self.rbuf, head, &self.fields, self.secure);
+        let fields = Fields::H1 {
+            buf: &self.rbuf,
+            fields: &self.fields,
+        };
+        let admission = match admit::raw_h1(&self.rbuf, head, self.secure) {
+            Ok(raw) => admit::admit(&gateway, &raw, head.upgrade.then_some(fields)),
+            Err(refusal) => Admission::Refused(refusal),
+        };
         let route = match admission {
             Admission::Route { route, decided } => {
                 if decided.upgrade.removed > 0 {

@@ -10,6 +10,7 @@ use http::StatusCode;
 
 mod admit;
 mod client_h1;
+mod h2;
 mod local;
 mod respond;
 mod send;
@@ -18,13 +19,14 @@ mod upstream_h2;
 mod worker;
 
 pub(crate) use client_h1::Session;
+pub(crate) use h2::serve_stream;
 use local::persistence;
 use send::no_healthy_host;
 use upstream_h1::{SendFailed, UpstreamRead};
 
 pub(crate) use worker::Worker;
 
-const READ_RESERVE: usize = 16 * 1024;
+pub(super) const READ_RESERVE: usize = 16 * 1024;
 /// Pending output is written once it exceeds this.
 const FLUSH_AT: usize = 64 * 1024;
 /// Buffers grown past this by one large message are replaced afterwards.
@@ -35,7 +37,7 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 /// before being written, so one slow upstream does not hold back the rest.
 const BATCH_WINDOW: Duration = Duration::from_millis(1);
 /// A chunk line or trailer section from an upstream may be this long.
-const UPSTREAM_LIMITS: http1::Limits = http1::Limits {
+pub(super) const UPSTREAM_LIMITS: http1::Limits = http1::Limits {
     max_head: 64 * 1024,
     max_body: usize::MAX,
 };

@@ -8,7 +8,7 @@ use crate::telemetry::UpstreamError;
 use crate::upstream::pool::UpstreamConn;
 use crate::wire::edits::HeaderEdits;
 use crate::wire::head;
-use crate::wire::head::Framing;
+use crate::wire::{fields::Fields, head::Framing};
 use http1::chunked::{encode_chunk, LAST_CHUNK};
 use http1::{BodyFraming, ChunkedDecoder, Head, Persistence, ResponseHead};
 
@@ -61,8 +61,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         head::response_head(
             &mut self.wbuf,
             response.status,
-            &conn.buf,
-            &self.response_fields,
+            Fields::H1 {
+                buf: &conn.buf,
+                fields: &self.response_fields,
+            },
             framing,
             persistence(head, close),
             edits.as_ref(),
@@ -221,8 +223,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         head::response_head(
             &mut self.wbuf,
             response.status,
-            &conn.buf,
-            &self.response_fields,
+            Fields::H1 {
+                buf: &conn.buf,
+                fields: &self.response_fields,
+            },
             Framing::None,
             Persistence::KeepAlive,
             edits.as_ref(),

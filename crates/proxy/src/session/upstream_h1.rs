@@ -6,7 +6,10 @@ use super::{Failure, Session, BATCH_WINDOW, READ_RESERVE, UPSTREAM_LIMITS};
 use crate::telemetry::UpstreamError;
 use crate::upstream::pool::UpstreamConn;
 use crate::wire::head;
-use crate::wire::head::{Framing, Offered, RequestContext};
+use crate::wire::{
+    fields::Fields,
+    head::{Framing, Offered, Outgoing, RequestContext},
+};
 use http1::chunked::{encode_chunk, LAST_CHUNK};
 use http1::io::write_bounded;
 use http1::{Framing as RequestFraming, Head, ResponseHead};
@@ -24,6 +27,24 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         head: &Head,
         host_header: Option<&http::HeaderValue>,
     ) -> Result<(), Failure> {
+        // Taken out for the write: the context borrows the rest of the session.
+        let mut ubuf = std::mem::take(&mut self.ubuf);
+        ubuf.clear();
+        let built = self.request_context(head, host_header).map(|context| {
+            let request = outgoing(&self.rbuf, head, &self.fields);
+            head::request_head(&mut ubuf, &request, &context);
+        });
+        self.ubuf = ubuf;
+        built
+    }
+
+    /// What the head rules need beyond the client's head: the peer, the
+    /// normalised target, the upgrade offer, the framing and the edits.
+    pub(super) fn request_context<'a>(
+        &'a self,
+        head: &Head,
+        host_header: Option<&'a http::HeaderValue>,
+    ) -> Result<RequestContext<'a>, Failure> {
         let framing = match head.framing {
             RequestFraming::Empty => Framing::None,
             RequestFraming::Length(n) => Framing::Length(n as u64),
@@ -36,8 +57,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 "an upgrade request cannot carry a body",
             ));
         }
-        self.ubuf.clear();
-        let context = RequestContext {
+        Ok(RequestContext {
             peer: self.peer.ip(),
             secure: self.secure,
             trust_forwarded: self.plan.trust_forwarded,
@@ -55,9 +75,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 .is_some()
                 .then_some(&self.exchange.request_headers)
                 .filter(|edits| !edits.is_empty()),
-        };
-        head::request_head(&mut self.ubuf, &self.rbuf, head, &self.fields, &context);
-        Ok(())
+        })
     }
 
     /// Moves as much of the body as the client already sent into `ubuf`;
@@ -265,3 +283,18 @@ pub(super) enum SendError {
 }
 
 pub(super) use SendError::{SendFailed, Stale};
+
+/// An HTTP/1.1 client's request, as the head rules read it.
+pub(super) fn outgoing<'a>(
+    buf: &'a [u8],
+    head: &'a Head,
+    fields: &'a [http1::Field],
+) -> Outgoing<'a> {
+    Outgoing {
+        method: &head.method,
+        path: &buf[head.path.clone()],
+        query: head.query.clone().map(|q| &buf[q]),
+        host: head.host.clone().map(|h| &buf[h]),
+        fields: Fields::H1 { buf, fields },
+    }
+}

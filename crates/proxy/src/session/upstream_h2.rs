@@ -20,13 +20,17 @@ use http1::{
 use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::warn;
 
-use super::{no_healthy_host, persistence, Failure, Next, Session};
+use super::{no_healthy_host, persistence, upstream_h1::outgoing, Failure, Next, Session};
 use crate::{
     ids::{HostId, RouteId, UpstreamId},
     middleware::Outcome,
     telemetry::UpstreamError,
     upstream::h2_pool::{self, send_data, StreamLease},
-    wire::head::{self, Framing},
+    wire::{
+        fields::Fields,
+        head::{self, Framing},
+        http2,
+    },
 };
 
 /// How sending a request on a stream failed.
@@ -47,13 +51,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let gateway = Arc::clone(&self.plan);
         let upstream_index = gateway.route(route).upstream;
         let upstream = &gateway.upstream(upstream_index);
-        self.build_request(head, upstream.host_header.as_ref())?;
-        let request = h2_pool::request(&self.ubuf, upstream).ok_or_else(|| {
-            Failure::new(
-                StatusCode::BAD_REQUEST,
-                "the request cannot be expressed in HTTP/2",
-            )
-        })?;
+        let context = self.request_context(head, upstream.host_header.as_ref())?;
+        let scheme = if upstream.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        let fallback = upstream.host_name(HostId::new(0));
+        let outgoing = outgoing(&self.rbuf, head, &self.fields);
+        let request =
+            http2::upstream_request(&outgoing, &context, scheme, fallback).ok_or_else(|| {
+                Failure::new(
+                    StatusCode::BAD_REQUEST,
+                    "the request cannot be expressed in HTTP/2",
+                )
+            })?;
         self.rbuf.advance(head.len);
         let mut attempts = 0;
         let mut host = upstream
@@ -269,16 +281,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             body_bytes: 0,
         };
         let edits = self.response_edits(parts.status);
-        // Laid out as HTTP/1.1 fields, so that `forward` applies its usual rules.
-        let mut scratch = Vec::with_capacity(512);
-        let mut fields = Vec::with_capacity(parts.headers.len());
-        for (name, value) in &parts.headers {
-            let name_at = scratch.len()..scratch.len() + name.as_str().len();
-            scratch.extend_from_slice(name.as_str().as_bytes());
-            let value_at = scratch.len()..scratch.len() + value.len();
-            scratch.extend_from_slice(value.as_bytes());
-            fields.push((name_at, value_at));
-        }
         let length = parts
             .headers
             .get(header::CONTENT_LENGTH)
@@ -299,8 +301,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         head::response_head(
             &mut self.wbuf,
             parts.status,
-            &scratch,
-            &fields,
+            Fields::Map(&parts.headers),
             framing,
             persistence(head, close),
             edits.as_ref(),

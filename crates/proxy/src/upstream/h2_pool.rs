@@ -16,8 +16,6 @@ use std::{
 
 use bytes::Bytes;
 use h2::{client::SendRequest, SendStream};
-use http::{header, HeaderName, HeaderValue, Request, Uri};
-use http1::Head;
 use tracing::debug;
 
 use super::{
@@ -167,61 +165,6 @@ pub(crate) async fn stream(
         closed,
     };
     Ok(pool.add(upstream, host, conn))
-}
-
-/// The upstream request for HTTP/2, from the HTTP/1.1 head `forward`
-/// wrote (so one set of header rules serves both): `Host` becomes
-/// `:authority`, framing fields go, and `te: trailers` tells gRPC servers
-/// that trailers will pass.
-pub(crate) fn request(head_bytes: &[u8], upstream: &Upstream) -> Option<Request<()>> {
-    let mut fields = Vec::with_capacity(32);
-    let limits = http1::Limits {
-        max_head: head_bytes.len() + 1,
-        max_body: usize::MAX,
-    };
-    let head: Head = http1::parse_head_into(head_bytes, &limits, &mut fields).ok()??;
-    let text = |range: std::ops::Range<usize>| &head_bytes[range];
-    let authority = match &head.host {
-        Some(host) => text(host.clone()).to_vec(),
-        None => upstream.host_names.first()?.as_bytes().to_vec(),
-    };
-    let mut target = text(head.path.clone()).to_vec();
-    if target.is_empty() {
-        target.push(b'/');
-    }
-    if let Some(query) = &head.query {
-        target.push(b'?');
-        target.extend_from_slice(text(query.clone()));
-    }
-    let scheme = if upstream.tls.is_some() {
-        "https"
-    } else {
-        "http"
-    };
-    let uri = Uri::builder()
-        .scheme(scheme)
-        .authority(authority)
-        .path_and_query(target)
-        .build()
-        .ok()?;
-    let mut request = Request::builder()
-        .method(head.method)
-        .uri(uri)
-        .body(())
-        .ok()?;
-    let headers = request.headers_mut();
-    for (name, value) in &fields {
-        let name = text(name.clone());
-        if name.eq_ignore_ascii_case(b"host") || name.eq_ignore_ascii_case(b"transfer-encoding") {
-            continue;
-        }
-        headers.append(
-            HeaderName::from_bytes(name).ok()?,
-            HeaderValue::from_bytes(text(value.clone())).ok()?,
-        );
-    }
-    headers.insert(header::TE, HeaderValue::from_static("trailers"));
-    Some(request)
 }
 
 /// Why sending data on a stream stopped.

@@ -3,12 +3,12 @@
 //! framing fields re-emitted for the framing we actually send,
 //! `X-Forwarded-*` appended, `Host` optionally replaced.
 
-use std::{net::IpAddr, ops::Range};
+use std::net::IpAddr;
 
-use http::{HeaderValue, StatusCode};
-use http1::{Field, Head, Persistence};
+use http::{HeaderValue, Method, StatusCode};
+use http1::Persistence;
 
-use super::edits::HeaderEdits;
+use super::{edits::HeaderEdits, fields::Fields};
 
 /// Fields that describe one connection, never forwarded.
 pub(crate) const HOP_BY_HOP: [&str; 7] = [
@@ -41,6 +41,23 @@ pub(crate) enum Offered<'a> {
     Only(&'a [u8]),
 }
 
+/// Where a head's fields go: a name and its value in parts (joined when
+/// written), so that a composed value such as `X-Forwarded-For` costs no
+/// allocation.
+pub(crate) type Emit<'e> = dyn FnMut(&[u8], &[&[u8]]) + 'e;
+
+/// The client's request as it goes upstream, whatever protocol it came in.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Outgoing<'a> {
+    pub method: &'a Method,
+    /// The path as the client sent it (may be empty: `/`).
+    pub path: &'a [u8],
+    pub query: Option<&'a [u8]>,
+    /// The client's Host (HTTP/1.1) or `:authority` (HTTP/2).
+    pub host: Option<&'a [u8]>,
+    pub fields: Fields<'a>,
+}
+
 /// What the upstream request needs beyond the client's head.
 #[derive(Debug)]
 pub(crate) struct RequestContext<'a> {
@@ -60,48 +77,56 @@ pub(crate) struct RequestContext<'a> {
     pub edits: Option<&'a HeaderEdits>,
 }
 
-/// Appends the request head to send upstream: request line, the client's
-/// fields minus hop-by-hop ones, then `X-Forwarded-*` and framing.
-pub(crate) fn request_head(
-    out: &mut Vec<u8>,
-    buf: &[u8],
-    head: &Head,
-    fields: &[Field],
-    context: &RequestContext<'_>,
-) {
-    out.extend_from_slice(head.method.as_str().as_bytes());
-    out.push(b' ');
-    let path = context.path.map_or(&buf[head.path.clone()], str::as_bytes);
-    out.extend_from_slice(if path.is_empty() { b"/" } else { path });
-    if let Some(query) = &head.query {
-        out.push(b'?');
-        out.extend_from_slice(&buf[query.clone()]);
+impl<'a> RequestContext<'a> {
+    /// The path to send: the normalised one where it differs, else the client's.
+    pub(crate) fn path(&self, request: &Outgoing<'a>) -> &'a [u8] {
+        let path = self.path.map_or(request.path, str::as_bytes);
+        if path.is_empty() {
+            b"/"
+        } else {
+            path
+        }
     }
-    out.extend_from_slice(b" HTTP/1.1\r\n");
 
-    let mut forwarded_for: Option<Range<usize>> = None;
+    /// The Host to send: a configured `host_header`, the normalised Host, or the client's.
+    pub(crate) fn host(&self, request: &Outgoing<'a>) -> Option<&'a [u8]> {
+        self.host_header
+            .map(HeaderValue::as_bytes)
+            .or_else(|| self.host.map(str::as_bytes))
+            .or(request.host)
+    }
+}
+
+/// Every field the upstream request carries, in order, as `(name, value
+/// parts)`: the client's fields minus hop-by-hop ones, then `Host`,
+/// `X-Forwarded-*`, the upgrade offer and the middleware's additions.
+/// Framing fields are left to the writer (they depend on the protocol).
+/// One traversal for every protocol, so HTTP/1.1 and HTTP/2 upstreams get
+/// the same header rules.
+pub(crate) fn upstream_fields(
+    request: &Outgoing<'_>,
+    context: &RequestContext<'_>,
+    emit: &mut Emit<'_>,
+) {
+    let fields = request.fields;
     let mut forwarded_proto = false;
     let mut forwarded_host = false;
-    let hop_by_hop = HopByHop::new(buf, fields);
-    for (name, value) in fields {
-        let name_bytes = &buf[name.clone()];
-        let lower = |wanted: &str| name_bytes.eq_ignore_ascii_case(wanted.as_bytes());
+    let hop_by_hop = HopByHop::new(fields);
+    for (name, value) in fields.iter() {
+        let lower = |wanted: &str| name.eq_ignore_ascii_case(wanted.as_bytes());
         let upgrade_as_sent = context.upgrade == Some(Offered::AsSent) && lower("upgrade");
-        if hop_by_hop.contains(name_bytes) && !upgrade_as_sent
+        if hop_by_hop.contains(name) && !upgrade_as_sent
             || lower("content-length")
             || lower("expect")
             // Never relayed: asks the upstream to switch to h2c (issue 15).
             || lower("http2-settings")
             || (lower("host") && (context.host_header.is_some() || context.host.is_some()))
-            || context.edits.is_some_and(|edits| edits.drops(name_bytes))
+            || context.edits.is_some_and(|edits| edits.drops(name))
+            || lower("x-forwarded-for")
+            // HTTP/2 may split cookies across fields; they go as one below.
+            // Its Host is `:authority` (a `host` field too is dropped).
+            || ((lower("cookie") || lower("host")) && matches!(fields, Fields::Map(_)))
         {
-            continue;
-        }
-        if lower("x-forwarded-for") {
-            // Several fields are one list (RFC 9110 5.3); keep the first's place.
-            if context.trust_forwarded && forwarded_for.is_none() {
-                forwarded_for = Some(value.clone());
-            }
             continue;
         }
         if lower("x-forwarded-proto") || lower("x-forwarded-host") {
@@ -111,89 +136,147 @@ pub(crate) fn request_head(
             forwarded_proto |= lower("x-forwarded-proto");
             forwarded_host |= lower("x-forwarded-host");
         }
-        field(out, name_bytes, &buf[value.clone()]);
+        emit(name, &[value]);
+    }
+    if let Fields::Map(_) = fields {
+        joined_cookies(fields, emit);
     }
     if let Some(host) = context.host_header.map(HeaderValue::as_bytes) {
-        field(out, b"host", host);
+        emit(b"host", &[host]);
     } else if let Some(host) = context.host {
-        field(out, b"host", host.as_bytes());
+        emit(b"host", &[host.as_bytes()]);
+    } else if let (Fields::Map(_), Some(host)) = (fields, request.host) {
+        emit(b"host", &[host]);
     }
-    out.extend_from_slice(b"x-forwarded-for: ");
-    if let Some(prior) = forwarded_for {
-        // Later X-Forwarded-For fields join the first one's list.
-        out.extend_from_slice(&buf[prior]);
-        for (name, value) in fields
-            .iter()
-            .skip_while(|(n, _)| !buf[n.clone()].eq_ignore_ascii_case(b"x-forwarded-for"))
-            .skip(1)
-        {
-            if buf[name.clone()].eq_ignore_ascii_case(b"x-forwarded-for") {
-                out.extend_from_slice(b", ");
-                out.extend_from_slice(&buf[value.clone()]);
+    // Several X-Forwarded-For fields are one list (RFC 9110 5.3): a
+    // trusted one is extended, in one field, with the peer.
+    let mut ip = IpText::default();
+    let peer = ip.format(context.peer);
+    let mut parts: [&[u8]; 9] = [b""; 9];
+    let mut count = 0;
+    if context.trust_forwarded {
+        for prior in fields.get_all("x-forwarded-for") {
+            if count + 2 < parts.len() {
+                parts[count] = prior;
+                parts[count + 1] = b", ";
+                count += 2;
             }
         }
-        out.extend_from_slice(b", ");
     }
-    push_ip(out, context.peer);
-    out.extend_from_slice(b"\r\n");
+    parts[count] = peer;
+    emit(b"x-forwarded-for", &parts[..=count]);
     if !forwarded_proto {
         let proto: &[u8] = if context.secure { b"https" } else { b"http" };
-        field(out, b"x-forwarded-proto", proto);
+        emit(b"x-forwarded-proto", &[proto]);
     }
-    let client_host = context
-        .host
-        .map(str::as_bytes)
-        .or_else(|| head.host.clone().map(|host| &buf[host]));
+    let client_host = context.host.map(str::as_bytes).or(request.host);
     if let (false, Some(host)) = (forwarded_host, client_host) {
-        field(out, b"x-forwarded-host", host);
+        emit(b"x-forwarded-host", &[host]);
     }
     if let Some(offered) = context.upgrade {
         if let Offered::Only(protocols) = offered {
-            field(out, b"upgrade", protocols);
+            emit(b"upgrade", &[protocols]);
         }
-        field(out, b"connection", b"upgrade");
+        emit(b"connection", &[b"upgrade"]);
     }
     for (name, value) in context.edits.iter().flat_map(|edits| edits.appended()) {
-        field(out, name, value);
+        emit(name, &[value]);
     }
+}
+
+/// An HTTP/2 request's `cookie` fields as one (RFC 9113 8.2.3).
+fn joined_cookies(fields: Fields<'_>, emit: &mut Emit<'_>) {
+    let mut parts: [&[u8]; 15] = [b""; 15];
+    let mut count = 0;
+    let mut overflow = Vec::new();
+    for (i, cookie) in fields.get_all("cookie").enumerate() {
+        let separator: &[u8] = if i == 0 { b"" } else { b"; " };
+        if count + 2 <= parts.len() && overflow.is_empty() {
+            parts[count] = separator;
+            parts[count + 1] = cookie;
+            count += 2;
+        } else {
+            if overflow.is_empty() {
+                overflow = parts[..count].concat();
+            }
+            overflow.extend_from_slice(separator);
+            overflow.extend_from_slice(cookie);
+        }
+    }
+    if !overflow.is_empty() {
+        emit(b"cookie", &[&overflow]);
+    } else if count > 0 {
+        emit(b"cookie", &parts[..count]);
+    }
+}
+
+/// Appends the HTTP/1.1 request head to send upstream: the request line,
+/// [`upstream_fields`], then the framing fields.
+pub(crate) fn request_head(
+    out: &mut Vec<u8>,
+    request: &Outgoing<'_>,
+    context: &RequestContext<'_>,
+) {
+    out.extend_from_slice(request.method.as_str().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(context.path(request));
+    if let Some(query) = request.query {
+        out.push(b'?');
+        out.extend_from_slice(query);
+    }
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+    upstream_fields(request, context, &mut |name, value| field(out, name, value));
     framing_fields(out, context.framing);
     out.extend_from_slice(b"\r\n");
 }
 
-/// Appends the response head for the client: status line, the upstream's
-/// fields minus hop-by-hop ones, then framing and persistence.
+/// Every field of a response for the client, in order: the upstream's
+/// minus hop-by-hop ones (and its `Content-Length` unless `keep_length`),
+/// then the middleware's additions.
+pub(crate) fn response_fields(
+    status: StatusCode,
+    fields: Fields<'_>,
+    keep_length: bool,
+    edits: Option<&HeaderEdits>,
+    emit: &mut Emit<'_>,
+) {
+    let switching = status == StatusCode::SWITCHING_PROTOCOLS;
+    let hop_by_hop = HopByHop::new(fields);
+    for (name, value) in fields.iter() {
+        if switching && name.eq_ignore_ascii_case(b"upgrade") {
+            emit(name, &[value]);
+            continue;
+        }
+        if hop_by_hop.contains(name)
+            || (!keep_length && name.eq_ignore_ascii_case(b"content-length"))
+            || edits.is_some_and(|edits| edits.drops(name))
+        {
+            continue;
+        }
+        emit(name, &[value]);
+    }
+    for (name, value) in edits.iter().flat_map(|edits| edits.appended()) {
+        emit(name, &[value]);
+    }
+}
+
+/// Appends the HTTP/1.1 response head for the client: status line,
+/// [`response_fields`], then framing and persistence.
 pub(crate) fn response_head(
     out: &mut Vec<u8>,
     status: StatusCode,
-    buf: &[u8],
-    fields: &[Field],
+    fields: Fields<'_>,
     framing: Framing,
     persistence: Persistence,
     edits: Option<&HeaderEdits>,
 ) {
     http1::response::status_line(out, status);
-    let switching = status == StatusCode::SWITCHING_PROTOCOLS;
     let keep_length = framing == Framing::None;
-    let hop_by_hop = HopByHop::new(buf, fields);
-    for (name, value) in fields {
-        let name_bytes = &buf[name.clone()];
-        if switching && name_bytes.eq_ignore_ascii_case(b"upgrade") {
-            field(out, name_bytes, &buf[value.clone()]);
-            continue;
-        }
-        if hop_by_hop.contains(name_bytes)
-            || (!keep_length && name_bytes.eq_ignore_ascii_case(b"content-length"))
-            || edits.is_some_and(|edits| edits.drops(name_bytes))
-        {
-            continue;
-        }
-        field(out, name_bytes, &buf[value.clone()]);
-    }
-    for (name, value) in edits.iter().flat_map(|edits| edits.appended()) {
-        field(out, name, value);
-    }
+    response_fields(status, fields, keep_length, edits, &mut |name, value| {
+        field(out, name, value)
+    });
     framing_fields(out, framing);
-    if switching {
+    if status == StatusCode::SWITCHING_PROTOCOLS {
         out.extend_from_slice(b"connection: upgrade\r\n");
     } else {
         match persistence {
@@ -217,33 +300,34 @@ fn framing_fields(out: &mut Vec<u8>, framing: Framing) {
     }
 }
 
-fn field(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+fn field(out: &mut Vec<u8>, name: &[u8], value: &[&[u8]]) {
     out.extend_from_slice(name);
     out.extend_from_slice(b": ");
-    out.extend_from_slice(value);
+    for part in value {
+        out.extend_from_slice(part);
+    }
     out.extend_from_slice(b"\r\n");
 }
 
 /// The hop-by-hop fields of one message: the fixed list and the tokens of
 /// its `Connection` fields, gathered once so that checking every field
 /// stays linear in the head's size.
-struct HopByHop<'a> {
+pub(crate) struct HopByHop<'a> {
     named: Vec<&'a [u8]>,
 }
 
 impl<'a> HopByHop<'a> {
-    fn new(buf: &'a [u8], fields: &[Field]) -> Self {
+    pub(crate) fn new(fields: Fields<'a>) -> Self {
         let named = fields
-            .iter()
-            .filter(|(n, _)| buf[n.clone()].eq_ignore_ascii_case(b"connection"))
-            .flat_map(|(_, v)| buf[v.clone()].split(|&b| b == b','))
+            .get_all("connection")
+            .flat_map(|v| v.split(|&b| b == b','))
             .map(http1::request::trim)
             .filter(|token| !token.is_empty())
             .collect();
         Self { named }
     }
 
-    fn contains(&self, name: &[u8]) -> bool {
+    pub(crate) fn contains(&self, name: &[u8]) -> bool {
         HOP_BY_HOP
             .iter()
             .any(|hop| name.eq_ignore_ascii_case(hop.as_bytes()))
@@ -254,26 +338,46 @@ impl<'a> HopByHop<'a> {
     }
 }
 
-fn push_ip(out: &mut Vec<u8>, ip: IpAddr) {
-    use std::io::Write as _;
-    let ip = match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
-        v4 => v4,
-    };
-    match ip {
-        // Formatting machinery shows in profiles; an IPv4 address is four numbers.
-        IpAddr::V4(v4) => {
-            let mut digits = itoa::Buffer::new();
-            for (i, octet) in v4.octets().into_iter().enumerate() {
-                if i > 0 {
-                    out.push(b'.');
+/// An address as text without the formatting machinery (it shows in
+/// profiles): an IPv4 address is four numbers.
+struct IpText {
+    buf: [u8; 48],
+}
+
+impl Default for IpText {
+    fn default() -> Self {
+        Self { buf: [0; 48] }
+    }
+}
+
+impl IpText {
+    fn format(&mut self, ip: IpAddr) -> &[u8] {
+        use std::io::Write as _;
+        let ip = match ip {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
+            v4 => v4,
+        };
+        let mut len = 0;
+        match ip {
+            IpAddr::V4(v4) => {
+                let mut digits = itoa::Buffer::new();
+                for (i, octet) in v4.octets().into_iter().enumerate() {
+                    if i > 0 {
+                        self.buf[len] = b'.';
+                        len += 1;
+                    }
+                    let text = digits.format(octet).as_bytes();
+                    self.buf[len..len + text.len()].copy_from_slice(text);
+                    len += text.len();
                 }
-                out.extend_from_slice(digits.format(octet).as_bytes());
+            }
+            IpAddr::V6(v6) => {
+                let mut cursor = std::io::Cursor::new(&mut self.buf[..]);
+                let _ = write!(cursor, "{v6}");
+                len = usize::try_from(cursor.position()).unwrap_or(0);
             }
         }
-        IpAddr::V6(v6) => {
-            let _ = write!(out, "{v6}");
-        }
+        &self.buf[..len]
     }
 }
 
@@ -304,7 +408,18 @@ mod tests {
             framing: Framing::None,
             edits: None,
         };
-        request_head(&mut out, raw.as_bytes(), &head, &fields, &context);
+        let buf = raw.as_bytes();
+        let request = Outgoing {
+            method: &head.method,
+            path: &buf[head.path.clone()],
+            query: head.query.clone().map(|q| &buf[q]),
+            host: head.host.clone().map(|h| &buf[h]),
+            fields: Fields::H1 {
+                buf,
+                fields: &fields,
+            },
+        };
+        request_head(&mut out, &request, &context);
         String::from_utf8(out).unwrap()
     }
 
@@ -368,8 +483,10 @@ mod tests {
         response_head(
             &mut out,
             StatusCode::OK,
-            raw.as_bytes(),
-            &fields,
+            Fields::H1 {
+                buf: raw.as_bytes(),
+                fields: &fields,
+            },
             Framing::Chunked,
             Persistence::KeepAlive,
             None,

@@ -6,5 +6,7 @@
 //! changes to those writers.
 
 pub(crate) mod edits;
+pub(crate) mod fields;
 pub(crate) mod head;
+pub(crate) mod http2;
 pub mod normalize;

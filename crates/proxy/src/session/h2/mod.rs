@@ -1,0 +1,367 @@
+//! HTTP/2 client streams (docs/LIFECYCLE-h2.md). Each stream is one
+//! exchange, read straight from the `h2` codec: no HTTP/1.1 bytes in
+//! between. It goes through the same phases as an HTTP/1.1 request
+//! (normalisation and routing in `admit`, the route's chain, host choice
+//! and retries in `send`, the same head rules in `wire`), then to the
+//! upstream over HTTP/1.1 (`to_h1`) or HTTP/2 (`to_h2`). Request and
+//! response bodies flow at the same time, so bidirectional streams
+//! (gRPC) interleave and an early answer reaches the client.
+
+mod to_h1;
+mod to_h2;
+
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use h2::{server::SendResponse, RecvStream, SendStream};
+use http::{header, request::Parts, HeaderValue, Method, Request, Response, StatusCode};
+use http1::Problem;
+
+use super::{
+    admit::{self, Admission},
+    ClientOrigin, Failure, Worker,
+};
+use crate::{
+    ids::RouteId,
+    middleware::{Answer, Chain, Exchange, Outcome, RequestView},
+    plan::Snapshot,
+    wire::{
+        edits::HeaderEdits,
+        fields::Fields,
+        head::{Framing, Outgoing, RequestContext},
+        normalize,
+    },
+};
+
+/// The request body as the upstream exchange gets it.
+pub(super) enum RequestBody {
+    Empty,
+    /// Read whole for the chain (or nothing more to read).
+    Held(Bytes),
+    /// Still arriving from the client.
+    Streaming(RecvStream),
+}
+
+impl RequestBody {
+    /// Whether the whole body is in hand (it can be sent again).
+    fn in_hand(&self) -> bool {
+        !matches!(self, Self::Streaming(_))
+    }
+}
+
+/// One stream's exchange: what the phases share.
+pub(super) struct Stream {
+    pub worker: Arc<Worker>,
+    pub plan: Arc<Snapshot>,
+    pub origin: ClientOrigin,
+    /// Taken when the response head goes out.
+    respond: Option<SendResponse<Bytes>>,
+    route: Option<RouteId>,
+    chain: Option<Arc<Chain>>,
+    pub exchange: Exchange,
+    pub outcome: Outcome,
+}
+
+/// Serves one stream until its response has gone out (or failed).
+pub(crate) async fn serve_stream(
+    request: Request<RecvStream>,
+    respond: SendResponse<Bytes>,
+    origin: ClientOrigin,
+    worker: Arc<Worker>,
+) {
+    let plan = worker.plans.current();
+    let mut stream = Stream {
+        worker,
+        plan,
+        origin,
+        respond: Some(respond),
+        route: None,
+        chain: None,
+        exchange: Exchange::default(),
+        outcome: Outcome {
+            status: StatusCode::OK,
+            upstream: None,
+            body_bytes: 0,
+        },
+    };
+    let (parts, body) = request.into_parts();
+    if let Err(failure) = stream.exchange_with(&parts, body).await {
+        stream.answer_failure(failure);
+    }
+    let status = stream.outcome.status;
+    stream.count(status);
+    if let Some(chain) = stream.chain.take() {
+        chain.done(&mut stream.exchange, &stream.outcome);
+    }
+}
+
+impl Stream {
+    async fn exchange_with(&mut self, parts: &Parts, body: RecvStream) -> Result<(), Failure> {
+        if parts.method == Method::CONNECT {
+            return Err(Failure::new(
+                StatusCode::NOT_IMPLEMENTED,
+                "CONNECT is not supported over HTTP/2",
+            ));
+        }
+        let plan = Arc::clone(&self.plan);
+        let fields = Fields::Map(&parts.headers);
+        let target = parts.uri.path_and_query().map_or("/", |pq| pq.as_str());
+        let host = parts
+            .uri
+            .authority()
+            .map(|a| a.as_str())
+            .or_else(|| parts.headers.get(header::HOST)?.to_str().ok());
+        let raw = normalize::Raw {
+            method: &parts.method,
+            target: target.as_bytes(),
+            path: parts.uri.path(),
+            query: parts.uri.query().map(str::as_bytes),
+            host,
+            secure: self.origin.secure,
+        };
+        let (route, decided) = match admit::admit(&plan, &raw, None) {
+            Admission::Route { route, decided } => (route, decided),
+            Admission::Refused(refusal) => {
+                self.worker.metrics().refused(refusal);
+                return Err(Failure::new(StatusCode::BAD_REQUEST, refusal.detail()));
+            }
+            Admission::Asterisk => return Err(Failure::new(StatusCode::NO_CONTENT, "")),
+            Admission::NotFound(detail) => return Err(Failure::new(StatusCode::NOT_FOUND, detail)),
+            Admission::MethodNotAllowed(allow) => {
+                let detail = format!(
+                    "method {} is not allowed here; allowed: {allow}",
+                    parts.method
+                );
+                let mut answer = Answer::problem(StatusCode::METHOD_NOT_ALLOWED, detail);
+                if let Ok(allow) = HeaderValue::from_str(&allow) {
+                    answer = answer.with_header(header::ALLOW, allow);
+                }
+                self.answer(answer);
+                return Ok(());
+            }
+        };
+        self.route = Some(route);
+        let length = content_length(parts);
+        let mut max_body = plan.limits.max_body;
+        let mut body = if body.is_end_stream() {
+            RequestBody::Empty
+        } else {
+            RequestBody::Streaming(body)
+        };
+        let chain = Arc::clone(&plan.route(route).chain);
+        if !chain.is_empty() {
+            let trust = plan.trust_forwarded;
+            let client_ip = admit::client_ip(self.origin.peer, trust, fields);
+            self.exchange
+                .begin(route, self.worker.index, &parts.method, max_body);
+            self.chain = Some(Arc::clone(&chain));
+            let path = decided.rewrites.path.as_deref().unwrap_or(parts.uri.path());
+            let view = RequestView {
+                method: &parts.method,
+                path,
+                query: parts.uri.query(),
+                client_ip,
+                body_len: length,
+                body: None,
+                fields,
+            };
+            if let Some(max) = chain.wants_body(&view) {
+                body = hold(body, max.min(max_body)).await?;
+            }
+            let view = RequestView {
+                body: match &body {
+                    RequestBody::Held(bytes) => Some(&bytes[..]),
+                    _ => None,
+                },
+                ..view
+            };
+            if let Some(answer) = chain.request(&view, &mut self.exchange).await {
+                self.answer(answer);
+                return Ok(());
+            }
+            max_body = self.exchange.max_body;
+        }
+        if length.is_some_and(|len| len > max_body) {
+            return Err(too_large(max_body));
+        }
+        let upstream = plan.route(route).upstream;
+        let config = plan.upstream(upstream);
+        let framing = match (&body, length) {
+            (RequestBody::Empty, _) => Framing::None,
+            (RequestBody::Held(bytes), _) => Framing::Length(bytes.len() as u64),
+            (RequestBody::Streaming(_), Some(len)) => Framing::Length(len as u64),
+            (RequestBody::Streaming(_), None) => Framing::Chunked,
+        };
+        // Taken out of the exchange: the upstream phase borrows the stream.
+        let edits = self.take_request_edits();
+        let context = RequestContext {
+            peer: self.origin.peer.ip(),
+            secure: self.origin.secure,
+            trust_forwarded: plan.trust_forwarded,
+            host_header: config.host_header.as_ref(),
+            path: decided.rewrites.path.as_deref(),
+            host: decided.rewrites.host.as_deref(),
+            upgrade: None,
+            framing,
+            edits: edits.as_ref(),
+        };
+        let outgoing = Outgoing {
+            method: &parts.method,
+            path: parts.uri.path().as_bytes(),
+            query: parts.uri.query().map(str::as_bytes),
+            host: host.map(str::as_bytes),
+            fields,
+        };
+        match config.protocol {
+            crate::config::Protocol::Http1 => {
+                to_h1::exchange(self, upstream, &outgoing, &context, body, max_body).await
+            }
+            crate::config::Protocol::H2c | crate::config::Protocol::H2 => {
+                to_h2::exchange(self, upstream, &outgoing, &context, body, max_body).await
+            }
+        }
+    }
+
+    /// The chain's edits to the request head, if it made any.
+    fn take_request_edits(&mut self) -> Option<HeaderEdits> {
+        self.chain.as_ref()?;
+        Some(std::mem::take(&mut self.exchange.request_headers)).filter(|e| !e.is_empty())
+    }
+
+    /// Runs the chain's response phase; its edits, taken out of the exchange.
+    pub(super) fn response_edits(&mut self, status: StatusCode) -> Option<HeaderEdits> {
+        let chain = self.chain.as_ref()?;
+        chain.response(status, &mut self.exchange);
+        if self.exchange.response_headers.is_empty() {
+            return None;
+        }
+        Some(std::mem::take(&mut self.exchange.response_headers))
+    }
+
+    /// Sends the response head; the stream for its body unless `end`.
+    pub(super) fn send_head(
+        &mut self,
+        response: Response<()>,
+        end: bool,
+    ) -> Option<SendStream<Bytes>> {
+        let respond = self.respond.as_mut()?;
+        let sent = respond.send_response(response, end).ok();
+        self.respond = None;
+        sent
+    }
+
+    /// A problem+json answer of the proxy's own.
+    fn answer_failure(&mut self, failure: Failure) {
+        if failure.status == StatusCode::NO_CONTENT {
+            // `OPTIONS *`: the proxy answers for itself.
+            self.outcome.status = failure.status;
+            let mut response = Response::new(());
+            *response.status_mut() = failure.status;
+            self.finish_answer(response, None);
+            return;
+        }
+        self.answer(Answer::problem(failure.status, failure.detail));
+    }
+
+    /// A handler's (or the proxy's) answer, with what the chain adds to responses.
+    fn answer(&mut self, answer: Answer) {
+        self.outcome = Outcome {
+            status: answer.status,
+            upstream: None,
+            body_bytes: 0,
+        };
+        let body = answer.detail.map(|detail| {
+            Problem::new(answer.status, detail)
+                .with_errors(answer.violations)
+                .to_json()
+        });
+        let mut response = Response::new(());
+        *response.status_mut() = answer.status;
+        let headers = response.headers_mut();
+        if body.is_some() {
+            headers.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(http1::problem::PROBLEM_JSON),
+            );
+        }
+        for (name, value) in answer.headers {
+            headers.append(name, value);
+        }
+        self.finish_answer(response, body.map(Bytes::from));
+    }
+
+    fn finish_answer(&mut self, mut response: Response<()>, body: Option<Bytes>) {
+        if let Some(edits) = self.response_edits(response.status()) {
+            let headers = response.headers_mut();
+            for name in edits.remove.iter().chain(edits.set.iter().map(|(n, _)| n)) {
+                headers.remove(name);
+            }
+            for (name, value) in edits.set.iter().chain(&edits.add) {
+                headers.append(name.clone(), value.clone());
+            }
+            self.exchange.response_headers = edits;
+        }
+        let empty = body.as_ref().is_none_or(Bytes::is_empty);
+        if let Some(length) = body.as_ref().map(Bytes::len) {
+            response
+                .headers_mut()
+                .insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+        }
+        if let (Some(mut send), Some(body)) = (self.send_head(response, empty), body) {
+            self.outcome.body_bytes = body.len() as u64;
+            let _ = send.send_data(body, true);
+        }
+    }
+
+    fn count(&self, status: StatusCode) {
+        let routes = self.plan.route_count();
+        self.worker
+            .metrics()
+            .request(self.route, status.as_u16(), routes);
+    }
+}
+
+/// The request's Content-Length, when it gave one.
+fn content_length(parts: &Parts) -> Option<usize> {
+    parts
+        .headers
+        .get(header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+fn too_large(max: usize) -> Failure {
+    let rejection = http1::chunked::body_too_large(&http1::Limits {
+        max_head: 0,
+        max_body: max,
+    });
+    Failure {
+        body_unread: true,
+        ..Failure::new(rejection.status, rejection.detail)
+    }
+}
+
+/// Reads a streaming body whole, for handlers that look at it; 413 past `max`.
+async fn hold(body: RequestBody, max: usize) -> Result<RequestBody, Failure> {
+    let RequestBody::Streaming(mut stream) = body else {
+        return Ok(body);
+    };
+    let mut held = BytesMut::new();
+    while let Some(data) = stream.data().await {
+        let data = data.map_err(|err| {
+            Failure::new(
+                StatusCode::BAD_REQUEST,
+                format!("the request body broke off: {err}"),
+            )
+        })?;
+        let _ = stream.flow_control().release_capacity(data.len());
+        if held.len() + data.len() > max {
+            return Err(too_large(max));
+        }
+        held.extend_from_slice(&data);
+    }
+    Ok(RequestBody::Held(held.freeze()))
+}

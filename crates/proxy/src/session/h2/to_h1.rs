@@ -1,0 +1,353 @@
+//! An HTTP/2 client's stream to an HTTP/1.1 upstream: the request head
+//! (with the body when it is all in hand) in one write on a pooled
+//! connection; a streaming body is written, chunked unless its length is
+//! known, while the upstream's answer is read, so an early answer is
+//! relayed at once. The response body goes back as DATA frames, its
+//! chunked trailers as HTTP/2 trailers.
+
+use std::{sync::Arc, time::Instant};
+
+use bytes::{Buf, Bytes, BytesMut};
+use h2::{Reason, RecvStream, SendStream};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
+use http1::{
+    chunked::{encode_chunk, encode_last_chunk},
+    io::write_bounded,
+    BodyFraming, ChunkedDecoder, Part, ResponseHead,
+};
+use tokio::io::AsyncReadExt;
+
+use super::{to_h2::without_framing, RequestBody, Stream};
+use crate::{
+    ids::UpstreamId,
+    middleware::Outcome,
+    session::{
+        send::{replay_after_stale, Sender},
+        Failure, READ_RESERVE, UPSTREAM_LIMITS,
+    },
+    telemetry::UpstreamError,
+    upstream::{h2_pool::send_data, pool::UpstreamConn},
+    wire::{
+        fields::Fields,
+        head::{self, Framing, Outgoing, RequestContext},
+        http2,
+    },
+};
+
+pub(super) async fn exchange(
+    stream: &mut Stream,
+    upstream: UpstreamId,
+    outgoing: &Outgoing<'_>,
+    context: &RequestContext<'_>,
+    body: RequestBody,
+    max_body: usize,
+) -> Result<(), Failure> {
+    let plan = Arc::clone(&stream.plan);
+    let worker = Arc::clone(&stream.worker);
+    let config = plan.upstream(upstream);
+    let sender = Sender {
+        plan: &plan,
+        worker: &worker,
+        upstream,
+        peer: stream.origin.peer,
+    };
+    let mut request = Vec::with_capacity(1024);
+    head::request_head(&mut request, outgoing, context);
+    let replayable = body.in_hand();
+    let (held, mut client) = match body {
+        RequestBody::Empty => (None, None),
+        RequestBody::Held(bytes) => (Some(bytes), None),
+        RequestBody::Streaming(client) => (None, Some(client)),
+    };
+    if let Some(bytes) = &held {
+        request.extend_from_slice(bytes);
+    }
+    let chunked = context.framing == Framing::Chunked;
+    let timeout = config.timeouts.request;
+    let head_request = *outgoing.method == Method::HEAD;
+    let mut fresh_only = false;
+    let mut attempts = 0;
+    let mut host = sender.pick()?;
+    let (mut conn, (response, fields), sent_at) = loop {
+        let mut conn = match sender.connection(host, fresh_only, Instant::now()).await {
+            Ok(conn) => conn,
+            Err(failure) => {
+                host = sender.after_failure(host, &mut attempts, failure)?;
+                continue;
+            }
+        };
+        let sent_at = Instant::now();
+        if !write_bounded(&mut conn.stream, &request, timeout).await {
+            worker.metrics().upstream_open(upstream, -1);
+            if conn.reused && replay_after_stale(outgoing.method, replayable, fresh_only) {
+                fresh_only = true;
+                continue;
+            }
+            return Err(sender.broken(host, "cannot send the request", !replayable));
+        }
+        let read = send_and_read_head(
+            &mut conn,
+            client.as_mut(),
+            chunked,
+            max_body,
+            head_request,
+            timeout,
+        )
+        .await;
+        match read {
+            Ok(response) => break (conn, response, sent_at),
+            Err(HeadError::Stale)
+                if conn.reused && replay_after_stale(outgoing.method, replayable, fresh_only) =>
+            {
+                worker.metrics().upstream_open(upstream, -1);
+                fresh_only = true;
+            }
+            Err(err) => {
+                worker.metrics().upstream_open(upstream, -1);
+                return Err(match err {
+                    HeadError::TimedOut => sender.timed_out(host, timeout),
+                    HeadError::TooLarge => super::too_large(max_body),
+                    HeadError::Client => Failure::new(
+                        StatusCode::BAD_REQUEST,
+                        "the client broke off its request body",
+                    ),
+                    HeadError::Stale => sender.broken(
+                        host,
+                        "the upstream closed the connection before answering",
+                        !replayable,
+                    ),
+                    HeadError::Broken(what) => sender.broken(host, &what, !replayable),
+                });
+            }
+        }
+    };
+    sender.answered(host, sent_at);
+    stream.outcome = Outcome {
+        status: response.status,
+        upstream: Some(upstream),
+        body_bytes: 0,
+    };
+    let edits = stream.response_edits(response.status);
+    let keep_length = matches!(response.framing, BodyFraming::Length(_)) || head_request;
+    let head = http2::client_response(
+        response.status,
+        Fields::H1 {
+            buf: &conn.buf,
+            fields: &fields,
+        },
+        keep_length,
+        edits.as_ref(),
+    );
+    if let Some(edits) = edits {
+        stream.exchange.response_headers = edits;
+    }
+    conn.buf.advance(response.len);
+    let framing = if head_request {
+        BodyFraming::None
+    } else {
+        response.framing
+    };
+    let end = matches!(framing, BodyFraming::None | BodyFraming::Length(0));
+    let Some(send) = stream.send_head(head, end) else {
+        worker.metrics().upstream_open(upstream, -1);
+        return Ok(());
+    };
+    let relayed = if end {
+        Ok(0)
+    } else {
+        relay_body(&mut conn, framing, send, timeout).await
+    };
+    match relayed {
+        Ok(bytes) => {
+            stream.outcome.body_bytes = bytes;
+            // The request body must be all sent too for the connection to stay.
+            if response.keep_alive
+                && conn.buf.is_empty()
+                && client.is_none_or(|c| c.is_end_stream())
+            {
+                worker
+                    .pool
+                    .put(config, worker.metrics(), conn, Instant::now());
+            } else {
+                worker.metrics().upstream_open(upstream, -1);
+            }
+        }
+        Err(what) => {
+            worker.metrics().upstream_open(upstream, -1);
+            worker
+                .metrics()
+                .upstream_error(upstream, UpstreamError::Broken);
+            tracing::warn!(upstream = %config.name, host = %config.host_name(host), "the upstream broke off a response body: {what}");
+        }
+    }
+    Ok(())
+}
+
+/// Why no response head came.
+enum HeadError {
+    /// A pooled connection the upstream had closed: nothing was answered.
+    Stale,
+    TimedOut,
+    TooLarge,
+    Client,
+    Broken(String),
+}
+
+/// Streams what is left of the client's body (if any) while reading the
+/// response head; an answer that comes first stops the body there.
+async fn send_and_read_head(
+    conn: &mut UpstreamConn,
+    mut client: Option<&mut RecvStream>,
+    chunked: bool,
+    max_body: usize,
+    head_request: bool,
+    timeout: std::time::Duration,
+) -> Result<(ResponseHead, Vec<http1::Field>), HeadError> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut sent = 0;
+    let mut framed = Vec::new();
+    loop {
+        let mut fields = Vec::new();
+        match http1::parse_response_head(
+            &conn.buf,
+            UPSTREAM_LIMITS.max_head,
+            head_request,
+            &mut fields,
+        ) {
+            Ok(Some(head)) if head.status == StatusCode::CONTINUE => {
+                conn.buf.advance(head.len);
+                continue;
+            }
+            Ok(Some(head)) => return Ok((head, fields)),
+            Ok(None) => {}
+            Err(rejection) => return Err(HeadError::Broken(rejection.detail)),
+        }
+        conn.buf.reserve(READ_RESERVE);
+        let pumping = client.is_some();
+        tokio::select! {
+            biased;
+            read = conn.stream.read_buf(&mut conn.buf) => match read {
+                Ok(0) | Err(_) if conn.reused && conn.buf.is_empty() && sent == 0 => return Err(HeadError::Stale),
+                Ok(0) => return Err(HeadError::Broken("the upstream closed the connection before answering".into())),
+                Err(err) => return Err(HeadError::Broken(format!("read failed: {err}"))),
+                Ok(_) => {}
+            },
+            data = next_data(client.as_deref_mut()), if pumping => {
+                let Some(stream) = client.as_deref_mut() else { continue };
+                framed.clear();
+                match data {
+                    Some(Ok(data)) => {
+                        sent += data.len();
+                        if sent > max_body {
+                            return Err(HeadError::TooLarge);
+                        }
+                        if chunked {
+                            encode_chunk(&mut framed, &data);
+                        } else {
+                            framed.extend_from_slice(&data);
+                        }
+                        let _ = stream.flow_control().release_capacity(data.len());
+                    }
+                    Some(Err(_)) => return Err(HeadError::Client),
+                    None => {
+                        if chunked {
+                            let trailers = stream.trailers().await.ok().flatten().unwrap_or_default();
+                            encode_last_chunk(
+                                &mut framed,
+                                trailers.iter().map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes())),
+                            );
+                        }
+                        client = None;
+                    }
+                }
+                if !framed.is_empty() && !write_bounded(&mut conn.stream, &framed, timeout).await {
+                    // The upstream may have answered and closed: read what it said.
+                    client = None;
+                }
+            }
+            () = tokio::time::sleep_until(deadline) => return Err(HeadError::TimedOut),
+        }
+    }
+}
+
+async fn next_data(client: Option<&mut RecvStream>) -> Option<Result<Bytes, h2::Error>> {
+    match client {
+        Some(client) => client.data().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Relays an HTTP/1.1 response body as DATA frames; chunked trailers
+/// become HTTP/2 trailers. The bytes relayed, or why it broke off.
+async fn relay_body(
+    conn: &mut UpstreamConn,
+    framing: BodyFraming,
+    mut send: SendStream<Bytes>,
+    timeout: std::time::Duration,
+) -> Result<u64, String> {
+    let mut left = match framing {
+        BodyFraming::Length(n) => n,
+        _ => u64::MAX,
+    };
+    let mut decoder = ChunkedDecoder::default();
+    let mut trailers = HeaderMap::new();
+    let mut relayed = 0;
+    loop {
+        let (data, done) = if framing == BodyFraming::Chunked {
+            let mut data = BytesMut::new();
+            let decoded = decoder
+                .decode_parts(&conn.buf, &UPSTREAM_LIMITS, |part| match part {
+                    Part::Data(bytes) => data.extend_from_slice(bytes),
+                    Part::Trailer(line) => {
+                        if let Some((name, value)) = http1::chunked::split_field(line) {
+                            if let (Ok(name), Ok(value)) =
+                                (HeaderName::from_bytes(name), HeaderValue::from_bytes(value))
+                            {
+                                trailers.append(name, value);
+                            }
+                        }
+                    }
+                })
+                .map_err(|rejection| rejection.detail)?;
+            conn.buf.advance(decoded.consumed);
+            (data.freeze(), decoded.done)
+        } else {
+            let take = usize::try_from(left)
+                .unwrap_or(usize::MAX)
+                .min(conn.buf.len());
+            left -= take as u64;
+            (conn.buf.split_to(take).freeze(), left == 0)
+        };
+        relayed += data.len() as u64;
+        let last = done && trailers.is_empty();
+        if (!data.is_empty() || last) && send_data(&mut send, data, last).await.is_err() {
+            return Err("the client went away".into());
+        }
+        if done {
+            if !trailers.is_empty() {
+                let _ = send.send_trailers(without_framing(trailers));
+            }
+            return Ok(relayed);
+        }
+        conn.buf.reserve(READ_RESERVE);
+        match tokio::time::timeout(timeout, conn.stream.read_buf(&mut conn.buf)).await {
+            Ok(Ok(0)) if framing == BodyFraming::UntilClose => {
+                let _ = send_data(&mut send, Bytes::new(), true).await;
+                return Ok(relayed);
+            }
+            Ok(Ok(0)) => {
+                send.send_reset(Reason::INTERNAL_ERROR);
+                return Err("the upstream closed the connection mid-body".into());
+            }
+            Ok(Ok(_)) => {}
+            Ok(Err(err)) => {
+                send.send_reset(Reason::INTERNAL_ERROR);
+                return Err(err.to_string());
+            }
+            Err(_) => {
+                send.send_reset(Reason::INTERNAL_ERROR);
+                return Err("timed out".into());
+            }
+        }
+    }
+}

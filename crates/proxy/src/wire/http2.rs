@@ -1,0 +1,159 @@
+//! Heads in HTTP/2's form (RFC 9113 8.2, 8.3): the upstream request and
+//! the client's response, built from the same field rules as HTTP/1.1
+//! ([`super::head::upstream_fields`], [`super::head::response_fields`]),
+//! minus what HTTP/2 carries elsewhere (`Host` becomes `:authority`) or
+//! forbids (connection-specific fields).
+
+use http::{header, HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode, Uri};
+
+use super::{
+    edits::HeaderEdits,
+    fields::Fields,
+    head::{response_fields, upstream_fields, Framing, Outgoing, RequestContext},
+};
+
+/// Fields HTTP/2 forbids (RFC 9113 8.2.2), beyond what the rules drop.
+fn connection_specific(name: &[u8]) -> bool {
+    [
+        &b"connection"[..],
+        b"upgrade",
+        b"keep-alive",
+        b"proxy-connection",
+        b"transfer-encoding",
+        b"host",
+    ]
+    .iter()
+    .any(|n| name.eq_ignore_ascii_case(n))
+}
+
+/// `value` as one header value, its parts joined.
+fn joined(parts: &[&[u8]]) -> Option<HeaderValue> {
+    match parts {
+        [one] => HeaderValue::from_bytes(one).ok(),
+        _ => HeaderValue::from_bytes(&parts.concat()).ok(),
+    }
+}
+
+fn append(headers: &mut HeaderMap, name: &[u8], value: &[&[u8]]) {
+    if let (Ok(name), Some(value)) = (HeaderName::from_bytes(name), joined(value)) {
+        headers.append(name, value);
+    }
+}
+
+/// The request for an HTTP/2 upstream: `scheme://authority` with the path
+/// and query; `authority` is the Host the rules would send, else
+/// `fallback` (the host's name). `te: trailers` tells gRPC servers that
+/// trailers will pass. `None` when a part is not valid in a URI.
+pub(crate) fn upstream_request(
+    request: &Outgoing<'_>,
+    context: &RequestContext<'_>,
+    scheme: &str,
+    fallback: &str,
+) -> Option<Request<()>> {
+    let authority = context
+        .host(request)
+        .unwrap_or(fallback.as_bytes())
+        .to_vec();
+    let mut target = context.path(request).to_vec();
+    if let Some(query) = request.query {
+        target.push(b'?');
+        target.extend_from_slice(query);
+    }
+    let uri = Uri::builder()
+        .scheme(scheme)
+        .authority(authority)
+        .path_and_query(target)
+        .build()
+        .ok()?;
+    let mut built = Request::builder()
+        .method(request.method.clone())
+        .uri(uri)
+        .body(())
+        .ok()?;
+    let headers = built.headers_mut();
+    upstream_fields(request, context, &mut |name, value| {
+        if !connection_specific(name) {
+            append(headers, name, value);
+        }
+    });
+    if let Framing::Length(length) = context.framing {
+        headers.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+    }
+    headers.insert(header::TE, HeaderValue::from_static("trailers"));
+    Some(built)
+}
+
+/// The response for an HTTP/2 client: the upstream's fields under the
+/// rules, `Content-Length` kept when the body's length is known.
+pub(crate) fn client_response(
+    status: StatusCode,
+    fields: Fields<'_>,
+    keep_length: bool,
+    edits: Option<&HeaderEdits>,
+) -> Response<()> {
+    let mut response = Response::new(());
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.reserve(fields.len());
+    response_fields(status, fields, keep_length, edits, &mut |name, value| {
+        if !connection_specific(name) {
+            append(headers, name, value);
+        }
+    });
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::{IpAddr, Ipv4Addr};
+
+    use http::Method;
+
+    use super::*;
+
+    #[test]
+    fn the_same_rules_in_http2_form() {
+        let mut map = HeaderMap::new();
+        map.insert("connection", "x-secret".parse().unwrap());
+        map.insert("x-secret", "s".parse().unwrap());
+        map.insert("accept", "*/*".parse().unwrap());
+        map.insert("x-forwarded-for", "1.1.1.1".parse().unwrap());
+        let request = Outgoing {
+            method: &Method::POST,
+            path: b"/a",
+            query: Some(b"b=1"),
+            host: Some(b"api.example"),
+            fields: Fields::Map(&map),
+        };
+        let context = RequestContext {
+            peer: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 9)),
+            secure: true,
+            trust_forwarded: true,
+            host_header: None,
+            path: Some("/b"),
+            host: None,
+            upgrade: None,
+            framing: Framing::Length(5),
+            edits: None,
+        };
+        let built = upstream_request(&request, &context, "http", "backend:80").unwrap();
+        assert_eq!(built.uri(), "http://api.example/b?b=1");
+        let headers = built.headers();
+        assert!(headers.get("x-secret").is_none() && headers.get("connection").is_none());
+        assert_eq!(headers["accept"], "*/*");
+        assert_eq!(headers["x-forwarded-for"], "1.1.1.1, 10.0.0.9");
+        assert_eq!(headers["x-forwarded-proto"], "https");
+        assert_eq!(headers["content-length"], "5");
+        assert_eq!(headers["te"], "trailers");
+        assert!(headers.get("host").is_none());
+
+        let mut upstream = HeaderMap::new();
+        upstream.insert("content-length", "2".parse().unwrap());
+        upstream.insert("keep-alive", "5".parse().unwrap());
+        upstream.insert("grpc-status", "0".parse().unwrap());
+        let response = client_response(StatusCode::OK, Fields::Map(&upstream), false, None);
+        assert!(response.headers().get("content-length").is_none());
+        assert!(response.headers().get("keep-alive").is_none());
+        assert_eq!(response.headers()["grpc-status"], "0");
+    }
+}
