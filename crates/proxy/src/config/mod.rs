@@ -8,6 +8,7 @@
 
 mod env;
 mod error;
+mod handlers;
 mod middleware;
 mod paths;
 mod schema;
@@ -17,6 +18,7 @@ mod validate;
 use std::path::Path;
 
 pub use error::ConfigError;
+pub use handlers::*;
 pub use middleware::*;
 pub use paths::*;
 pub use schema::*;
@@ -60,10 +62,12 @@ pub fn parse(
         let (line, column) = err
             .location()
             .map_or((0, 0), |l| (l.line() as usize, l.column() as usize));
-        // The serde-saphyr message repeats the location and a snippet; keep its first line.
-        let text = err.to_string();
-        let first = text.lines().next().unwrap_or_default();
-        let message = first.rsplit_once(": ").map_or(first, |(_, m)| m);
+        // The message alone: the location is ours to write, and no snippet.
+        let text = serde_saphyr::MessageFormatter::format_message(
+            &serde_saphyr::DefaultMessageFormatter,
+            &err,
+        );
+        let message = text.lines().next().unwrap_or_default();
         at(
             line,
             column,

@@ -223,14 +223,14 @@ fn middleware_mistakes_name_line_and_key() {
     let err = chain_error_with(5, "  limit: { rate_limit: { rate: 100/d } }");
     assert_eq!(
         (err.line, err.key.as_str()),
-        (5, "middleware.limit.rate"),
+        (5, "middleware.limit.rate_limit.rate"),
         "{err}"
     );
 
     let err = chain_error_with(6, "  inside: { ip_filter: { allow: [10.0.0.0/33] } }");
     assert_eq!(
         (err.line, err.key.as_str()),
-        (6, "middleware.inside.allow[0]"),
+        (6, "middleware.inside.ip_filter.allow[0]"),
         "{err}"
     );
 
@@ -241,4 +241,72 @@ fn middleware_mistakes_name_line_and_key() {
     let err = chain_error_with(5, "  limit: { rate_limit: { rate: 100/s, brust: 3 } }");
     assert_eq!(err.key, "middleware.limit.rate_limit.brust", "{err}");
     assert!(err.message.contains("did you mean `burst`?"), "{err}");
+}
+
+#[test]
+fn handler_settings_fail_where_they_are_written() {
+    // (line 6 of CHAINED, the start of the error it gives: the column of the value)
+    let cases = [
+        (
+            "  inside: { correlation: { header: \"x id\" } }",
+            "sluice.yaml:6:36: middleware.inside.correlation.header: `x id` is not a valid header name",
+        ),
+        (
+            "  inside: { cors: { methods: [GET, \"P T\"] } }",
+            "sluice.yaml:6:36: middleware.inside.cors.methods[1]: `P T` is not an HTTP method",
+        ),
+        (
+            "  inside: { jwt: { jwks: k.json, algorithms: [RS256, none] } }",
+            "sluice.yaml:6:54: middleware.inside.jwt.algorithms[1]: JWT algorithm \"none\" (unsigned tokens) is never accepted",
+        ),
+        (
+            "  inside: { jwt: { jwks_url: \"ftp://idp/keys\", algorithms: [RS256] } }",
+            "sluice.yaml:6:30: middleware.inside.jwt.jwks_url: `ftp://idp/keys` is not an http:// or https:// URL with a host",
+        ),
+        (
+            "  inside: { access_log: { fields: [status, statsu] } }",
+            "sluice.yaml:6:44: middleware.inside.access_log.fields[1]: unknown variant `statsu`, expected one of time,",
+        ),
+        (
+            "  inside: { access_log: { mask: [\"a:b\"] } }",
+            "sluice.yaml:6:34: middleware.inside.access_log.mask[0]: `a:b` is not a valid header name",
+        ),
+        (
+            "  inside: { headers: { request: { set: { x-env: \"a\\nb\" } } } }",
+            "sluice.yaml:6:49: middleware.inside.headers.request.set.x-env: `a\\nb` is not a valid header value",
+        ),
+        (
+            "  inside: { fault: { abort: { status: 200, percent: 5 } } }",
+            "sluice.yaml:6:39: middleware.inside.fault.abort.status: status must be 400-599, not 200",
+        ),
+        (
+            "  inside: { fault: { delay: { duration: 1s, percent: 101 } } }",
+            "sluice.yaml:6:54: middleware.inside.fault.delay.percent: percent must be between 0 and 100, not 101",
+        ),
+        (
+            "  inside: { rate_limit: { rate: 1/s, key: \"header:\" } }",
+            "sluice.yaml:6:43: middleware.inside.rate_limit.key: `header:` is not a key: use client_ip, header:NAME or claim:NAME",
+        ),
+        (
+            "  inside: { rate_limit: { rate: 1/s, burst: 0 } }",
+            "sluice.yaml:6:38: middleware.inside.rate_limit.burst: invalid value: integer `0`, expected a nonzero u32",
+        ),
+    ];
+    for (line, expected) in cases {
+        let shown = chain_error_with(6, line).to_string();
+        assert!(
+            shown.starts_with(expected),
+            "{shown}\nshould start with\n{expected}"
+        );
+    }
+    let err = chain_error_with(6, "  inside: { access_log: { fields: [statsu] } }");
+    assert!(err.message.ends_with("did you mean `status`?"), "{err}");
+    let err = chain_error_with(
+        6,
+        "  inside: { headers: { response: { add: { \"x y\": v } } } }",
+    );
+    assert_eq!(
+        err.to_string(),
+        "sluice.yaml:6:43: middleware.inside.headers.response.add.x y: `x y` is not a valid header name"
+    );
 }

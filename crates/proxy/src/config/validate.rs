@@ -5,6 +5,7 @@ use std::{collections::HashSet, net::SocketAddr};
 use serde_saphyr::Location;
 
 use super::{
+    handlers::Jwt,
     middleware::{ChainRef, Handler, HANDLER_TYPES},
     schema::{Config, Http2, Protocol, UpstreamSettings},
 };
@@ -140,7 +141,7 @@ pub(crate) fn check(config: &Config) -> Result<(), Problem> {
     check_middleware(config)
 }
 
-/// Chains name defined handlers, and the settings that carry a location parse.
+/// Chains name defined handlers; a `jwt` has keys and algorithms.
 fn check_middleware(config: &Config) -> Result<(), Problem> {
     let known =
         |name: &str| config.middleware.0.contains_key(name) || Handler::defaults(name).is_some();
@@ -186,66 +187,35 @@ fn check_middleware(config: &Config) -> Result<(), Problem> {
         }
     }
     for (name, handler) in &config.middleware.0 {
-        let key = |field: &str| format!("middleware.{name}.{field}");
-        match handler {
-            Handler::RateLimit(limit) => {
-                super::parse_rate(&limit.rate.value)
-                    .map_err(|err| (limit.rate.referenced, key("rate"), err.to_string()))?;
-                super::parse_rate_key(&limit.key.value)
-                    .map_err(|err| (limit.key.referenced, key("key"), err.to_string()))?;
-            }
-            Handler::IpFilter(filter) => {
-                for (field, list) in [("allow", &filter.allow), ("deny", &filter.deny)] {
-                    for (j, net) in list.iter().enumerate() {
-                        super::parse_net(&net.value).map_err(|err| {
-                            (
-                                net.referenced,
-                                key(&format!("{field}[{j}]")),
-                                err.to_string(),
-                            )
-                        })?;
-                    }
-                }
-            }
-            Handler::Jwt(jwt) => {
-                if jwt.algorithms.is_empty() {
-                    return Err((
-                        Location::UNKNOWN,
-                        key("algorithms"),
-                        "list the accepted algorithms, e.g. [RS256]; there is no default".into(),
-                    ));
-                }
-                for (j, alg) in jwt.algorithms.iter().enumerate() {
-                    alg.value.parse::<jwt::Algorithm>().map_err(|err| {
-                        (
-                            alg.referenced,
-                            key(&format!("algorithms[{j}]")),
-                            err.to_string(),
-                        )
-                    })?;
-                }
-                match (&jwt.jwks, &jwt.jwks_url) {
-                    (Some(_), None) | (None, Some(_)) => {}
-                    (Some(file), Some(_)) => {
-                        return Err((
-                            file.referenced,
-                            key("jwks"),
-                            "give `jwks` (a file) or `jwks_url`, not both".into(),
-                        ));
-                    }
-                    (None, None) => {
-                        return Err((
-                            Location::UNKNOWN,
-                            format!("middleware.{name}"),
-                            "needs `jwks` (a file) or `jwks_url`".into(),
-                        ));
-                    }
-                }
-            }
-            _ => {}
+        if let Handler::Jwt(jwt) = handler {
+            check_jwt(name, jwt)?;
         }
     }
     Ok(())
+}
+
+/// One source of keys, and at least one algorithm.
+fn check_jwt(name: &str, jwt: &Jwt) -> Result<(), Problem> {
+    if jwt.algorithms.is_empty() {
+        return Err((
+            Location::UNKNOWN,
+            format!("middleware.{name}.algorithms"),
+            "list the accepted algorithms, e.g. [RS256]; there is no default".into(),
+        ));
+    }
+    match (&jwt.jwks, &jwt.jwks_url) {
+        (Some(_), None) | (None, Some(_)) => Ok(()),
+        (Some(file), Some(_)) => Err((
+            file.referenced,
+            format!("middleware.{name}.jwks"),
+            "give `jwks` (a file) or `jwks_url`, not both".into(),
+        )),
+        (None, None) => Err((
+            Location::UNKNOWN,
+            format!("middleware.{name}"),
+            "needs `jwks` (a file) or `jwks_url`".into(),
+        )),
+    }
 }
 
 /// Client certificate and key come together; TLS settings need an https:// host.

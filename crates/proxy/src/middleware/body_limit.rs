@@ -2,20 +2,26 @@
 //! A declared length past it is answered 413 before anything is read; a
 //! chunked body is cut off with 413 once it passes the limit.
 
+use std::sync::Arc;
+
 use http::StatusCode;
 
-use super::{Answer, Exchange, Flow, Handler, RequestView};
+use super::{
+    build::{Build, Builder},
+    Answer, Exchange, Flow, Handler, RequestView,
+};
+use crate::config;
 
 #[derive(Debug)]
 pub(crate) struct BodyLimit {
     max: usize,
 }
 
-impl BodyLimit {
-    pub(crate) fn new(config: &crate::config::BodyLimit) -> Self {
-        Self {
-            max: usize::try_from(config.max).unwrap_or(usize::MAX),
-        }
+impl Build for config::BodyLimit {
+    fn build(&self, _: &mut Builder<'_>) -> anyhow::Result<Arc<dyn Handler>> {
+        Ok(Arc::new(BodyLimit {
+            max: usize::try_from(self.max).unwrap_or(usize::MAX),
+        }))
     }
 }
 

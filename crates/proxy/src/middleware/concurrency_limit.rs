@@ -9,7 +9,11 @@ use std::sync::{
 
 use http::StatusCode;
 
-use super::{Answer, Exchange, Flow, Handler, RequestView};
+use super::{
+    build::{Build, Builder},
+    Answer, Exchange, Flow, Handler, RequestView,
+};
+use crate::config::ConcurrencyLimit;
 
 #[derive(Debug)]
 pub(crate) struct ConcurrencyLimiter {
@@ -27,12 +31,12 @@ impl Drop for InFlight {
     }
 }
 
-impl ConcurrencyLimiter {
-    pub(crate) fn new(config: &crate::config::ConcurrencyLimit) -> Self {
-        Self {
-            max: config.max,
+impl Build for ConcurrencyLimit {
+    fn build(&self, _: &mut Builder<'_>) -> anyhow::Result<Arc<dyn Handler>> {
+        Ok(Arc::new(ConcurrencyLimiter {
+            max: self.max,
             in_flight: Arc::new(AtomicUsize::new(0)),
-        }
+        }))
     }
 }
 

@@ -3,10 +3,14 @@
 //! X-Traceability-Id passes as is; a W3C `traceparent` is continued with a
 //! new span id, or started.
 
+use std::sync::Arc;
+
 use http::{HeaderName, HeaderValue};
 
-use super::{Exchange, Flow, Handler, RequestView};
-use crate::config::header_name;
+use super::{
+    build::{Build, Builder},
+    Exchange, Flow, Handler, RequestView,
+};
 use crate::config::Correlation;
 
 /// Longer client-sent ids are replaced: they end up in every log line.
@@ -22,15 +26,15 @@ pub(crate) struct CorrelationHandler {
     echo: bool,
 }
 
-impl CorrelationHandler {
-    pub(crate) fn new(config: &Correlation) -> anyhow::Result<Self> {
-        Ok(Self {
-            header: header_name(&config.header)?,
-            traceability: header_name(&config.traceability_header)?,
-            generate: config.generate,
-            traceparent: config.traceparent,
-            echo: config.echo,
-        })
+impl Build for Correlation {
+    fn build(&self, _: &mut Builder<'_>) -> anyhow::Result<Arc<dyn Handler>> {
+        Ok(Arc::new(CorrelationHandler {
+            header: self.header.0.clone(),
+            traceability: self.traceability_header.0.clone(),
+            generate: self.generate,
+            traceparent: self.traceparent,
+            echo: self.echo,
+        }))
     }
 }
 

@@ -4,10 +4,14 @@
 //! answer from the page; a preflight that asks for more than is allowed
 //! gets 403 with the reason, which is easier to debug than silence.
 
+use std::sync::Arc;
+
 use http::{header, HeaderValue, Method, StatusCode};
 
-use super::{header_value, Answer, Exchange, Flow, Handler, RequestView};
-use crate::config::header_name;
+use super::{
+    build::{Build, Builder},
+    Answer, Exchange, Flow, Handler, RequestView,
+};
 use crate::config::Cors;
 
 #[derive(Debug)]
@@ -24,46 +28,33 @@ pub(crate) struct CorsHandler {
     max_age: HeaderValue,
 }
 
-impl CorsHandler {
-    pub(crate) fn new(config: &Cors) -> anyhow::Result<Self> {
-        let methods = config
-            .methods
-            .iter()
-            .map(|m| Method::from_bytes(m.trim().as_bytes()))
-            .collect::<Result<Vec<_>, _>>()?;
-        let headers: Vec<String> = config
-            .headers
-            .iter()
-            .map(|h| header_name(h).map(|n| n.as_str().to_string()))
-            .collect::<anyhow::Result<_>>()?;
-        let joined = |items: Vec<String>| {
-            (!items.is_empty())
-                .then(|| header_value(&items.join(", ")))
-                .transpose()
-        };
-        Ok(Self {
-            any_origin: config.origins.iter().any(|o| o == "*"),
-            origins: config
-                .origins
-                .iter()
-                .map(|o| o.trim().to_string())
-                .collect(),
-            allow_methods: header_value(
-                &methods
-                    .iter()
-                    .map(Method::as_str)
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            )?,
-            allow_headers: joined(headers.clone())?,
-            expose_headers: joined(config.expose_headers.clone())?,
+/// `a, b, c` as one field value; `None` for no items.
+fn joined<'a>(items: impl Iterator<Item = &'a str>) -> Option<HeaderValue> {
+    let text = items.collect::<Vec<_>>().join(", ");
+    // Methods and header names are tokens, which are valid values.
+    (!text.is_empty()).then(|| HeaderValue::from_str(&text).ok())?
+}
+
+impl Build for Cors {
+    fn build(&self, _: &mut Builder<'_>) -> anyhow::Result<Arc<dyn Handler>> {
+        let methods: Vec<Method> = self.methods.iter().map(|m| m.0.clone()).collect();
+        let headers: Vec<String> = self.headers.iter().map(|h| h.to_string()).collect();
+        Ok(Arc::new(CorsHandler {
+            any_origin: self.origins.iter().any(|o| o == "*"),
+            origins: self.origins.iter().map(|o| o.trim().to_string()).collect(),
+            allow_methods: joined(methods.iter().map(Method::as_str))
+                .unwrap_or(HeaderValue::from_static("")),
+            allow_headers: joined(headers.iter().map(String::as_str)),
+            expose_headers: joined(self.expose_headers.iter().map(|h| h.as_str())),
             methods,
             headers,
-            credentials: config.credentials,
-            max_age: HeaderValue::from(config.max_age.as_secs()),
-        })
+            credentials: self.credentials,
+            max_age: HeaderValue::from(self.max_age.as_secs()),
+        }))
     }
+}
 
+impl CorsHandler {
     fn allows_origin(&self, origin: &[u8]) -> bool {
         self.any_origin
             || self

@@ -1,11 +1,15 @@
 //! `headers`: set, add and remove fields on the request sent upstream and
 //! on the response sent to the client.
 
+use std::sync::Arc;
+
 use http::{HeaderName, HeaderValue, StatusCode};
 
-use super::{header_value, Exchange, Flow, Handler, RequestView};
-use crate::config::header_name;
-use crate::config::{HeaderRules, Headers};
+use super::{
+    build::{Build, Builder},
+    Exchange, Flow, Handler, RequestView,
+};
+use crate::config::{HeaderFields, HeaderRules, Headers};
 use crate::wire::edits::HeaderEdits;
 
 #[derive(Debug)]
@@ -22,8 +26,7 @@ struct Rules {
 }
 
 /// A configured name that the handler may change.
-fn editable(name: &str) -> anyhow::Result<HeaderName> {
-    let name = header_name(name)?;
+fn editable(name: &HeaderName) -> anyhow::Result<HeaderName> {
     // Fields that frame or route a message: the proxy writes them itself.
     let reserved = crate::wire::head::HOP_BY_HOP.contains(&name.as_str())
         || name == http::header::CONTENT_LENGTH
@@ -33,14 +36,16 @@ fn editable(name: &str) -> anyhow::Result<HeaderName> {
             "`{name}` is managed by the proxy and cannot be changed here (the Host sent upstream is `upstreams.NAME.host_header`)"
         );
     }
-    Ok(name)
+    Ok(name.clone())
 }
 
 impl Rules {
     fn new(config: &HeaderRules) -> anyhow::Result<Self> {
-        let pairs = |map: &std::collections::BTreeMap<String, String>| {
-            map.iter()
-                .map(|(n, v)| Ok((editable(n)?, header_value(v)?)))
+        let pairs = |fields: &HeaderFields| {
+            fields
+                .0
+                .iter()
+                .map(|(name, value)| Ok((editable(name)?, value.clone())))
                 .collect::<anyhow::Result<Vec<_>>>()
         };
         Ok(Self {
@@ -63,12 +68,12 @@ impl Rules {
     }
 }
 
-impl HeadersHandler {
-    pub(crate) fn new(config: &Headers) -> anyhow::Result<Self> {
-        Ok(Self {
-            request: Rules::new(&config.request)?,
-            response: Rules::new(&config.response)?,
-        })
+impl Build for Headers {
+    fn build(&self, _: &mut Builder<'_>) -> anyhow::Result<Arc<dyn Handler>> {
+        Ok(Arc::new(HeadersHandler {
+            request: Rules::new(&self.request)?,
+            response: Rules::new(&self.response)?,
+        }))
     }
 }
 

@@ -2,13 +2,16 @@
 //! (the peer, or with `forwarded.trust` the last X-Forwarded-For address).
 //! Deny is checked first; a non-empty allow list admits only its networks.
 
-use std::net::IpAddr;
+use std::{net::IpAddr, sync::Arc};
 
 use http::StatusCode;
 use ipnet::IpNet;
 
-use super::{Answer, Exchange, Flow, Handler, RequestView};
-use crate::config::parse_net;
+use super::{
+    build::{Build, Builder},
+    Answer, Exchange, Flow, Handler, RequestView,
+};
+use crate::config::{self, Parsed};
 
 #[derive(Debug)]
 pub(crate) struct IpFilter {
@@ -17,16 +20,12 @@ pub(crate) struct IpFilter {
 }
 
 impl IpFilter {
-    pub(crate) fn new(config: &crate::config::IpFilter) -> anyhow::Result<Self> {
-        let nets = |list: &[serde_saphyr::Spanned<String>]| {
-            list.iter()
-                .map(|n| parse_net(&n.value))
-                .collect::<anyhow::Result<Vec<_>>>()
-        };
-        Ok(Self {
-            allow: nets(&config.allow)?,
-            deny: nets(&config.deny)?,
-        })
+    fn new(config: &config::IpFilter) -> Self {
+        let nets = |list: &[Parsed<IpNet>]| list.iter().map(|net| net.0).collect();
+        Self {
+            allow: nets(&config.allow),
+            deny: nets(&config.deny),
+        }
     }
 
     fn admits(&self, ip: IpAddr) -> bool {
@@ -36,6 +35,12 @@ impl IpFilter {
         };
         !self.deny.iter().any(|net| net.contains(&ip))
             && (self.allow.is_empty() || self.allow.iter().any(|net| net.contains(&ip)))
+    }
+}
+
+impl Build for config::IpFilter {
+    fn build(&self, _: &mut Builder<'_>) -> anyhow::Result<Arc<dyn Handler>> {
+        Ok(Arc::new(IpFilter::new(self)))
     }
 }
 
@@ -55,11 +60,12 @@ impl Handler for IpFilter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Setting as _;
 
     fn filter(allow: &[&str], deny: &[&str]) -> IpFilter {
         IpFilter {
-            allow: allow.iter().map(|n| parse_net(n).unwrap()).collect(),
-            deny: deny.iter().map(|n| parse_net(n).unwrap()).collect(),
+            allow: allow.iter().map(|n| IpNet::parse(n).unwrap()).collect(),
+            deny: deny.iter().map(|n| IpNet::parse(n).unwrap()).collect(),
         }
     }
 

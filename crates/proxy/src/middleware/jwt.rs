@@ -8,12 +8,14 @@
 
 use std::{sync::Arc, time::Duration};
 
-use anyhow::Context as _;
 use http::{header, HeaderName, HeaderValue, StatusCode};
 use jwt::{AlgorithmSet, JwtError, JwtVerifier, Verified, VerifierSettings};
 
-use super::{jwks::KeySource, Answer, Exchange, Flow, Handler, RequestView};
-use crate::config::header_name;
+use super::{
+    build::{Build, Builder},
+    jwks::KeySource,
+    Answer, Exchange, Flow, Handler, RequestView,
+};
 use crate::config::Jwt;
 
 /// How long a request waits for an unknown-kid refetch.
@@ -27,10 +29,15 @@ pub(crate) struct JwtHandler {
     forward: Vec<(String, HeaderName)>,
 }
 
+impl Build for Jwt {
+    fn build(&self, _: &mut Builder<'_>) -> anyhow::Result<Arc<dyn Handler>> {
+        Ok(Arc::new(JwtHandler::new(self)?))
+    }
+}
+
 impl JwtHandler {
-    pub(crate) fn new(config: &Jwt) -> anyhow::Result<Self> {
-        let algorithms = AlgorithmSet::parse(config.algorithms.iter().map(|a| a.value.as_str()))
-            .map_err(|err| anyhow::anyhow!("algorithms: {err}"))?;
+    fn new(config: &Jwt) -> anyhow::Result<Self> {
+        let algorithms: AlgorithmSet = config.algorithms.iter().map(|a| a.0).collect();
         let mut settings = VerifierSettings::new(algorithms.iter());
         settings.issuer.clone_from(&config.issuer);
         settings.audiences.clone_from(&config.audience);
@@ -39,7 +46,7 @@ impl JwtHandler {
         settings.cache_capacity = config.cache;
         let source = KeySource::start(
             config.jwks.as_ref().map(|f| f.value.as_str()),
-            config.jwks_url.as_ref().map(|u| u.value.as_str()),
+            config.jwks_url.as_ref().map(|url| url.0.clone()),
             config.refresh,
         )?;
         let verifier = JwtVerifier::new(settings, Arc::clone(&source.store))
@@ -47,9 +54,8 @@ impl JwtHandler {
         let forward = config
             .forward_claims
             .iter()
-            .map(|(claim, header)| Ok((claim.clone(), header_name(header)?)))
-            .collect::<anyhow::Result<_>>()
-            .context("forward_claims")?;
+            .map(|(claim, header)| (claim.clone(), header.0.clone()))
+            .collect();
         Ok(Self {
             verifier: Arc::new(verifier),
             source,

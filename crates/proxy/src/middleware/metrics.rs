@@ -3,11 +3,15 @@
 //! one shard per worker, like the proxy's own metrics: a request takes no
 //! lock and shares no cache line with another core.
 
-use std::{fmt::Write as _, time::Instant};
+use std::{fmt::Write as _, sync::Arc, time::Instant};
 
 use http::Method;
 
-use super::{BuildContext, Exchange, Handler, Outcome};
+use super::{
+    build::{Build, BuildContext, Builder},
+    Exchange, Handler, Outcome,
+};
+use crate::config::Metrics;
 use crate::telemetry::{escape, observe, write_histogram, HistogramCells};
 
 const METHODS: [&str; 8] = [
@@ -27,8 +31,16 @@ pub(crate) struct RouteMetrics {
     upstreams: Vec<String>,
 }
 
+impl Build for Metrics {
+    fn build(&self, builder: &mut Builder<'_>) -> anyhow::Result<Arc<dyn Handler>> {
+        let metrics = Arc::new(RouteMetrics::new(builder.context));
+        builder.metrics.push(Arc::clone(&metrics));
+        Ok(metrics)
+    }
+}
+
 impl RouteMetrics {
-    pub(crate) fn new(context: &BuildContext<'_>) -> Self {
+    fn new(context: &BuildContext<'_>) -> Self {
         let cells = context.route_names.len() * PER_ROUTE;
         Self {
             shards: (0..context.workers.max(1))

@@ -11,6 +11,7 @@
 
 mod access_log;
 mod body_limit;
+mod build;
 mod concurrency_limit;
 mod correlation;
 mod cors;
@@ -24,7 +25,6 @@ mod rate_limit;
 mod validate;
 
 use std::{
-    collections::BTreeMap,
     fmt,
     future::Future,
     net::IpAddr,
@@ -33,17 +33,14 @@ use std::{
     time::{Duration, Instant},
 };
 
-use anyhow::Context as _;
 use http::{HeaderName, HeaderValue, Method, StatusCode};
 
-use crate::config::{ChainRef, Config, Handler as HandlerConfig};
 use crate::{
     ids::{RouteId, UpstreamId},
     wire::{edits::HeaderEdits, fields::Fields},
 };
 
-pub(crate) use access_log::AccessLogger;
-pub(crate) use metrics::RouteMetrics;
+pub(crate) use build::{build, BuildContext, Chains};
 
 /// One request as the handlers see it (the head; the body when a handler
 /// asked for it).
@@ -304,144 +301,6 @@ impl Chain {
         }
         exchange.in_flight.clear();
     }
-}
-
-/// Everything the handlers need from the rest of the configuration.
-#[derive(Debug)]
-pub(crate) struct BuildContext<'a> {
-    pub route_names: &'a [String],
-    /// Each route's upstream name.
-    pub route_upstreams: Vec<&'a str>,
-    /// Metrics shards (one per worker runtime).
-    pub workers: usize,
-}
-
-/// The compiled chains: one per route, and what the admin API shows.
-#[derive(Debug)]
-pub(crate) struct Chains {
-    pub by_route: Vec<Arc<Chain>>,
-    pub metrics: Vec<Arc<RouteMetrics>>,
-    pub access_logs: Vec<Arc<AccessLogger>>,
-    pub validators: Vec<Arc<validate::ValidateHandler>>,
-}
-
-impl Chains {
-    /// The handlers' own metrics, in Prometheus text.
-    pub(crate) fn render_metrics(&self, out: &mut String) {
-        use std::fmt::Write as _;
-        for metrics in &self.metrics {
-            metrics.render(out);
-        }
-        if !self.validators.is_empty() {
-            let failed: u64 = self.validators.iter().map(|v| v.response_failures()).sum();
-            let _ = writeln!(
-                out,
-                "# HELP sluice_validate_response_failures_total Upstream responses that did not match the API spec.\n# TYPE sluice_validate_response_failures_total counter\nsluice_validate_response_failures_total {failed}"
-            );
-        }
-        if !self.access_logs.is_empty() {
-            let dropped: u64 = self.access_logs.iter().map(|log| log.dropped()).sum();
-            let _ = writeln!(
-                out,
-                "# HELP sluice_access_log_dropped_total Access log lines dropped because the writer fell behind.\n# TYPE sluice_access_log_dropped_total counter\nsluice_access_log_dropped_total {dropped}"
-            );
-        }
-    }
-}
-
-/// Builds every handler instance a route uses (once, shared by the routes
-/// naming it) and each route's chain.
-pub(crate) fn build(config: &Config, context: &BuildContext<'_>) -> anyhow::Result<Chains> {
-    let mut instances: BTreeMap<String, Arc<dyn Handler>> = BTreeMap::new();
-    let mut metrics = Vec::new();
-    let mut access_logs = Vec::new();
-    let mut validators = Vec::new();
-    let mut by_route = Vec::new();
-    for route in &config.routes {
-        let names: Vec<String> = match route.chain.as_ref().map(|c| &c.value) {
-            None => Vec::new(),
-            Some(ChainRef::List(names)) => names.clone(),
-            Some(ChainRef::Named(name)) => config
-                .chains
-                .get(name)
-                .with_context(|| format!("no chain named `{name}`"))?
-                .iter()
-                .map(|n| n.value.clone())
-                .collect(),
-        };
-        let mut handlers = Vec::new();
-        for name in names {
-            if let Some(handler) = instances.get(&name) {
-                handlers.push(Arc::clone(handler));
-                continue;
-            }
-            let settings = match config.middleware.0.get(&name) {
-                Some(settings) => settings.clone(),
-                None => HandlerConfig::defaults(&name)
-                    .with_context(|| format!("no middleware named `{name}`"))?,
-            };
-            let handler = build_handler(
-                settings,
-                context,
-                &mut metrics,
-                &mut access_logs,
-                &mut validators,
-            )
-            .with_context(|| format!("middleware.{name}"))?;
-            instances.insert(name, Arc::clone(&handler));
-            handlers.push(handler);
-        }
-        by_route.push(Arc::new(Chain { handlers }));
-    }
-    Ok(Chains {
-        by_route,
-        metrics,
-        access_logs,
-        validators,
-    })
-}
-
-/// One handler instance from its settings.
-fn build_handler(
-    settings: HandlerConfig,
-    context: &BuildContext<'_>,
-    metrics: &mut Vec<Arc<RouteMetrics>>,
-    access_logs: &mut Vec<Arc<AccessLogger>>,
-    validators: &mut Vec<Arc<validate::ValidateHandler>>,
-) -> anyhow::Result<Arc<dyn Handler>> {
-    Ok(match settings {
-        HandlerConfig::Correlation(c) => Arc::new(correlation::CorrelationHandler::new(&c)?),
-        HandlerConfig::Metrics(_) => {
-            let handler = Arc::new(RouteMetrics::new(context));
-            metrics.push(Arc::clone(&handler));
-            handler
-        }
-        HandlerConfig::AccessLog(c) => {
-            let logger = Arc::new(AccessLogger::new(&c, context)?);
-            access_logs.push(Arc::clone(&logger));
-            logger
-        }
-        HandlerConfig::Headers(c) => Arc::new(headers::HeadersHandler::new(&c)?),
-        HandlerConfig::Jwt(c) => Arc::new(jwt::JwtHandler::new(&c)?),
-        HandlerConfig::Validate(c) => {
-            let handler = Arc::new(validate::ValidateHandler::new(&c)?);
-            validators.push(Arc::clone(&handler));
-            handler
-        }
-        HandlerConfig::RateLimit(c) => Arc::new(rate_limit::RateLimiter::new(&c)?),
-        HandlerConfig::ConcurrencyLimit(c) => {
-            Arc::new(concurrency_limit::ConcurrencyLimiter::new(&c))
-        }
-        HandlerConfig::Cors(c) => Arc::new(cors::CorsHandler::new(&c)?),
-        HandlerConfig::IpFilter(c) => Arc::new(ip_filter::IpFilter::new(&c)?),
-        HandlerConfig::BodyLimit(c) => Arc::new(body_limit::BodyLimit::new(&c)),
-        HandlerConfig::Fault(c) => Arc::new(fault::FaultInjector::new(&c)?),
-    })
-}
-
-/// A header name from the configuration, lower-cased.
-fn header_value(value: &str) -> anyhow::Result<HeaderValue> {
-    HeaderValue::from_str(value).with_context(|| format!("`{value}` is not a valid header value"))
 }
 
 /// Milliseconds of a duration for logs.

@@ -4,8 +4,10 @@
 
 use std::{
     net::IpAddr,
-    num::NonZeroU32,
-    sync::atomic::{AtomicU64, Ordering},
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc,
+    },
 };
 
 use anyhow::Context;
@@ -15,8 +17,11 @@ use governor::{
 };
 use http::{HeaderName, HeaderValue, StatusCode};
 
-use super::{Answer, Exchange, Flow, Handler, RequestView};
-use crate::config::{parse_rate, parse_rate_key, RateKey as Key};
+use super::{
+    build::{Build, Builder},
+    Answer, Exchange, Flow, Handler, RequestView,
+};
+use crate::config::{RateKey as Key, RateLimit};
 
 /// How often (in requests) the key count is checked against `max_keys`.
 const SWEEP_EVERY: u64 = 4096;
@@ -32,18 +37,16 @@ pub(crate) struct RateLimiter {
 }
 
 impl RateLimiter {
-    pub(crate) fn new(config: &crate::config::RateLimit) -> anyhow::Result<Self> {
-        let (count, per) = parse_rate(&config.rate.value)?;
-        let burst = NonZeroU32::new(config.burst.unwrap_or(count.get()))
-            .context("burst must be at least 1")?;
-        let quota = Quota::with_period(per / count.get())
+    pub(crate) fn new(config: &RateLimit) -> anyhow::Result<Self> {
+        let rate = *config.rate;
+        let quota = Quota::with_period(rate.per / rate.count.get())
             .context("the rate is too high")?
-            .allow_burst(burst);
+            .allow_burst(config.burst.unwrap_or(rate.count));
         Ok(Self {
-            key: parse_rate_key(&config.key.value)?,
+            key: config.key.0.clone(),
             by_ip: DefaultKeyedRateLimiter::keyed(quota),
             by_text: DefaultKeyedRateLimiter::keyed(quota),
-            limit: HeaderValue::from(count.get()),
+            limit: HeaderValue::from(rate.count.get()),
             max_keys: config.max_keys.max(1),
             checks: AtomicU64::new(0),
         })
@@ -58,6 +61,12 @@ impl RateLimiter {
                 self.by_text.retain_recent();
             }
         }
+    }
+}
+
+impl Build for RateLimit {
+    fn build(&self, _: &mut Builder<'_>) -> anyhow::Result<Arc<dyn Handler>> {
+        Ok(Arc::new(RateLimiter::new(self)?))
     }
 }
 

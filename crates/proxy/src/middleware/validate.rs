@@ -8,8 +8,10 @@
 //! and counted, and the response still reaches the client: the proxy
 //! reports a broken service rather than breaking its clients.
 
-use crate::wire::fields::Fields;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{
+    atomic::{AtomicU64, Ordering::Relaxed},
+    Arc,
+};
 
 use anyhow::Context as _;
 use http::{header, HeaderValue, StatusCode};
@@ -19,8 +21,12 @@ use openapi::{
 };
 use tracing::warn;
 
-use super::{Answer, Exchange, Flow, Handler, RequestView, ResponseView};
+use super::{
+    build::{Build, Builder},
+    Answer, Exchange, Flow, Handler, RequestView, ResponseView,
+};
 use crate::config::{self, Validate};
+use crate::wire::fields::Fields;
 
 #[derive(Debug)]
 pub(crate) struct ValidateHandler {
@@ -31,8 +37,16 @@ pub(crate) struct ValidateHandler {
     response_failures: AtomicU64,
 }
 
+impl Build for Validate {
+    fn build(&self, builder: &mut Builder<'_>) -> anyhow::Result<Arc<dyn Handler>> {
+        let validator = Arc::new(ValidateHandler::new(self)?);
+        builder.validators.push(Arc::clone(&validator));
+        Ok(validator)
+    }
+}
+
 impl ValidateHandler {
-    pub(crate) fn new(config: &Validate) -> anyhow::Result<Self> {
+    fn new(config: &Validate) -> anyhow::Result<Self> {
         let spec =
             Spec::from_file(&config.openapi.value).map_err(|err| anyhow::anyhow!("{err}"))?;
         let max_body = usize::try_from(config.max_body_bytes).unwrap_or(usize::MAX);

@@ -1,0 +1,141 @@
+//! The handler registry: handler instances made from their settings, and
+//! each route's chain. The list of handler types is
+//! `config::for_each_handler` (config/middleware.rs); each handler's file
+//! implements [`Build`] for its settings, and the dispatch below is made
+//! from that list, so adding a handler touches no code here.
+
+use std::{collections::BTreeMap, sync::Arc};
+
+use anyhow::Context as _;
+
+use super::{
+    access_log::AccessLogger, metrics::RouteMetrics, validate::ValidateHandler, Chain, Handler,
+};
+use crate::config::{ChainRef, Config, Handler as HandlerConfig};
+
+/// Everything the handlers need from the rest of the configuration.
+#[derive(Debug)]
+pub(crate) struct BuildContext<'a> {
+    pub route_names: &'a [String],
+    /// Each route's upstream name.
+    pub route_upstreams: Vec<&'a str>,
+    /// Metrics shards (one per worker runtime).
+    pub workers: usize,
+}
+
+/// A handler made from its settings; implemented in each handler's file
+/// for its settings type.
+pub(crate) trait Build {
+    fn build(&self, builder: &mut Builder<'_>) -> anyhow::Result<Arc<dyn Handler>>;
+}
+
+/// What a handler is built with, and where the handlers that the admin
+/// API reads (`/metrics`) are listed.
+#[derive(Debug)]
+pub(crate) struct Builder<'a> {
+    pub context: &'a BuildContext<'a>,
+    pub metrics: Vec<Arc<RouteMetrics>>,
+    pub access_logs: Vec<Arc<AccessLogger>>,
+    pub validators: Vec<Arc<ValidateHandler>>,
+}
+
+/// `Build` for any handler's settings, by type.
+macro_rules! build_by_type {
+    ($($name:literal => $settings:ident $(, $defaults:ident)?;)*) => {
+        impl Build for HandlerConfig {
+            fn build(&self, builder: &mut Builder<'_>) -> anyhow::Result<Arc<dyn Handler>> {
+                match self {
+                    $(Self::$settings(settings) => settings.build(builder),)*
+                }
+            }
+        }
+    };
+}
+crate::config::for_each_handler!(build_by_type);
+
+/// The compiled chains: one per route, and what the admin API shows.
+#[derive(Debug)]
+pub(crate) struct Chains {
+    pub by_route: Vec<Arc<Chain>>,
+    pub metrics: Vec<Arc<RouteMetrics>>,
+    pub access_logs: Vec<Arc<AccessLogger>>,
+    pub validators: Vec<Arc<ValidateHandler>>,
+}
+
+impl Chains {
+    /// The handlers' own metrics, in Prometheus text.
+    pub(crate) fn render_metrics(&self, out: &mut String) {
+        use std::fmt::Write as _;
+        for metrics in &self.metrics {
+            metrics.render(out);
+        }
+        if !self.validators.is_empty() {
+            let failed: u64 = self.validators.iter().map(|v| v.response_failures()).sum();
+            let _ = writeln!(
+                out,
+                "# HELP sluice_validate_response_failures_total Upstream responses that did not match the API spec.\n# TYPE sluice_validate_response_failures_total counter\nsluice_validate_response_failures_total {failed}"
+            );
+        }
+        if !self.access_logs.is_empty() {
+            let dropped: u64 = self.access_logs.iter().map(|log| log.dropped()).sum();
+            let _ = writeln!(
+                out,
+                "# HELP sluice_access_log_dropped_total Access log lines dropped because the writer fell behind.\n# TYPE sluice_access_log_dropped_total counter\nsluice_access_log_dropped_total {dropped}"
+            );
+        }
+    }
+}
+
+/// Builds every handler instance a route uses (once, shared by the routes
+/// naming it) and each route's chain.
+pub(crate) fn build(config: &Config, context: &BuildContext<'_>) -> anyhow::Result<Chains> {
+    let mut builder = Builder {
+        context,
+        metrics: Vec::new(),
+        access_logs: Vec::new(),
+        validators: Vec::new(),
+    };
+    let mut instances: BTreeMap<&str, Arc<dyn Handler>> = BTreeMap::new();
+    let mut by_route = Vec::new();
+    for route in &config.routes {
+        let names: Vec<&str> = match route.chain.as_ref().map(|c| &c.value) {
+            None => Vec::new(),
+            Some(ChainRef::List(names)) => names.iter().map(String::as_str).collect(),
+            Some(ChainRef::Named(name)) => config
+                .chains
+                .get(name)
+                .with_context(|| format!("no chain named `{name}`"))?
+                .iter()
+                .map(|n| n.value.as_str())
+                .collect(),
+        };
+        let mut handlers = Vec::new();
+        for name in names {
+            if let Some(handler) = instances.get(name) {
+                handlers.push(Arc::clone(handler));
+                continue;
+            }
+            let defaults;
+            let settings = match config.middleware.0.get(name) {
+                Some(settings) => settings,
+                None => {
+                    defaults = HandlerConfig::defaults(name)
+                        .with_context(|| format!("no middleware named `{name}`"))?;
+                    &defaults
+                }
+            };
+            let handler = settings
+                .build(&mut builder)
+                .with_context(|| format!("middleware.{name}"))?;
+            instances.insert(name, Arc::clone(&handler));
+            handlers.push(handler);
+        }
+        by_route.push(Arc::new(Chain { handlers }));
+    }
+    Ok(Chains {
+        by_route,
+        metrics: builder.metrics,
+        access_logs: builder.access_logs,
+        validators: builder.validators,
+    })
+}
