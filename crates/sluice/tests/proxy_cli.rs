@@ -106,6 +106,23 @@ fn check_validates_without_serving() {
 }
 
 #[test]
+fn a_bad_handler_setting_fails_the_check_where_it_is_written() {
+    let path = write_config(
+        "bad-rate.yaml",
+        "listeners: [{ address: 127.0.0.1:0 }]\nupstreams:\n  a: { hosts: [\"http://127.0.0.1:1\"] }\nmiddleware:\n  limit:\n    rate_limit: { rate: 100/d }\nroutes: [{ path: /, chain: [limit], upstream: a }]\n",
+    );
+    let output = sluice(&["proxy", "-c", path.to_str().unwrap(), "--check"]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(
+            "bad-rate.yaml:6:25: middleware.limit.rate_limit.rate: `100/d`: the unit must be s, m or h, not `d`"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn the_example_config_is_valid() {
     // Its paths are relative to the repository root, where it is meant to run.
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");

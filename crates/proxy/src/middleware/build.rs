@@ -139,3 +139,71 @@ pub(crate) fn build(config: &Config, context: &BuildContext<'_>) -> anyhow::Resu
         validators: builder.validators,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    const CONFIG: &str = "\
+listeners: [{ address: 127.0.0.1:0 }]
+upstreams:
+  a: { hosts: [\"http://127.0.0.1:1\"] }
+middleware:
+  limit: { rate_limit: { rate: 10/s } }
+chains:
+  edge: [correlation, metrics, limit]
+routes:
+  - { path: /a, chain: edge, upstream: a }
+  - { path: /b, chain: [limit, cors], upstream: a }
+  - { path: /c, upstream: a }
+";
+
+    #[test]
+    fn chains_share_instances_and_types_without_settings_get_defaults() {
+        let config = crate::config::parse(CONFIG, Path::new("t.yaml"), |_| None).unwrap();
+        let names = ["/a".to_string(), "/b".into(), "/c".into()];
+        let context = BuildContext {
+            route_names: &names,
+            route_upstreams: vec!["a"; 3],
+            workers: 2,
+        };
+        let chains = build(&config, &context).unwrap();
+        let lengths: Vec<usize> = chains.by_route.iter().map(|c| c.handlers.len()).collect();
+        assert_eq!(lengths, [3, 2, 0]);
+        // `limit` is one instance: the two routes count against one rate.
+        assert!(Arc::ptr_eq(
+            &chains.by_route[0].handlers[2],
+            &chains.by_route[1].handlers[0]
+        ));
+        // The admin API finds the metrics handler it renders.
+        assert_eq!(chains.metrics.len(), 1);
+        assert!(chains.access_logs.is_empty() && chains.validators.is_empty());
+    }
+
+    #[test]
+    fn every_type_with_defaults_builds_from_them() {
+        let names = ["/".to_string()];
+        let context = BuildContext {
+            route_names: &names,
+            route_upstreams: vec!["a"],
+            workers: 1,
+        };
+        let mut builder = Builder {
+            context: &context,
+            metrics: Vec::new(),
+            access_logs: Vec::new(),
+            validators: Vec::new(),
+        };
+        let mut built = 0;
+        for kind in crate::config::HANDLER_TYPES {
+            if let Some(settings) = HandlerConfig::defaults(kind) {
+                settings.build(&mut builder).unwrap();
+                built += 1;
+            }
+        }
+        assert_eq!(built, 4, "correlation, metrics, access_log, cors");
+        assert_eq!((builder.metrics.len(), builder.access_logs.len()), (1, 1));
+    }
+}

@@ -37,24 +37,32 @@ fn joined<'a>(items: impl Iterator<Item = &'a str>) -> Option<HeaderValue> {
 
 impl Build for Cors {
     fn build(&self, _: &mut Builder<'_>) -> anyhow::Result<Arc<dyn Handler>> {
-        let methods: Vec<Method> = self.methods.iter().map(|m| m.0.clone()).collect();
-        let headers: Vec<String> = self.headers.iter().map(|h| h.to_string()).collect();
-        Ok(Arc::new(CorsHandler {
-            any_origin: self.origins.iter().any(|o| o == "*"),
-            origins: self.origins.iter().map(|o| o.trim().to_string()).collect(),
-            allow_methods: joined(methods.iter().map(Method::as_str))
-                .unwrap_or(HeaderValue::from_static("")),
-            allow_headers: joined(headers.iter().map(String::as_str)),
-            expose_headers: joined(self.expose_headers.iter().map(|h| h.as_str())),
-            methods,
-            headers,
-            credentials: self.credentials,
-            max_age: HeaderValue::from(self.max_age.as_secs()),
-        }))
+        Ok(Arc::new(CorsHandler::new(self)))
     }
 }
 
 impl CorsHandler {
+    fn new(config: &Cors) -> Self {
+        let methods: Vec<Method> = config.methods.iter().map(|m| m.0.clone()).collect();
+        let headers: Vec<String> = config.headers.iter().map(|h| h.to_string()).collect();
+        Self {
+            any_origin: config.origins.iter().any(|o| o == "*"),
+            origins: config
+                .origins
+                .iter()
+                .map(|o| o.trim().to_string())
+                .collect(),
+            allow_methods: joined(methods.iter().map(Method::as_str))
+                .unwrap_or(HeaderValue::from_static("")),
+            allow_headers: joined(headers.iter().map(String::as_str)),
+            expose_headers: joined(config.expose_headers.iter().map(|h| h.as_str())),
+            methods,
+            headers,
+            credentials: config.credentials,
+            max_age: HeaderValue::from(config.max_age.as_secs()),
+        }
+    }
+
     fn allows_origin(&self, origin: &[u8]) -> bool {
         self.any_origin
             || self
@@ -177,5 +185,34 @@ impl Handler for CorsHandler {
         if let Some(expose) = &self.expose_headers {
             edits.set(header::ACCESS_CONTROL_EXPOSE_HEADERS, expose.clone());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn handler(origins: &[&str], credentials: bool) -> CorsHandler {
+        CorsHandler::new(&Cors {
+            origins: origins.iter().map(|o| o.to_string()).collect(),
+            credentials,
+            ..Cors::default()
+        })
+    }
+
+    #[test]
+    fn origins_match_in_any_case_and_credentials_name_the_origin() {
+        let listed = handler(&["https://app.example"], false);
+        assert!(listed.allows_origin(b"https://APP.example"));
+        assert!(!listed.allows_origin(b"https://app.example.evil"));
+        let origin = HeaderValue::from_static("https://a.example");
+        let any = handler(&["*"], false);
+        assert!(any.allows_origin(b"https://a.example"));
+        assert_eq!(any.allow_origin_value(origin.clone()), "*");
+        // `*` is not allowed with credentials (Fetch standard): the origin is echoed.
+        let with_credentials = handler(&["*"], true);
+        assert_eq!(with_credentials.allow_origin_value(origin.clone()), origin);
+        assert_eq!(any.allow_methods, "GET, HEAD, POST, PUT, PATCH, DELETE");
+        assert!(any.allow_headers.is_none() && any.expose_headers.is_none());
     }
 }

@@ -87,3 +87,19 @@ impl Handler for HeadersHandler {
         self.response.apply(&mut exchange.response_headers);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_that_frame_or_route_a_message_cannot_be_edited() {
+        for reserved in ["content-length", "host", "connection", "transfer-encoding"] {
+            let name = HeaderName::from_static(reserved);
+            let err = editable(&name).unwrap_err().to_string();
+            assert!(err.contains("managed by the proxy"), "{err}");
+        }
+        let name = HeaderName::from_static("x-env");
+        assert_eq!(editable(&name).unwrap(), name);
+    }
+}

@@ -37,7 +37,7 @@ pub(crate) struct RateLimiter {
 }
 
 impl RateLimiter {
-    pub(crate) fn new(config: &RateLimit) -> anyhow::Result<Self> {
+    fn new(config: &RateLimit) -> anyhow::Result<Self> {
         let rate = *config.rate;
         let quota = Quota::with_period(rate.per / rate.count.get())
             .context("the rate is too high")?
@@ -116,5 +116,37 @@ impl Handler for RateLimiter {
                 )
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Parsed, Rate, Setting as _};
+
+    fn limiter(rate: &str, burst: Option<u32>) -> RateLimiter {
+        RateLimiter::new(&RateLimit {
+            key: Parsed(Key::ClientIp),
+            rate: Parsed(Rate::parse(rate).unwrap()),
+            burst: burst.and_then(std::num::NonZeroU32::new),
+            max_keys: 10,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn the_burst_is_one_periods_worth_unless_set_and_keys_are_separate() {
+        let ip: IpAddr = "10.0.0.1".parse().unwrap();
+        let other: IpAddr = "10.0.0.2".parse().unwrap();
+        let per_minute = limiter("3/m", None);
+        assert_eq!(per_minute.limit, HeaderValue::from(3));
+        for _ in 0..3 {
+            assert!(per_minute.by_ip.check_key(&ip).is_ok());
+        }
+        assert!(per_minute.by_ip.check_key(&ip).is_err());
+        assert!(per_minute.by_ip.check_key(&other).is_ok());
+        let one_at_a_time = limiter("3/m", Some(1));
+        assert!(one_at_a_time.by_ip.check_key(&ip).is_ok());
+        assert!(one_at_a_time.by_ip.check_key(&ip).is_err());
     }
 }
