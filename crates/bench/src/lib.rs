@@ -4,7 +4,8 @@
 //! progress reaches the terminal without a pipe.
 //!
 //! A run is a list of groups (`baseline`, `proxy`, `middleware`,
-//! `protocols`, `lb`, `io`, `open`); each starts the components it needs,
+//! `protocols`, `lb`, `io`, `open`, and on request `runtimes`, the seeds'
+//! own backends in their runtimes); each starts the components it needs,
 //! measures its rows in rounds, one load run at a time (a warm-up,
 //! discarded, then the measured time) in an order rotated each round,
 //! checks after each run that every component is still alive, and stops
@@ -66,6 +67,15 @@ pub fn run(options: &BenchOptions, observer: &mut dyn Observer) -> anyhow::Resul
             quick: options.quick,
             max_conns: bench.max_conns,
             rounds: options.rounds(),
+            runtimes: if options.runs(GroupName::Runtimes) {
+                options
+                    .runtimes
+                    .iter()
+                    .map(|r| r.name().to_string())
+                    .collect()
+            } else {
+                Vec::new()
+            },
         },
         notes: Vec::new(),
         groups: Vec::new(),
@@ -81,24 +91,18 @@ pub fn run(options: &BenchOptions, observer: &mut dyn Observer) -> anyhow::Resul
             break;
         }
         let outcome = run_group(&mut bench);
+        results.groups.append(&mut bench.published);
         results.notes = bench.notes.clone();
         results.elapsed_s = started.elapsed().as_secs_f64();
-        match outcome {
-            Ok(group) => {
-                bench.observer.group_finished(&group);
-                results.groups.push(group);
-                report::write_all(&results, &options.out).with_context(|| {
-                    format!("cannot write the report to {}", options.out.display())
-                })?;
-            }
-            Err(err) => {
-                results
-                    .notes
-                    .push(format!("aborted in group {name}: {err:#}"));
-                let _ = report::write_all(&results, &options.out);
-                return Err(err.context(format!("group {name}")));
-            }
+        if let Err(err) = outcome {
+            results
+                .notes
+                .push(format!("aborted in group {name}: {err:#}"));
+            let _ = report::write_all(&results, &options.out);
+            return Err(err.context(format!("group {name}")));
         }
+        report::write_all(&results, &options.out)
+            .with_context(|| format!("cannot write the report to {}", options.out.display()))?;
     }
     results.notes = bench.notes.clone();
     results.elapsed_s = started.elapsed().as_secs_f64();

@@ -12,7 +12,7 @@ use load::{LoadConfig, RunControl};
 
 use crate::{
     process::{Component, Usage},
-    results::{Errors, Figures, Latency, LoadShape, ProcessUsage, Row, SweepPoint},
+    results::{Errors, Figures, Latency, LoadShape, ProcessUsage, Row, RuntimeInfo, SweepPoint},
     stage::Bench,
 };
 
@@ -23,6 +23,10 @@ pub(crate) struct RowSpec {
     pub(crate) system: String,
     pub(crate) sweep: Option<SweepPoint>,
     pub(crate) phase: Option<String>,
+    /// The backend it stands on (the runtimes groups).
+    pub(crate) runtime: Option<RuntimeInfo>,
+    /// Whole rounds to run first and discard (a JVM's JIT warm-up).
+    pub(crate) warmup_rounds: usize,
     /// The load, warm-up included.
     pub(crate) load: LoadConfig,
 }
@@ -34,6 +38,8 @@ impl RowSpec {
             system: system.to_string(),
             sweep: None,
             phase: None,
+            runtime: None,
+            warmup_rounds: 0,
             load,
         }
     }
@@ -48,6 +54,14 @@ impl RowSpec {
 
     pub(crate) fn phase(mut self, phase: &str) -> Self {
         self.phase = Some(phase.to_string());
+        self
+    }
+
+    /// The backend the row stands on, and whether its first round is a
+    /// warm-up to discard.
+    pub(crate) fn on(mut self, runtime: RuntimeInfo, warmup_rounds: usize) -> Self {
+        self.runtime = Some(runtime);
+        self.warmup_rounds = warmup_rounds;
         self
     }
 }
@@ -100,11 +114,23 @@ impl Bench<'_> {
     }
 }
 
-/// Which round of how many a sample belongs to (`index` from 0).
+/// Which round of how many a sample belongs to (`index` from 0), or
+/// which of the warm-up rounds run before them and discarded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Round {
     pub index: usize,
     pub of: usize,
+    pub warmup: bool,
+}
+
+impl Round {
+    pub(crate) fn measured(index: usize, of: usize) -> Self {
+        Self {
+            index,
+            of,
+            warmup: false,
+        }
+    }
 }
 
 /// A row's rounds as they come in.
@@ -141,6 +167,8 @@ impl Measured {
             system: self.spec.system,
             sweep: self.spec.sweep,
             phase: self.spec.phase,
+            runtime: self.spec.runtime,
+            warmup_rounds: self.spec.warmup_rounds,
             load: self.load?,
             figures,
             rounds: self.rounds,

@@ -9,8 +9,11 @@ use std::{
     time::Duration,
 };
 
-/// The named groups of `--only`: DESIGN.md's questions, and `peers` for
-/// the nginx and HAProxy rows of every group.
+use crate::runtimes::Runtime;
+
+/// The named groups of `--only`: DESIGN.md's questions, `runtimes` (the
+/// seeds' own backends, in their runtimes), and `peers` for the nginx and
+/// HAProxy rows of every group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum GroupName {
     Baseline,
@@ -20,11 +23,26 @@ pub enum GroupName {
     Lb,
     Io,
     Open,
+    Runtimes,
     Peers,
 }
 
 impl GroupName {
-    pub const ALL: [GroupName; 8] = [
+    pub const ALL: [GroupName; 9] = [
+        Self::Baseline,
+        Self::Proxy,
+        Self::Middleware,
+        Self::Protocols,
+        Self::Lb,
+        Self::Io,
+        Self::Open,
+        Self::Runtimes,
+        Self::Peers,
+    ];
+
+    /// What runs without `--only`: every group but `runtimes`, which builds
+    /// and starts JVMs for minutes and runs only when named.
+    pub const DEFAULT: [GroupName; 8] = [
         Self::Baseline,
         Self::Proxy,
         Self::Middleware,
@@ -44,6 +62,7 @@ impl GroupName {
             Self::Lb => "lb",
             Self::Io => "io",
             Self::Open => "open",
+            Self::Runtimes => "runtimes",
             Self::Peers => "peers",
         }
     }
@@ -98,6 +117,8 @@ pub struct BenchOptions {
     pub think: (Duration, Duration),
     /// The io downstream's delay.
     pub downstream_delay: Duration,
+    /// The seed backends the runtimes group builds and measures.
+    pub runtimes: Vec<Runtime>,
     /// Use ports from here up instead of free ones the kernel picks.
     pub port_base: Option<u16>,
     /// Set it to stop the run (Ctrl-C): the current row ends, components stop.
@@ -105,12 +126,13 @@ pub struct BenchOptions {
 }
 
 impl BenchOptions {
-    /// The defaults: every group, 128 connections, the lb sweep to 12,000.
+    /// The defaults: every group but `runtimes`, 128 connections, the lb
+    /// sweep to 12,000.
     pub fn new(sluice: PathBuf, out: PathBuf) -> Self {
         Self {
             sluice,
             out,
-            only: GroupName::ALL.to_vec(),
+            only: GroupName::DEFAULT.to_vec(),
             duration: None,
             warmup: None,
             connections: 128,
@@ -124,6 +146,7 @@ impl BenchOptions {
             rates: None,
             think: (Duration::from_secs(1), Duration::from_secs(2)),
             downstream_delay: Duration::from_millis(300),
+            runtimes: Runtime::ALL.to_vec(),
             port_base: None,
             interrupt: Arc::default(),
         }
@@ -168,6 +191,9 @@ impl BenchOptions {
             if rates.is_empty() || rates.iter().any(|r| !r.is_finite() || *r <= 0.0) {
                 return Err("--rates: give requests per second above 0, comma-separated".into());
             }
+        }
+        if self.runtimes.is_empty() {
+            return Err("--runtimes: name at least one runtime".into());
         }
         if self.think.0 > self.think.1 {
             return Err("--think: the shortest pause is longer than the longest".into());

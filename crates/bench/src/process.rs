@@ -22,6 +22,9 @@ use nix::{
 const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a component gets to exit after SIGTERM before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(3);
+/// The same for a runtime: a JVM takes longer, and Payara Micro removes
+/// its temporary folder only when it exits on SIGTERM.
+const RUNTIME_STOP_GRACE: Duration = Duration::from_secs(15);
 /// Log bytes quoted when a component fails.
 const LOG_TAIL: u64 = 2048;
 
@@ -32,6 +35,16 @@ pub(crate) struct Component {
     pub(crate) name: String,
     child: Child,
     log: PathBuf,
+    grace: Duration,
+}
+
+/// When a runtime is ready: `GET path` on its first address answers 200
+/// within `timeout` (Payara Micro accepts connections, and answers 404,
+/// seconds before its application is deployed).
+#[derive(Debug, Clone)]
+pub(crate) struct Probe {
+    pub(crate) path: String,
+    pub(crate) timeout: Duration,
 }
 
 /// What to start.
@@ -46,6 +59,8 @@ pub(crate) struct Launch<'a> {
     pub(crate) log: PathBuf,
     /// Ready once something accepts here.
     pub(crate) listens: Vec<SocketAddr>,
+    /// A runtime: ready once its first address answers this probe instead.
+    pub(crate) probe: Option<Probe>,
 }
 
 impl Component {
@@ -73,11 +88,33 @@ impl Component {
             name: launch.name,
             child,
             log: launch.log,
+            grace: if launch.probe.is_some() {
+                RUNTIME_STOP_GRACE
+            } else {
+                STOP_GRACE
+            },
         };
-        for addr in &launch.listens {
-            component.wait_listening(*addr)?;
+        match (&launch.probe, launch.listens.first()) {
+            (Some(probe), Some(addr)) => component.wait_answering(*addr, probe)?,
+            _ => {
+                for addr in &launch.listens {
+                    component.wait_listening(*addr)?;
+                }
+            }
         }
         Ok(component)
+    }
+
+    /// Waits until `GET probe.path` answers 200.
+    fn wait_answering(&mut self, addr: SocketAddr, probe: &Probe) -> anyhow::Result<()> {
+        let child = &mut self.child;
+        let ready = crate::runtimes::wait_ready(addr, &probe.path, probe.timeout, &mut || {
+            matches!(child.try_wait(), Ok(None))
+        });
+        match ready {
+            Ok(_) => Ok(()),
+            Err(err) => bail!("{}: {err:#}{}", self.name, self.log_tail()),
+        }
     }
 
     pub(crate) fn pid(&self) -> u32 {
@@ -153,7 +190,7 @@ impl Component {
         }
         let pid = Pid::from_raw(self.child.id() as i32);
         let _ = kill(pid, Signal::SIGTERM);
-        let deadline = Instant::now() + STOP_GRACE;
+        let deadline = Instant::now() + self.grace;
         while Instant::now() < deadline {
             if self.exited().is_some() {
                 return;
@@ -267,6 +304,7 @@ mod tests {
             cpus: None,
             log: dir.join("failing.log"),
             listens: vec![SocketAddr::from(([127, 0, 0, 1], 9))],
+            probe: None,
         })
         .expect_err("it exits");
         let message = format!("{err:#}");

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The `schema` value of results.json.
-pub const SCHEMA: &str = "sluice-bench/2";
+pub const SCHEMA: &str = "sluice-bench/3";
 
 /// The whole run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -21,7 +21,8 @@ pub struct Results {
     pub settings: Settings,
     /// What the run could not do or changed (a peer missing, a sweep scaled down).
     pub notes: Vec<String>,
-    /// In the order they ran: baseline, proxy, middleware, protocols, lb, io, open.
+    /// In the order they ran: baseline, proxy, middleware, protocols, lb,
+    /// io, open, then the runtimes groups (one per seed).
     pub groups: Vec<Group>,
 }
 
@@ -71,12 +72,18 @@ pub struct Settings {
     pub max_conns: usize,
     /// Times each row was measured; a row's figures are the rounds' median.
     pub rounds: usize,
+    /// The seed backends the runtimes groups were asked for (`--runtimes`);
+    /// empty when they did not run.
+    pub runtimes: Vec<String>,
 }
 
 /// One named group of rows: one of DESIGN.md's questions.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Group {
-    /// `baseline`, `proxy`, `middleware`, `protocols`, `lb`, `io` or `open`.
+    /// `baseline`, `proxy`, `middleware`, `protocols`, `lb`, `io`, `open`,
+    /// or one of the runtimes groups: `runtimes-hello` (seeds/001),
+    /// `runtimes-petstore` (seeds/000 Q5), `runtimes-io` (seeds/003),
+    /// `runtimes-open` (seeds/004).
     pub name: String,
     /// A heading: "Backend alone", "Load balancing over 5 backends", ...
     pub title: String,
@@ -98,8 +105,16 @@ pub struct Row {
     pub system: String,
     /// A sweep's point (the lb, io and open groups), else `None`.
     pub sweep: Option<SweepPoint>,
-    /// `cold` (the first run after start, no warm-up) or `warm`; open group only.
+    /// `cold` (the first run after start, no warm-up) or `warm` (the next
+    /// run); the open groups only.
     pub phase: Option<String>,
+    /// The backend the row stands on, in the runtimes groups (alone or
+    /// behind a proxy); `None` elsewhere.
+    pub runtime: Option<RuntimeInfo>,
+    /// Whole rounds run before the measured ones and discarded: 1 for a
+    /// row on a JVM (its JIT warms up, as the seeds discarded their first
+    /// run), 0 otherwise and for cold and warm rows.
+    pub warmup_rounds: usize,
     pub load: LoadShape,
     /// The median of the rounds (errors: their sum; peak RSS: their
     /// maximum), so that one unlucky round moves nothing.
@@ -108,6 +123,20 @@ pub struct Row {
     /// Each round's own figures, in round order (round `i` of every row
     /// of a group ran in the same pass over the systems).
     pub rounds: Vec<Figures>,
+}
+
+/// A backend of the runtimes groups and what it runs on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuntimeInfo {
+    /// `spring-mvc`, `webflux`, `go-http`, `node`, `grizzly`, `payara`,
+    /// `sluice serve`, or a peer (`nginx`, `haproxy`) answering the same bytes.
+    pub name: String,
+    /// What runs it: `OpenJDK 17.0.15`, `Go 1.26.8`, `Node.js 20.20.2`,
+    /// `sluice 0.1.0`, `nginx 1.22.1`.
+    pub version: String,
+    /// The framework as its build resolved it: `Spring Boot 3.5.16, Spring
+    /// MVC 6.2.19, Tomcat 10.1.55`.
+    pub framework: String,
 }
 
 /// What one load run measured, or the median of several.

@@ -1,7 +1,8 @@
 //! Rounds: every row of a block is measured once per round, the block's
 //! rows in an order rotated by one each round (A B C, then B C A, then
 //! C A B), so that no system always runs first on a cold cache or last
-//! on a hot machine. A row's figures are the median of its rounds.
+//! on a hot machine. A row's figures are the median of its rounds. A row
+//! on a JVM first runs whole rounds that are discarded (its warm-up).
 
 use crate::{
     measure::{Measured, Round, RowSpec},
@@ -52,8 +53,28 @@ impl Bench<'_> {
             let stages: Vec<Vec<usize>> = block.iter().map(|t| t.stage.clone()).collect();
             let mut measured: Vec<Measured> =
                 block.into_iter().map(|t| Measured::new(t.spec)).collect();
+            let warmups = measured
+                .iter()
+                .map(|m| m.spec().warmup_rounds)
+                .max()
+                .unwrap_or(0);
+            for index in 0..warmups {
+                let round = Round {
+                    index,
+                    of: warmups,
+                    warmup: true,
+                };
+                for i in rotation(measured.len(), index) {
+                    if measured[i].spec().warmup_rounds <= index {
+                        continue;
+                    }
+                    let mut stage = pick(components, &stages[i]);
+                    self.sample(group, measured[i].spec(), round, &mut stage)?;
+                    between();
+                }
+            }
             for index in 0..rounds {
-                let round = Round { index, of: rounds };
+                let round = Round::measured(index, rounds);
                 for i in rotation(measured.len(), index) {
                     let mut stage = pick(components, &stages[i]);
                     let sample = self.sample(group, measured[i].spec(), round, &mut stage)?;

@@ -16,6 +16,7 @@ use crate::{
     peers::{haproxy_cfg, nginx_conf, Site, TlsFiles},
     process::{Component, Launch},
     results::{Figures, Group},
+    runtimes::BuildEvent,
 };
 
 /// File descriptors the proxy keeps besides two per client (client side
@@ -33,10 +34,15 @@ pub trait Observer {
     fn progress(&mut self) -> Option<Box<dyn FnMut(load::Progress) + Send>> {
         None
     }
-    /// One round of a row was measured.
+    /// One round of a row was measured (or, `round.warmup`, run and discarded).
     fn row_finished(&mut self, _label: &str, _round: Round, _figures: &Figures) {}
     fn group_finished(&mut self, _group: &Group) {}
     fn note(&mut self, _note: &str) {}
+    /// A seed backend is being prepared: found in the cache, or built on
+    /// first use (every line its build tool prints comes through).
+    fn build(&mut self, _event: BuildEvent<'_>) {}
+    /// A seed backend answered its readiness probe `took` after its start.
+    fn runtime_ready(&mut self, _name: &str, _took: Duration) {}
 }
 
 /// Where components run: with `--pin` and 2+ CPUs, the system under test
@@ -67,6 +73,8 @@ pub(crate) struct Bench<'a> {
     pub(crate) max_conns: usize,
     pub(crate) observer: &'a mut dyn Observer,
     pub(crate) notes: Vec<String>,
+    /// Groups measured and not yet in the results (see [`Bench::publish`]).
+    pub(crate) published: Vec<Group>,
     next_port: Option<u16>,
     tls: Option<TlsFiles>,
 }
@@ -90,6 +98,7 @@ impl<'a> Bench<'a> {
             max_conns: options.max_conns,
             observer,
             notes: Vec::new(),
+            published: Vec::new(),
             next_port: options.port_base,
             tls: None,
         };
@@ -102,6 +111,14 @@ impl<'a> Bench<'a> {
     pub(crate) fn note(&mut self, note: String) {
         self.observer.note(&note);
         self.notes.push(note);
+    }
+
+    /// A group measured: shown, and taken into the results when the group
+    /// function returns, even when it fails later (a group function may
+    /// publish several, the runtimes group one per seed).
+    pub(crate) fn publish(&mut self, group: Group) {
+        self.observer.group_finished(&group);
+        self.published.push(group);
     }
 
     fn place(&mut self) -> anyhow::Result<()> {
@@ -216,7 +233,7 @@ impl<'a> Bench<'a> {
         }
     }
 
-    fn log(&self, name: &str) -> PathBuf {
+    pub(crate) fn log(&self, name: &str) -> PathBuf {
         self.work.join(format!("{}.log", file_name(name)))
     }
 
@@ -246,6 +263,7 @@ impl<'a> Bench<'a> {
             args,
             cpus: self.cpus(sut),
             listens: vec![addr],
+            probe: None,
         })?;
         Ok((component, addr))
     }
@@ -267,6 +285,7 @@ impl<'a> Bench<'a> {
             args: vec!["proxy".into(), "-c".into(), config.display().to_string()],
             cpus: self.cpus(true),
             listens: listens.to_vec(),
+            probe: None,
         })
     }
 
@@ -318,11 +337,12 @@ impl<'a> Bench<'a> {
             args,
             cpus: self.cpus(true),
             listens: vec![listen],
+            probe: None,
         })?;
         Ok(Ok(component))
     }
 
-    fn cpus(&self, sut: bool) -> Option<String> {
+    pub(crate) fn cpus(&self, sut: bool) -> Option<String> {
         if sut {
             self.placement.sut.clone()
         } else {

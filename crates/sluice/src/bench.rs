@@ -10,6 +10,7 @@ use std::{
 
 use bench::{
     results::{Figures, Group},
+    runtimes::{BuildEvent, Runtime},
     BenchOptions, GroupName, Observer, Round,
 };
 use clap::Args;
@@ -21,8 +22,9 @@ use crate::load::{parse_duration, parse_think, watch_ctrl_c};
 /// each middleware handler, HTTP/1.1 vs HTTP/2 vs TLS, load balancing
 /// across a concurrency sweep, IO-heavy users with think time, an open
 /// arrival rate cold and warm; every row again with nginx and HAProxy
-/// when they are installed. Writes report.md, results.json and
-/// report.html.
+/// when they are installed; on request (`--only runtimes`) each seed's
+/// table against the seeds' own backends (Spring, Go, Node, Grizzly,
+/// Payara). Writes report.md, results.json and report.html.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
     sluice bench                               # every group, 3 rounds: about 15 minutes on 2 cores\n  \
@@ -30,14 +32,19 @@ use crate::load::{parse_duration, parse_think, watch_ctrl_c};
     sluice bench --rounds 3 --only baseline,proxy,peers\n  \
     sluice bench --only baseline,proxy,peers --duration 10s --pin\n  \
     sluice bench --only lb --conns 500,1000,2000,4000,8000,12000\n  \
-    sluice bench --only io --users 300,1000,1500,3000,5000 --duration 30s\n\n\
+    sluice bench --only io --users 300,1000,1500,3000,5000 --duration 30s\n  \
+    sluice bench --only runtimes,peers         # the seeds' tables in their own runtimes: about 25 minutes\n  \
+    sluice bench --only runtimes --runtimes go-http,node --quick\n\n\
 Groups: baseline, proxy, middleware, protocols, lb, io, open, and peers (the\n\
 nginx and HAProxy rows of every group; skipped with a note when not installed:\n\
-apt-get install -y nginx-light haproxy). Each component runs in its own\n\
-process; the load generator runs in this one. Exit status: 0 after a run,\n\
-1 when a component fails (the partial report is still written), 2 for bad input.")]
+apt-get install -y nginx-light haproxy); runtimes runs only when named: it\n\
+builds the seeds' backends on first use (java+mvn, go, node; a missing\n\
+toolchain skips its rows with a note) into ~/.cache/sluice/runtimes. Each\n\
+component runs in its own process; the load generator runs in this one.\n\
+Exit status: 0 after a run, 1 when a component fails (the partial report is\n\
+still written), 2 for bad input.")]
 pub(crate) struct BenchArgs {
-    /// Groups to run, comma-separated (default: all).
+    /// Groups to run, comma-separated (default: all but runtimes).
     #[arg(long, value_delimiter = ',', value_parser = parse_group)]
     only: Vec<GroupName>,
     /// Measured time of each row (default 3s; --quick 1s, io 2s).
@@ -80,6 +87,10 @@ pub(crate) struct BenchArgs {
     /// The io downstream's delay per message.
     #[arg(long, default_value = "300ms", value_parser = parse_duration)]
     downstream_delay: Duration,
+    /// The seed backends the runtimes group builds and measures (default: all six:
+    /// spring-mvc, webflux, go-http, node, grizzly, payara).
+    #[arg(long, value_delimiter = ',', value_parser = parse_runtime)]
+    runtimes: Vec<Runtime>,
     /// Use ports from here up (each must be free) instead of ports the kernel picks.
     #[arg(long)]
     port_base: Option<u16>,
@@ -92,6 +103,10 @@ pub(crate) struct BenchArgs {
 }
 
 fn parse_group(text: &str) -> Result<GroupName, String> {
+    text.trim().parse()
+}
+
+fn parse_runtime(text: &str) -> Result<Runtime, String> {
     text.trim().parse()
 }
 
@@ -122,6 +137,9 @@ pub(crate) fn run(args: BenchArgs) -> ExitCode {
     options.think = (args.think.min, args.think.max);
     options.downstream_delay = args.downstream_delay;
     options.port_base = args.port_base;
+    if !args.runtimes.is_empty() {
+        options.runtimes = args.runtimes.clone();
+    }
     if let Err(message) = options.validate() {
         eprintln!("sluice bench: error: {message}");
         return ExitCode::from(2);
@@ -224,9 +242,8 @@ impl Observer for Terminal {
         if let Some(bar) = &self.bar {
             bar.set_position(0);
             bar.set_message(format!(
-                "{group} | {label} | round {}/{} ({:.1}s) | {} of ~{}",
-                round.index + 1,
-                round.of,
+                "{group} | {label} | {} ({:.1}s) | {} of ~{}",
+                round_name(round),
                 planned.as_secs_f64(),
                 clock(self.started.elapsed()),
                 clock(self.expected),
@@ -245,7 +262,9 @@ impl Observer for Terminal {
     }
 
     fn row_finished(&mut self, label: &str, round: Round, figures: &Figures) {
-        let round = if round.of > 1 {
+        let round = if round.warmup {
+            " [warm-up, discarded]".to_string()
+        } else if round.of > 1 {
             format!(" [{}/{}]", round.index + 1, round.of)
         } else {
             String::new()
@@ -266,6 +285,49 @@ impl Observer for Terminal {
 
     fn note(&mut self, note: &str) {
         self.say(&format!("note: {note}"));
+    }
+
+    fn build(&mut self, event: BuildEvent<'_>) {
+        match event {
+            BuildEvent::Cached { runtime, dir } => {
+                self.say(&format!("{runtime}: built before, in {}", dir.display()))
+            }
+            BuildEvent::Started {
+                runtime,
+                command,
+                dir,
+            } => self.say(&format!(
+                "{runtime}: first use, building in {} (a first JVM build downloads from Maven \
+                 Central: minutes): {command}",
+                dir.display()
+            )),
+            // The build tool's lines scroll by on the progress line only.
+            BuildEvent::Output { runtime, line } => {
+                if let Some(bar) = &self.bar {
+                    bar.set_message(format!("building {runtime} | {}", line.trim()));
+                }
+            }
+            BuildEvent::Finished { runtime, elapsed } => self.say(&format!(
+                "{runtime}: built in {:.1}s",
+                elapsed.as_secs_f64()
+            )),
+        }
+    }
+
+    fn runtime_ready(&mut self, name: &str, took: Duration) {
+        self.say(&format!(
+            "   {name}: serving after {:.1}s",
+            took.as_secs_f64()
+        ));
+    }
+}
+
+/// `round 2/3`, or `warm-up round (discarded)`.
+fn round_name(round: Round) -> String {
+    if round.warmup {
+        "warm-up round (discarded)".to_string()
+    } else {
+        format!("round {}/{}", round.index + 1, round.of)
     }
 }
 

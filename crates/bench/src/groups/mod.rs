@@ -1,7 +1,9 @@
 //! The groups: DESIGN.md's questions, each a function that starts its
 //! components (sluice's and each peer's, all at once), measures its rows
-//! in rounds (see [`crate::rounds`]) and stops them all when it returns.
+//! in rounds (see [`crate::rounds`]), publishes the group and stops them
+//! all when it returns; `runtimes` publishes a group per seed.
 
+mod runtimes;
 mod sweeps;
 mod throughput;
 
@@ -19,7 +21,8 @@ use crate::{
     stage::Bench,
 };
 
-pub(crate) type GroupFn = fn(&mut Bench<'_>) -> anyhow::Result<Group>;
+/// Measures a group and hands it to [`Bench::publish`].
+pub(crate) type GroupFn = fn(&mut Bench<'_>) -> anyhow::Result<()>;
 
 /// Every group in the order a run takes them.
 pub(crate) const ALL: &[(GroupName, GroupFn)] = &[
@@ -30,6 +33,7 @@ pub(crate) const ALL: &[(GroupName, GroupFn)] = &[
     (GroupName::Lb, sweeps::lb),
     (GroupName::Io, sweeps::io),
     (GroupName::Open, sweeps::open),
+    (GroupName::Runtimes, runtimes::runtimes),
 ];
 
 /// A request without an answer after this long is a timeout in the sweeps,
@@ -67,6 +71,10 @@ pub(crate) fn expected(bench: &Bench<'_>) -> Duration {
             GroupName::Io => (options.io_points().len() * (2 + peers), io),
             // Cold and warm, per rate, for the backend alone and each proxy.
             GroupName::Open => (options.open_rates().len() * 2 * (2 + peers), open),
+            GroupName::Runtimes => {
+                total += runtimes::expected(bench);
+                continue;
+            }
             GroupName::Peers => (0, Duration::ZERO),
         };
         total += each * (rows * options.rounds()) as u32;
@@ -74,8 +82,8 @@ pub(crate) fn expected(bench: &Bench<'_>) -> Duration {
     total
 }
 
-fn begin(bench: &mut Bench<'_>, name: GroupName, title: &str, question: &str) -> Group {
-    bench.observer.group_started(name.as_str(), title);
+fn begin(bench: &mut Bench<'_>, name: &str, title: &str, question: &str) -> Group {
+    bench.observer.group_started(name, title);
     Group {
         name: name.to_string(),
         title: title.to_string(),
@@ -139,10 +147,10 @@ fn upstream_yaml(name: &str, hosts: &[SocketAddr], extra: &str) -> String {
     )
 }
 
-/// A peer standing where sluice stood, or a note in the group why it cannot.
+/// A peer standing where sluice stood, or a note why it cannot.
 fn peer_component(
     bench: &mut Bench<'_>,
-    group: &mut Group,
+    notes: &mut Vec<String>,
     peer: &Peer,
     name: &str,
     site: &Site<'_>,
@@ -151,7 +159,7 @@ fn peer_component(
     match bench.peer(peer, name, site, listen)? {
         Ok(component) => Ok(Some(component)),
         Err(why) => {
-            group.notes.push(format!("{name}: not measured: {why}"));
+            notes.push(format!("{name}: not measured: {why}"));
             Ok(None)
         }
     }
@@ -176,7 +184,9 @@ fn proxies(
         let listen = bench.port()?;
         let site = plain_proxy_site(listen, upstreams, max_conns);
         let component = format!("{} {name}", peer.kind.name());
-        if let Some(server) = peer_component(bench, group, &peer, &component, &site, listen)? {
+        if let Some(server) =
+            peer_component(bench, &mut group.notes, &peer, &component, &site, listen)?
+        {
             components.push(server);
             systems.push((peer.kind.name().to_string(), components.len() - 1, listen));
         }

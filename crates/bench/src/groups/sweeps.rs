@@ -14,7 +14,7 @@ use crate::{
     measure::{load_config, Measured, Round, RowSpec},
     options::GroupName,
     process::Component,
-    results::Group,
+    results::{Group, Row},
     rounds::{rotation, Trial},
     stage::Bench,
 };
@@ -24,10 +24,10 @@ const MESSAGE: &str = r#"{"id":"1","payload":"sample payload","delay":DELAY}"#;
 
 /// Question 6 (seeds/002): round robin over five 1 KB backends, across a
 /// concurrency sweep.
-pub(super) fn lb(bench: &mut Bench<'_>) -> anyhow::Result<Group> {
+pub(super) fn lb(bench: &mut Bench<'_>) -> anyhow::Result<()> {
     let mut group = begin(
         bench,
-        GroupName::Lb,
+        GroupName::Lb.as_str(),
         "Load balancing over 5 backends",
         "How does round robin over five 1 KB backends hold up from hundreds to thousands of connections?",
     );
@@ -59,15 +59,16 @@ pub(super) fn lb(bench: &mut Bench<'_>) -> anyhow::Result<Group> {
         blocks.push(block);
     }
     group.rows = bench.run_blocks("lb", &mut components, blocks, &mut || {})?;
-    Ok(group)
+    bench.publish(group);
+    Ok(())
 }
 
 /// Question 7 (seeds/003): users with think time through `passthrough`
 /// to a slow `downstream`, across a users sweep; p95 is the figure.
-pub(super) fn io(bench: &mut Bench<'_>) -> anyhow::Result<Group> {
+pub(super) fn io(bench: &mut Bench<'_>) -> anyhow::Result<()> {
     let mut group = begin(
         bench,
-        GroupName::Io,
+        GroupName::Io.as_str(),
         "IO-heavy passthrough",
         "With users who think 1-2 s between requests, in front of a 300 ms downstream, what is p95 from hundreds to thousands of users?",
     );
@@ -90,10 +91,7 @@ pub(super) fn io(bench: &mut Bench<'_>) -> anyhow::Result<Group> {
         &[passthrough_addr],
         top,
     )?);
-    let body = MESSAGE.replace(
-        "DELAY",
-        &bench.options.downstream_delay.as_millis().to_string(),
-    );
+    let body = message(bench);
     let mut blocks = Vec::new();
     for &users in &points {
         let mut block = Vec::new();
@@ -115,11 +113,20 @@ pub(super) fn io(bench: &mut Bench<'_>) -> anyhow::Result<Group> {
         blocks.push(block);
     }
     group.rows = bench.run_blocks("io", &mut components, blocks, &mut || {})?;
-    Ok(group)
+    bench.publish(group);
+    Ok(())
+}
+
+/// seeds/003's message with the run's downstream delay.
+pub(super) fn message(bench: &Bench<'_>) -> String {
+    MESSAGE.replace(
+        "DELAY",
+        &bench.options.downstream_delay.as_millis().to_string(),
+    )
 }
 
 /// `users` users posting the message to `listen`, thinking between answers.
-fn users_config(
+pub(super) fn users_config(
     bench: &Bench<'_>,
     listen: SocketAddr,
     users: usize,
@@ -143,10 +150,10 @@ fn users_config(
 /// Question 5 and seeds/004: an open arrival rate on `customers`, the
 /// first run after a start (cold) and the next (warm). Every round starts
 /// each system afresh, so that each round has a cold run.
-pub(super) fn open(bench: &mut Bench<'_>) -> anyhow::Result<Group> {
+pub(super) fn open(bench: &mut Bench<'_>) -> anyhow::Result<()> {
     let mut group = begin(
         bench,
-        GroupName::Open,
+        GroupName::Open.as_str(),
         "Open arrival rate on customers",
         "At a fixed arrival rate, what latency do clients see right after a start (cold) and once warm?",
     );
@@ -154,39 +161,90 @@ pub(super) fn open(bench: &mut Bench<'_>) -> anyhow::Result<Group> {
     let (mut backend, backend_addr) = bench.serve("customers", &[], false)?;
     let mut systems: Vec<System> = vec![System::Alone, System::Sluice];
     systems.extend(bench.peers.clone().into_iter().map(System::Peer));
+    let rows = cold_and_warm(
+        bench,
+        &mut group,
+        &systems,
+        &rates,
+        Some(&mut backend),
+        |bench, notes, system, rate| start_fresh(bench, notes, system, rate, backend_addr),
+        |bench, system, addr, rate, phase| {
+            let name = system.name();
+            let label = match system {
+                System::Alone => "customers alone".to_string(),
+                _ => format!("{name} -> customers"),
+            };
+            Ok(RowSpec::new(
+                format!("{label} @ {rate} req/s, {phase}"),
+                name,
+                open_load(bench, addr, rate)?,
+            ))
+        },
+    )?;
+    group.rows = rows;
+    bench.publish(group);
+    Ok(())
+}
+
+/// What a fresh system of [`cold_and_warm`] is: its process and where it
+/// listens; `None` when it cannot play the part (a note says why).
+pub(super) type Fresh = Option<(Component, SocketAddr)>;
+
+/// The open model's rows, per rate: in each round every system, in rotated
+/// order, is started afresh and measured twice, cold (the first run after
+/// its start) then warm (the next run), neither with a warm-up. `spec`
+/// labels a row (its sweep point and phase are set here); a system that
+/// `stands_alone` is loaded directly, any other in front of `upstream`,
+/// which must live through its rows. `start` may leave a note in the
+/// group's notes (said once however many rounds say it).
+pub(super) fn cold_and_warm<S: Standing>(
+    bench: &mut Bench<'_>,
+    group: &mut Group,
+    systems: &[S],
+    rates: &[f64],
+    mut upstream: Option<&mut Component>,
+    mut start: impl FnMut(&mut Bench<'_>, &mut Vec<String>, &S, f64) -> anyhow::Result<Fresh>,
+    spec: impl Fn(&Bench<'_>, &S, SocketAddr, f64, &str) -> anyhow::Result<RowSpec>,
+) -> anyhow::Result<Vec<Row>> {
     let rounds = bench.options.rounds();
-    for &rate in &rates {
+    let mut rows = Vec::new();
+    for &rate in rates {
         // Per system: its cold row and its warm row.
         let mut measured: Vec<[Option<Measured>; 2]> =
             systems.iter().map(|_| [None, None]).collect();
         for index in 0..rounds {
-            let round = Round { index, of: rounds };
+            let round = Round::measured(index, rounds);
             for i in rotation(systems.len(), index) {
                 let system = &systems[i];
-                let Some((mut server, addr)) =
-                    start_fresh(bench, &mut group, system, rate, backend_addr)?
-                else {
+                let Some((mut server, addr)) = start(bench, &mut group.notes, system, rate)? else {
                     continue;
                 };
                 for (row, phase) in measured[i].iter_mut().zip(["cold", "warm"]) {
-                    let spec = open_spec(bench, system, addr, rate, phase)?;
+                    let spec = spec(bench, system, addr, rate, phase)?
+                        .sweep("rate", rate)
+                        .phase(phase);
                     let mut stage: Vec<&mut Component> = vec![&mut server];
-                    if !matches!(system, System::Alone) {
-                        stage.push(&mut backend);
+                    if !system.stands_alone() {
+                        stage.extend(upstream.as_deref_mut());
                     }
-                    let sample = bench.sample("open", &spec, round, &mut stage)?;
+                    let sample = bench.sample(&group.name, &spec, round, &mut stage)?;
                     row.get_or_insert_with(|| Measured::new(spec)).add(sample);
                 }
             }
         }
         for row in measured.into_iter().flatten().flatten() {
-            group.rows.extend(row.finish());
+            rows.extend(row.finish());
         }
     }
-    // A peer that cannot play the part says so once, not once a round.
+    // A system that cannot play the part says so once, not once a round.
     let mut seen = std::collections::HashSet::new();
     group.notes.retain(|note| seen.insert(note.clone()));
-    Ok(group)
+    Ok(rows)
+}
+
+/// Whether a system of [`cold_and_warm`] is loaded directly.
+pub(super) trait Standing {
+    fn stands_alone(&self) -> bool;
 }
 
 /// Who the open group measures.
@@ -196,6 +254,12 @@ enum System {
     Alone,
     Sluice,
     Peer(Peer),
+}
+
+impl Standing for System {
+    fn stands_alone(&self) -> bool {
+        matches!(self, System::Alone)
+    }
 }
 
 impl System {
@@ -212,11 +276,11 @@ impl System {
 /// where it listens; `None` when a peer cannot play the part.
 fn start_fresh(
     bench: &mut Bench<'_>,
-    group: &mut Group,
+    notes: &mut Vec<String>,
     system: &System,
     rate: f64,
     backend: SocketAddr,
-) -> anyhow::Result<Option<(Component, SocketAddr)>> {
+) -> anyhow::Result<Fresh> {
     match system {
         System::Alone => bench.serve("customers", &[], true).map(Some),
         System::Sluice => {
@@ -233,19 +297,18 @@ fn start_fresh(
                 bench.options.connections,
             );
             let name = format!("{} open {rate}", peer.kind.name());
-            Ok(peer_component(bench, group, peer, &name, &site, listen)?.map(|c| (c, listen)))
+            Ok(peer_component(bench, notes, peer, &name, &site, listen)?.map(|c| (c, listen)))
         }
     }
 }
 
-fn open_spec(
+/// `GET /customers` on `addr` at `rate`, with no warm-up: a cold row's
+/// first requests are measured.
+pub(super) fn open_load(
     bench: &Bench<'_>,
-    system: &System,
     addr: SocketAddr,
     rate: f64,
-    phase: &str,
-) -> anyhow::Result<RowSpec> {
-    // Cold means no warm-up at all: the first requests are measured.
+) -> anyhow::Result<LoadConfig> {
     let mut config = load_config(
         &format!("http://{addr}/customers"),
         bench.options.connections,
@@ -254,14 +317,5 @@ fn open_spec(
     )?;
     config.rate = Some(rate);
     config.timeout = SWEEP_TIMEOUT;
-    let name = system.name();
-    let label = match system {
-        System::Alone => "customers alone".to_string(),
-        _ => format!("{name} -> customers"),
-    };
-    Ok(
-        RowSpec::new(format!("{label} @ {rate} req/s, {phase}"), name, config)
-            .sweep("rate", rate)
-            .phase(phase),
-    )
+    Ok(config)
 }

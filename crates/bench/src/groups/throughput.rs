@@ -11,7 +11,6 @@ use crate::{
     options::GroupName,
     peers::{ProxySite, Site, UpstreamProtocol},
     process::Component,
-    results::Group,
     rounds::Trial,
     stage::Bench,
 };
@@ -20,10 +19,10 @@ use crate::{
 const PETSTORE_SPEC: &str = include_str!("../../../../specs/petstore.yaml");
 
 /// Question 1.
-pub(super) fn baseline(bench: &mut Bench<'_>) -> anyhow::Result<Group> {
+pub(super) fn baseline(bench: &mut Bench<'_>) -> anyhow::Result<()> {
     let mut group = begin(
         bench,
-        GroupName::Baseline,
+        GroupName::Baseline.as_str(),
         "Backend alone",
         "What is the baseline throughput and latency of the backend alone?",
     );
@@ -45,7 +44,8 @@ pub(super) fn baseline(bench: &mut Bench<'_>) -> anyhow::Result<Group> {
             content_type: "application/json",
         };
         let name = format!("{} static petstore", peer.kind.name());
-        let Some(server) = peer_component(bench, &mut group, &peer, &name, &site, listen)? else {
+        let Some(server) = peer_component(bench, &mut group.notes, &peer, &name, &site, listen)?
+        else {
             continue;
         };
         components.push(server);
@@ -59,14 +59,15 @@ pub(super) fn baseline(bench: &mut Bench<'_>) -> anyhow::Result<Group> {
         ));
     }
     group.rows = bench.run_blocks("baseline", &mut components, vec![trials], &mut || {})?;
-    Ok(group)
+    bench.publish(group);
+    Ok(())
 }
 
 /// Question 2: the same backend behind each proxy, nothing else on the path.
-pub(super) fn proxy(bench: &mut Bench<'_>) -> anyhow::Result<Group> {
+pub(super) fn proxy(bench: &mut Bench<'_>) -> anyhow::Result<()> {
     let mut group = begin(
         bench,
-        GroupName::Proxy,
+        GroupName::Proxy.as_str(),
         "Proxy in front of the backend",
         "What does adding the proxy in front of the backend cost?",
     );
@@ -91,15 +92,16 @@ pub(super) fn proxy(bench: &mut Bench<'_>) -> anyhow::Result<Group> {
         trials.push(Trial::new(spec, &[index, 0]));
     }
     group.rows = bench.run_blocks("proxy", &mut components, vec![trials], &mut || {})?;
-    Ok(group)
+    bench.publish(group);
+    Ok(())
 }
 
 /// Question 3: one sluice process with a route per handler, told apart by
 /// Host, so that every handler is measured on the same process.
-pub(super) fn middleware(bench: &mut Bench<'_>) -> anyhow::Result<Group> {
+pub(super) fn middleware(bench: &mut Bench<'_>) -> anyhow::Result<()> {
     let mut group = begin(
         bench,
-        GroupName::Middleware,
+        GroupName::Middleware.as_str(),
         "Middleware handlers",
         "What does each middleware handler cost, alone and as the full default chain?",
     );
@@ -191,7 +193,8 @@ routes:
     let rows = bench.run_blocks("middleware", &mut components, vec![trials], &mut empty_log);
     let _ = std::fs::remove_file(&access_log);
     group.rows = rows?;
-    Ok(group)
+    bench.publish(group);
+    Ok(())
 }
 
 /// `default chain` becomes the host `default-chain`.
@@ -200,10 +203,10 @@ fn host_of(scenario: &str) -> String {
 }
 
 /// Question 4: HTTP/1.1, h2c and h2 over TLS to the backend, and a TLS listener.
-pub(super) fn protocols(bench: &mut Bench<'_>) -> anyhow::Result<Group> {
+pub(super) fn protocols(bench: &mut Bench<'_>) -> anyhow::Result<()> {
     let mut group = begin(
         bench,
-        GroupName::Protocols,
+        GroupName::Protocols.as_str(),
         "Protocols",
         "HTTP/1.1 vs HTTP/2 (h2c and h2 over TLS) between proxy and backend; TLS on the listener.",
     );
@@ -291,7 +294,8 @@ routes:\n  - {{ path: /, host: h1, upstream: h1 }}\n  - {{ path: /, host: tls, u
             });
             let system = peer.kind.name();
             let name = format!("{system} {case}");
-            let Some(server) = peer_component(bench, &mut group, &peer, &name, &site, listen)?
+            let Some(server) =
+                peer_component(bench, &mut group.notes, &peer, &name, &site, listen)?
             else {
                 continue;
             };
@@ -306,7 +310,8 @@ routes:\n  - {{ path: /, host: h1, upstream: h1 }}\n  - {{ path: /, host: tls, u
         blocks.push(block);
     }
     group.rows = bench.run_blocks("protocols", &mut components, blocks, &mut || {})?;
-    Ok(group)
+    bench.publish(group);
+    Ok(())
 }
 
 #[cfg(test)]

@@ -275,6 +275,15 @@ pub(crate) fn settings_table(results: &Results) -> Table {
     t.push(vec!["Pinned to CPUs".into(), yes(s.pin)]);
     t.push(vec!["Quick".into(), yes(s.quick)]);
     t.push(vec!["lb sweep top".into(), fmt::count(s.max_conns as f64)]);
+    if !s.runtimes.is_empty() {
+        t.push(vec![
+            "Runtimes".into(),
+            format!(
+                "{} (the runtimes groups; hello and petstore pipeline 16 deep)",
+                s.runtimes.join(", ")
+            ),
+        ]);
+    }
     t.push(vec!["Started".into(), results.started.clone()]);
     t.push(vec!["Elapsed".into(), fmt::elapsed(results.elapsed_s)]);
     t

@@ -1,10 +1,10 @@
-//! A realistic run for the tests: all seven groups, every system, the
-//! three sweeps, cold and warm phases, notes, a row with errors and a row
-//! without process figures.
+//! A realistic run for the tests: all seven groups and the four runtimes
+//! groups, every system, the sweeps, cold and warm phases, notes, a row
+//! with errors and a row without process figures.
 
 use crate::results::{
     Errors, Figures, Group, Latency, LoadShape, Machine, PeerVersion, ProcessUsage, Results, Row,
-    Settings, SweepPoint, SCHEMA,
+    RuntimeInfo, Settings, SweepPoint, SCHEMA,
 };
 
 fn load(path: &str, connections: usize) -> LoadShape {
@@ -64,6 +64,8 @@ fn row(label: &str, system: &str, rps: f64, avg_ms: f64, rss_mib: u64, cpu_us: f
         system: system.into(),
         sweep: None,
         phase: None,
+        runtime: None,
+        warmup_rounds: 0,
         load: load("/v1/pets", 128),
         figures: rounds[1].clone(),
         rounds,
@@ -249,6 +251,8 @@ pub(crate) fn fixture() -> Results {
                 "lb",
                 "io",
                 "open",
+                "runtimes",
+                "peers",
             ]
             .iter()
             .map(|s| (*s).to_owned())
@@ -261,6 +265,10 @@ pub(crate) fn fixture() -> Results {
             quick: false,
             max_conns: 12_000,
             rounds: 3,
+            runtimes: ["sluice serve", "spring-mvc", "webflux", "go-http", "payara"]
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect(),
         },
         notes: vec![
             "lb: sweep scaled down from 12,000 & up to 12,000 connections <open-file limit>".into(),
@@ -315,6 +323,163 @@ pub(crate) fn fixture() -> Results {
                 open,
                 &[],
             ),
-        ],
+        ]
+        .into_iter()
+        .chain(runtimes_groups())
+        .collect(),
     }
+}
+
+/// What a backend runs on, as the runtimes groups record it.
+fn on(mut r: Row, name: &str) -> Row {
+    let (version, framework) = match name {
+        "sluice serve" => (
+            "sluice 0.1.0",
+            "crates/backends (tokio, hand-written HTTP/1.1)",
+        ),
+        "go-http" => ("Go 1.26.8", "net/http (standard library)"),
+        "payara" => ("OpenJDK 17.0.15", "Payara Micro 6.2025.10"),
+        "nginx" => ("nginx 1.24.0", "a static response in its config"),
+        _ => (
+            "OpenJDK 17.0.15",
+            "Spring Boot 3.5.16, Spring MVC 6.2.19, Tomcat 10.1.55",
+        ),
+    };
+    r.warmup_rounds = usize::from(version.starts_with("OpenJDK") && r.phase.is_none());
+    r.runtime = Some(RuntimeInfo {
+        name: name.into(),
+        version: version.into(),
+        framework: framework.into(),
+    });
+    r
+}
+
+/// The four seeds' groups: sluice serve, a Go and two JVM backends, nginx
+/// in front and serving bytes, a skipped runtime's note, timeouts.
+fn runtimes_groups() -> Vec<Group> {
+    let hello = [
+        ("sluice serve", "backend", 512_004.0),
+        ("spring-mvc", "backend", 18_250.0),
+        ("webflux", "backend", 61_020.0),
+        ("go-http", "backend", 160_200.0),
+        ("nginx", "nginx", 301_000.0),
+    ]
+    .iter()
+    .map(|&(name, system, rps)| {
+        let label = if system == "nginx" {
+            "nginx hello bytes".to_string()
+        } else {
+            format!("{name} hello")
+        };
+        let mut r = on(
+            row(&label, system, rps, 250.0 / rps * 1000.0, 40, 3.0),
+            name,
+        );
+        r.load = load("/", 128);
+        r.load.pipeline = 16;
+        r
+    })
+    .collect();
+    let mut petstore = Vec::new();
+    for (name, alone) in [
+        ("sluice serve", 420_000.0),
+        ("spring-mvc", 21_000.0),
+        ("go-http", 150_000.0),
+    ] {
+        petstore.push(on(
+            row(&format!("{name} petstore"), "backend", alone, 2.0, 30, 4.0),
+            name,
+        ));
+        for (proxy, share) in [("sluice", 0.4), ("nginx", 0.35)] {
+            let behind = alone.min(160_000.0) * share / 0.4;
+            let label = format!("{proxy} -> {name} petstore");
+            petstore.push(on(row(&label, proxy, behind, 3.0, 20, 6.0), name));
+        }
+    }
+    let mut io = Vec::new();
+    for users in [300.0, 5_000.0] {
+        for (name, via, p95_ms) in [
+            ("sluice serve", None, 301.0),
+            (
+                "spring-mvc",
+                None,
+                if users > 1_000.0 { 9_800.0 } else { 305.0 },
+            ),
+            (
+                "spring-mvc",
+                Some("sluice"),
+                if users > 1_000.0 { 9_900.0 } else { 306.0 },
+            ),
+            ("webflux", None, 312.0),
+        ] {
+            let label = match via {
+                Some(proxy) => format!("{proxy} -> {name} passthrough @ {users}"),
+                None => format!("{name} passthrough @ {users}"),
+            };
+            let mut r = row(
+                &label,
+                via.unwrap_or("backend"),
+                users / 1.8,
+                p95_ms / 1.8,
+                90,
+                30.0,
+            );
+            r.load.think_ms = Some([1000, 2000]);
+            if p95_ms > 1_000.0 {
+                for round in &mut r.rounds {
+                    round.errors.timeout = 400;
+                }
+                r.figures.errors.timeout = 1_200;
+            }
+            io.push(on(swept(r, "users", users), name));
+        }
+    }
+    let mut open = Vec::new();
+    for rate in [1_000.0, 2_000.0] {
+        for (name, cold_ms) in [
+            ("sluice serve", 0.4),
+            ("spring-mvc", 48.0),
+            ("payara", 95.0),
+        ] {
+            for (phase, ms) in [("cold", cold_ms), ("warm", 1.2)] {
+                let label = format!("{name} customers @ {rate} req/s, {phase}");
+                let mut r = row(&label, "backend", rate, ms, 300, 20.0);
+                r.load = load("/customers", 128);
+                r.load.rate = Some(rate);
+                r.load.warmup_s = 0.0;
+                r.phase = Some(phase.into());
+                open.push(on(swept(r, "rate", rate), name));
+            }
+        }
+    }
+    vec![
+        group(
+            "runtimes-hello",
+            "Hello world in each runtime (seeds/001)",
+            "How many?",
+            hello,
+            &["node skipped: node is not on PATH (apt-get install -y nodejs)"],
+        ),
+        group(
+            "runtimes-petstore",
+            "Each runtime's petstore, alone and behind a proxy (seeds/000 Q5)",
+            "Behind ÷ alone?",
+            petstore,
+            &[],
+        ),
+        group(
+            "runtimes-io",
+            "Blocking vs non-blocking passthrough (seeds/003)",
+            "p95?",
+            io,
+            &[],
+        ),
+        group(
+            "runtimes-open",
+            "Customers at an open arrival rate, cold and warm (seeds/004)",
+            "Cold and warm?",
+            open,
+            &[],
+        ),
+    ]
 }

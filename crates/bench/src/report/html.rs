@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use super::build;
 use super::compare;
 use super::fmt;
+use super::seeds;
 use super::summary;
 use super::svg::{self, Bar, BarChart, BarRow, LineChart, Series};
 use super::table::esc;
@@ -143,6 +144,19 @@ fn group_section(group: &Group) -> String {
     if !group.question.is_empty() {
         let _ = writeln!(out, "<p class=\"q\">{}</p>", esc(&group.question));
     }
+    if let Some((table, caption)) = seeds::table(group) {
+        let _ = writeln!(out, "<p>{}</p>", esc(&caption));
+        out.push_str("<div class=\"wide\">\n");
+        out.push_str(&table.html("seed"));
+        out.push_str("</div>\n");
+        out.push_str(&seeds::chart(group).unwrap_or_default());
+        if let Some(versions) = seeds::versions(group) {
+            out.push_str("<p>Versions:</p>\n");
+            out.push_str(&versions.html("kv"));
+            let _ = writeln!(out, "<p>{}</p>", esc(seeds::VERSIONS_NOTE));
+        }
+        out.push_str("<p>Every row:</p>\n");
+    }
     if group.rows.is_empty() {
         out.push_str("<p class=\"empty\">No rows.</p>\n");
     } else {
@@ -150,7 +164,7 @@ fn group_section(group: &Group) -> String {
         out.push_str(&build::rows_table(group, true).html("rows"));
         out.push_str("</div>\n");
     }
-    if let Some(pivot) = summary::pivot(group) {
+    if let Some(pivot) = summary::pivot(group).filter(|_| !seeds::is_seed(group)) {
         if !pivot.is_empty() {
             let _ = writeln!(out, "<p>{}</p>", esc(&summary::pivot_caption(group)));
             out.push_str("<div class=\"wide\">\n");
@@ -284,7 +298,7 @@ fn sweep_group<'a>(results: &'a Results, name: &str, sweep: &str) -> Option<&'a 
             results
                 .groups
                 .iter()
-                .find(|g| build::sweep_name(g) == Some(sweep))
+                .find(|g| !seeds::is_seed(g) && build::sweep_name(g) == Some(sweep))
         })
 }
 
@@ -375,7 +389,8 @@ fn open_charts(results: &Results) -> String {
 }
 
 /// (f) Peak RSS: each row of the throughput groups, and the highest per
-/// system over each sweep.
+/// system over each sweep (the runtimes groups, whose backends share the
+/// system `backend`, show theirs in their rows).
 fn rss_chart(results: &Results) -> String {
     let mut rows: Vec<BarRow> = Vec::new();
     let mut systems: Vec<&str> = Vec::new();
@@ -387,7 +402,7 @@ fn rss_chart(results: &Results) -> String {
             text: format!("{} MiB", fmt::mib(kib)),
         }],
     };
-    for group in &results.groups {
+    for group in results.groups.iter().filter(|g| !seeds::is_seed(g)) {
         if build::sweep_name(group).is_some() {
             let mut peaks: Vec<(&str, u64)> = Vec::new();
             for row in &group.rows {

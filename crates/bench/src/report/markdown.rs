@@ -3,6 +3,7 @@
 use super::build;
 use super::compare;
 use super::fmt;
+use super::seeds;
 use super::summary;
 use super::table::md_text;
 use crate::results::{Group, Results, SCHEMA};
@@ -17,7 +18,7 @@ pub(super) fn markdown(results: &Results) -> String {
         if results.schema == SCHEMA {
             ""
         } else {
-            " (this report was written for sluice-bench/1)"
+            " (read by a sluice that writes a newer format)"
         }
     ));
     out.push_str(
@@ -86,12 +87,22 @@ fn group_section(group: &Group) -> String {
     if !group.question.is_empty() {
         out.push_str(&format!("*{}*\n\n", md_text(&group.question)));
     }
+    if let Some((table, caption)) = seeds::table(group) {
+        out.push_str(&format!("{}\n\n", md_text(&caption)));
+        out.push_str(&table.markdown());
+        if let Some(versions) = seeds::versions(group) {
+            out.push_str("\nVersions:\n\n");
+            out.push_str(&versions.markdown());
+            out.push_str(&format!("\n{}\n", md_text(seeds::VERSIONS_NOTE)));
+        }
+        out.push_str("\nEvery row:\n\n");
+    }
     if group.rows.is_empty() {
         out.push_str("No rows.\n");
     } else {
         out.push_str(&build::rows_table(group, true).markdown());
     }
-    if let Some(pivot) = summary::pivot(group) {
+    if let Some(pivot) = summary::pivot(group).filter(|_| !seeds::is_seed(group)) {
         if !pivot.is_empty() {
             out.push_str(&format!(
                 "\n{}\n\n",

@@ -11,6 +11,7 @@ mod fixture;
 mod fmt;
 mod html;
 mod markdown;
+mod seeds;
 mod summary;
 mod svg;
 mod table;
@@ -39,7 +40,8 @@ pub fn summary(results: &Results) -> String {
 }
 
 /// report.md: machine facts, settings, notes, the summary, then each group
-/// with all its rows, its sweep pivot, notes and ratio lines.
+/// with all its rows, its sweep pivot, notes and ratio lines; a runtimes
+/// group with its seed's table and the versions its rows ran on.
 pub fn markdown(results: &Results) -> String {
     markdown::markdown(results)
 }

@@ -131,9 +131,10 @@ pub(crate) fn group_line(group: &Group) -> String {
         }
         return line;
     }
-    let mut line = match sweep_name(group) {
-        Some(name) => sweep_line(group, name),
-        None => best_worst(group),
+    let mut line = match (super::seeds::line(group), sweep_name(group)) {
+        (Some(line), _) => line,
+        (None, Some(name)) => sweep_line(group, name),
+        (None, None) => best_worst(group),
     };
     let failing = group
         .rows

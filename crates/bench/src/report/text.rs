@@ -12,8 +12,19 @@ pub(super) fn group_table(group: &Group) -> String {
         out.push('\n');
     }
     out.push('\n');
+    let seed = super::seeds::table(group);
     if group.rows.is_empty() {
         out.push_str("(no rows)\n");
+    } else if let Some((table, caption)) = &seed {
+        // Its rows differ by runtime, not by system: the seed's table
+        // tells them apart (report.md has every figure of every row).
+        out.push_str(&table.text());
+        out.push_str(caption);
+        out.push('\n');
+        for line in build::error_lines(group) {
+            out.push_str(&line);
+            out.push('\n');
+        }
     } else {
         if let Some(system) = build::single_system(group) {
             out.push_str(&format!("system: {system}\n"));

@@ -1,0 +1,205 @@
+use super::*;
+use crate::report::{fixture, html, markdown, summary};
+
+fn seed<'a>(results: &'a crate::results::Results, name: &str) -> &'a Group {
+    results
+        .groups
+        .iter()
+        .find(|g| g.name == name)
+        .expect("a runtimes group in the fixture")
+}
+
+#[test]
+fn hello_reads_each_runtime_against_sluice_serve_and_the_seed() {
+    let results = fixture();
+    let (table, caption) = table(seed(&results, "runtimes-hello")).expect("a table");
+    let md = table.markdown();
+    // 512,004 / 18,250 here; 1,457,258 / 33,086 in seeds/001.
+    assert!(
+        md.contains("| spring-mvc | 18,250 |")
+            && md.contains("| 28.06x | Spring Tomcat: 33,086 | 44.04x |"),
+        "{md}"
+    );
+    assert!(md.contains("| sluice serve | 512,004 |"), "{md}");
+    assert!(
+        md.contains("| 1.00x | light-java: 1,457,258 | 1.00x |"),
+        "{md}"
+    );
+    // A peer's bytes have no counterpart in the seed.
+    assert!(
+        md.contains("| nginx | 301,000 |") && md.contains("| - | - |"),
+        "{md}"
+    );
+    assert!(caption.contains("compare those two ratios"), "{caption}");
+    let line = line(seed(&results, "runtimes-hello")).expect("a line");
+    assert!(
+        line.starts_with("sluice serve 512,004 req/s; spring-mvc 0.04x"),
+        "{line}"
+    );
+    assert!(
+        line.contains("(seeds/001, of light-java: spring-mvc 0.02x"),
+        "{line}"
+    );
+}
+
+#[test]
+fn petstore_gives_behind_over_alone_for_each_proxy() {
+    let results = fixture();
+    let group = seed(&results, "runtimes-petstore");
+    let (table, _) = table(group).expect("a table");
+    let md = table.markdown();
+    assert!(
+        md.contains("| Backend | alone req/s | behind sluice | behind nginx | seeds/000 |"),
+        "{md}"
+    );
+    // spring-mvc: 21,000 alone, 21,000 behind sluice, 18,375 behind nginx.
+    assert!(
+        md.contains(
+            "| spring-mvc | 21,000 | 21,000 (1.00x) | 18,375 (0.87x) | 0.46x (Spring Boot) |"
+        ),
+        "{md}"
+    );
+    assert!(md.contains("| 0.07x (light-4j) |"), "{md}");
+    assert!(md.contains("| go-http | 150,000 |"), "{md}");
+    let line = line(group).expect("a line");
+    assert!(
+        line.starts_with("behind ÷ alone, req/s: sluice serve sluice 0.38x, nginx 0.33x; spring-mvc sluice 1.00x"),
+        "{line}"
+    );
+}
+
+#[test]
+fn io_shows_p95_and_failures_per_user_count() {
+    let results = fixture();
+    let group = seed(&results, "runtimes-io");
+    let (table, caption) = table(group).expect("a table");
+    let md = table.markdown();
+    assert!(
+        md.contains("| users | sluice serve | spring-mvc | sluice -> spring-mvc | webflux |"),
+        "{md}"
+    );
+    // 1,200 timeouts over three rounds.
+    assert!(
+        md.contains("| 5,000 | 301ms, 0 failed | 9.80s, 1,200 failed | 9.90s, 1,200 failed | 312ms, 0 failed |"),
+        "{md}"
+    );
+    assert!(caption.contains("thinking 1000-2000 ms"), "{caption}");
+    let line = line(group).expect("a line");
+    assert!(
+        line.starts_with("at 5,000 users, p95 (failures): sluice serve"),
+        "{line}"
+    );
+    assert!(line.contains("spring-mvc 9.80s (1,200); "), "{line}");
+    assert!(line.ends_with("webflux 312ms (0)"), "{line}");
+}
+
+#[test]
+fn open_compares_cold_with_warm() {
+    let results = fixture();
+    let group = seed(&results, "runtimes-open");
+    let (table, _) = table(group).expect("a table");
+    let md = table.markdown();
+    assert!(
+        md.contains("| Backend | rate/s | cold mean | cold p95 |"),
+        "{md}"
+    );
+    assert!(md.contains("| payara | 2,000 | 95.0ms |"), "{md}");
+    assert!(md.contains("| 79.17x |"), "{md}");
+    let line = line(group).expect("a line");
+    assert_eq!(
+        line,
+        "at 2,000 req/s, mean cold -> warm: sluice serve 400µs -> 1.20ms; spring-mvc 48.0ms -> \
+         1.20ms; payara 95.0ms -> 1.20ms"
+    );
+}
+
+#[test]
+fn versions_say_what_each_backend_ran_on_and_its_warm_up() {
+    let results = fixture();
+    let md = versions(seed(&results, "runtimes-hello"))
+        .expect("versions")
+        .markdown();
+    assert!(
+        md.contains("| spring-mvc | OpenJDK 17.0.15 | Spring Boot 3.5.16, Spring MVC 6.2.19, Tomcat 10.1.55 | 1 |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| go-http | Go 1.26.8 | net/http (standard library) | 0 |"),
+        "{md}"
+    );
+    // Cold and warm rows discard nothing.
+    let open = versions(seed(&results, "runtimes-open"))
+        .expect("versions")
+        .markdown();
+    assert!(
+        open.contains("| payara | OpenJDK 17.0.15 | Payara Micro 6.2025.10 | 0 |"),
+        "{open}"
+    );
+}
+
+#[test]
+fn each_seed_has_its_section_chart_and_summary_line() {
+    let results = fixture();
+    let md = markdown(&results);
+    for (heading, table_head) in [
+        ("## Hello world in each runtime (seeds/001) (`runtimes-hello`)", "| Backend | Requests/sec |"),
+        ("## Each runtime's petstore, alone and behind a proxy (seeds/000 Q5) (`runtimes-petstore`)", "| Backend | alone req/s |"),
+        ("## Blocking vs non-blocking passthrough (seeds/003) (`runtimes-io`)", "| users | sluice serve |"),
+        ("## Customers at an open arrival rate, cold and warm (seeds/004) (`runtimes-open`)", "| Backend | rate/s |"),
+    ] {
+        let at = md.find(heading).unwrap_or_else(|| panic!("no {heading} in:\n{md}"));
+        let section = &md[at..];
+        let end = section[3..].find("\n## ").map_or(section.len(), |i| i + 3);
+        let section = &section[..end];
+        assert!(section.contains(table_head), "{section}");
+        assert!(section.contains("Versions:"), "{section}");
+        assert!(section.contains("Every row:"), "{section}");
+        // The generic pivot does not apply: every backend is `backend`.
+        assert!(!section.contains("backend p95 ms"), "{section}");
+    }
+    assert!(md.contains("- node skipped: node is not on PATH"), "{md}");
+    let text = summary(&results);
+    assert!(
+        text.contains(
+            "runtimes-hello (Hello world in each runtime (seeds/001)): sluice serve 512,004 req/s"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("runtimes-open (Customers at an open arrival rate, cold and warm (seeds/004)): at 2,000 req/s"), "{text}");
+
+    let html = html(&results);
+    for title in [
+        "Hello world in each runtime (seeds/001): requests/s, pipelined 16 deep",
+        "Each runtime's petstore, alone and behind a proxy (seeds/000 Q5): requests/s alone and behind each proxy",
+        "Blocking vs non-blocking passthrough (seeds/003): p95 latency vs users (behind sluice dashed)",
+        "Customers at an open arrival rate, cold and warm (seeds/004): mean latency, cold and warm (log scale)",
+    ] {
+        assert!(html.contains(&format!("<title>{}</title>", crate::report::table::esc(title))), "no chart {title}");
+    }
+    // The memory chart keeps to the other groups.
+    assert!(!html.contains("runtimes-io: backend (highest over the sweep)"));
+}
+
+#[test]
+fn seed_tables_fit_a_terminal() {
+    let results = fixture();
+    for group in results.groups.iter().filter(|g| is_seed(g)) {
+        let (table, _) = table(group).expect("a table");
+        for line in table.text().lines() {
+            assert!(line.chars().count() <= 130, "{}: {line}", group.name);
+        }
+    }
+}
+
+#[test]
+fn a_seed_without_rows_has_no_table() {
+    let mut results = fixture();
+    for g in &mut results.groups {
+        g.rows.clear();
+    }
+    for g in results.groups.iter().filter(|g| is_seed(g)) {
+        assert!(table(g).is_none() && chart(g).is_none() && line(g).is_none());
+    }
+    let md = markdown(&results);
+    assert!(md.contains("(`runtimes-io`)\n\n*p95?*\n\nNo rows."), "{md}");
+}
