@@ -4,68 +4,11 @@
 //! with a clear message and no process left behind. Nothing here asserts
 //! on speed.
 
-use std::{
-    path::{Path, PathBuf},
-    process::{Command, Output},
-};
+mod common;
 
-fn sluice() -> &'static str {
-    env!("CARGO_BIN_EXE_sluice")
-}
+use std::{path::Path, process::Command};
 
-/// A folder under the target dir, empty.
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("sluice-bench-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir
-}
-
-/// Runs `sluice bench ARGS --out OUT -q` with `mark` in its environment
-/// (inherited by every child, so that leftovers can be found).
-fn bench(args: &[&str], out: &Path, mark: &str, path: Option<&str>) -> Output {
-    let mut command = Command::new(sluice());
-    command
-        .arg("bench")
-        .args(args)
-        .args(["--out", &out.display().to_string(), "-q"])
-        .env("SLUICE_BENCH_TEST_MARK", mark)
-        .env("RUST_LOG", "warn");
-    if let Some(path) = path {
-        command.env("PATH", path);
-    }
-    command.output().expect("run sluice bench")
-}
-
-/// Processes whose environment holds `mark`.
-fn leftovers(mark: &str) -> Vec<String> {
-    let needle = format!("SLUICE_BENCH_TEST_MARK={mark}");
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
-        let pid = entry.file_name().to_string_lossy().to_string();
-        if !pid.chars().all(|c| c.is_ascii_digit()) {
-            continue;
-        }
-        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
-            continue;
-        };
-        if environ
-            .split(|&b| b == 0)
-            .any(|var| var == needle.as_bytes())
-        {
-            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-            found.push(format!(
-                "{pid}: {}",
-                String::from_utf8_lossy(&cmdline).replace('\0', " ")
-            ));
-        }
-    }
-    found
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use common::{bench, leftovers, schema_errors, scratch, sluice, text};
 
 #[test]
 fn a_small_run_writes_a_valid_report() {
@@ -108,15 +51,7 @@ fn a_small_run_writes_a_valid_report() {
         &std::fs::read_to_string(out.join("results.json")).expect("results.json"),
     )
     .expect("results.json is JSON");
-    let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/results.schema.json");
-    let schema: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(schema_path).expect("schema"))
-            .expect("schema JSON");
-    let validator = jsonschema::validator_for(&schema).expect("a valid schema");
-    let errors: Vec<String> = validator
-        .iter_errors(&json)
-        .map(|e| format!("{e} at {}", e.instance_path()))
-        .collect();
+    let errors = schema_errors(&json);
     assert!(
         errors.is_empty(),
         "results.json breaks its schema: {errors:#?}"

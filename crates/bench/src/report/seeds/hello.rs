@@ -88,11 +88,11 @@ pub(super) fn chart(group: &Group) -> String {
         })
         .collect();
     svg::bar_chart(&BarChart {
-        title: format!("{}: requests/s, pipelined 16 deep", group.title),
-        x_label: "requests/s".into(),
+        title: format!("{}: requests/s, pipelined 16 deep (log scale)", group.title),
+        x_label: "requests/s (log scale)".into(),
         rows,
         legend,
-        log: false,
+        log: true,
     })
 }
 

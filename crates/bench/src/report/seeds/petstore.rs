@@ -116,11 +116,14 @@ pub(super) fn chart(group: &Group) -> String {
         })
         .collect();
     svg::bar_chart(&BarChart {
-        title: format!("{}: requests/s alone and behind each proxy", group.title),
-        x_label: "requests/s".into(),
+        title: format!(
+            "{}: requests/s alone and behind each proxy (log scale)",
+            group.title
+        ),
+        x_label: "requests/s (log scale)".into(),
         rows,
         legend,
-        log: false,
+        log: true,
     })
 }
 

@@ -169,8 +169,8 @@ fn each_seed_has_its_section_chart_and_summary_line() {
 
     let html = html(&results);
     for title in [
-        "Hello world in each runtime (seeds/001): requests/s, pipelined 16 deep",
-        "Each runtime's petstore, alone and behind a proxy (seeds/000 Q5): requests/s alone and behind each proxy",
+        "Hello world in each runtime (seeds/001): requests/s, pipelined 16 deep (log scale)",
+        "Each runtime's petstore, alone and behind a proxy (seeds/000 Q5): requests/s alone and behind each proxy (log scale)",
         "Blocking vs non-blocking passthrough (seeds/003): p95 latency vs users (behind sluice dashed)",
         "Customers at an open arrival rate, cold and warm (seeds/004): mean latency, cold and warm (log scale)",
     ] {

@@ -1,0 +1,81 @@
+//! What the `sluice bench` end-to-end tests share: the binary, scratch
+//! folders, a run with a mark in every child's environment (so that
+//! leftover processes can be found) and the results schema.
+// Each test file uses its own share of these.
+#![allow(dead_code)]
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Output},
+};
+
+pub(crate) fn sluice() -> &'static str {
+    env!("CARGO_BIN_EXE_sluice")
+}
+
+/// A folder under the target dir, empty.
+pub(crate) fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sluice-bench-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+/// Runs `sluice bench ARGS --out OUT -q` with `mark` in its environment
+/// (inherited by every child, so that leftovers can be found).
+pub(crate) fn bench(args: &[&str], out: &Path, mark: &str, path: Option<&str>) -> Output {
+    let mut command = Command::new(sluice());
+    command
+        .arg("bench")
+        .args(args)
+        .args(["--out", &out.display().to_string(), "-q"])
+        .env("SLUICE_BENCH_TEST_MARK", mark)
+        .env("RUST_LOG", "warn");
+    if let Some(path) = path {
+        command.env("PATH", path);
+    }
+    command.output().expect("run sluice bench")
+}
+
+/// Processes whose environment holds `mark`.
+pub(crate) fn leftovers(mark: &str) -> Vec<String> {
+    let needle = format!("SLUICE_BENCH_TEST_MARK={mark}");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let pid = entry.file_name().to_string_lossy().to_string();
+        if !pid.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        if environ
+            .split(|&b| b == 0)
+            .any(|var| var == needle.as_bytes())
+        {
+            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            found.push(format!(
+                "{pid}: {}",
+                String::from_utf8_lossy(&cmdline).replace('\0', " ")
+            ));
+        }
+    }
+    found
+}
+
+pub(crate) fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Why results.json breaks docs/results.schema.json (nothing when it does not).
+pub(crate) fn schema_errors(json: &serde_json::Value) -> Vec<String> {
+    let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/results.schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(schema_path).expect("schema"))
+            .expect("schema JSON");
+    let validator = jsonschema::validator_for(&schema).expect("a valid schema");
+    validator
+        .iter_errors(json)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect()
+}
