@@ -74,6 +74,7 @@ pub struct Settings {
     pub rounds: usize,
     /// The seed backends the runtimes groups were asked for (`--runtimes`);
     /// empty when they did not run.
+    #[serde(default)]
     pub runtimes: Vec<String>,
 }
 
@@ -110,10 +111,12 @@ pub struct Row {
     pub phase: Option<String>,
     /// The backend the row stands on, in the runtimes groups (alone or
     /// behind a proxy); `None` elsewhere.
+    #[serde(default)]
     pub runtime: Option<RuntimeInfo>,
     /// Whole rounds run before the measured ones and discarded: 1 for a
     /// row on a JVM (its JIT warms up, as the seeds discarded their first
     /// run), 0 otherwise and for cold and warm rows.
+    #[serde(default)]
     pub warmup_rounds: usize,
     pub load: LoadShape,
     /// The median of the rounds (errors: their sum; peak RSS: their

@@ -80,17 +80,23 @@ fn io_shows_p95_and_failures_per_user_count() {
     );
     // 1,200 timeouts over three rounds.
     assert!(
-        md.contains("| 5,000 | 301ms, 0 failed | 9.80s, 1,200 failed | 9.90s, 1,200 failed | 312ms, 0 failed |"),
+        md.contains("| 5,000 | 301ms, 2,778/s, 0 failed | 9.80s, 2,778/s, 1,200 failed | 9.90s, 2,778/s, 1,200 failed | 312ms, 2,778/s, 0 failed |"),
         "{md}"
     );
     assert!(caption.contains("thinking 1000-2000 ms"), "{caption}");
     let line = line(group).expect("a line");
     assert!(
-        line.starts_with("at 5,000 users, p95 (failures): sluice serve"),
+        line.starts_with("at 5,000 users, p95: sluice serve"),
         "{line}"
     );
-    assert!(line.contains("spring-mvc 9.80s (1,200); "), "{line}");
-    assert!(line.ends_with("webflux 312ms (0)"), "{line}");
+    assert!(
+        line.contains("spring-mvc 9.80s (2,778/s, 1,200 failed); "),
+        "{line}"
+    );
+    assert!(
+        line.ends_with("webflux 312ms (2,778/s, 0 failed)"),
+        "{line}"
+    );
 }
 
 #[test]
