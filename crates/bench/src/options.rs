@@ -40,18 +40,11 @@ impl GroupName {
         Self::Peers,
     ];
 
-    /// What runs without `--only`: every group but `runtimes`, which builds
-    /// and starts JVMs for minutes and runs only when named.
-    pub const DEFAULT: [GroupName; 8] = [
-        Self::Baseline,
-        Self::Proxy,
-        Self::Middleware,
-        Self::Protocols,
-        Self::Lb,
-        Self::Io,
-        Self::Open,
-        Self::Peers,
-    ];
+    /// Whether it runs without `--only`: every group but `runtimes`, which
+    /// builds and starts JVMs for minutes and runs only when named.
+    pub fn in_default_run(self) -> bool {
+        self != Self::Runtimes
+    }
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -132,7 +125,10 @@ impl BenchOptions {
         Self {
             sluice,
             out,
-            only: GroupName::DEFAULT.to_vec(),
+            only: GroupName::ALL
+                .into_iter()
+                .filter(|g| g.in_default_run())
+                .collect(),
             duration: None,
             warmup: None,
             connections: 128,
@@ -332,6 +328,14 @@ mod tests {
         }
         let err = "bogus".parse::<GroupName>().expect_err("unknown");
         assert!(err.contains("baseline, proxy"), "{err}");
+    }
+
+    #[test]
+    fn runtimes_runs_only_when_named() {
+        let options = BenchOptions::new("sluice".into(), "out".into());
+        assert!(!options.runs(GroupName::Runtimes));
+        assert_eq!(options.only.len(), GroupName::ALL.len() - 1);
+        assert!(options.runs(GroupName::Peers));
     }
 
     #[test]

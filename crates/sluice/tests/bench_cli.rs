@@ -154,6 +154,7 @@ fn bad_flags_exit_2() {
         &["--only", "peers"][..],
         &["--think", "2s..1s"][..],
         &["--rates", "0"][..],
+        &["--runtimes", "tomcat"][..],
     ] {
         let output = bench(args, &out, "flags", None);
         assert_eq!(

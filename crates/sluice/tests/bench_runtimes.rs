@@ -139,6 +139,8 @@ fn the_runtimes_group_reproduces_each_seed_section() {
                 .is_some_and(|v| v.contains("JDK"));
             let expected = usize::from(on_jvm && row["phase"].is_null());
             assert_eq!(row["warmup_rounds"], expected, "{row}");
+            // The discarded round is not among the measured ones (--quick: 1).
+            assert_eq!(row["rounds"].as_array().map(Vec::len), Some(1), "{row}");
             assert!(row["requests"].as_u64().unwrap_or(0) > 0, "{row}");
         }
     }
@@ -157,6 +159,19 @@ fn the_runtimes_group_reproduces_each_seed_section() {
             let skipped = format!("{runtime} skipped: ");
             assert!(notes(&json, "runtimes-hello").contains(&skipped), "{json}");
         }
+    }
+    if jvm {
+        let discarded = stderr
+            .lines()
+            .filter(|l| l.contains("[warm-up, discarded]"))
+            .count();
+        let peers = ["nginx", "haproxy"]
+            .iter()
+            .filter(|p| bench::find_program(p).is_some())
+            .count();
+        // spring-mvc's hello, its petstore alone and behind each proxy, its
+        // 2 io rows (alone, behind sluice) at 2 user counts.
+        assert_eq!(discarded, 1 + (2 + peers) + 2 * 2, "{stderr}");
     }
     let petstore = rows(&json, "runtimes-petstore");
     for backend in backends(&json, "runtimes-petstore") {

@@ -243,8 +243,8 @@ fn sweep_line(group: &Group, name: &str) -> String {
     )
 }
 
-/// Sweep values in ascending order and systems in order of appearance.
-fn sweep_axes(group: &Group) -> (Vec<f64>, Vec<&str>, Vec<Option<&str>>) {
+/// The group's sweep values, ascending, each once.
+pub(crate) fn sweep_values(group: &Group) -> Vec<f64> {
     let mut values: Vec<f64> = group
         .rows
         .iter()
@@ -252,6 +252,12 @@ fn sweep_axes(group: &Group) -> (Vec<f64>, Vec<&str>, Vec<Option<&str>>) {
         .collect();
     values.sort_by(f64::total_cmp);
     values.dedup();
+    values
+}
+
+/// Sweep values in ascending order and systems in order of appearance.
+fn sweep_axes(group: &Group) -> (Vec<f64>, Vec<&str>, Vec<Option<&str>>) {
+    let values = sweep_values(group);
     let mut systems: Vec<&str> = Vec::new();
     let mut phases: Vec<Option<&str>> = Vec::new();
     for r in group.rows.iter().filter(|r| r.sweep.is_some()) {

@@ -25,9 +25,8 @@ use crate::{
 
 use super::ROW_OVERHEAD;
 
-/// The runtimes that serve each section, in the seeds' words: seeds/004
-/// compared Grizzly, Spring Boot and Payara Micro (WebFlux serves the
-/// customers too, but no seed measured it there).
+/// seeds/004 compared Grizzly, Spring Boot and Payara Micro (WebFlux
+/// serves the customers too, but no seed measured it there).
 const OPEN_RUNTIMES: [Runtime; 3] = [Runtime::Grizzly, Runtime::SpringMvc, Runtime::Payara];
 
 /// A backend of the runtimes groups.
@@ -51,11 +50,6 @@ impl Server {
             Server::Sluice => None,
             Server::Runtime(built) => Some(built.runtime),
         }
-    }
-
-    /// `sluice serve` answers every seed endpoint.
-    fn serves(&self, service: Service) -> bool {
-        self.runtime().is_none_or(|r| r.serves(service))
     }
 
     /// Rounds to run and discard before the measured ones: one on a JVM.
@@ -142,17 +136,45 @@ fn servers(bench: &mut Bench<'_>) -> (Vec<Server>, Skipped) {
     (servers, skipped)
 }
 
+/// A seed's section: its results group and what it measures.
+#[derive(Debug)]
+struct Section {
+    name: &'static str,
+    title: &'static str,
+    question: &'static str,
+    /// The endpoint it loads: it measures the runtimes that serve it...
+    service: Service,
+    /// ...among these when the seed named its own.
+    among: Option<&'static [Runtime]>,
+}
+
+impl Section {
+    /// The runtimes of this seed, whether or not they are here.
+    fn wanted(&self) -> Vec<Runtime> {
+        Runtime::ALL
+            .into_iter()
+            .filter(|r| r.serves(self.service))
+            .filter(|r| self.among.is_none_or(|among| among.contains(r)))
+            .collect()
+    }
+
+    /// Whether the section measures `server` (`sluice serve` always).
+    fn measures(&self, server: &Server) -> bool {
+        server.runtime().is_none_or(|r| self.wanted().contains(&r))
+    }
+}
+
 /// Starts a section: its group, with the notes of the runtimes it misses;
-/// `None` (the group published with a note) when none of `wanted` is here.
+/// `None` (the group published with a note) when none of them is here.
 fn section(
     bench: &mut Bench<'_>,
-    (name, title, question): (&str, &str, &str),
+    section: &Section,
     servers: &[Server],
     skipped: &Skipped,
-    wanted: &[Runtime],
 ) -> Option<Group> {
-    let mut group = super::begin(bench, name, title, question);
-    group.notes.extend(skipped.notes(wanted));
+    let wanted = section.wanted();
+    let mut group = super::begin(bench, section.name, section.title, section.question);
+    group.notes.extend(skipped.notes(&wanted));
     let here = servers
         .iter()
         .any(|s| s.runtime().is_some_and(|r| wanted.contains(&r)));
@@ -166,14 +188,6 @@ fn section(
     ));
     bench.publish(group);
     None
-}
-
-/// The runtimes that answer `service`.
-fn serving(service: Service) -> Vec<Runtime> {
-    Runtime::ALL
-        .into_iter()
-        .filter(|r| r.serves(service))
-        .collect()
 }
 
 /// Starts `server` answering `service` (a passthrough forwards to
@@ -238,8 +252,9 @@ fn usual_start(runtime: Runtime) -> Duration {
 pub(super) fn expected(bench: &Bench<'_>) -> Duration {
     let options = bench.options;
     let profile = bench.profile;
-    let asked = |service: Service| -> Vec<Runtime> {
-        serving(service)
+    let asked = |section: &Section| -> Vec<Runtime> {
+        section
+            .wanted()
             .into_iter()
             .filter(|r| options.runtimes.contains(r))
             .collect()
@@ -252,26 +267,23 @@ pub(super) fn expected(bench: &Bench<'_>) -> Duration {
     let io = profile.io_warmup + profile.io_duration + ROW_OVERHEAD;
     let open = profile.duration + ROW_OVERHEAD;
 
-    let hello = asked(Service::Hello);
+    let hello = asked(&throughput::HELLO);
     let mut total = throughput * ((1 + hello.len() + peers) as u32 * rounds + jvms(&hello) as u32)
         + starts(&hello);
-    let petstore = asked(Service::Petstore);
+    let petstore = asked(&throughput::PETSTORE);
     let per_backend = 2 + peers;
     total += throughput
         * (((1 + petstore.len()) * per_backend) as u32 * rounds
             + (jvms(&petstore) * per_backend) as u32)
         + starts(&petstore);
-    let passthrough = asked(Service::Passthrough);
+    let passthrough = asked(&sweeps::IO);
     let points = options.io_points().len() as u32;
     if !passthrough.is_empty() {
         let rows = (1 + 2 * passthrough.len()) as u32;
         let discarded = (2 * jvms(&passthrough)) as u32;
         total += io * points * (rows * rounds + discarded) + starts(&passthrough);
     }
-    let cold: Vec<Runtime> = OPEN_RUNTIMES
-        .into_iter()
-        .filter(|r| options.runtimes.contains(r))
-        .collect();
+    let cold = asked(&sweeps::OPEN);
     if !cold.is_empty() {
         let rates = options.open_rates().len() as u32;
         let rows = (2 * (1 + cold.len())) as u32;

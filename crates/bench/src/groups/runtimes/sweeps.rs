@@ -1,7 +1,7 @@
 //! The sweep sections: seeds/003's users with think time in front of a
 //! slow downstream, and seeds/004's open arrival rate, cold and warm.
 
-use super::{section, serving, start, Server, Skipped, OPEN_RUNTIMES};
+use super::{section, start, Section, Server, Skipped, OPEN_RUNTIMES};
 use crate::{
     groups::{
         one_route_yaml,
@@ -11,6 +11,25 @@ use crate::{
     rounds::Trial,
     runtimes::Service,
     stage::Bench,
+};
+
+pub(super) const IO: Section = Section {
+    name: "runtimes-io",
+    title: "Blocking vs non-blocking passthrough (seeds/003)",
+    question: "With users who think between requests in front of a slow downstream, what p95 \
+               and how many failures do Spring MVC (blocking) and WebFlux (non-blocking) show, \
+               alone and behind sluice?",
+    service: Service::Passthrough,
+    among: None,
+};
+
+pub(super) const OPEN: Section = Section {
+    name: "runtimes-open",
+    title: "Customers at an open arrival rate, cold and warm (seeds/004)",
+    question: "At a fixed arrival rate, what latency do Grizzly, Spring MVC and Payara Micro \
+               show on a fresh JVM (cold: its first run) and on the next run (warm)?",
+    service: Service::Customers,
+    among: Some(&OPEN_RUNTIMES),
 };
 
 /// seeds/003: users posting to each passthrough (Spring MVC blocking on
@@ -23,19 +42,7 @@ pub(super) fn io(
     servers: &[Server],
     skipped: &Skipped,
 ) -> anyhow::Result<()> {
-    let Some(mut group) = section(
-        bench,
-        (
-            "runtimes-io",
-            "Blocking vs non-blocking passthrough (seeds/003)",
-            "With users who think between requests in front of a slow downstream, what p95 and \
-             how many failures do Spring MVC (blocking) and WebFlux (non-blocking) show, alone \
-             and behind sluice?",
-        ),
-        servers,
-        skipped,
-        &serving(Service::Passthrough),
-    ) else {
+    let Some(mut group) = section(bench, &IO, servers, skipped) else {
         return Ok(());
     };
     let points = bench.capped("runtimes-io", bench.options.io_points());
@@ -44,7 +51,7 @@ pub(super) fn io(
     let mut components = vec![downstream];
     // (server, system, where the load goes, the stage's components)
     let mut systems = Vec::new();
-    for server in servers.iter().filter(|s| s.serves(Service::Passthrough)) {
+    for server in servers.iter().filter(|s| IO.measures(s)) {
         let (backend, addr) = start(
             bench,
             server,
@@ -102,23 +109,12 @@ pub(super) fn open(
     servers: &[Server],
     skipped: &Skipped,
 ) -> anyhow::Result<()> {
-    let Some(mut group) = section(
-        bench,
-        (
-            "runtimes-open",
-            "Customers at an open arrival rate, cold and warm (seeds/004)",
-            "At a fixed arrival rate, what latency do Grizzly, Spring MVC and Payara Micro show \
-             on a fresh JVM (cold: its first run) and on the next run (warm)?",
-        ),
-        servers,
-        skipped,
-        &OPEN_RUNTIMES,
-    ) else {
+    let Some(mut group) = section(bench, &OPEN, servers, skipped) else {
         return Ok(());
     };
     let servers: Vec<Server> = servers
         .iter()
-        .filter(|s| s.runtime().is_none_or(|r| OPEN_RUNTIMES.contains(&r)))
+        .filter(|s| OPEN.measures(s))
         .cloned()
         .collect();
     let rates = bench.options.open_rates();

@@ -4,10 +4,10 @@
 
 use load::LoadConfig;
 
-use super::{peer_info, section, serving, start, Server, Skipped};
+use super::{peer_info, section, start, Section, Server, Skipped};
 use crate::{
-    groups::{peer_component, proxies},
-    measure::{load_config, RowSpec},
+    groups::{peer_component, proxies, throughput},
+    measure::RowSpec,
     peers::Site,
     rounds::Trial,
     runtimes::Service,
@@ -21,18 +21,31 @@ pub(super) const SEED_PIPELINE: usize = 16;
 /// What `sluice serve static --size 12` and every runtime answer on `GET /`.
 const HELLO_BODY: &str = "abcdefghijkl";
 
-/// The run's connections (the seeds' 128 by default), 16 requests deep, on
-/// `url`, with the run's warm-up and duration; wrk's 2 s timeout.
+/// The throughput rows' load on `url` (the run's connections, the seeds'
+/// 128 by default, duration and warm-up; wrk's 2 s timeout), 16 deep.
 fn pipelined(bench: &Bench<'_>, url: &str) -> anyhow::Result<LoadConfig> {
-    let mut config = load_config(
-        url,
-        bench.options.connections,
-        bench.profile.duration,
-        bench.profile.warmup,
-    )?;
+    let mut config = throughput(bench, url)?;
     config.pipeline = SEED_PIPELINE;
     Ok(config)
 }
+
+pub(super) const HELLO: Section = Section {
+    name: "runtimes-hello",
+    title: "Hello world in each runtime (seeds/001)",
+    question: "How many pipelined hello-world requests (16 deep on each connection) does each \
+               runtime answer, against sluice serve?",
+    service: Service::Hello,
+    among: None,
+};
+
+pub(super) const PETSTORE: Section = Section {
+    name: "runtimes-petstore",
+    title: "Each runtime's petstore, alone and behind a proxy (seeds/000 Q5)",
+    question: "What does each runtime's petstore serve alone, and behind sluice, HAProxy and \
+               nginx (behind ÷ alone)?",
+    service: Service::Petstore,
+    among: None,
+};
 
 /// seeds/001: the hello world of each runtime and of `sluice serve`, and
 /// of nginx and HAProxy answering the same 12 bytes, in one rotated block.
@@ -41,23 +54,12 @@ pub(super) fn hello(
     servers: &[Server],
     skipped: &Skipped,
 ) -> anyhow::Result<()> {
-    let Some(mut group) = section(
-        bench,
-        (
-            "runtimes-hello",
-            "Hello world in each runtime (seeds/001)",
-            "How many pipelined hello-world requests (16 deep on each connection) does each \
-             runtime answer, against sluice serve?",
-        ),
-        servers,
-        skipped,
-        &serving(Service::Hello),
-    ) else {
+    let Some(mut group) = section(bench, &HELLO, servers, skipped) else {
         return Ok(());
     };
     let mut components = Vec::new();
     let mut trials = Vec::new();
-    for server in servers.iter().filter(|s| s.serves(Service::Hello)) {
+    for server in servers.iter().filter(|s| HELLO.measures(s)) {
         let (component, addr) = start(bench, server, Service::Hello, None, true)?;
         components.push(component);
         let spec = RowSpec::new(
@@ -103,18 +105,7 @@ pub(super) fn petstore(
     servers: &[Server],
     skipped: &Skipped,
 ) -> anyhow::Result<()> {
-    let Some(mut group) = section(
-        bench,
-        (
-            "runtimes-petstore",
-            "Each runtime's petstore, alone and behind a proxy (seeds/000 Q5)",
-            "What does each runtime's petstore serve alone, and behind sluice, HAProxy and \
-             nginx (behind ÷ alone)?",
-        ),
-        servers,
-        skipped,
-        &serving(Service::Petstore),
-    ) else {
+    let Some(mut group) = section(bench, &PETSTORE, servers, skipped) else {
         return Ok(());
     };
     if !bench.options.runs(crate::options::GroupName::Peers) {
@@ -125,7 +116,7 @@ pub(super) fn petstore(
     let mut components = Vec::new();
     let mut blocks = Vec::new();
     let connections = bench.options.connections;
-    for server in servers.iter().filter(|s| s.serves(Service::Petstore)) {
+    for server in servers.iter().filter(|s| PETSTORE.measures(s)) {
         let (backend, addr) = start(bench, server, Service::Petstore, None, false)?;
         components.push(backend);
         let backend_index = components.len() - 1;

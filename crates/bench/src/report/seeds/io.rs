@@ -3,6 +3,7 @@
 
 use super::{backend, color, failures, via};
 use crate::report::fmt;
+use crate::report::summary::sweep_values;
 use crate::report::svg::{self, LineChart, Series};
 use crate::report::table::{Align, Table};
 use crate::results::{Group, Row};
@@ -26,17 +27,6 @@ fn name((backend, via): (&str, Option<&str>)) -> String {
     }
 }
 
-fn users(group: &Group) -> Vec<f64> {
-    let mut values: Vec<f64> = group
-        .rows
-        .iter()
-        .filter_map(|r| r.sweep.as_ref().map(|s| s.value))
-        .collect();
-    values.sort_by(f64::total_cmp);
-    values.dedup();
-    values
-}
-
 fn at<'a>(group: &'a Group, key: (&str, Option<&str>), users: f64) -> Option<&'a Row> {
     group
         .rows
@@ -50,7 +40,7 @@ pub(super) fn table(group: &Group) -> Option<(Table, String)> {
     for key in &series {
         t = t.col(&name(*key), Align::Right);
     }
-    for value in users(group) {
+    for value in sweep_values(group) {
         let mut cells = vec![fmt::value(value)];
         for key in &series {
             cells.push(at(group, *key, value).map_or("-".into(), |row| {
@@ -115,7 +105,7 @@ pub(super) fn chart(group: &Group) -> String {
 
 /// `at 5,000 users, p95: spring-mvc 3.56s (667/s, 0 failed); ...`.
 pub(super) fn line(group: &Group) -> String {
-    let Some(top) = users(group).last().copied() else {
+    let Some(top) = sweep_values(group).last().copied() else {
         return "no sweep".into();
     };
     let parts: Vec<String> = series(group)

@@ -18,47 +18,57 @@ pub(crate) fn is_seed(group: &Group) -> bool {
     group.name.starts_with("runtimes-")
 }
 
-/// The seed's table and what its cells are (a caption); `None` for the
-/// other groups and for a seed group without rows.
-pub(crate) fn table(group: &Group) -> Option<(Table, String)> {
+/// What a seed's section draws from its group.
+struct Seed {
+    table: fn(&Group) -> Option<(Table, String)>,
+    chart: fn(&Group) -> String,
+    line: fn(&Group) -> String,
+}
+
+/// The seed of a runtimes group with rows; `None` for the other groups
+/// and for a runtimes group without rows (it says why in its notes).
+fn seed(group: &Group) -> Option<Seed> {
     if group.rows.is_empty() {
         return None;
     }
-    match group.name.as_str() {
-        "runtimes-hello" => Some(hello::table(group)),
-        "runtimes-petstore" => Some(petstore::table(group)),
-        "runtimes-io" => io::table(group),
-        "runtimes-open" => Some(open::table(group)),
-        _ => None,
-    }
+    Some(match group.name.as_str() {
+        "runtimes-hello" => Seed {
+            table: |g| Some(hello::table(g)),
+            chart: hello::chart,
+            line: hello::line,
+        },
+        "runtimes-petstore" => Seed {
+            table: |g| Some(petstore::table(g)),
+            chart: petstore::chart,
+            line: petstore::line,
+        },
+        "runtimes-io" => Seed {
+            table: io::table,
+            chart: io::chart,
+            line: io::line,
+        },
+        "runtimes-open" => Seed {
+            table: |g| Some(open::table(g)),
+            chart: open::chart,
+            line: open::line,
+        },
+        _ => return None,
+    })
+}
+
+/// The seed's table and what its cells are (a caption).
+pub(crate) fn table(group: &Group) -> Option<(Table, String)> {
+    seed(group).and_then(|s| (s.table)(group))
 }
 
 /// The seed's chart as inline SVG.
 pub(crate) fn chart(group: &Group) -> Option<String> {
-    if group.rows.is_empty() {
-        return None;
-    }
-    match group.name.as_str() {
-        "runtimes-hello" => Some(hello::chart(group)),
-        "runtimes-petstore" => Some(petstore::chart(group)),
-        "runtimes-io" => Some(io::chart(group)),
-        "runtimes-open" => Some(open::chart(group)),
-        _ => None,
-    }
+    seed(group).map(|s| (s.chart)(group))
 }
 
 /// The summary line's body (after the group's name and title).
 pub(crate) fn line(group: &Group) -> Option<String> {
-    if group.rows.is_empty() {
-        return None;
-    }
-    match group.name.as_str() {
-        "runtimes-hello" => Some(hello::line(group)),
-        "runtimes-petstore" => Some(petstore::line(group)),
-        "runtimes-io" => Some(io::line(group)),
-        "runtimes-open" => Some(open::line(group)),
-        _ => None,
-    }
+    seed(group).map(|s| (s.line)(group))
 }
 
 /// Each backend's runtime and framework versions, and how many rounds of

@@ -3,22 +3,12 @@
 
 use super::{backend, backends, failures};
 use crate::report::fmt;
+use crate::report::summary::sweep_values;
 use crate::report::svg::{self, Bar, BarChart, BarRow};
 use crate::report::table::{Align, Table};
 use crate::results::{Group, Row};
 
 const PHASES: [(&str, &str); 2] = [("cold", "#c0392b"), ("warm", "#2e86c1")];
-
-fn rates(group: &Group) -> Vec<f64> {
-    let mut values: Vec<f64> = group
-        .rows
-        .iter()
-        .filter_map(|r| r.sweep.as_ref().map(|s| s.value))
-        .collect();
-    values.sort_by(f64::total_cmp);
-    values.dedup();
-    values
-}
 
 fn at<'a>(group: &'a Group, name: &str, rate: f64, phase: &str) -> Option<&'a Row> {
     group.rows.iter().find(|r| {
@@ -43,7 +33,7 @@ pub(super) fn table(group: &Group) -> (Table, String) {
             .col(&format!("{phase} failures"), Align::Right);
     }
     t = t.col("cold ÷ warm (mean)", Align::Right);
-    for rate in rates(group) {
+    for rate in sweep_values(group) {
         for name in backends(group) {
             let mut cells = vec![name.to_string(), fmt::value(rate)];
             for (phase, _) in PHASES {
@@ -79,7 +69,7 @@ pub(super) fn table(group: &Group) -> (Table, String) {
 
 pub(super) fn chart(group: &Group) -> String {
     let mut rows = Vec::new();
-    for rate in rates(group) {
+    for rate in sweep_values(group) {
         for name in backends(group) {
             let bars = PHASES
                 .iter()
@@ -112,7 +102,7 @@ pub(super) fn chart(group: &Group) -> String {
 
 /// `at 2,000 req/s, mean cold -> warm: grizzly 41.2ms -> 1.10ms; ...`.
 pub(super) fn line(group: &Group) -> String {
-    let Some(top) = rates(group).last().copied() else {
+    let Some(top) = sweep_values(group).last().copied() else {
         return "no rates".into();
     };
     let parts: Vec<String> = backends(group)
