@@ -252,7 +252,7 @@ pub struct PoolSettings {
 impl Default for PoolSettings {
     fn default() -> Self {
         Self {
-            max_idle: 128,
+            max_idle: 1024,
             idle_timeout: Duration::from_secs(60),
         }
     }

@@ -276,7 +276,8 @@ impl Sender<'_> {
                 return Ok(conn);
             }
         }
-        match connect::open(config, host, None).await {
+        // Boxed: the cold path's TLS future would make every request's large.
+        match Box::pin(connect::open(config, host, None)).await {
             Ok(stream) => {
                 metrics.upstream_open(self.upstream, 1);
                 Ok(UpstreamConn::new(stream, self.upstream, host))

@@ -20,7 +20,10 @@ use http1::{
 use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::warn;
 
-use super::{no_healthy_host, persistence, upstream_h1::outgoing, Failure, Next, Session};
+use super::{
+    no_healthy_host, persistence, send::resend_after_refused, upstream_h1::outgoing, Failure, Next,
+    Session,
+};
 use crate::{
     ids::{HostId, RouteId, UpstreamId},
     middleware::Outcome,
@@ -105,18 +108,24 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                         .await);
                 }
                 Err(StreamFailure::Refused)
-                    if attempts < upstream.retries && head.framing == RequestFraming::Empty =>
+                    if resend_after_refused(
+                        attempts,
+                        upstream.retries,
+                        head.framing == RequestFraming::Empty,
+                    ) =>
                 {
+                    lease.retire();
                     attempts += 1;
                 }
                 Err(StreamFailure::Refused) => {
+                    lease.retire();
                     return Err(self.upstream_failure(
                         upstream_index,
                         host,
                         UpstreamError::Broken,
                         "the upstream refused the stream",
                         false,
-                    ))
+                    ));
                 }
                 Err(StreamFailure::Failed(failure)) => return Err(failure),
             }

@@ -42,11 +42,22 @@ struct H2Conn {
 
 /// A stream slot on a connection, given back when dropped.
 #[derive(Debug)]
-pub(crate) struct StreamLease(Arc<AtomicUsize>);
+pub(crate) struct StreamLease {
+    streams: Arc<AtomicUsize>,
+    closed: Arc<AtomicBool>,
+}
+
+impl StreamLease {
+    /// Takes the connection out of the pool: it refused a stream or said
+    /// GOAWAY, so no new request should try it (its open streams finish).
+    pub(crate) fn retire(&self) {
+        self.closed.store(true, Relaxed);
+    }
+}
 
 impl Drop for StreamLease {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Relaxed);
+        self.streams.fetch_sub(1, Relaxed);
     }
 }
 
@@ -97,7 +108,11 @@ impl H2Pool {
 
 fn lease(conn: &H2Conn) -> (SendRequest<Bytes>, StreamLease) {
     conn.streams.fetch_add(1, Relaxed);
-    (conn.sender.clone(), StreamLease(Arc::clone(&conn.streams)))
+    let lease = StreamLease {
+        streams: Arc::clone(&conn.streams),
+        closed: Arc::clone(&conn.closed),
+    };
+    (conn.sender.clone(), lease)
 }
 
 /// Where a new connection is counted: the metrics and the worker's shard.
@@ -121,6 +136,21 @@ pub(crate) async fn stream(
     if let Some(found) = pool.take(upstream, host) {
         return Ok(found);
     }
+    // Boxed: opening a connection (TCP, TLS, the HTTP/2 handshake) is the
+    // cold path, and its large future would otherwise make every stream's
+    // future large.
+    Box::pin(open(pool, config, upstream, host, max_header_list, counted)).await
+}
+
+/// A new multiplexed connection to `host`, pooled, with a stream taken.
+async fn open(
+    pool: &H2Pool,
+    config: &Upstream,
+    upstream: UpstreamId,
+    host: HostId,
+    max_header_list: u32,
+    counted: &Counted,
+) -> Result<(SendRequest<Bytes>, StreamLease), ConnectError> {
     let alpn = config.tls.is_some().then_some(tls::ALPN_H2);
     let io = connect::open(config, host, alpn).await?;
     let handshake = h2::client::Builder::new()

@@ -365,3 +365,20 @@ async fn hold(body: RequestBody, max: usize) -> Result<RequestBody, Failure> {
     }
     Ok(RequestBody::Held(held.freeze()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn returned<A, B, C, D, F: std::future::Future>(_: fn(A, B, C, D) -> F) -> usize {
+        std::mem::size_of::<F>()
+    }
+
+    /// A stream's future is moved when its task is spawned: it stays
+    /// small (cold paths such as opening a connection are boxed).
+    #[test]
+    fn a_stream_future_stays_small() {
+        let size = returned(serve_stream as fn(_, _, _, _) -> _);
+        assert!(size <= 4096, "serve_stream's future is {size} bytes");
+    }
+}
