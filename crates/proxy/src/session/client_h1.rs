@@ -65,6 +65,9 @@ pub(crate) struct Session<S> {
     pub(super) max_body: usize,
     /// The current request's normalised target, Host and upgrade offer.
     pub(super) decided: Decided,
+    /// The upstream answered before the request body ended: the rest of
+    /// the body was not sent, and the connection closes after the answer.
+    pub(super) body_abandoned: bool,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
@@ -111,6 +114,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             },
             max_body: 0,
             decided: Decided::default(),
+            body_abandoned: false,
         }
     }
 
@@ -161,6 +165,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
 
     /// Routes one request, forwards it and its answer.
     pub(super) async fn exchange(&mut self, head: &Head) -> Next {
+        self.body_abandoned = false;
         let gateway = Arc::clone(&self.plan);
         // Request normalisation (issue 15): routing, the chain and the
         // upstream all see the one normal spelling of the target and Host.

@@ -57,7 +57,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             BodyFraming::Chunked | BodyFraming::UntilClose if head.http10 => Framing::Close,
             BodyFraming::Chunked | BodyFraming::UntilClose => Framing::Chunked,
         };
-        let close = !head.keep_alive || framing == Framing::Close || *self.shutdown.borrow();
+        let close = !head.keep_alive
+            || framing == Framing::Close
+            || self.body_abandoned
+            || *self.shutdown.borrow();
         head::response_head(
             &mut self.wbuf,
             response.status,
@@ -73,7 +76,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         conn.buf.advance(response.len);
         let complete = self.relay_body(&mut conn, response.framing, framing).await;
         let worker = Arc::clone(&self.worker);
-        if complete && response.keep_alive && conn.buf.is_empty() {
+        if complete && response.keep_alive && conn.buf.is_empty() && !self.body_abandoned {
             worker.pool.put(
                 self.plan.upstream(conn.upstream),
                 worker.metrics(),

@@ -19,6 +19,7 @@ use std::time::Instant;
 use bytes::Buf;
 use http::{Method, StatusCode};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
+use tracing::debug;
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// The upstream request head into `ubuf`.
@@ -138,6 +139,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             self.stream_body(head, conn).await.map_err(SendFailed)?;
             tokio::time::Instant::now() + timeouts.request
         };
+        if self.body_abandoned {
+            // The upstream spoke before the body ended (an early 413 or
+            // 401): what it said is read below; the client's connection
+            // closes after the answer (RFC 9112 9.6).
+            debug!(peer = %self.peer, "the upstream answered before the request body ended");
+        }
         loop {
             self.response_fields.clear();
             let head_request = head.method == Method::HEAD;
@@ -245,7 +252,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
         let write_timeout = self.plan.upstream(conn.upstream).timeouts.request;
         loop {
-            self.read_body_part().await?;
+            // The upstream may answer before the body ends: watch it while
+            // waiting for the client.
+            conn.buf.reserve(READ_RESERVE);
+            let upstream_spoke = tokio::select! {
+                biased;
+                _ = conn.stream.read_buf(&mut conn.buf) => true,
+                part = self.read_body_part() => {
+                    part?;
+                    false
+                }
+            };
+            if upstream_spoke {
+                self.body_abandoned = true;
+                return Ok(());
+            }
             self.ubuf.clear();
             let done = match head.framing {
                 RequestFraming::Chunked => self.decode_chunks()?,
@@ -258,7 +279,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 }
             };
             if !write_bounded(&mut conn.stream, &self.ubuf, write_timeout).await {
-                return Err(self.broken(conn, "cannot send the request body", !done));
+                if done {
+                    return Err(self.broken(conn, "cannot send the request body", false));
+                }
+                // Closed on us mid-body: it may have answered first.
+                self.body_abandoned = true;
+                return Ok(());
             }
             if done {
                 return Ok(());

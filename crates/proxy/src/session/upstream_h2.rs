@@ -11,7 +11,7 @@ use std::{
 };
 
 use bytes::{Buf, Bytes, BytesMut};
-use h2::{RecvStream, SendStream};
+use h2::{client::ResponseFuture, RecvStream, SendStream};
 use http::{header, Method, Response, StatusCode};
 use http1::{
     chunked::{body_too_large, encode_chunk, encode_last_chunk},
@@ -35,6 +35,9 @@ use crate::{
         http2,
     },
 };
+
+/// What the upstream said to a request on a stream.
+type Answered = Result<Response<RecvStream>, h2::Error>;
 
 /// How sending a request on a stream failed.
 enum StreamFailure {
@@ -159,16 +162,26 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             Err(err) => return Err(refused_or(self, err, "the connection is closed")),
         };
         let empty = head.framing == RequestFraming::Empty;
-        let (response, mut body) = match sender.send_request(request, empty) {
+        let (mut response, mut body) = match sender.send_request(request, empty) {
             Ok(sent) => sent,
             Err(err) => return Err(refused_or(self, err, "cannot open a stream")),
         };
-        if !empty {
-            self.stream_body_h2(head, &mut body, upstream, host)
+        let early = if empty {
+            None
+        } else {
+            self.stream_body_h2(head, &mut body, &mut response, upstream, host)
                 .await
-                .map_err(StreamFailure::Failed)?;
-        }
-        let response = self.wait(response, timeout).await;
+                .map_err(StreamFailure::Failed)?
+        };
+        let response = match early {
+            // The upstream answered before the body ended: the rest is not
+            // sent, and the client's connection closes after the answer.
+            Some(answered) => {
+                self.body_abandoned = true;
+                Some(answered)
+            }
+            None => self.wait(response, timeout).await,
+        };
         match response {
             Some(Ok(response)) => Ok(response),
             Some(Err(err)) => Err(refused_or(self, err, "the stream failed")),
@@ -208,14 +221,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         tokio::time::timeout(timeout, future).await.ok()
     }
 
-    /// Sends the request body (Content-Length or chunked from the client).
+    /// Sends the request body (Content-Length or chunked from the client);
+    /// the response instead, when it comes before the body ends.
     async fn stream_body_h2(
         &mut self,
         head: &Head,
         send: &mut SendStream<Bytes>,
+        response: &mut ResponseFuture,
         upstream: UpstreamId,
         host: HostId,
-    ) -> Result<(), Failure> {
+    ) -> Result<Option<Answered>, Failure> {
         if head.expect_continue {
             self.wbuf
                 .extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
@@ -239,9 +254,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     return Err(broken(self));
                 }
                 if left == 0 {
-                    return Ok(());
+                    return Ok(None);
                 }
-                self.read_body_part().await?;
+                if let Some(answered) = self.more_body_or_answer(response).await? {
+                    return Ok(Some(answered));
+                }
             }
         }
         self.chunked.reset();
@@ -260,7 +277,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 return Err(broken(self));
             }
             if decoded.done {
-                return Ok(());
+                return Ok(None);
             }
             if self.chunked.data_len() > self.max_body {
                 let rejection = body_too_large(&limits);
@@ -269,7 +286,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     ..Failure::new(rejection.status, rejection.detail)
                 });
             }
-            self.read_body_part().await?;
+            if let Some(answered) = self.more_body_or_answer(response).await? {
+                return Ok(Some(answered));
+            }
+        }
+    }
+
+    /// Reads more of the request body, unless the upstream answers first.
+    async fn more_body_or_answer(
+        &mut self,
+        response: &mut ResponseFuture,
+    ) -> Result<Option<Answered>, Failure> {
+        tokio::select! {
+            biased;
+            answered = response => Ok(Some(answered)),
+            part = self.read_body_part() => part.map(|()| None),
         }
     }
 
@@ -306,7 +337,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             } else {
                 Framing::Chunked
             };
-        let close = !head.keep_alive || framing == Framing::Close || *self.shutdown.borrow();
+        let close = !head.keep_alive
+            || framing == Framing::Close
+            || self.body_abandoned
+            || *self.shutdown.borrow();
         head::response_head(
             &mut self.wbuf,
             parts.status,
