@@ -58,7 +58,10 @@ to_us() { awk '{v=$1; if (v ~ /ms$/) {sub("ms","",v); v*=1000} else if (v ~ /us$
 proxy_bench_setup() {
   local tool package
   for tool in "$@"; do
-    case $tool in nginx) package=nginx-light ;; taskset) package=util-linux ;; *) package=$tool ;; esac
+    case $tool in
+      nginx) package=nginx-light ;; taskset) package=util-linux ;; h2load) package=nghttp2-client ;;
+      perf) package=linux-perf ;; *) package=$tool ;;
+    esac
     command -v "$tool" >/dev/null || { echo "missing $tool: apt-get install -y $package" >&2; exit 2; }
   done
   [[ -x $SLUICE ]] || (cd "$ROOT" && cargo build --release --locked -p sluice)
