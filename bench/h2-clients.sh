@@ -21,7 +21,9 @@
 # tune.pool-low/high-fd-ratio 90/95, keep-alive, the same timeouts).
 # Rounds alternate which proxy goes first; round 0 is a discarded warm-up.
 # Per round and as medians: req/s, the proxy's and the backend's CPU time per
-# request (/proc/PID/stat before and after each run) and sluice / HAProxy.
+# request (/proc/PID/stat before and after each run) and sluice / HAProxy,
+# in req/s and in CPU per request (HAProxy's us/req / sluice's: what the
+# req/s ratio tends to when the proxy's core, not the backend's, is the limit).
 # The load average is printed and saved, since the machine may be shared.
 #
 #   bench/h2-clients.sh                        # 3 rounds of 10 s per cell
@@ -68,6 +70,10 @@ case $BACKEND in
   nginx) SCENARIOS=(h1); start_pets_backend ;;
   *) echo "BACKEND must be sluice or nginx" >&2; exit 2 ;;
 esac
+BACKEND_WORKER=$BACKEND_PID # the process that does the work: nginx's worker, not its master
+if [[ $BACKEND == nginx ]]; then
+  for _ in $(seq 50); do BACKEND_WORKER=$(pgrep -P "$BACKEND_PID" | head -1) && break; sleep 0.05; done
+fi
 PROXIES=(sluice haproxy)
 
 for scenario in "${SCENARIOS[@]}"; do
@@ -123,9 +129,9 @@ stop_proxy() { kill "$PROXY_PID" 2>/dev/null || true; wait "$PROXY_PID" 2>/dev/n
 # run_h2load LABEL -> "requests/s errors proxy-cpu-us-per-request backend-cpu-us-per-request"
 run_h2load() {
   local out proxy_before proxy_after backend_before backend_after rps done errors
-  proxy_before=$(cpu_ticks "$PROXY_PID"); backend_before=$(cpu_ticks "$BACKEND_PID")
+  proxy_before=$(cpu_ticks "$PROXY_PID"); backend_before=$(cpu_ticks "$BACKEND_WORKER")
   out=$($OTHER_CPU h2load -t1 -c"$CONNS" -m"$STREAMS" -D "$DURATION" "http://127.0.0.1:$PROXY_PORT/v1/pets")
-  proxy_after=$(cpu_ticks "$PROXY_PID"); backend_after=$(cpu_ticks "$BACKEND_PID")
+  proxy_after=$(cpu_ticks "$PROXY_PID"); backend_after=$(cpu_ticks "$BACKEND_WORKER")
   printf '%s\n%s\n' "$1" "$(grep -v '^progress:' <<<"$out")" >>"$OUT/runs.log"
   rps=$(awk '/^finished in/ {print $4}' <<<"$out")
   done=$(awk '/^requests:/ {print $6}' <<<"$out")
@@ -168,16 +174,17 @@ LOAD_END=$(load_average)
 
 TABLE="$OUT/table.md"
 {
-  echo "| upstream | proxy | req/s per round | req/s (median) | sluice / HAProxy per round | sluice / HAProxy (of medians) | proxy CPU us/req (median) | backend CPU us/req (median) | errors |"
-  echo "|---|---|---|---:|---|---:|---:|---:|---:|"
+  echo "| upstream | proxy | req/s per round | req/s (median) | sluice / HAProxy per round | sluice / HAProxy (of medians) | proxy CPU us/req (median) | HAProxy CPU / this CPU | backend CPU us/req (median) | errors |"
+  echo "|---|---|---|---:|---|---:|---:|---:|---:|---:|"
   for s in "${SCENARIOS[@]}"; do
-    h=$(cut -d' ' -f1 "$WORK/$s.haproxy" | median)
+    h=$(cut -d' ' -f1 "$WORK/$s.haproxy" | median); hcost=$(cut -d' ' -f3 "$WORK/$s.haproxy" | median)
     for p in "${PROXIES[@]}"; do
       r=$(cut -d' ' -f1 "$WORK/$s.$p" | median)
       rounds=$(awk '{printf "%s%.0f", (NR > 1 ? " / " : ""), $1}' "$WORK/$s.$p")
       ratios=""; [[ $p == sluice ]] && ratios=$(paste -sd/ "$WORK/$s.ratio" | sed 's#/# / #g')
-      printf '| %s | %s | %s | %.0f | %s | %.2fx | %s | %s | %s |\n' "$s" "$p" "$rounds" "$r" "$ratios" \
-        "$(awk -v a="$r" -v b="$h" 'BEGIN {print a / b}')" "$(cut -d' ' -f3 "$WORK/$s.$p" | median)" \
+      cost=$(cut -d' ' -f3 "$WORK/$s.$p" | median)
+      printf '| %s | %s | %s | %.0f | %s | %.2fx | %s | %.2fx | %s | %s |\n' "$s" "$p" "$rounds" "$r" "$ratios" \
+        "$(awk -v a="$r" -v b="$h" 'BEGIN {print a / b}')" "$cost" "$(awk -v a="$hcost" -v b="$cost" 'BEGIN {print a / b}')" \
         "$(cut -d' ' -f4 "$WORK/$s.$p" | median)" "$(awk '{n += $2} END {print n}' "$WORK/$s.$p")"
     done
   done
