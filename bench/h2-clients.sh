@@ -124,8 +124,6 @@ start_proxy() {
   sleep 0.3
 }
 
-stop_proxy() { kill "$PROXY_PID" 2>/dev/null || true; wait "$PROXY_PID" 2>/dev/null || true; PROXY_PID=""; }
-
 # run_h2load LABEL -> "requests/s errors proxy-cpu-us-per-request backend-cpu-us-per-request"
 run_h2load() {
   local out proxy_before proxy_after backend_before backend_after rps done errors
@@ -141,8 +139,6 @@ run_h2load() {
   awk -v r="$rps" -v e="$errors" -v d="$done" -v p=$((proxy_after - proxy_before)) -v b=$((backend_after - backend_before)) \
     'BEGIN {if (d == 0) d = 1; printf "%s %s %.2f %.2f\n", r, e, p * 10000 / d, b * 10000 / d}'
 }
-
-load_average() { cut -d' ' -f1-3 /proc/loadavg; }
 
 : >"$OUT/runs.log"
 LOAD_START=$(load_average)
