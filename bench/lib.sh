@@ -39,6 +39,9 @@ wait_port() {
 # median: the median of the numbers on stdin.
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
+# load_average: the 1, 5 and 15 minute load averages (is the machine shared?).
+load_average() { cut -d' ' -f1-3 /proc/loadavg; }
+
 # cpu_ticks PID: user + system CPU time of a process, in clock ticks (1/100 s).
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
@@ -58,7 +61,10 @@ to_us() { awk '{v=$1; if (v ~ /ms$/) {sub("ms","",v); v*=1000} else if (v ~ /us$
 proxy_bench_setup() {
   local tool package
   for tool in "$@"; do
-    case $tool in nginx) package=nginx-light ;; taskset) package=util-linux ;; *) package=$tool ;; esac
+    case $tool in
+      nginx) package=nginx-light ;; taskset) package=util-linux ;; h2load) package=nghttp2-client ;;
+      perf) package=linux-perf ;; *) package=$tool ;;
+    esac
     command -v "$tool" >/dev/null || { echo "missing $tool: apt-get install -y $package" >&2; exit 2; }
   done
   [[ -x $SLUICE ]] || (cd "$ROOT" && cargo build --release --locked -p sluice)
@@ -71,6 +77,9 @@ proxy_bench_setup() {
   CLEANUP_PATHS=("$WORK")
   trap proxy_bench_cleanup EXIT
 }
+
+# stop_proxy: stops the proxy started as PROXY_PID and waits for it.
+stop_proxy() { kill "$PROXY_PID" 2>/dev/null || true; wait "$PROXY_PID" 2>/dev/null || true; PROXY_PID=""; }
 
 proxy_bench_cleanup() {
   [[ -n $PROXY_PID ]] && kill "$PROXY_PID" 2>/dev/null || true

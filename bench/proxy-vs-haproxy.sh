@@ -113,9 +113,6 @@ start_proxy() {
   sleep 0.3
 }
 
-stop_proxy() { kill "$PROXY_PID" 2>/dev/null || true; wait "$PROXY_PID" 2>/dev/null || true; PROXY_PID=""; }
-
-
 # run_wrk MODE -> "requests/s p99 errors cpu-us-per-request"
 run_wrk() {
   local mode=$1 out before after started ended
