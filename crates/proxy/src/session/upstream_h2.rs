@@ -65,8 +65,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         };
         let fallback = upstream.host_name(HostId::new(0));
         let outgoing = outgoing(&self.rbuf, head, &self.fields);
-        let request =
-            http2::upstream_request(&outgoing, &context, scheme, fallback).ok_or_else(|| {
+        let request = http2::upstream_request(&outgoing, &context, scheme, fallback, None)
+            .ok_or_else(|| {
                 Failure::new(
                     StatusCode::BAD_REQUEST,
                     "the request cannot be expressed in HTTP/2",

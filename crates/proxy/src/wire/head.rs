@@ -97,25 +97,33 @@ impl<'a> RequestContext<'a> {
     }
 }
 
-/// Every field the upstream request carries, in order, as `(name, value
-/// parts)`: the client's fields minus hop-by-hop ones, then `Host`,
-/// `X-Forwarded-*`, the upgrade offer and the middleware's additions.
-/// Framing fields are left to the writer (they depend on the protocol).
-/// One traversal for every protocol, so HTTP/1.1 and HTTP/2 upstreams get
-/// the same header rules.
-pub(crate) fn upstream_fields(
-    request: &Outgoing<'_>,
-    context: &RequestContext<'_>,
-    emit: &mut Emit<'_>,
-) {
-    let fields = request.fields;
-    let mut forwarded_proto = false;
-    let mut forwarded_host = false;
-    let hop_by_hop = HopByHop::new(fields);
-    for (name, value) in fields.iter() {
+/// Which of the client's fields go upstream unchanged: not hop-by-hop
+/// ones (the fixed list and what `Connection` names), nor framing, nor
+/// what the proxy writes itself (`Host` when it is replaced,
+/// `X-Forwarded-*` unless trusted), nor what the middleware removes.
+pub(crate) struct RequestRules<'a> {
+    hop_by_hop: HopByHop<'a>,
+    context: &'a RequestContext<'a>,
+    /// The head came over HTTP/2: its Host is `:authority`, its cookies
+    /// may be split.
+    from_h2: bool,
+}
+
+impl<'a> RequestRules<'a> {
+    pub(crate) fn new(request: &Outgoing<'a>, context: &'a RequestContext<'a>) -> Self {
+        Self {
+            hop_by_hop: HopByHop::new(request.fields),
+            context,
+            from_h2: matches!(request.fields, Fields::Map(_)),
+        }
+    }
+
+    /// Whether the client's field called `name` goes upstream as it is.
+    pub(crate) fn keeps(&self, name: &[u8]) -> bool {
+        let context = self.context;
         let lower = |wanted: &str| name.eq_ignore_ascii_case(wanted.as_bytes());
         let upgrade_as_sent = context.upgrade == Some(Offered::AsSent) && lower("upgrade");
-        if hop_by_hop.contains(name) && !upgrade_as_sent
+        let dropped = self.hop_by_hop.contains(name) && !upgrade_as_sent
             || lower("content-length")
             || lower("expect")
             // Never relayed: asks the upstream to switch to h2c (issue 15).
@@ -123,21 +131,42 @@ pub(crate) fn upstream_fields(
             || (lower("host") && (context.host_header.is_some() || context.host.is_some()))
             || context.edits.is_some_and(|edits| edits.drops(name))
             || lower("x-forwarded-for")
-            // HTTP/2 may split cookies across fields; they go as one below.
+            || ((lower("x-forwarded-proto") || lower("x-forwarded-host")) && !context.trust_forwarded)
+            // HTTP/2 may split cookies across fields; they go as one.
             // Its Host is `:authority` (a `host` field too is dropped).
-            || ((lower("cookie") || lower("host")) && matches!(fields, Fields::Map(_)))
-        {
-            continue;
-        }
-        if lower("x-forwarded-proto") || lower("x-forwarded-host") {
-            if !context.trust_forwarded {
-                continue;
-            }
-            forwarded_proto |= lower("x-forwarded-proto");
-            forwarded_host |= lower("x-forwarded-host");
-        }
-        emit(name, &[value]);
+            || ((lower("cookie") || lower("host")) && self.from_h2);
+        !dropped
     }
+}
+
+/// Every field the upstream request carries, in order, as `(name, value
+/// parts)`: the client's fields that [`RequestRules`] keeps, then
+/// [`added_fields`]. Framing fields are left to the writer (they depend
+/// on the protocol). One set of rules for every protocol, so HTTP/1.1 and
+/// HTTP/2 upstreams get the same head.
+pub(crate) fn upstream_fields(
+    request: &Outgoing<'_>,
+    context: &RequestContext<'_>,
+    emit: &mut Emit<'_>,
+) {
+    let rules = RequestRules::new(request, context);
+    for (name, value) in request.fields.iter() {
+        if rules.keeps(name) {
+            emit(name, &[value]);
+        }
+    }
+    added_fields(request, context, emit);
+}
+
+/// The fields the proxy adds to an upstream request: joined cookies (from
+/// HTTP/2), `Host`, `X-Forwarded-*`, the upgrade offer and the
+/// middleware's additions.
+pub(crate) fn added_fields(
+    request: &Outgoing<'_>,
+    context: &RequestContext<'_>,
+    emit: &mut Emit<'_>,
+) {
+    let fields = request.fields;
     if let Fields::Map(_) = fields {
         joined_cookies(fields, emit);
     }
@@ -165,12 +194,13 @@ pub(crate) fn upstream_fields(
     }
     parts[count] = peer;
     emit(b"x-forwarded-for", &parts[..=count]);
-    if !forwarded_proto {
+    let trusted = |name| context.trust_forwarded && fields.get(name).is_some();
+    if !trusted("x-forwarded-proto") {
         let proto: &[u8] = if context.secure { b"https" } else { b"http" };
         emit(b"x-forwarded-proto", &[proto]);
     }
     let client_host = context.host.map(str::as_bytes).or(request.host);
-    if let (false, Some(host)) = (forwarded_host, client_host) {
+    if let (false, Some(host)) = (trusted("x-forwarded-host"), client_host) {
         emit(b"x-forwarded-host", &[host]);
     }
     if let Some(offered) = context.upgrade {
@@ -230,9 +260,43 @@ pub(crate) fn request_head(
     out.extend_from_slice(b"\r\n");
 }
 
+/// Which of the upstream's response fields go to the client: not
+/// hop-by-hop ones (but `Upgrade` on a `101`), not its `Content-Length`
+/// unless `keep_length`, nor what the middleware removes.
+pub(crate) struct ResponseRules<'a> {
+    hop_by_hop: HopByHop<'a>,
+    switching: bool,
+    keep_length: bool,
+    edits: Option<&'a HeaderEdits>,
+}
+
+impl<'a> ResponseRules<'a> {
+    pub(crate) fn new(
+        status: StatusCode,
+        fields: Fields<'a>,
+        keep_length: bool,
+        edits: Option<&'a HeaderEdits>,
+    ) -> Self {
+        Self {
+            hop_by_hop: HopByHop::new(fields),
+            switching: status == StatusCode::SWITCHING_PROTOCOLS,
+            keep_length,
+            edits,
+        }
+    }
+
+    pub(crate) fn keeps(&self, name: &[u8]) -> bool {
+        if self.switching && name.eq_ignore_ascii_case(b"upgrade") {
+            return true;
+        }
+        !(self.hop_by_hop.contains(name)
+            || (!self.keep_length && name.eq_ignore_ascii_case(b"content-length"))
+            || self.edits.is_some_and(|edits| edits.drops(name)))
+    }
+}
+
 /// Every field of a response for the client, in order: the upstream's
-/// minus hop-by-hop ones (and its `Content-Length` unless `keep_length`),
-/// then the middleware's additions.
+/// that [`ResponseRules`] keeps, then the middleware's additions.
 pub(crate) fn response_fields(
     status: StatusCode,
     fields: Fields<'_>,
@@ -240,20 +304,11 @@ pub(crate) fn response_fields(
     edits: Option<&HeaderEdits>,
     emit: &mut Emit<'_>,
 ) {
-    let switching = status == StatusCode::SWITCHING_PROTOCOLS;
-    let hop_by_hop = HopByHop::new(fields);
+    let rules = ResponseRules::new(status, fields, keep_length, edits);
     for (name, value) in fields.iter() {
-        if switching && name.eq_ignore_ascii_case(b"upgrade") {
+        if rules.keeps(name) {
             emit(name, &[value]);
-            continue;
         }
-        if hop_by_hop.contains(name)
-            || (!keep_length && name.eq_ignore_ascii_case(b"content-length"))
-            || edits.is_some_and(|edits| edits.drops(name))
-        {
-            continue;
-        }
-        emit(name, &[value]);
     }
     for (name, value) in edits.iter().flat_map(|edits| edits.appended()) {
         emit(name, &[value]);

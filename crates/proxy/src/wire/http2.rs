@@ -9,7 +9,7 @@ use http::{header, HeaderMap, HeaderName, HeaderValue, Request, Response, Status
 use super::{
     edits::HeaderEdits,
     fields::Fields,
-    head::{response_fields, upstream_fields, Framing, Outgoing, RequestContext},
+    head::{added_fields, Framing, Outgoing, RequestContext, RequestRules, ResponseRules},
 };
 
 /// Fields HTTP/2 forbids (RFC 9113 8.2.2), beyond what the rules drop.
@@ -44,34 +44,41 @@ fn append(headers: &mut HeaderMap, name: &[u8], value: &[&[u8]]) {
 /// and query; `authority` is the Host the rules would send, else
 /// `fallback` (the host's name). `te: trailers` tells gRPC servers that
 /// trailers will pass. `None` when a part is not valid in a URI.
+/// From an HTTP/2 client (`source`: its URI), kept fields and unchanged
+/// URI parts are shared with the client's request, not copied.
 pub(crate) fn upstream_request(
     request: &Outgoing<'_>,
     context: &RequestContext<'_>,
     scheme: &str,
     fallback: &str,
+    source: Option<&Uri>,
 ) -> Option<Request<()>> {
-    let authority = context
-        .host(request)
-        .unwrap_or(fallback.as_bytes())
-        .to_vec();
-    let mut target = context.path(request).to_vec();
-    if let Some(query) = request.query {
-        target.push(b'?');
-        target.extend_from_slice(query);
-    }
-    let uri = Uri::builder()
-        .scheme(scheme)
-        .authority(authority)
-        .path_and_query(target)
-        .build()
-        .ok()?;
-    let mut built = Request::builder()
-        .method(request.method.clone())
-        .uri(uri)
-        .body(())
-        .ok()?;
+    let uri = upstream_uri(request, context, scheme, fallback, source)?;
+    let mut built = Request::new(());
+    *built.method_mut() = request.method.clone();
+    *built.uri_mut() = uri;
     let headers = built.headers_mut();
-    upstream_fields(request, context, &mut |name, value| {
+    headers.reserve(request.fields.len() + 6);
+    let rules = RequestRules::new(request, context);
+    match request.fields {
+        Fields::Map(map) => {
+            for (name, value) in map {
+                if rules.keeps(name.as_str().as_bytes())
+                    && !connection_specific(name.as_str().as_bytes())
+                {
+                    headers.append(name.clone(), value.clone());
+                }
+            }
+        }
+        fields => {
+            for (name, value) in fields.iter() {
+                if rules.keeps(name) && !connection_specific(name) {
+                    append(headers, name, &[value]);
+                }
+            }
+        }
+    }
+    added_fields(request, context, &mut |name, value| {
         if !connection_specific(name) {
             append(headers, name, value);
         }
@@ -81,6 +88,47 @@ pub(crate) fn upstream_request(
     }
     headers.insert(header::TE, HeaderValue::from_static("trailers"));
     Some(built)
+}
+
+/// The upstream request's URI: the client's own parts where nothing
+/// changes them.
+fn upstream_uri(
+    request: &Outgoing<'_>,
+    context: &RequestContext<'_>,
+    scheme: &str,
+    fallback: &str,
+    source: Option<&Uri>,
+) -> Option<Uri> {
+    let same_target =
+        context.path.is_none() && context.host.is_none() && context.host_header.is_none();
+    if let (true, Some(source)) = (same_target, source) {
+        if let (Some(authority), Some(target)) = (source.authority(), source.path_and_query()) {
+            let mut parts = http::uri::Parts::default();
+            parts.scheme = Some(if scheme == "https" {
+                http::uri::Scheme::HTTPS
+            } else {
+                http::uri::Scheme::HTTP
+            });
+            parts.authority = Some(authority.clone());
+            parts.path_and_query = Some(target.clone());
+            return Uri::from_parts(parts).ok();
+        }
+    }
+    let authority = context
+        .host(request)
+        .unwrap_or(fallback.as_bytes())
+        .to_vec();
+    let mut target = context.path(request).to_vec();
+    if let Some(query) = request.query {
+        target.push(b'?');
+        target.extend_from_slice(query);
+    }
+    Uri::builder()
+        .scheme(scheme)
+        .authority(authority)
+        .path_and_query(target)
+        .build()
+        .ok()
 }
 
 /// The response for an HTTP/2 client: the upstream's fields under the
@@ -95,11 +143,51 @@ pub(crate) fn client_response(
     *response.status_mut() = status;
     let headers = response.headers_mut();
     headers.reserve(fields.len());
-    response_fields(status, fields, keep_length, edits, &mut |name, value| {
-        if !connection_specific(name) {
-            append(headers, name, value);
+    let rules = ResponseRules::new(status, fields, keep_length, edits);
+    match fields {
+        Fields::Map(map) => {
+            for (name, value) in map {
+                if rules.keeps(name.as_str().as_bytes())
+                    && !connection_specific(name.as_str().as_bytes())
+                {
+                    headers.append(name.clone(), value.clone());
+                }
+            }
         }
-    });
+        fields => {
+            for (name, value) in fields.iter() {
+                if rules.keeps(name) && !connection_specific(name) {
+                    append(headers, name, &[value]);
+                }
+            }
+        }
+    }
+    for (name, value) in edits.iter().flat_map(|edits| edits.appended()) {
+        append(headers, name, &[value]);
+    }
+    response
+}
+
+/// [`client_response`] for an HTTP/2 upstream's own map, taken over as it
+/// is when the rules drop nothing from it (the usual case): no copy.
+pub(crate) fn client_response_from(
+    status: StatusCode,
+    map: http::HeaderMap,
+    edits: Option<&HeaderEdits>,
+) -> Response<()> {
+    let untouched = edits.is_none() && {
+        let rules = ResponseRules::new(status, Fields::Map(&map), true, None);
+        map.keys().all(|name| {
+            let name = name.as_str().as_bytes();
+            rules.keeps(name) && !connection_specific(name)
+        })
+    };
+    if !untouched {
+        return client_response(status, Fields::Map(&map), true, edits);
+    }
+    let mut response = Response::new(());
+    *response.status_mut() = status;
+    *response.headers_mut() = map;
     response
 }
 
@@ -136,7 +224,7 @@ mod tests {
             framing: Framing::Length(5),
             edits: None,
         };
-        let built = upstream_request(&request, &context, "http", "backend:80").unwrap();
+        let built = upstream_request(&request, &context, "http", "backend:80", None).unwrap();
         assert_eq!(built.uri(), "http://api.example/b?b=1");
         let headers = built.headers();
         assert!(headers.get("x-secret").is_none() && headers.get("connection").is_none());

@@ -217,7 +217,8 @@ impl Stream {
                 to_h1::exchange(self, upstream, &outgoing, &context, body, max_body).await
             }
             crate::config::Protocol::H2c | crate::config::Protocol::H2 => {
-                to_h2::exchange(self, upstream, &outgoing, &context, body, max_body).await
+                let source = &parts.uri;
+                to_h2::exchange(self, upstream, &outgoing, &context, source, body, max_body).await
             }
         }
     }

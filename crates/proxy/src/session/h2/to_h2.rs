@@ -7,7 +7,7 @@ use std::{future::poll_fn, sync::Arc, time::Instant};
 
 use bytes::Bytes;
 use h2::{client::ResponseFuture, Reason, RecvStream, SendStream};
-use http::{header, HeaderMap, Request, StatusCode};
+use http::{header, HeaderMap, Request, StatusCode, Uri};
 
 use super::{RequestBody, Stream};
 use crate::{
@@ -19,7 +19,6 @@ use crate::{
     telemetry::UpstreamError,
     upstream::h2_pool::{self, send_data, Counted},
     wire::{
-        fields::Fields,
         head::{Outgoing, RequestContext},
         http2,
     },
@@ -35,11 +34,13 @@ pub(super) enum PumpError {
     TooLarge,
 }
 
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn exchange(
     stream: &mut Stream,
     upstream: UpstreamId,
     outgoing: &Outgoing<'_>,
     context: &RequestContext<'_>,
+    source: &Uri,
     body: RequestBody,
     max_body: usize,
 ) -> Result<(), Failure> {
@@ -51,14 +52,19 @@ pub(super) async fn exchange(
     } else {
         "http"
     };
-    let request =
-        http2::upstream_request(outgoing, context, scheme, config.host_name(HostId::new(0)))
-            .ok_or_else(|| {
+    let build = || {
+        let fallback = config.host_name(HostId::new(0));
+        http2::upstream_request(outgoing, context, scheme, fallback, Some(source)).ok_or_else(
+            || {
                 Failure::new(
                     StatusCode::BAD_REQUEST,
                     "the request cannot be expressed in HTTP/2",
                 )
-            })?;
+            },
+        )
+    };
+    // Built once; again only if a refused stream is sent again.
+    let mut request = Some(build()?);
     let sender = Sender {
         plan: &plan,
         worker: &worker,
@@ -92,7 +98,11 @@ pub(super) async fn exchange(
                 continue;
             }
         };
-        match open(send, request.clone(), empty).await {
+        let this = match request.take() {
+            Some(built) => built,
+            None => build()?,
+        };
+        match open(send, this, empty).await {
             Ok((response, body)) => break (response, body, lease, Instant::now()),
             Err(err)
                 if refused(&err) && resend_after_refused(attempts, config.retries, in_hand) =>
@@ -224,7 +234,7 @@ async fn relay(
     let edits = stream.response_edits(status);
     // A body's length is kept when the upstream gave it; a trailers-only
     // answer (gRPC errors) carries none.
-    let head = http2::client_response(status, Fields::Map(&parts.headers), true, edits.as_ref());
+    let head = http2::client_response_from(status, parts.headers, edits.as_ref());
     if let Some(edits) = edits {
         stream.exchange.response_headers = edits;
     }
