@@ -85,7 +85,10 @@ pub(crate) async fn serve_stream(
         },
     };
     let (parts, body) = request.into_parts();
-    if let Err(failure) = stream.exchange_with(&parts, body).await {
+    // Boxed: the task's future stays a few hundred bytes, and the task
+    // machinery moves it (spawn, each change of stage) without copying
+    // the exchange's large state.
+    if let Err(failure) = Box::pin(stream.exchange_with(&parts, body)).await {
         stream.answer_failure(failure);
     }
     let status = stream.outcome.status;
@@ -380,6 +383,6 @@ mod tests {
     #[test]
     fn a_stream_future_stays_small() {
         let size = returned(serve_stream as fn(_, _, _, _) -> _);
-        assert!(size <= 4096, "serve_stream's future is {size} bytes");
+        assert!(size <= 1536, "serve_stream's future is {size} bytes");
     }
 }

@@ -188,10 +188,14 @@ pub(super) async fn pump(
             upstream.send_reset(Reason::CANCEL);
             return Err(PumpError::TooLarge);
         }
-        send_data(&mut upstream, data, false)
+        let last = client.is_end_stream();
+        send_data(&mut upstream, data, last)
             .await
             .map_err(|_| PumpError::Upstream)?;
         let _ = client.flow_control().release_capacity(len);
+        if last {
+            return Ok(());
+        }
     }
     match client.trailers().await {
         Ok(Some(trailers)) => upstream
@@ -288,7 +292,10 @@ async fn relay_body(
         };
         let len = data.len();
         bytes += len as u64;
-        if send_data(&mut client, data, false).await.is_err() {
+        // The upstream's last frame ends the client's stream too: one
+        // frame, not the data and then an empty one.
+        let last = body.is_end_stream();
+        if send_data(&mut client, data, last).await.is_err() {
             // The client went away: nothing more to send it.
             return Relayed {
                 bytes,
@@ -296,6 +303,12 @@ async fn relay_body(
             };
         }
         let _ = body.flow_control().release_capacity(len);
+        if last {
+            return Relayed {
+                bytes,
+                broken: None,
+            };
+        }
     }
     let trailers = tokio::time::timeout(timeout, poll_fn(|cx| body.poll_trailers(cx))).await;
     match trailers {
