@@ -46,7 +46,18 @@ pub enum Behaviour {
     CloseMidResponse,
     /// A response that is not HTTP.
     Malformed,
+    /// The first request on each connection is answered at once with
+    /// [`EARLY_RESPONSE`] (a 413) as soon as its head is in, its body
+    /// unread; everything the client sends after is read and discarded.
+    /// With `close`, the answer says `Connection: close` and the
+    /// connection is shut for writing first (a lingering close, RFC 9112
+    /// 9.6: the client can still read the answer while it sends).
+    AnswerEarly { close: bool },
 }
+
+/// The answer of [`Behaviour::AnswerEarly`] (without its `Connection` field).
+pub const EARLY_RESPONSE: &[u8] =
+    b"HTTP/1.1 413 Payload Too Large\r\nx-early: upstream\r\nContent-Length: 5\r\n";
 
 /// A running fake server; stops when dropped.
 #[derive(Debug)]
@@ -224,6 +235,10 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                     return;
                 }
                 Behaviour::Malformed => out.extend_from_slice(b"HTTP/1.1 two hundred\r\n\r\n"),
+                Behaviour::AnswerEarly { close } => {
+                    answer_early(&mut stream, close, &mut stop).await;
+                    return;
+                }
             }
         }
         if !out.is_empty() {
@@ -231,6 +246,35 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                 return;
             }
             out.clear();
+        }
+    }
+}
+
+/// [`Behaviour::AnswerEarly`], once a head is in.
+async fn answer_early<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    close: bool,
+    stop: &mut watch::Receiver<bool>,
+) {
+    let mut answer = EARLY_RESPONSE.to_vec();
+    if close {
+        answer.extend_from_slice(b"Connection: close\r\n");
+    }
+    answer.extend_from_slice(b"\r\nearly");
+    if stream.write_all(&answer).await.is_err() {
+        return;
+    }
+    if close && stream.shutdown().await.is_err() {
+        return;
+    }
+    let mut sink = [0u8; 16 * 1024];
+    loop {
+        tokio::select! {
+            _ = stop.changed() => return,
+            read = stream.read(&mut sink) => match read {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            },
         }
     }
 }
