@@ -25,7 +25,7 @@ use testkit::{Behaviour, FakeServer, H2Server, TestCerts};
 use tls::rustls::pki_types::ServerName;
 use tokio::{
     io::{AsyncWrite, AsyncWriteExt},
-    net::TcpStream,
+    net::{TcpListener, TcpStream},
     task::JoinHandle,
 };
 
@@ -79,12 +79,7 @@ async fn next_grpc_message(body: &mut RecvStream, pending: &mut BytesMut) -> Opt
 /// must interleave with the sends (a proxy that waits for the end of the
 /// request never answers the first). Ends with the upstream's
 /// `grpc-status` trailers. The round-trip times.
-async fn ping_pong(sender: &SendRequest<Bytes>, uri: &str) -> Vec<Duration> {
-    let request = Request::post(uri)
-        .header("content-type", "application/grpc")
-        .header("te", "trailers")
-        .body(())
-        .unwrap();
+async fn ping_pong(sender: &SendRequest<Bytes>, request: Request<()>) -> Vec<Duration> {
     let mut sender = sender.clone().ready().await.unwrap();
     let (response, mut send) = sender.send_request(request, false).unwrap();
     let mut response = Some(response);
@@ -97,7 +92,9 @@ async fn ping_pong(sender: &SendRequest<Bytes>, uri: &str) -> Vec<Duration> {
         }
         let payload = format!("ping {i}");
         let sent_at = Instant::now();
-        send.send_data(grpc_message(&payload), false).unwrap();
+        // The last message ends the client's side (END_STREAM).
+        let last = i + 1 == MESSAGES;
+        send.send_data(grpc_message(&payload), last).unwrap();
         let reply = tokio::time::timeout(Duration::from_secs(2), async {
             if let Some(response) = response.take() {
                 let response = response.await.unwrap();
@@ -111,7 +108,6 @@ async fn ping_pong(sender: &SendRequest<Bytes>, uri: &str) -> Vec<Duration> {
         assert_eq!(reply.as_deref(), Some(payload.as_str()));
         round_trips.push(sent_at.elapsed());
     }
-    send.send_data(Bytes::new(), true).unwrap();
     let mut body = body.unwrap();
     let end = tokio::time::timeout(Duration::from_secs(2), async {
         let rest = next_grpc_message(&mut body, &mut pending).await;
@@ -123,6 +119,15 @@ async fn ping_pong(sender: &SendRequest<Bytes>, uri: &str) -> Vec<Duration> {
     let trailers = end.1.expect("trailers");
     assert_eq!(trailers["grpc-status"], "0");
     round_trips
+}
+
+/// A gRPC-style request for `uri`.
+fn grpc_request(uri: &str) -> Request<()> {
+    Request::post(uri)
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .body(())
+        .unwrap()
 }
 
 /// The first reply comes at once, and every echo before the next send.
@@ -142,7 +147,7 @@ async fn bidi_stream_interleaves_over_h2c() {
     let upstream = H2Server::start();
     let proxy = Proxy::start(&h2_upstream(&upstream.url(""), None));
     let sender = h2_client(TcpStream::connect(proxy.addr()).await.unwrap()).await;
-    let round_trips = ping_pong(&sender, "http://grpc.test/echo").await;
+    let round_trips = ping_pong(&sender, grpc_request("http://grpc.test/echo")).await;
     assert_interleaved(&round_trips);
     assert_eq!(upstream.requests(), 1);
 }
@@ -170,9 +175,85 @@ listeners:
         .unwrap();
     assert_eq!(io.get_ref().1.alpn_protocol(), Some(tls::ALPN_H2));
     let sender = h2_client(io).await;
-    let round_trips = ping_pong(&sender, "https://grpc.test/echo").await;
+    let round_trips = ping_pong(&sender, grpc_request("https://grpc.test/echo")).await;
     assert_interleaved(&round_trips);
     assert_eq!(upstream.requests(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bidi_stream_interleaves_to_an_http11_upstream() {
+    let upstream = FakeServer::start(Behaviour::EchoBody);
+    let proxy = Proxy::start(&support::one_upstream(upstream.addr(), ""));
+    let sender = h2_client(TcpStream::connect(proxy.addr()).await.unwrap()).await;
+    // HTTP/1.1 needs the length (or chunks): ten messages of 11 bytes.
+    let length: usize = (0..MESSAGES)
+        .map(|i| grpc_message(&format!("ping {i}")).len())
+        .sum();
+    let mut request = grpc_request("http://grpc.test/echo");
+    request
+        .headers_mut()
+        .insert("content-length", length.into());
+    let round_trips = ping_pong(&sender, request).await;
+    assert_interleaved(&round_trips);
+    assert_eq!(upstream.requests(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streamed_bodies_leave_the_http11_upstream_connection_reusable() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let connections = Arc::new(AtomicUsize::new(0));
+    let accepted = Arc::clone(&connections);
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            accepted.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(support::echo(stream, "one", Arc::default()));
+        }
+    });
+    let proxy = Proxy::start(&support::one_upstream(addr, ""));
+    let sender = h2_client(TcpStream::connect(proxy.addr()).await.unwrap()).await;
+    for round in 0..3 {
+        // With a length, the body as it is; without, chunked with the
+        // client's trailers in the last chunk.
+        let mut request = Request::post("http://api.test/upload");
+        if round == 0 {
+            request = request.header("content-length", 10);
+        }
+        let mut ready = sender.clone().ready().await.unwrap();
+        let (response, mut send) = ready
+            .send_request(request.body(()).unwrap(), false)
+            .unwrap();
+        send.send_data(Bytes::from_static(b"01234"), false).unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        if round == 2 {
+            send.send_data(Bytes::from_static(b"56789"), false).unwrap();
+            let mut trailers = HeaderMap::new();
+            trailers.insert("x-checksum", "c0ffee".parse().unwrap());
+            send.send_trailers(trailers).unwrap();
+        } else {
+            send.send_data(Bytes::from_static(b"56789"), true).unwrap();
+        }
+        let response = tokio::time::timeout(Duration::from_secs(5), response)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        let mut body = response.into_body();
+        let mut text = Vec::new();
+        while let Some(data) = body.data().await {
+            text.extend_from_slice(&data.unwrap());
+        }
+        let text = String::from_utf8(text).unwrap();
+        assert!(text.contains("body-bytes: 10"), "{text}");
+        if round == 2 {
+            assert!(text.contains("transfer-encoding: chunked"), "{text}");
+        }
+    }
+    assert_eq!(
+        connections.load(Ordering::SeqCst),
+        1,
+        "one upstream connection for all"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -228,22 +309,24 @@ async fn a_trailers_only_grpc_answer_has_no_content_length() {
     assert!(trailers.is_none());
 }
 
-/// A large request body, sent slowly: all of it would take over 5 s.
-const SLOW_BODY: usize = 8 << 20;
-const SLOW_CHUNK: usize = 16 << 10;
-const SLOW_PAUSE: Duration = Duration::from_millis(10);
+/// A large request body (under the proxy's 10 MiB limit), sent in chunks.
+const BODY: usize = 8 << 20;
+const CHUNK: usize = 16 << 10;
+/// A pause between chunks that makes the whole body take over 5 s.
+const SLOWLY: Duration = Duration::from_millis(10);
 
-/// Sends [`SLOW_BODY`] bytes on `send` in chunks (as HTTP/2 flow control
-/// allows), counting them in `sent`; stops when the stream is closed.
-fn send_slowly_h2(mut send: SendStream<Bytes>, sent: Arc<AtomicUsize>) -> JoinHandle<()> {
+/// Sends [`BODY`] bytes on `send` in chunks (as HTTP/2 flow control
+/// allows) `pause` apart, counting them in `sent`; stops when the stream
+/// is closed.
+fn send_h2(mut send: SendStream<Bytes>, pause: Duration, sent: Arc<AtomicUsize>) -> JoinHandle<()> {
     tokio::spawn(async move {
-        while sent.load(Ordering::SeqCst) < SLOW_BODY {
-            send.reserve_capacity(SLOW_CHUNK);
+        while sent.load(Ordering::SeqCst) < BODY {
+            send.reserve_capacity(CHUNK);
             let Some(Ok(granted)) = poll_fn(|cx| send.poll_capacity(cx)).await else {
                 return;
             };
-            let chunk = granted.min(SLOW_BODY - sent.load(Ordering::SeqCst));
-            let last = sent.load(Ordering::SeqCst) + chunk == SLOW_BODY;
+            let chunk = granted.min(BODY - sent.load(Ordering::SeqCst));
+            let last = sent.load(Ordering::SeqCst) + chunk == BODY;
             if send
                 .send_data(Bytes::from(vec![b'x'; chunk]), last)
                 .is_err()
@@ -251,41 +334,42 @@ fn send_slowly_h2(mut send: SendStream<Bytes>, sent: Arc<AtomicUsize>) -> JoinHa
                 return;
             }
             sent.fetch_add(chunk, Ordering::SeqCst);
-            tokio::time::sleep(SLOW_PAUSE).await;
+            tokio::time::sleep(pause).await;
         }
     })
 }
 
-/// Writes [`SLOW_BODY`] bytes on `writer` in chunks, counting them in
-/// `sent`; stops when a write fails.
-fn send_slowly_h1<W>(mut writer: W, sent: Arc<AtomicUsize>) -> JoinHandle<()>
+/// Writes [`BODY`] bytes on `writer` in chunks `pause` apart, counting
+/// them in `sent`; stops when a write fails.
+fn send_h1<W>(mut writer: W, pause: Duration, sent: Arc<AtomicUsize>) -> JoinHandle<()>
 where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     tokio::spawn(async move {
-        let chunk = vec![b'x'; SLOW_CHUNK];
-        while sent.load(Ordering::SeqCst) < SLOW_BODY {
+        let chunk = vec![b'x'; CHUNK];
+        while sent.load(Ordering::SeqCst) < BODY {
             if writer.write_all(&chunk).await.is_err() {
                 return;
             }
             sent.fetch_add(chunk.len(), Ordering::SeqCst);
-            tokio::time::sleep(SLOW_PAUSE).await;
+            tokio::time::sleep(pause).await;
         }
     })
 }
 
-/// An HTTP/2 client POSTs a large body slowly to `uri`; the upstream's
-/// early 413 must reach it while it is still sending.
-async fn h2_client_gets_the_early_answer(proxy: &Proxy, uri: &str) {
+/// An HTTP/2 client POSTs a large body to `uri`, chunks `pause` apart;
+/// the upstream's early 413 must reach it while it is still sending, and
+/// its connection stays usable.
+async fn h2_client_gets_the_early_answer(proxy: &Proxy, uri: &str, pause: Duration) {
     let sender = h2_client(TcpStream::connect(proxy.addr()).await.unwrap()).await;
     let request = Request::post(uri)
-        .header("content-length", SLOW_BODY)
+        .header("content-length", BODY)
         .body(())
         .unwrap();
     let mut ready = sender.clone().ready().await.unwrap();
     let (response, send) = ready.send_request(request, false).unwrap();
     let sent = Arc::new(AtomicUsize::new(0));
-    let writer = send_slowly_h2(send, Arc::clone(&sent));
+    let writer = send_h2(send, pause, Arc::clone(&sent));
     let response = tokio::time::timeout(Duration::from_secs(4), response)
         .await
         .expect("the early answer while the body is still being sent")
@@ -298,7 +382,7 @@ async fn h2_client_gets_the_early_answer(proxy: &Proxy, uri: &str) {
         text.extend_from_slice(&data);
     }
     assert_eq!(text, b"early", "the upstream's answer, not the proxy's");
-    assert!(sent_then < SLOW_BODY, "the client had sent all its body");
+    assert!(sent_then < BODY, "the client had sent all its body");
     writer.abort();
     // Only that stream ended: the connection carries the next request.
     let next = Request::get(uri).body(()).unwrap();
@@ -307,12 +391,41 @@ async fn h2_client_gets_the_early_answer(proxy: &Proxy, uri: &str) {
     assert_eq!(body, b"early");
 }
 
+/// HTTP/1.1 upstreams that answer a 413 before the body, with the pause
+/// between the client's chunks: at once with a lingering close, at once
+/// staying open (the client sending slowly), and after 300 ms staying
+/// open and reading nothing, the client sending as fast as it can (the
+/// proxy's writes to the upstream block: they must not hold up the answer).
+const EARLY_ANSWERS: [(Behaviour, Duration); 3] = [
+    (
+        Behaviour::AnswerEarly {
+            close: true,
+            after: Duration::ZERO,
+        },
+        SLOWLY,
+    ),
+    (
+        Behaviour::AnswerEarly {
+            close: false,
+            after: Duration::ZERO,
+        },
+        SLOWLY,
+    ),
+    (
+        Behaviour::AnswerEarly {
+            close: false,
+            after: Duration::from_millis(300),
+        },
+        Duration::ZERO,
+    ),
+];
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_early_answer_from_an_http11_upstream_reaches_an_http2_client() {
-    for close in [true, false] {
-        let upstream = FakeServer::start(Behaviour::AnswerEarly { close });
+    for (behaviour, pause) in EARLY_ANSWERS {
+        let upstream = FakeServer::start(behaviour);
         let proxy = Proxy::start(&support::one_upstream(upstream.addr(), ""));
-        h2_client_gets_the_early_answer(&proxy, "http://api.test/upload").await;
+        h2_client_gets_the_early_answer(&proxy, "http://api.test/upload", pause).await;
     }
 }
 
@@ -322,36 +435,39 @@ async fn an_early_answer_from_an_http2_upstream_reaches_an_http2_client() {
     let proxy = Proxy::start(&h2_upstream(&upstream.url(""), None));
     // The upstream resets the rest of the request (NO_ERROR), or reads it on.
     for path in ["/early/413", "/early-then-read/413"] {
-        h2_client_gets_the_early_answer(&proxy, &format!("http://api.test{path}")).await;
+        let uri = format!("http://api.test{path}");
+        h2_client_gets_the_early_answer(&proxy, &uri, SLOWLY).await;
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "issue 16: HTTP/1.1 early answers, in progress"]
 async fn an_early_answer_from_an_http11_upstream_reaches_an_http11_client() {
-    for close in [true, false] {
-        let upstream = FakeServer::start(Behaviour::AnswerEarly { close });
+    for (behaviour, pause) in EARLY_ANSWERS {
+        let upstream = FakeServer::start(behaviour);
         let proxy = Proxy::start(&support::one_upstream(upstream.addr(), ""));
         let (mut reader, mut writer) = TcpStream::connect(proxy.addr()).await.unwrap().into_split();
-        let head = format!(
-            "POST /upload HTTP/1.1\r\nhost: api.test\r\ncontent-length: {SLOW_BODY}\r\n\r\n"
-        );
+        let head =
+            format!("POST /upload HTTP/1.1\r\nhost: api.test\r\ncontent-length: {BODY}\r\n\r\n");
         writer.write_all(head.as_bytes()).await.unwrap();
         let sent = Arc::new(AtomicUsize::new(0));
-        let writing = send_slowly_h1(writer, Arc::clone(&sent));
+        let writing = send_h1(writer, pause, Arc::clone(&sent));
         let answer = tokio::time::timeout(Duration::from_secs(4), support::read_head(&mut reader))
             .await
             .expect("the early answer while the body is still being sent");
         let sent_then = sent.load(Ordering::SeqCst);
         assert!(
             answer.starts_with("HTTP/1.1 413"),
-            "close={close}: {answer}"
+            "{behaviour:?}: {answer}"
         );
         assert!(
             answer.contains("x-early: upstream"),
-            "close={close}: {answer}"
+            "{behaviour:?}: {answer}"
         );
-        assert!(sent_then < SLOW_BODY, "the client had sent all its body");
+        assert!(
+            sent_then < BODY,
+            "{behaviour:?}: the client had sent all its body"
+        );
         writing.abort();
     }
 }
