@@ -440,34 +440,44 @@ async fn an_early_answer_from_an_http2_upstream_reaches_an_http2_client() {
     }
 }
 
+/// An HTTP/1.1 client POSTs a large body, chunks `pause` apart, to an
+/// HTTP/1.1 upstream that behaves as `behaviour`; its early 413 must reach
+/// the client while it is still sending.
+async fn h1_client_gets_the_early_answer(behaviour: Behaviour, pause: Duration) {
+    let upstream = FakeServer::start(behaviour);
+    let proxy = Proxy::start(&support::one_upstream(upstream.addr(), ""));
+    let stream = TcpStream::connect(proxy.addr()).await.unwrap();
+    let (mut reader, mut writer) = stream.into_split();
+    let head = format!("POST /upload HTTP/1.1\r\nhost: a\r\ncontent-length: {BODY}\r\n\r\n");
+    writer.write_all(head.as_bytes()).await.unwrap();
+    let sent = Arc::new(AtomicUsize::new(0));
+    let writing = send_h1(writer, pause, Arc::clone(&sent));
+    let answer = tokio::time::timeout(Duration::from_secs(4), support::read_head(&mut reader))
+        .await
+        .unwrap_or_else(|_| panic!("{behaviour:?}: no early answer within 4 s"));
+    let sent_then = sent.load(Ordering::SeqCst);
+    assert!(
+        answer.starts_with("HTTP/1.1 413"),
+        "{behaviour:?}: {answer}"
+    );
+    assert!(
+        answer.contains("x-early: upstream"),
+        "{behaviour:?}: {answer}"
+    );
+    assert!(sent_then < BODY, "{behaviour:?}: the client had sent all");
+    writing.abort();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "issue 16: HTTP/1.1 early answers, in progress"]
 async fn an_early_answer_from_an_http11_upstream_reaches_an_http11_client() {
-    for (behaviour, pause) in EARLY_ANSWERS {
-        let upstream = FakeServer::start(behaviour);
-        let proxy = Proxy::start(&support::one_upstream(upstream.addr(), ""));
-        let (mut reader, mut writer) = TcpStream::connect(proxy.addr()).await.unwrap().into_split();
-        let head =
-            format!("POST /upload HTTP/1.1\r\nhost: api.test\r\ncontent-length: {BODY}\r\n\r\n");
-        writer.write_all(head.as_bytes()).await.unwrap();
-        let sent = Arc::new(AtomicUsize::new(0));
-        let writing = send_h1(writer, pause, Arc::clone(&sent));
-        let answer = tokio::time::timeout(Duration::from_secs(4), support::read_head(&mut reader))
-            .await
-            .expect("the early answer while the body is still being sent");
-        let sent_then = sent.load(Ordering::SeqCst);
-        assert!(
-            answer.starts_with("HTTP/1.1 413"),
-            "{behaviour:?}: {answer}"
-        );
-        assert!(
-            answer.contains("x-early: upstream"),
-            "{behaviour:?}: {answer}"
-        );
-        assert!(
-            sent_then < BODY,
-            "{behaviour:?}: the client had sent all its body"
-        );
-        writing.abort();
+    for (behaviour, pause) in &EARLY_ANSWERS[..2] {
+        h1_client_gets_the_early_answer(*behaviour, *pause).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "issue 16: HTTP/1.1 early answers, in progress (a body write the upstream does not take holds up its answer)"]
+async fn a_late_early_answer_from_an_upstream_that_stops_reading_reaches_an_http11_client() {
+    let (behaviour, pause) = EARLY_ANSWERS[2];
+    h1_client_gets_the_early_answer(behaviour, pause).await;
 }
