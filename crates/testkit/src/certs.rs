@@ -1,5 +1,7 @@
 //! Test certificates: a throwaway CA and a server certificate for
-//! `localhost` and 127.0.0.1 signed by it (`tls::LocalCa`).
+//! `localhost` and 127.0.0.1 signed by it (`tls::LocalCa`), written to
+//! temporary PEM files for what takes paths (`--cacert`, a proxy's
+//! `tls: { cert, key }`), with TLS configurations built from them.
 
 use std::{
     path::PathBuf,
@@ -9,22 +11,19 @@ use std::{
     },
 };
 
-use tokio_rustls::{
-    rustls::{
-        self,
-        pki_types::{pem::PemObject, CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer},
-    },
-    TlsAcceptor,
-};
+use tls::{Identity, Trust};
+use tokio_rustls::{rustls::ServerConfig, TlsAcceptor, TlsConnector};
 
-/// A CA and a server certificate it signed; the CA's PEM is written to a
-/// temporary file for clients that take a path (`--cacert`).
+/// A CA and a server certificate it signed, as PEM files removed on drop.
 #[derive(Debug)]
 pub struct TestCerts {
     pub ca_pem: String,
+    /// The CA certificate.
     pub ca_path: PathBuf,
-    server_chain: Vec<CertificateDer<'static>>,
-    server_key: PrivatePkcs8KeyDer<'static>,
+    /// The server certificate (for `localhost` and 127.0.0.1).
+    pub cert_path: PathBuf,
+    /// The server certificate's private key.
+    pub key_path: PathBuf,
 }
 
 impl TestCerts {
@@ -36,42 +35,50 @@ impl TestCerts {
             .expect("a server certificate");
 
         static NEXT: AtomicU64 = AtomicU64::new(0);
-        let ca_path = std::env::temp_dir().join(format!(
-            "sluice-test-ca-{}-{}.pem",
+        let stem = format!(
+            "sluice-test-{}-{}",
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::write(&ca_path, &ca.ca.cert_pem).expect("write the CA file");
+        );
+        let write = |suffix: &str, pem: &str| {
+            let path = std::env::temp_dir().join(format!("{stem}-{suffix}.pem"));
+            std::fs::write(&path, pem).expect("write a test PEM file");
+            path
+        };
         Self {
             ca_pem: ca.ca.cert_pem.clone(),
-            ca_path,
-            server_chain: vec![
-                CertificateDer::from_pem_slice(server.cert_pem.as_bytes()).expect("server PEM")
-            ],
-            server_key: PrivatePkcs8KeyDer::from_pem_slice(server.key_pem.as_bytes())
-                .expect("server key PEM"),
+            ca_path: write("ca", &ca.ca.cert_pem),
+            cert_path: write("server", &server.cert_pem),
+            key_path: write("server-key", &server.key_pem),
         }
+    }
+
+    /// A server configuration offering the server certificate and `alpn`.
+    pub fn server_config(&self, alpn: &[&[u8]]) -> ServerConfig {
+        let identity = Identity {
+            cert: &self.cert_path,
+            key: &self.key_path,
+        };
+        tls::server_config(identity, None, alpn).expect("a test server configuration")
     }
 
     /// A TLS acceptor offering the server certificate, ALPN `http/1.1`.
     pub fn acceptor(&self) -> TlsAcceptor {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut config = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .expect("TLS versions")
-            .with_no_client_auth()
-            .with_single_cert(
-                self.server_chain.clone(),
-                PrivateKeyDer::Pkcs8(self.server_key.clone_key()),
-            )
-            .expect("server certificate and key");
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
-        TlsAcceptor::from(Arc::new(config))
+        TlsAcceptor::from(Arc::new(self.server_config(&[tls::ALPN_HTTP11])))
+    }
+
+    /// A TLS connector that trusts the CA and offers `alpn`.
+    pub fn connector(&self, alpn: &[&[u8]]) -> TlsConnector {
+        let config = tls::client_config(Trust::CaFile(&self.ca_path), None, alpn)
+            .expect("a test client configuration");
+        TlsConnector::from(Arc::new(config))
     }
 }
 
 impl Drop for TestCerts {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.ca_path);
+        for path in [&self.ca_path, &self.cert_path, &self.key_path] {
+            let _ = std::fs::remove_file(path);
+        }
     }
 }

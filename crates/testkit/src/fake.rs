@@ -46,7 +46,25 @@ pub enum Behaviour {
     CloseMidResponse,
     /// A response that is not HTTP.
     Malformed,
+    /// The first request on each connection is answered with
+    /// [`EARLY_RESPONSE`] (a 413) `after` its head is in, its body unread
+    /// (nothing is read meanwhile, as while a server asks an
+    /// authorisation service). With `close`, the answer says `Connection: close`, the
+    /// connection is shut for writing and what the client still sends is
+    /// read and discarded (a lingering close, RFC 9112 9.6). Without, the
+    /// connection stays open and nothing more is read: a client that
+    /// keeps sending fills the socket buffers and blocks.
+    AnswerEarly { close: bool, after: Duration },
+    /// Each request is answered at once with a chunked 200; its body
+    /// (Content-Length framed) goes back chunk by chunk as it arrives,
+    /// then the last chunk with the trailer `grpc-status: 0`: a full-duplex
+    /// HTTP/1.1 server, like a bidi stream.
+    EchoBody,
 }
+
+/// The answer of [`Behaviour::AnswerEarly`] (without its `Connection` field).
+pub const EARLY_RESPONSE: &[u8] =
+    b"HTTP/1.1 413 Payload Too Large\r\nx-early: upstream\r\nContent-Length: 5\r\n";
 
 /// A running fake server; stops when dropped.
 #[derive(Debug)]
@@ -180,8 +198,10 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             Ok(n) => n,
         };
         buf.extend_from_slice(&chunk[..n]);
-        // Requests are heads without bodies: each ends with an empty line.
+        // Requests are heads without bodies (but for EchoBody): each ends
+        // with an empty line.
         while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let length = content_length(&buf[..end + 4]);
             buf.drain(..end + 4);
             requests.fetch_add(1, Ordering::SeqCst);
             on_connection += 1;
@@ -224,6 +244,16 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                     return;
                 }
                 Behaviour::Malformed => out.extend_from_slice(b"HTTP/1.1 two hundred\r\n\r\n"),
+                Behaviour::EchoBody => {
+                    if !echo_body(&mut stream, &mut buf, length).await {
+                        return;
+                    }
+                }
+                Behaviour::AnswerEarly { close, after } => {
+                    tokio::time::sleep(after).await;
+                    answer_early(&mut stream, close, &mut stop).await;
+                    return;
+                }
             }
         }
         if !out.is_empty() {
@@ -233,4 +263,91 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             out.clear();
         }
     }
+}
+
+/// [`Behaviour::AnswerEarly`], once a head is in.
+async fn answer_early<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    close: bool,
+    stop: &mut watch::Receiver<bool>,
+) {
+    let mut answer = EARLY_RESPONSE.to_vec();
+    if close {
+        answer.extend_from_slice(b"Connection: close\r\n");
+    }
+    answer.extend_from_slice(b"\r\nearly");
+    if stream.write_all(&answer).await.is_err() {
+        return;
+    }
+    if !close {
+        let _ = stop.changed().await;
+        return;
+    }
+    if stream.shutdown().await.is_err() {
+        return;
+    }
+    let mut sink = [0u8; 16 * 1024];
+    loop {
+        tokio::select! {
+            _ = stop.changed() => return,
+            read = stream.read(&mut sink) => match read {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            },
+        }
+    }
+}
+
+/// The Content-Length of a request head (0 without one).
+fn content_length(head: &[u8]) -> u64 {
+    let mut fields = [httparse::EMPTY_HEADER; 64];
+    let mut request = httparse::Request::new(&mut fields);
+    if request.parse(head).is_err() {
+        return 0;
+    }
+    request
+        .headers
+        .iter()
+        .find(|field| field.name.eq_ignore_ascii_case("content-length"))
+        .and_then(|field| std::str::from_utf8(field.value).ok()?.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// [`Behaviour::EchoBody`] for one request whose head was taken off `buf`;
+/// what follows its body stays in `buf`. False when the connection broke.
+async fn echo_body<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    buf: &mut Vec<u8>,
+    length: u64,
+) -> bool {
+    let head =
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/grpc\r\ntransfer-encoding: chunked\r\n\r\n";
+    if stream.write_all(head).await.is_err() {
+        return false;
+    }
+    let mut left = length;
+    let mut chunk = [0u8; 16 * 1024];
+    loop {
+        let take = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+        if take > 0 {
+            let mut framed = format!("{take:x}\r\n").into_bytes();
+            framed.extend(buf.drain(..take));
+            framed.extend_from_slice(b"\r\n");
+            if stream.write_all(&framed).await.is_err() {
+                return false;
+            }
+            left -= take as u64;
+        }
+        if left == 0 {
+            break;
+        }
+        match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    stream
+        .write_all(b"0\r\ngrpc-status: 0\r\n\r\n")
+        .await
+        .is_ok()
 }

@@ -7,22 +7,35 @@
 //! - `/status/NNN`: status NNN, body `ok`;
 //! - `/delay/MS`: 200 `ok` after MS milliseconds;
 //! - `/size/N`: 200 with a body of N bytes;
+//! - `/grpc-status/N`: a trailers-only gRPC answer: one HEADERS frame
+//!   with END_STREAM carrying `grpc-status: N`;
 //! - anything else: 200 `ok`.
 //!
-//! Request bodies are read to the end (with flow control) before the answer.
+//! Request bodies are read to the end (with flow control) before those
+//! answers, and the request's trailers are kept ([`H2Server::request_trailers`]).
+//! Two paths answer while the request is still arriving:
+//!
+//! - `/echo`: a bidirectional stream: 200 `application/grpc` at once,
+//!   each request DATA frame sent back as it arrives, and when the
+//!   request ends, trailers `grpc-status: 0`;
+//! - `/early/NNN`: status NNN with body `early` as soon as the head is in,
+//!   the request body unread (h2 then resets the stream with NO_ERROR,
+//!   RFC 9113 8.1);
+//! - `/early-then-read/NNN`: the same answer, then the request body is
+//!   read to its end (no reset).
 
 use std::{
     net::SocketAddr,
     sync::{
         atomic::{AtomicU64, AtomicUsize, Ordering},
-        Arc,
+        Arc, Mutex,
     },
     time::Duration,
 };
 
 use bytes::Bytes;
 use h2::{server::SendResponse, Reason, RecvStream};
-use http::{Request, Response, StatusCode};
+use http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
 use tls::tokio_rustls::{rustls::ServerConfig, TlsAcceptor};
 use tokio::{
     io::{AsyncRead, AsyncWrite},
@@ -60,6 +73,7 @@ struct Counters {
     refused: AtomicU64,
     body_bytes: AtomicU64,
     max_streams: AtomicUsize,
+    request_trailers: Mutex<Option<HeaderMap>>,
 }
 
 /// A running HTTP/2 test server on 127.0.0.1; stops when dropped.
@@ -145,6 +159,15 @@ impl H2Server {
         self.counters.body_bytes.load(Ordering::SeqCst)
     }
 
+    /// The trailers of the last request that ended with trailers.
+    pub fn request_trailers(&self) -> Option<HeaderMap> {
+        self.counters
+            .request_trailers
+            .lock()
+            .ok()
+            .and_then(|trailers| trailers.clone())
+    }
+
     /// The most streams in flight at once on any one connection.
     pub fn max_streams(&self) -> usize {
         self.counters.max_streams.load(Ordering::SeqCst)
@@ -228,13 +251,49 @@ async fn answer(
 ) {
     let path = request.uri().path().to_string();
     let mut body = request.into_body();
+    if path == "/echo" {
+        echo(body, respond, counters).await;
+        return;
+    }
+    let early = [("/early/", false), ("/early-then-read/", true)]
+        .into_iter()
+        .find_map(|(prefix, read)| Some((path.strip_prefix(prefix)?, read)));
+    if let Some((status, read)) = early {
+        let status = status.parse().unwrap_or(StatusCode::BAD_REQUEST);
+        send(&mut respond, status, Bytes::from_static(b"early"));
+        if !read {
+            return;
+        }
+    }
     while let Some(Ok(data)) = body.data().await {
         counters
             .body_bytes
             .fetch_add(data.len() as u64, Ordering::SeqCst);
         let _ = body.flow_control().release_capacity(data.len());
     }
+    keep_trailers(&mut body, counters).await;
+    if early.is_some() {
+        return;
+    }
+    if let Some(code) = path.strip_prefix("/grpc-status/") {
+        let Ok(code) = HeaderValue::from_str(code) else {
+            return;
+        };
+        let response = Response::builder()
+            .status(StatusCode::OK)
+            .header("content-type", "application/grpc")
+            .header("grpc-status", code)
+            .body(())
+            .expect("a valid response head");
+        let _ = respond.send_response(response, true);
+        return;
+    }
     let (status, payload) = route(&path).await;
+    send(&mut respond, status, payload);
+}
+
+/// A whole answer with a Content-Length.
+fn send(respond: &mut SendResponse<Bytes>, status: StatusCode, payload: Bytes) {
     let response = Response::builder()
         .status(status)
         .header("content-length", payload.len())
@@ -245,6 +304,39 @@ async fn answer(
     };
     // Buffered by h2 and sent as the client's windows allow.
     let _ = stream.send_data(payload, true);
+}
+
+/// Keeps the request's trailers, if it ended with some.
+async fn keep_trailers(body: &mut RecvStream, counters: &Counters) {
+    if let Ok(Some(trailers)) = body.trailers().await {
+        if let Ok(mut kept) = counters.request_trailers.lock() {
+            *kept = Some(trailers);
+        }
+    }
+}
+
+/// `/echo`: each DATA frame goes back as it arrives; trailers at the end.
+async fn echo(mut body: RecvStream, mut respond: SendResponse<Bytes>, counters: &Counters) {
+    let response = Response::builder()
+        .status(StatusCode::OK)
+        .header("content-type", "application/grpc")
+        .body(())
+        .expect("a valid response head");
+    let Ok(mut stream) = respond.send_response(response, false) else {
+        return;
+    };
+    while let Some(Ok(data)) = body.data().await {
+        let len = data.len();
+        counters.body_bytes.fetch_add(len as u64, Ordering::SeqCst);
+        if stream.send_data(data, false).is_err() {
+            return;
+        }
+        let _ = body.flow_control().release_capacity(len);
+    }
+    keep_trailers(&mut body, counters).await;
+    let mut trailers = HeaderMap::new();
+    trailers.insert("grpc-status", HeaderValue::from_static("0"));
+    let _ = stream.send_trailers(trailers);
 }
 
 async fn route(path: &str) -> (StatusCode, Bytes) {

@@ -189,7 +189,7 @@ pub(crate) async fn h2_exchange(
 }
 
 /// Reads from `stream` until a response head has ended; what was read.
-pub(crate) async fn read_head(stream: &mut TcpStream) -> String {
+pub(crate) async fn read_head<R: AsyncRead + Unpin>(stream: &mut R) -> String {
     let mut seen = Vec::new();
     let mut buf = [0u8; 1024];
     while !seen.windows(4).any(|w| w == b"\r\n\r\n") {

@@ -7,6 +7,7 @@
 //! response bodies flow at the same time, so bidirectional streams
 //! (gRPC) interleave and an early answer reaches the client.
 
+mod pump_h1;
 mod to_h1;
 mod to_h2;
 

@@ -1,29 +1,24 @@
 //! An HTTP/2 client's stream to an HTTP/1.1 upstream: the request head
 //! (with the body when it is all in hand) in one write on a pooled
 //! connection; a streaming body is written, chunked unless its length is
-//! known, while the upstream's answer is read, so an early answer is
-//! relayed at once. The response body goes back as DATA frames, its
-//! chunked trailers as HTTP/2 trailers.
+//! known, while the upstream's answer is read and relayed (`pump_h1`),
+//! so an early answer is relayed at once and a bidirectional stream
+//! interleaves. The response body goes back as DATA frames, its chunked
+//! trailers as HTTP/2 trailers.
 
 use std::{sync::Arc, time::Instant};
 
-use bytes::{Buf, Bytes, BytesMut};
-use h2::{Reason, RecvStream, SendStream};
-use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
-use http1::{
-    chunked::{encode_chunk, encode_last_chunk},
-    io::write_bounded,
-    BodyFraming, ChunkedDecoder, Part, ResponseHead,
+use super::{
+    pump_h1::{BodyPump, PumpStop},
+    to_h2::without_framing,
+    RequestBody, Stream,
 };
-use tokio::io::AsyncReadExt;
-
-use super::{to_h2::without_framing, RequestBody, Stream};
 use crate::{
     ids::UpstreamId,
     middleware::Outcome,
     session::{
         send::{replay_after_stale, Sender},
-        Failure, READ_RESERVE, UPSTREAM_LIMITS,
+        Failure, UPSTREAM_LIMITS,
     },
     telemetry::UpstreamError,
     upstream::{h2_pool::send_data, pool::UpstreamConn},
@@ -33,6 +28,10 @@ use crate::{
         http2,
     },
 };
+use bytes::{Buf, Bytes, BytesMut};
+use h2::{Reason, SendStream};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
+use http1::{io::write_bounded, BodyFraming, ChunkedDecoder, Part, ResponseHead};
 
 pub(super) async fn exchange(
     stream: &mut Stream,
@@ -68,7 +67,7 @@ pub(super) async fn exchange(
     let mut fresh_only = false;
     let mut attempts = 0;
     let mut host = sender.pick()?;
-    let (mut conn, (response, fields), sent_at) = loop {
+    let (mut conn, (response, fields), sent_at, mut pump) = loop {
         let mut conn = match sender.connection(host, fresh_only, Instant::now()).await {
             Ok(conn) => conn,
             Err(failure) => {
@@ -85,17 +84,9 @@ pub(super) async fn exchange(
             }
             return Err(sender.broken(host, "cannot send the request", !replayable));
         }
-        let read = send_and_read_head(
-            &mut conn,
-            client.as_mut(),
-            chunked,
-            max_body,
-            head_request,
-            timeout,
-        )
-        .await;
-        match read {
-            Ok(response) => break (conn, response, sent_at),
+        let mut pump = BodyPump::new(client.as_mut(), chunked, max_body);
+        match read_head(&mut conn, &mut pump, head_request, timeout).await {
+            Ok(response) => break (conn, response, sent_at, pump),
             Err(HeadError::Stale)
                 if conn.reused && replay_after_stale(outgoing.method, replayable, fresh_only) =>
             {
@@ -155,16 +146,13 @@ pub(super) async fn exchange(
     let relayed = if end {
         Ok(0)
     } else {
-        relay_body(&mut conn, framing, send, timeout).await
+        relay_body(&mut conn, &mut pump, framing, send, timeout).await
     };
     match relayed {
         Ok(bytes) => {
             stream.outcome.body_bytes = bytes;
             // The request body must be all sent too for the connection to stay.
-            if response.keep_alive
-                && conn.buf.is_empty()
-                && client.is_none_or(|c| c.is_end_stream())
-            {
+            if response.keep_alive && conn.buf.is_empty() && pump.complete() {
                 worker
                     .pool
                     .put(config, worker.metrics(), conn, Instant::now());
@@ -193,19 +181,14 @@ enum HeadError {
     Broken(String),
 }
 
-/// Streams what is left of the client's body (if any) while reading the
-/// response head; an answer that comes first stops the body there.
-async fn send_and_read_head(
+/// Reads the response head while the pump sends the client's body.
+async fn read_head(
     conn: &mut UpstreamConn,
-    mut client: Option<&mut RecvStream>,
-    chunked: bool,
-    max_body: usize,
+    pump: &mut BodyPump<'_>,
     head_request: bool,
     timeout: std::time::Duration,
 ) -> Result<(ResponseHead, Vec<http1::Field>), HeadError> {
     let deadline = tokio::time::Instant::now() + timeout;
-    let mut sent = 0;
-    let mut framed = Vec::new();
     loop {
         let mut fields = Vec::new();
         match http1::parse_response_head(
@@ -222,58 +205,25 @@ async fn send_and_read_head(
             Ok(None) => {}
             Err(rejection) => return Err(HeadError::Broken(rejection.detail)),
         }
-        conn.buf.reserve(READ_RESERVE);
-        let pumping = client.is_some();
-        tokio::select! {
-            biased;
-            read = conn.stream.read_buf(&mut conn.buf) => match read {
-                Ok(0) | Err(_) if conn.reused && conn.buf.is_empty() && sent == 0 => return Err(HeadError::Stale),
-                Ok(0) => return Err(HeadError::Broken("the upstream closed the connection before answering".into())),
-                Err(err) => return Err(HeadError::Broken(format!("read failed: {err}"))),
-                Ok(_) => {}
-            },
-            data = next_data(client.as_deref_mut()), if pumping => {
-                let Some(stream) = client.as_deref_mut() else { continue };
-                framed.clear();
-                match data {
-                    Some(Ok(data)) => {
-                        sent += data.len();
-                        if sent > max_body {
-                            return Err(HeadError::TooLarge);
-                        }
-                        if chunked {
-                            encode_chunk(&mut framed, &data);
-                        } else {
-                            framed.extend_from_slice(&data);
-                        }
-                        let _ = stream.flow_control().release_capacity(data.len());
-                    }
-                    Some(Err(_)) => return Err(HeadError::Client),
-                    None => {
-                        if chunked {
-                            let trailers = stream.trailers().await.ok().flatten().unwrap_or_default();
-                            encode_last_chunk(
-                                &mut framed,
-                                trailers.iter().map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes())),
-                            );
-                        }
-                        client = None;
-                    }
-                }
-                if !framed.is_empty() && !write_bounded(&mut conn.stream, &framed, timeout).await {
-                    // The upstream may have answered and closed: read what it said.
-                    client = None;
-                }
+        match pump.read(conn, deadline).await {
+            Ok(0) | Err(PumpStop::Read(_))
+                if conn.reused && conn.buf.is_empty() && pump.sent == 0 =>
+            {
+                return Err(HeadError::Stale)
             }
-            () = tokio::time::sleep_until(deadline) => return Err(HeadError::TimedOut),
+            Ok(0) => {
+                return Err(HeadError::Broken(
+                    "the upstream closed the connection before answering".into(),
+                ))
+            }
+            Ok(_) => {}
+            Err(PumpStop::Read(err)) => {
+                return Err(HeadError::Broken(format!("read failed: {err}")))
+            }
+            Err(PumpStop::TimedOut) => return Err(HeadError::TimedOut),
+            Err(PumpStop::TooLarge) => return Err(HeadError::TooLarge),
+            Err(PumpStop::Client) => return Err(HeadError::Client),
         }
-    }
-}
-
-async fn next_data(client: Option<&mut RecvStream>) -> Option<Result<Bytes, h2::Error>> {
-    match client {
-        Some(client) => client.data().await,
-        None => std::future::pending().await,
     }
 }
 
@@ -281,6 +231,7 @@ async fn next_data(client: Option<&mut RecvStream>) -> Option<Result<Bytes, h2::
 /// become HTTP/2 trailers. The bytes relayed, or why it broke off.
 async fn relay_body(
     conn: &mut UpstreamConn,
+    pump: &mut BodyPump<'_>,
     framing: BodyFraming,
     mut send: SendStream<Bytes>,
     timeout: std::time::Duration,
@@ -329,25 +280,19 @@ async fn relay_body(
             }
             return Ok(relayed);
         }
-        conn.buf.reserve(READ_RESERVE);
-        match tokio::time::timeout(timeout, conn.stream.read_buf(&mut conn.buf)).await {
-            Ok(Ok(0)) if framing == BodyFraming::UntilClose => {
+        let broke = match pump.read(conn, tokio::time::Instant::now() + timeout).await {
+            Ok(0) if framing == BodyFraming::UntilClose => {
                 let _ = send_data(&mut send, Bytes::new(), true).await;
                 return Ok(relayed);
             }
-            Ok(Ok(0)) => {
-                send.send_reset(Reason::INTERNAL_ERROR);
-                return Err("the upstream closed the connection mid-body".into());
-            }
-            Ok(Ok(_)) => {}
-            Ok(Err(err)) => {
-                send.send_reset(Reason::INTERNAL_ERROR);
-                return Err(err.to_string());
-            }
-            Err(_) => {
-                send.send_reset(Reason::INTERNAL_ERROR);
-                return Err("timed out".into());
-            }
-        }
+            Ok(0) => "the upstream closed the connection mid-body".to_string(),
+            Ok(_) => continue,
+            Err(PumpStop::Read(err)) => err.to_string(),
+            Err(PumpStop::TimedOut) => "timed out".into(),
+            Err(PumpStop::TooLarge) => "the request body went past the route's limit".into(),
+            Err(PumpStop::Client) => "the client broke off its request body".into(),
+        };
+        send.send_reset(Reason::INTERNAL_ERROR);
+        return Err(broke);
     }
 }
