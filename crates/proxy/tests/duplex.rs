@@ -476,7 +476,6 @@ async fn an_early_answer_from_an_http11_upstream_reaches_an_http11_client() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "issue 16: HTTP/1.1 early answers, in progress (a body write the upstream does not take holds up its answer)"]
 async fn a_late_early_answer_from_an_upstream_that_stops_reading_reaches_an_http11_client() {
     let (behaviour, pause) = EARLY_ANSWERS[2];
     h1_client_gets_the_early_answer(behaviour, pause).await;

@@ -14,7 +14,12 @@ use http1::chunked::{encode_chunk, LAST_CHUNK};
 use http1::io::write_bounded;
 use http1::{Framing as RequestFraming, Head, ResponseHead};
 
-use std::time::Instant;
+use std::{
+    future::{poll_fn, Future},
+    pin::{pin, Pin},
+    task::Poll,
+    time::{Duration, Instant},
+};
 
 use bytes::Buf;
 use http::{Method, StatusCode};
@@ -278,19 +283,72 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     self.body_left == 0
                 }
             };
-            if !write_bounded(&mut conn.stream, &self.ubuf, write_timeout).await {
-                if done {
+            match write_or_hear(conn, &self.ubuf, write_timeout).await {
+                Written::All => {}
+                // It answered (or closed) while this part was going out:
+                // what it said is read next.
+                Written::Heard => {
+                    self.body_abandoned = !done;
+                    return Ok(());
+                }
+                Written::Failed if done => {
                     return Err(self.broken(conn, "cannot send the request body", false));
                 }
-                // Closed on us mid-body: it may have answered first.
-                self.body_abandoned = true;
-                return Ok(());
+                Written::Failed => {
+                    // Closed on us mid-body: it may have answered first.
+                    self.body_abandoned = true;
+                    return Ok(());
+                }
             }
             if done {
                 return Ok(());
             }
         }
     }
+}
+
+/// How writing a part of the body upstream ended.
+enum Written {
+    All,
+    /// The upstream spoke (or closed) while the write could not go on.
+    Heard,
+    /// The write failed or timed out.
+    Failed,
+}
+
+/// Writes `bytes` upstream, unless the upstream speaks while the write
+/// is blocked: an upstream that answers early may stop reading the body
+/// (RFC 9112 9.6), and its answer must not wait behind our write.
+async fn write_or_hear(conn: &mut UpstreamConn, bytes: &[u8], timeout: Duration) -> Written {
+    let mut written = 0;
+    let mut flushed = false;
+    let turn = poll_fn(|cx| {
+        while written < bytes.len() {
+            match Pin::new(&mut conn.stream).poll_write(cx, &bytes[written..]) {
+                Poll::Ready(Ok(n)) if n > 0 => written += n,
+                Poll::Ready(_) => return Poll::Ready(Written::Failed),
+                Poll::Pending => break,
+            }
+        }
+        if written == bytes.len() && !flushed {
+            match Pin::new(&mut conn.stream).poll_flush(cx) {
+                Poll::Ready(Ok(())) => flushed = true,
+                Poll::Ready(Err(_)) => return Poll::Ready(Written::Failed),
+                Poll::Pending => {}
+            }
+        }
+        if flushed {
+            return Poll::Ready(Written::All);
+        }
+        conn.buf.reserve(READ_RESERVE);
+        match pin!(conn.stream.read_buf(&mut conn.buf)).poll(cx) {
+            Poll::Ready(_) => Poll::Ready(Written::Heard),
+            Poll::Pending => Poll::Pending,
+        }
+    });
+    tokio::time::timeout(timeout, turn)
+        .await
+        .unwrap_or(Written::Failed)
 }
 
 /// How waiting for upstream bytes ended.
