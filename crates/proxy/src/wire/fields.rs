@@ -30,6 +30,25 @@ impl<'a> Fields<'a> {
         }
     }
 
+    /// Calls `visit` with every field, in order. The hot loops (building a
+    /// head, gathering `Connection` tokens) use this rather than
+    /// [`Self::iter`]: one match on the form, then a plain loop, where the
+    /// iterator matches again on every field.
+    pub(crate) fn for_each(&self, mut visit: impl FnMut(&'a [u8], &'a [u8])) {
+        match *self {
+            Self::H1 { buf, fields } => {
+                for (name, value) in fields {
+                    visit(&buf[name.clone()], &buf[value.clone()]);
+                }
+            }
+            Self::Map(map) => {
+                for (name, value) in map {
+                    visit(name.as_str().as_bytes(), value.as_bytes());
+                }
+            }
+        }
+    }
+
     /// The first value of the field called `name` (any case).
     pub(crate) fn get(&self, name: &str) -> Option<&'a [u8]> {
         match *self {

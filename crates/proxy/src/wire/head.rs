@@ -150,11 +150,11 @@ pub(crate) fn upstream_fields(
     emit: &mut Emit<'_>,
 ) {
     let rules = RequestRules::new(request, context);
-    for (name, value) in request.fields.iter() {
+    request.fields.for_each(|name, value| {
         if rules.keeps(name) {
             emit(name, &[value]);
         }
-    }
+    });
     added_fields(request, context, emit);
 }
 
@@ -305,11 +305,11 @@ pub(crate) fn response_fields(
     emit: &mut Emit<'_>,
 ) {
     let rules = ResponseRules::new(status, fields, keep_length, edits);
-    for (name, value) in fields.iter() {
+    fields.for_each(|name, value| {
         if rules.keeps(name) {
             emit(name, &[value]);
         }
-    }
+    });
     for (name, value) in edits.iter().flat_map(|edits| edits.appended()) {
         emit(name, &[value]);
     }
@@ -373,12 +373,13 @@ pub(crate) struct HopByHop<'a> {
 
 impl<'a> HopByHop<'a> {
     pub(crate) fn new(fields: Fields<'a>) -> Self {
-        let named = fields
-            .get_all("connection")
-            .flat_map(|v| v.split(|&b| b == b','))
-            .map(http1::request::trim)
-            .filter(|token| !token.is_empty())
-            .collect();
+        let mut named = Vec::new();
+        fields.for_each(|name, value| {
+            if name.eq_ignore_ascii_case(b"connection") {
+                let tokens = value.split(|&b| b == b',').map(http1::request::trim);
+                named.extend(tokens.filter(|token| !token.is_empty()));
+            }
+        });
         Self { named }
     }
 

@@ -34,8 +34,35 @@ fn joined(parts: &[&[u8]]) -> Option<HeaderValue> {
     }
 }
 
+/// The names the proxy adds to every request, made once: parsing a custom
+/// name allocates it, and these go out on every HTTP/2 request.
+const ADDED_NAMES: [HeaderName; 3] = [
+    HeaderName::from_static("x-forwarded-for"),
+    HeaderName::from_static("x-forwarded-proto"),
+    HeaderName::from_static("x-forwarded-host"),
+];
+
+fn header_name(name: &[u8]) -> Option<HeaderName> {
+    match ADDED_NAMES
+        .iter()
+        .find(|added| added.as_str().as_bytes() == name)
+    {
+        Some(added) => Some(added.clone()),
+        None => HeaderName::from_bytes(name).ok(),
+    }
+}
+
+/// `value` as one header value; the scheme names are static, not copied.
+fn header_value(parts: &[&[u8]]) -> Option<HeaderValue> {
+    match parts {
+        [b"http"] => Some(HeaderValue::from_static("http")),
+        [b"https"] => Some(HeaderValue::from_static("https")),
+        _ => joined(parts),
+    }
+}
+
 fn append(headers: &mut HeaderMap, name: &[u8], value: &[&[u8]]) {
-    if let (Ok(name), Some(value)) = (HeaderName::from_bytes(name), joined(value)) {
+    if let (Some(name), Some(value)) = (header_name(name), header_value(value)) {
         headers.append(name, value);
     }
 }
