@@ -24,6 +24,8 @@ pub(crate) struct ProxySite<'a> {
     pub(crate) listen: SocketAddr,
     /// TLS on the listener (HTTP/1.1 over TLS).
     pub(crate) tls: Option<&'a TlsFiles>,
+    /// The listener speaks HTTP/2 with prior knowledge (h2c) to its clients.
+    pub(crate) client_h2: bool,
     pub(crate) upstreams: &'a [SocketAddr],
     pub(crate) upstream_protocol: UpstreamProtocol<'a>,
     /// Client connections to allow (the upstream side may need as many).
@@ -107,6 +109,9 @@ pub(crate) fn nginx_conf(site: &Site<'_>, dir: &Path) -> Result<String, Unsuppor
                     tls.cert.display(),
                     tls.key.display()
                 );
+            } else if proxy.client_h2 {
+                // nginx serves clear-text HTTP/2 only on a port of its own.
+                conf.push_str("http2 backlog=8192;\n");
             } else {
                 conf.push_str("backlog=8192;\n");
             }
@@ -162,6 +167,8 @@ pub(crate) fn haproxy_cfg(site: &Site<'_>) -> Result<String, Unsupported> {
             let _ = write!(cfg, "frontend front\n  bind {}", proxy.listen);
             if let Some(tls) = proxy.tls {
                 let _ = write!(cfg, " ssl crt {} alpn http/1.1", tls.combined.display());
+            } else if proxy.client_h2 {
+                cfg.push_str(" proto h2");
             }
             cfg.push_str("\n  default_backend back\nbackend back\n  balance roundrobin\n");
             let options = match proxy.upstream_protocol {
@@ -193,6 +200,7 @@ mod tests {
         let site = Site::Proxy(ProxySite {
             listen: addr(1),
             tls: None,
+            client_h2: false,
             upstreams: &upstreams,
             upstream_protocol: UpstreamProtocol::Http1,
             max_conns: 10_000,
@@ -215,6 +223,21 @@ mod tests {
             }
         });
         assert!(nginx_conf(&h2, Path::new("/w")).is_err());
+        let h2_clients = Site::Proxy(ProxySite {
+            listen: addr(1),
+            tls: None,
+            client_h2: true,
+            upstreams: &upstreams,
+            upstream_protocol: UpstreamProtocol::Http1,
+            max_conns: 100,
+        });
+        let conf = nginx_conf(&h2_clients, Path::new("/w")).expect("supported");
+        assert!(
+            conf.contains("listen 127.0.0.1:1 http2 backlog=8192;"),
+            "{conf}"
+        );
+        let cfg = haproxy_cfg(&h2_clients).expect("supported");
+        assert!(cfg.contains("bind 127.0.0.1:1 proto h2\n"), "{cfg}");
     }
 
     #[test]
@@ -229,6 +252,7 @@ mod tests {
         let cfg = haproxy_cfg(&Site::Proxy(ProxySite {
             listen: addr(1),
             tls: Some(&tls),
+            client_h2: false,
             upstreams: &upstreams,
             upstream_protocol: UpstreamProtocol::H2Tls {
                 ca: Path::new("/ca.pem"),

@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 
 use anyhow::Context;
+use load::Protocol;
 
 use super::{begin, header, peer_component, sluice_yaml, throughput, upstream_yaml};
 use crate::{
@@ -202,7 +203,18 @@ fn host_of(scenario: &str) -> String {
     scenario.replace([' ', '_'], "-")
 }
 
-/// Question 4: HTTP/1.1, h2c and h2 over TLS to the backend, and a TLS listener.
+const H2_CLIENTS_TO_H1: &str = "h2c clients -> HTTP/1.1";
+const H2_CLIENTS_TO_H2C: &str = "h2c clients -> h2c";
+/// Connections and streams per connection of the HTTP/2-client rows.
+const H2_CONNECTIONS: usize = 16;
+const H2_STREAMS: usize = 32;
+
+fn h2_clients(case: &str) -> bool {
+    case.starts_with("h2c clients")
+}
+
+/// Question 4: HTTP/1.1, h2c and h2 over TLS to the backend, a TLS
+/// listener, and HTTP/2 clients (h2c) to HTTP/1.1 and h2c upstreams.
 pub(super) fn protocols(bench: &mut Bench<'_>) -> anyhow::Result<()> {
     let mut group = begin(
         bench,
@@ -219,7 +231,8 @@ pub(super) fn protocols(bench: &mut Bench<'_>) -> anyhow::Result<()> {
         tls.key.display().to_string(),
     ];
     let (secure, secure_addr) = bench.serve("petstore", &tls_args, false)?;
-    // (case, host the route matches, the listener is TLS, upstream protocol)
+    // (case, host the route matches, the listener is TLS, upstream
+    // protocol); the "h2c clients" cases load with HTTP/2 clients.
     let cases = [
         ("HTTP/1.1 -> HTTP/1.1", "h1", false, UpstreamProtocol::Http1),
         (
@@ -235,6 +248,8 @@ pub(super) fn protocols(bench: &mut Bench<'_>) -> anyhow::Result<()> {
             false,
             UpstreamProtocol::H2Tls { ca: &tls.ca },
         ),
+        (H2_CLIENTS_TO_H1, "h1", false, UpstreamProtocol::Http1),
+        (H2_CLIENTS_TO_H2C, "h2c", false, UpstreamProtocol::H2c),
     ];
     let plain_listen = bench.port()?;
     let tls_listen = bench.port()?;
@@ -258,11 +273,17 @@ routes:\n  - {{ path: /, host: h1, upstream: h1 }}\n  - {{ path: /, host: tls, u
         &[plain_listen, tls_listen],
     )?;
     let mut components: Vec<Component> = vec![plain, secure, sluice];
-    let load_for = |bench: &Bench<'_>, listen: SocketAddr, secure_listener: bool, host: &str| {
-        let scheme = if secure_listener { "https" } else { "http" };
+    let load_for = |bench: &Bench<'_>, listen: SocketAddr, case: &str, secure: bool, host: &str| {
+        let scheme = if secure { "https" } else { "http" };
         let mut config = throughput(bench, &format!("{scheme}://{listen}/v1/pets"))?;
         config.cacert = Some(tls.ca.clone());
         config.headers = vec![header("host", host)?];
+        if h2_clients(case) {
+            // issue 16's scenario: h2load -c16 -m32, h2c with prior knowledge.
+            config.protocol = Protocol::Http2;
+            config.connections = H2_CONNECTIONS.min(config.connections);
+            config.streams = H2_STREAMS;
+        }
         anyhow::Ok(config)
     };
     // A block per case: sluice and each peer, rotated.
@@ -276,7 +297,7 @@ routes:\n  - {{ path: /, host: h1, upstream: h1 }}\n  - {{ path: /, host: tls, u
         let spec = RowSpec::new(
             format!("sluice {case}"),
             "sluice",
-            load_for(bench, listen, *secure_listener, host)?,
+            load_for(bench, listen, case, *secure_listener, host)?,
         );
         let mut block = vec![Trial::new(spec, &[2, 0, 1])];
         for peer in bench.peers.clone() {
@@ -288,6 +309,7 @@ routes:\n  - {{ path: /, host: h1, upstream: h1 }}\n  - {{ path: /, host: tls, u
             let site = Site::Proxy(ProxySite {
                 listen,
                 tls: secure_listener.then_some(&tls),
+                client_h2: h2_clients(case),
                 upstreams: &[upstream],
                 upstream_protocol: *upstream_protocol,
                 max_conns: bench.options.connections,
@@ -303,7 +325,7 @@ routes:\n  - {{ path: /, host: h1, upstream: h1 }}\n  - {{ path: /, host: tls, u
             let spec = RowSpec::new(
                 name,
                 system,
-                load_for(bench, listen, *secure_listener, host)?,
+                load_for(bench, listen, case, *secure_listener, host)?,
             );
             block.push(Trial::new(spec, &[components.len() - 1, 0, 1]));
         }
