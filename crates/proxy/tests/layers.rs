@@ -150,3 +150,20 @@ fn the_import_reader_sees_groups_and_paths() {
         ["config", "ids", "wire", "telemetry", "plan"]
     );
 }
+
+/// Files short enough to hold in one's head (issue 16): none over 500 lines.
+#[test]
+fn no_source_file_is_over_500_lines() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&root, &mut files);
+    assert!(!files.is_empty());
+    let long: Vec<String> = files
+        .iter()
+        .filter_map(|file| {
+            let lines = std::fs::read_to_string(file).ok()?.lines().count();
+            (lines > 500).then(|| format!("{} ({lines} lines)", file.display()))
+        })
+        .collect();
+    assert!(long.is_empty(), "split these files: {long:?}");
+}
