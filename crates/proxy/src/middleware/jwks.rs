@@ -199,13 +199,13 @@ async fn fetch(uri: &http::Uri) -> anyhow::Result<Vec<u8>> {
         let tls = tls::tokio_rustls::TlsConnector::from(Arc::new(config))
             .connect(name, stream)
             .await?;
-        exchange(tls, &request).await
+        round_trip(tls, &request).await
     } else {
-        exchange(stream, &request).await
+        round_trip(stream, &request).await
     }
 }
 
-async fn exchange(
+async fn round_trip(
     mut stream: impl AsyncRead + AsyncWrite + Unpin,
     request: &str,
 ) -> anyhow::Result<Vec<u8>> {

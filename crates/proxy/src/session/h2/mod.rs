@@ -218,11 +218,11 @@ impl Stream {
         };
         match config.protocol {
             crate::config::Protocol::Http1 => {
-                to_h1::exchange(self, upstream, &outgoing, &context, body, max_body).await
+                to_h1::forward(self, upstream, &outgoing, &context, body, max_body).await
             }
             crate::config::Protocol::H2c | crate::config::Protocol::H2 => {
                 let source = &parts.uri;
-                to_h2::exchange(self, upstream, &outgoing, &context, source, body, max_body).await
+                to_h2::forward(self, upstream, &outgoing, &context, source, body, max_body).await
             }
         }
     }

@@ -33,7 +33,9 @@ use h2::{Reason, SendStream};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use http1::{io::write_bounded, BodyFraming, ChunkedDecoder, Part, ResponseHead};
 
-pub(super) async fn exchange(
+/// Forwards the stream's request to an HTTP/1.1 upstream (a pooled
+/// connection of the picked host) and relays its answer to the client.
+pub(super) async fn forward(
     stream: &mut Stream,
     upstream: UpstreamId,
     outgoing: &Outgoing<'_>,

@@ -34,8 +34,10 @@ pub(super) enum PumpError {
     TooLarge,
 }
 
+/// Forwards the stream's request as a stream of an HTTP/2 upstream
+/// connection and relays its answer (head, body, trailers) to the client.
 #[allow(clippy::too_many_arguments)]
-pub(super) async fn exchange(
+pub(super) async fn forward(
     stream: &mut Stream,
     upstream: UpstreamId,
     outgoing: &Outgoing<'_>,
