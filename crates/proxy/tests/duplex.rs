@@ -286,6 +286,44 @@ async fn http2_request_trailers_reach_an_http2_upstream() {
     assert_eq!(received["grpc-timeout"], "5S");
 }
 
+/// The chain reads the whole body (validate): the trailers that follow it
+/// still reach the upstream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http2_request_trailers_reach_an_http2_upstream_when_the_chain_holds_the_body() {
+    let upstream = H2Server::start();
+    let spec = concat!(env!("CARGO_MANIFEST_DIR"), "/../../specs/petstore.yaml");
+    let config = h2_upstream(&upstream.url(""), None).replace(
+        "routes:\n  - { path: /, upstream: grpc }",
+        &format!(
+            "middleware:\n  validate: {{ openapi: \"{spec}\" }}\n\
+             routes:\n  - {{ path: /, chain: [validate], upstream: grpc }}"
+        ),
+    );
+    let proxy = Proxy::start(&config);
+    let sender = h2_client(TcpStream::connect(proxy.addr()).await.unwrap()).await;
+    let request = Request::post("http://api.test/v1/pets")
+        .header("content-type", "application/json")
+        .body(())
+        .unwrap();
+    let mut sender = sender.ready().await.unwrap();
+    let (response, mut send) = sender.send_request(request, false).unwrap();
+    let pet = Bytes::from_static(br#"{"id":3,"name":"kitty","tag":"cat"}"#);
+    send.send_data(pet.clone(), false).unwrap();
+    let mut trailers = HeaderMap::new();
+    trailers.insert("x-checksum", "c0ffee".parse().unwrap());
+    send.send_trailers(trailers).unwrap();
+    let response = tokio::time::timeout(Duration::from_secs(5), response)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(upstream.body_bytes(), pet.len() as u64);
+    let received = upstream
+        .request_trailers()
+        .expect("the upstream got trailers");
+    assert_eq!(received["x-checksum"], "c0ffee");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trailers_only_grpc_answer_has_no_content_length() {
     let upstream = H2Server::start();

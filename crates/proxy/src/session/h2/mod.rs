@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use h2::{server::SendResponse, RecvStream, SendStream};
-use http::{header, request::Parts, HeaderValue, Method, Request, Response, StatusCode};
+use http::{header, request::Parts, HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use http1::Problem;
 
 use super::{
@@ -37,8 +37,9 @@ use crate::{
 /// The request body as the upstream exchange gets it.
 pub(super) enum RequestBody {
     Empty,
-    /// Read whole for the chain (or nothing more to read).
-    Held(Bytes),
+    /// Read whole for the chain, with the client's trailers if it sent
+    /// any (they go on to an HTTP/2 upstream).
+    Held(Bytes, Option<HeaderMap>),
     /// Still arriving from the client.
     Streaming(RecvStream),
 }
@@ -174,7 +175,7 @@ impl Stream {
             }
             let view = RequestView {
                 body: match &body {
-                    RequestBody::Held(bytes) => Some(&bytes[..]),
+                    RequestBody::Held(bytes, _) => Some(&bytes[..]),
                     _ => None,
                 },
                 ..view
@@ -192,7 +193,7 @@ impl Stream {
         let config = plan.upstream(upstream);
         let framing = match (&body, length) {
             (RequestBody::Empty, _) => Framing::None,
-            (RequestBody::Held(bytes), _) => Framing::Length(bytes.len() as u64),
+            (RequestBody::Held(bytes, _), _) => Framing::Length(bytes.len() as u64),
             (RequestBody::Streaming(_), Some(len)) => Framing::Length(len as u64),
             (RequestBody::Streaming(_), None) => Framing::Chunked,
         };
@@ -368,7 +369,13 @@ async fn hold(body: RequestBody, max: usize) -> Result<RequestBody, Failure> {
         }
         held.extend_from_slice(&data);
     }
-    Ok(RequestBody::Held(held.freeze()))
+    let trailers = stream.trailers().await.map_err(|err| {
+        Failure::new(
+            StatusCode::BAD_REQUEST,
+            format!("the request trailers broke off: {err}"),
+        )
+    })?;
+    Ok(RequestBody::Held(held.freeze(), trailers))
 }
 
 #[cfg(test)]

@@ -57,7 +57,8 @@ pub(super) async fn forward(
     let replayable = body.in_hand();
     let (held, mut client) = match body {
         RequestBody::Empty => (None, None),
-        RequestBody::Held(bytes) => (Some(bytes), None),
+        // Sent with its length: HTTP/1.1 carries no trailers then.
+        RequestBody::Held(bytes, _) => (Some(bytes), None),
         RequestBody::Streaming(client) => (None, Some(client)),
     };
     if let Some(bytes) = &held {

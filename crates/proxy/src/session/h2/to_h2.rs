@@ -171,10 +171,16 @@ pub(super) async fn pump(
 ) -> Result<(), PumpError> {
     let mut client = match body {
         RequestBody::Empty => return Ok(()),
-        RequestBody::Held(bytes) => {
-            return send_data(&mut upstream, bytes, true)
+        RequestBody::Held(bytes, trailers) => {
+            send_data(&mut upstream, bytes, trailers.is_none())
                 .await
-                .map_err(|_| PumpError::Upstream)
+                .map_err(|_| PumpError::Upstream)?;
+            return match trailers {
+                Some(trailers) => upstream
+                    .send_trailers(trailers)
+                    .map_err(|_| PumpError::Upstream),
+                None => Ok(()),
+            };
         }
         RequestBody::Streaming(client) => client,
     };
