@@ -24,8 +24,8 @@ pub(crate) struct ProxySite<'a> {
     pub(crate) listen: SocketAddr,
     /// TLS on the listener (HTTP/1.1 over TLS).
     pub(crate) tls: Option<&'a TlsFiles>,
-    /// The listener speaks HTTP/2 with prior knowledge (h2c) to its clients.
-    pub(crate) client_h2: bool,
+    /// Clients speak h2c with prior knowledge (plaintext listener only).
+    pub(crate) h2c_clients: bool,
     pub(crate) upstreams: &'a [SocketAddr],
     pub(crate) upstream_protocol: UpstreamProtocol<'a>,
     /// Client connections to allow (the upstream side may need as many).
@@ -109,8 +109,7 @@ pub(crate) fn nginx_conf(site: &Site<'_>, dir: &Path) -> Result<String, Unsuppor
                     tls.cert.display(),
                     tls.key.display()
                 );
-            } else if proxy.client_h2 {
-                // nginx serves clear-text HTTP/2 only on a port of its own.
+            } else if proxy.h2c_clients {
                 conf.push_str("http2 backlog=8192;\n");
             } else {
                 conf.push_str("backlog=8192;\n");
@@ -167,7 +166,7 @@ pub(crate) fn haproxy_cfg(site: &Site<'_>) -> Result<String, Unsupported> {
             let _ = write!(cfg, "frontend front\n  bind {}", proxy.listen);
             if let Some(tls) = proxy.tls {
                 let _ = write!(cfg, " ssl crt {} alpn http/1.1", tls.combined.display());
-            } else if proxy.client_h2 {
+            } else if proxy.h2c_clients {
                 cfg.push_str(" proto h2");
             }
             cfg.push_str("\n  default_backend back\nbackend back\n  balance roundrobin\n");
@@ -200,7 +199,7 @@ mod tests {
         let site = Site::Proxy(ProxySite {
             listen: addr(1),
             tls: None,
-            client_h2: false,
+            h2c_clients: false,
             upstreams: &upstreams,
             upstream_protocol: UpstreamProtocol::Http1,
             max_conns: 10_000,
@@ -226,7 +225,7 @@ mod tests {
         let h2_clients = Site::Proxy(ProxySite {
             listen: addr(1),
             tls: None,
-            client_h2: true,
+            h2c_clients: true,
             upstreams: &upstreams,
             upstream_protocol: UpstreamProtocol::Http1,
             max_conns: 100,
@@ -252,7 +251,7 @@ mod tests {
         let cfg = haproxy_cfg(&Site::Proxy(ProxySite {
             listen: addr(1),
             tls: Some(&tls),
-            client_h2: false,
+            h2c_clients: false,
             upstreams: &upstreams,
             upstream_protocol: UpstreamProtocol::H2Tls {
                 ca: Path::new("/ca.pem"),

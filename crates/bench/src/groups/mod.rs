@@ -132,7 +132,7 @@ fn plain_proxy_site(listen: SocketAddr, upstreams: &[SocketAddr], max_conns: usi
     Site::Proxy(ProxySite {
         listen,
         tls: None,
-        client_h2: false,
+        h2c_clients: false,
         upstreams,
         upstream_protocol: UpstreamProtocol::Http1,
         max_conns,

@@ -309,7 +309,7 @@ routes:\n  - {{ path: /, host: h1, upstream: h1 }}\n  - {{ path: /, host: tls, u
             let site = Site::Proxy(ProxySite {
                 listen,
                 tls: secure_listener.then_some(&tls),
-                client_h2: h2_clients(case),
+                h2c_clients: h2_clients(case),
                 upstreams: &[upstream],
                 upstream_protocol: *upstream_protocol,
                 max_conns: bench.options.connections,
