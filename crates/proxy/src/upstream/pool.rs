@@ -144,8 +144,10 @@ impl HostConns {
         }
     }
 
+    /// `worker`'s connections (`worker` is below the count it was made
+    /// for; the first worker's otherwise, with no division on the hot path).
     pub(super) fn worker(&self, worker: usize) -> &WorkerConns {
-        &self.workers[worker % self.workers.len()]
+        self.workers.get(worker).unwrap_or(&self.workers[0])
     }
 
     pub(super) fn retired(&self) -> bool {
