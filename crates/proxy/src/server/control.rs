@@ -13,6 +13,7 @@ use std::{
 
 use notify::{RecursiveMode, Watcher};
 use tokio::{
+    signal::unix::Signal,
     sync::{mpsc, watch},
     time::Instant,
 };
@@ -28,10 +29,11 @@ const SETTLE: Duration = Duration::from_millis(200);
 /// Runs the triggers until shutdown; `watch_file`: the file to watch, with `--watch`.
 pub(crate) async fn run(
     reloader: Arc<Reloader>,
+    hangups: Signal,
     watch_file: Option<PathBuf>,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let hangups = Box::pin(on_hangup(Arc::clone(&reloader)));
+    let hangups = Box::pin(on_hangup(Arc::clone(&reloader), hangups));
     let watching = Box::pin(watch_file_changes(Arc::clone(&reloader), watch_file));
     let discovery = Box::pin(discover(reloader));
     tokio::select! {
@@ -43,12 +45,7 @@ pub(crate) async fn run(
 }
 
 /// Reloads on every SIGHUP.
-async fn on_hangup(reloader: Arc<Reloader>) {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut hangups = match signal(SignalKind::hangup()) {
-        Ok(hangups) => hangups,
-        Err(err) => return warn!(%err, "cannot listen for SIGHUP; reload with POST /reload"),
-    };
+async fn on_hangup(reloader: Arc<Reloader>, mut hangups: Signal) {
     while hangups.recv().await.is_some() {
         let _ = reloader.reload("SIGHUP").await;
     }

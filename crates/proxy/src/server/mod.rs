@@ -227,19 +227,22 @@ pub fn start_with(config: Config, options: Options) -> anyhow::Result<RunningPro
     {
         let shutdown = shutdown.subscribe();
         let reloader = Arc::clone(&reloader);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("cannot build the control runtime")?;
+        // SIGHUP is caught from here on: a reload signalled as soon as the
+        // proxy says it serves must not meet the default action (exit).
+        let hangups = {
+            let _context = runtime.enter();
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+                .context("cannot listen for SIGHUP")?
+        };
         threads.push(
             std::thread::Builder::new()
                 .name("proxy-control".into())
                 .spawn(move || {
-                    match tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .build()
-                    {
-                        Ok(runtime) => {
-                            runtime.block_on(control::run(reloader, watch_file, shutdown));
-                        }
-                        Err(err) => warn!(%err, "cannot build the control runtime"),
-                    }
+                    runtime.block_on(control::run(reloader, hangups, watch_file, shutdown));
                 })
                 .context("cannot spawn the control thread")?,
         );

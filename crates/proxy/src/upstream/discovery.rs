@@ -83,16 +83,23 @@ pub(crate) fn entry(url: &str) -> anyhow::Result<HostEntry> {
 
 /// Every host of `config` that names something to resolve, as written.
 pub(crate) fn names(config: &Config) -> Vec<String> {
-    let mut names: Vec<String> = config
-        .upstreams
-        .values()
-        .flat_map(|u| &u.hosts)
-        .filter(|h| entry(&h.value).is_ok_and(|e| !matches!(e.target, Target::Address(_))))
-        .map(|h| h.value.clone())
+    let mut names: Vec<String> = named_hosts(config)
+        .map(|(_, host)| host.to_string())
         .collect();
     names.sort();
     names.dedup();
     names
+}
+
+/// Each upstream's hosts that name something to resolve: (upstream, host).
+fn named_hosts(config: &Config) -> impl Iterator<Item = (&str, &str)> {
+    config.upstreams.iter().flat_map(|(name, upstream)| {
+        upstream
+            .hosts
+            .iter()
+            .filter(|h| entry(&h.value).is_ok_and(|e| !matches!(e.target, Target::Address(_))))
+            .map(move |h| (name.as_str(), h.value.as_str()))
+    })
 }
 
 /// A resolver that reads the hosts file again before each round.
@@ -180,11 +187,13 @@ impl Resolver {
     }
 
     async fn addresses(&self, name: &str, port: u16) -> anyhow::Result<(Vec<SocketAddr>, Instant)> {
-        let found = self
-            .inner
-            .lookup_ip(name)
-            .await
-            .with_context(|| format!("cannot resolve `{name}`"))?;
+        let found = match self.inner.lookup_ip(name).await {
+            Ok(found) => found,
+            Err(err) if err.is_no_records_found() => {
+                bail!("cannot resolve `{name}`: no such name, or no address")
+            }
+            Err(err) => bail!("cannot resolve `{name}`: {err}"),
+        };
         let addresses = found.iter().map(|ip| SocketAddr::new(ip, port)).collect();
         Ok((addresses, found.valid_until()))
     }
@@ -224,7 +233,10 @@ pub(crate) async fn resolve_all(
                     answers.insert(written, last.clone());
                 }
                 None => {
-                    return Err(err.context(format!("upstream host `{written}`")));
+                    let upstream = named_hosts(config)
+                        .find(|(_, host)| *host == written)
+                        .map_or("?", |(upstream, _)| upstream);
+                    return Err(err.context(format!("upstreams.{upstream}.hosts: `{written}`")));
                 }
             },
         }
