@@ -1,4 +1,4 @@
-//! The admin listener, on its own address and thread: `/health` (the
+//! The admin listener, on its own address, on the control thread: `/health` (the
 //! process is up), `/ready` (every upstream has a healthy host), `/metrics`
 //! (Prometheus text), `/config` (the effective configuration as JSON, with
 //! the reload status) and `POST /reload` (read the file again).
@@ -42,28 +42,25 @@ impl AdminState {
     }
 }
 
-pub(crate) fn run(listener: StdListener, state: AdminState, mut shutdown: watch::Receiver<bool>) {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(err) => return warn!(%err, "cannot build the admin runtime"),
+/// Serves the admin API on `listener` until shutdown (on the control
+/// thread's runtime: the admin API and reloads share one thread).
+pub(crate) async fn run(
+    listener: StdListener,
+    state: AdminState,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let listener = match tokio::net::TcpListener::from_std(listener) {
+        Ok(listener) => listener,
+        Err(err) => return warn!(%err, "cannot register the admin listener"),
     };
-    runtime.block_on(async move {
-        let listener = match tokio::net::TcpListener::from_std(listener) {
-            Ok(listener) => listener,
-            Err(err) => return warn!(%err, "cannot register the admin listener"),
-        };
-        loop {
-            tokio::select! {
-                _ = shutdown.changed() => return,
-                accepted = listener.accept() => if let Ok((stream, _)) = accepted {
-                    tokio::spawn(serve(stream, state.clone()));
-                }
+    loop {
+        tokio::select! {
+            _ = shutdown.changed() => return,
+            accepted = listener.accept() => if let Ok((stream, _)) = accepted {
+                tokio::spawn(serve(stream, state.clone()));
             }
         }
-    });
+    }
 }
 
 /// One request per connection: the admin API is for probes and scrapers.

@@ -90,17 +90,20 @@ fn watched_directory(file: &Path) -> PathBuf {
     }
 }
 
-/// Re-resolves host names as their answers expire.
+/// Re-resolves host names as their answers expire. The resolver is made
+/// when a name is first due (a configuration without names pays nothing).
 async fn discover(reloader: Arc<Reloader>) {
     let mut settings = reloader.discovery().await;
-    let mut resolver = Resolver::new(&settings);
+    let mut resolver: Option<Resolver> = None;
     loop {
         let current = reloader.discovery().await;
         if format!("{current:?}") != format!("{settings:?}") {
-            resolver = Resolver::new(&current);
+            resolver = None;
             settings = current;
         }
-        let next = reloader.rediscover(&mut resolver).await;
+        let next = reloader
+            .rediscover(|| resolver.get_or_insert_with(|| Resolver::new(&settings)))
+            .await;
         tokio::select! {
             () = tokio::time::sleep_until(Instant::from_std(next)) => {}
             () = reloader.rescheduled.notified() => {}

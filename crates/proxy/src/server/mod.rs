@@ -7,7 +7,7 @@
 //! crosses a core and takes no contended lock. With `runtime: multi_thread`
 //! one work-stealing runtime runs every connection and shares one pool,
 //! which evens out uneven connections at the price of cross-core traffic.
-//! The admin listener has a thread of its own.
+//! The admin listener, reloads and discovery share one more thread.
 
 pub(crate) mod admin;
 mod control;
@@ -225,8 +225,12 @@ pub fn start_with(config: Config, options: Options) -> anyhow::Result<RunningPro
         options.log_level,
     ));
     {
-        let shutdown = shutdown.subscribe();
-        let reloader = Arc::clone(&reloader);
+        let control_shutdown = shutdown.subscribe();
+        let admin_shutdown = shutdown.subscribe();
+        let admin = admin_listener.map(|listener| {
+            let state = admin::AdminState::new(Arc::clone(&plans), metrics, Arc::clone(&reloader));
+            (listener, state)
+        });
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -238,23 +242,24 @@ pub fn start_with(config: Config, options: Options) -> anyhow::Result<RunningPro
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
                 .context("cannot listen for SIGHUP")?
         };
+        // One thread for the admin API and what changes the configuration.
         threads.push(
             std::thread::Builder::new()
                 .name("proxy-control".into())
                 .spawn(move || {
-                    runtime.block_on(control::run(reloader, hangups, watch_file, shutdown));
+                    runtime.block_on(async move {
+                        let admin = async move {
+                            if let Some((listener, state)) = admin {
+                                admin::run(listener, state, admin_shutdown).await;
+                            }
+                        };
+                        tokio::join!(
+                            control::run(reloader, hangups, watch_file, control_shutdown),
+                            admin
+                        );
+                    });
                 })
                 .context("cannot spawn the control thread")?,
-        );
-    }
-    if let Some(listener) = admin_listener {
-        let state = admin::AdminState::new(Arc::clone(&plans), metrics, reloader);
-        let shutdown = shutdown.subscribe();
-        threads.push(
-            std::thread::Builder::new()
-                .name("proxy-admin".into())
-                .spawn(move || admin::run(listener, state, shutdown))
-                .context("cannot spawn the admin thread")?,
         );
     }
     info!(listeners = ?addresses, admin = ?admin_addr, workers, "proxy serving");

@@ -280,7 +280,10 @@ impl Reloader {
     /// Resolves the names that are due; when an answer changed, compiles
     /// and serves the configuration in use with the new addresses.
     /// Returns when the next name is due.
-    pub(crate) async fn rediscover(&self, resolver: &mut Resolver) -> Instant {
+    pub(crate) async fn rediscover<'r>(
+        &self,
+        resolver: impl FnOnce() -> &'r mut Resolver,
+    ) -> Instant {
         let mut state = self.state.lock().await;
         let now = Instant::now();
         let due: Vec<String> = state
@@ -289,22 +292,21 @@ impl Reloader {
             .filter(|(_, &at)| at <= now)
             .map(|(name, _)| name.clone())
             .collect();
-        if !due.is_empty() {
-            resolver.read_hosts_file();
-        }
         let mut answers = state.answers.clone();
-        for name in due {
-            match resolver.resolve(&name).await {
-                Ok(answer) => {
-                    state.due.insert(name.clone(), answer.next);
-                    answers.insert(name, answer.addresses);
-                }
-                Err(err) => {
-                    self.metrics.discovery_failed();
-                    warn!(host = %name, error = %format!("{err:#}"), "resolution failed; the last answer stays");
-                    state
-                        .due
-                        .insert(name, Instant::now() + resolver.retry_after());
+        if let Some(resolver) = (!due.is_empty()).then(resolver) {
+            resolver.read_hosts_file();
+            for name in due {
+                match resolver.resolve(&name).await {
+                    Ok(answer) => {
+                        state.due.insert(name.clone(), answer.next);
+                        answers.insert(name, answer.addresses);
+                    }
+                    Err(err) => {
+                        self.metrics.discovery_failed();
+                        warn!(host = %name, error = %format!("{err:#}"), "resolution failed; the last answer stays");
+                        let retry = Instant::now() + resolver.retry_after();
+                        state.due.insert(name, retry);
+                    }
                 }
             }
         }
