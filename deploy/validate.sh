@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Validates the deployment files offline: YAML style, the Kubernetes
 # manifests and every Helm rendering against the Kubernetes 1.30 schemas
-# (strict), the config checksums, `sluice proxy --check` on every ConfigMap,
+# (strict), `sluice proxy --check` on every ConfigMap,
 # docker-compose.yml, the systemd unit, and the container image (built and
 # checked). A step whose tool is missing is skipped with one line.
 #
@@ -74,13 +74,6 @@ if have yamllint; then
   yamllint -s .yamllint.yaml docker-compose.yml deploy examples
 else
   skip "yamllint is not installed"
-fi
-
-step "Kubernetes manifests: config checksums"
-if python3 -c 'import yaml' 2>/dev/null; then
-  python3 deploy/kubernetes/config-checksum.py
-else
-  skip "PyYAML is not installed"
 fi
 
 step "Helm chart: lint and render each values file"

@@ -15,14 +15,37 @@ pub(crate) enum LogFormat {
 }
 
 /// Logs to stderr; `RUST_LOG` wins over `level`, which defaults to `info`.
-pub(crate) fn init_logging(format: LogFormat, level: Option<&str>) {
-    use tracing_subscriber::{fmt, EnvFilter};
-    let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new(level.unwrap_or("info")));
-    let builder = fmt().with_env_filter(filter).with_writer(std::io::stderr);
+/// Returns what sets a new `level` (a configuration reload); it does
+/// nothing while `RUST_LOG` is set.
+pub(crate) fn init_logging(
+    format: LogFormat,
+    level: Option<&str>,
+) -> impl Fn(Option<&str>) + Send + Sync + 'static {
+    use tracing_subscriber::{
+        fmt, layer::SubscriberExt as _, reload, util::SubscriberInitExt as _, EnvFilter,
+    };
+    let from_env = EnvFilter::try_from_default_env().ok();
+    let fixed = from_env.is_some();
+    let filter = from_env.unwrap_or_else(|| EnvFilter::new(level.unwrap_or("info")));
+    let (filter, handle) = reload::Layer::new(filter);
+    let registry = tracing_subscriber::registry().with(filter);
     match format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
+        LogFormat::Text => registry
+            .with(fmt::layer().with_writer(std::io::stderr))
+            .init(),
+        LogFormat::Json => registry
+            .with(fmt::layer().json().with_writer(std::io::stderr))
+            .init(),
+    }
+    move |level: Option<&str>| {
+        if fixed {
+            return;
+        }
+        let level = level.unwrap_or("info");
+        match handle.reload(EnvFilter::new(level)) {
+            Ok(()) => info!(level, "log level changed"),
+            Err(err) => warn!(%err, "cannot change the log level"),
+        }
     }
 }
 

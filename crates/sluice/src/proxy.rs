@@ -16,7 +16,10 @@ The configuration keys are in docs/CONFIG.md. `${VAR}`, `${VAR:default}` and\n\
 `${VAR:?message}` are filled from the environment. A bad file is reported as\n\
 FILE:LINE:COLUMN: KEY: message, with exit status 2, before anything is bound.\n\
 SIGINT or SIGTERM stops accepting and lets in-flight requests finish until\n\
-limits.shutdown_deadline; a second signal exits at once.")]
+limits.shutdown_deadline; a second signal exits at once. SIGHUP, POST /reload\n\
+on the admin listener, or with --watch a change of the file, reloads the\n\
+configuration without dropping a request (docs/CONFIG.md, Reloading); a file\n\
+that fails to validate leaves the one in use.")]
 pub(crate) struct ProxyArgs {
     /// The YAML configuration file.
     #[arg(short, long, value_name = "FILE")]
@@ -24,6 +27,10 @@ pub(crate) struct ProxyArgs {
     /// Validate the configuration (including that upstream hosts resolve) and exit.
     #[arg(long)]
     check: bool,
+    /// Reload the configuration when its file changes (the directory is
+    /// watched, so a Kubernetes ConfigMap's symlink swap is seen).
+    #[arg(long)]
+    watch: bool,
 }
 
 pub(crate) fn run(args: ProxyArgs) -> ExitCode {
@@ -50,9 +57,20 @@ pub(crate) fn run(args: ProxyArgs) -> ExitCode {
         ConfigLogFormat::Text => LogFormat::Text,
         ConfigLogFormat::Json => LogFormat::Json,
     };
-    process::init_logging(format, config.log.level.as_deref());
+    let log_level = process::init_logging(format, config.log.level.as_deref());
     let _ = rlimit::increase_nofile_limit(u64::MAX);
-    let running = match proxy::start(&config) {
+    let options = proxy::Options {
+        file: Some(args.config.clone()),
+        watch: args.watch,
+        log_level: Some(Box::new(log_level)),
+    };
+    let deadline = config.limits.shutdown_deadline;
+    let schemes: Vec<&str> = config
+        .listeners
+        .iter()
+        .map(|l| if l.tls.is_some() { "https" } else { "http" })
+        .collect();
+    let running = match proxy::start_with(config, options) {
         Ok(running) => running,
         Err(err) => {
             eprintln!("sluice: error: {err:#}");
@@ -70,15 +88,8 @@ pub(crate) fn run(args: ProxyArgs) -> ExitCode {
     let listening: Vec<String> = running
         .listeners
         .iter()
-        .zip(&config.listeners)
-        .map(|(addr, listener)| {
-            let scheme = if listener.tls.is_some() {
-                "https"
-            } else {
-                "http"
-            };
-            format!("{scheme}://{addr}")
-        })
+        .zip(&schemes)
+        .map(|(addr, scheme)| format!("{scheme}://{addr}"))
         .collect();
     match running.admin {
         Some(admin) => println!(
@@ -87,7 +98,6 @@ pub(crate) fn run(args: ProxyArgs) -> ExitCode {
         ),
         None => println!("sluice proxy listening on {}", listening.join(" ")),
     }
-    let deadline = config.limits.shutdown_deadline;
     match signals.drain(deadline, move || running.shutdown()) {
         Ok(()) => {
             info!("stopped");

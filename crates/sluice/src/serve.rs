@@ -85,7 +85,7 @@ fn parse_downstream(text: &str) -> Result<http::Uri, String> {
 }
 
 pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
-    crate::process::init_logging(args.log_format, None);
+    let _ = crate::process::init_logging(args.log_format, None);
     let defaults = ServeOptions::default();
     let options = ServeOptions {
         listen: args.listen,

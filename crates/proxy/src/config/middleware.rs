@@ -90,7 +90,7 @@ macro_rules! handler_settings {
 for_each_handler!(handler_settings);
 
 /// Handler instances by name.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Middleware(pub BTreeMap<String, Handler>);
 
 impl Serialize for Middleware {

@@ -12,7 +12,7 @@ use super::{
 };
 
 /// A whole configuration file.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Worker threads; default: the number of CPUs.
@@ -46,6 +46,9 @@ pub struct Config {
     pub paths: Paths,
     #[serde(default)]
     pub log: Log,
+    /// How upstream host names are re-resolved.
+    #[serde(default)]
+    pub discovery: Discovery,
 }
 
 /// How worker threads share the work (docs/PERFORMANCE.md has the measurements).
@@ -60,7 +63,7 @@ pub enum Runtime {
     MultiThread,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Listener {
     /// `IP:PORT`.
@@ -150,7 +153,7 @@ impl Default for Http2 {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UpstreamSettings {
     /// `http://HOST:PORT` for each host.
@@ -240,7 +243,7 @@ impl Default for Timeouts {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct PoolSettings {
     /// Idle keep-alive connections kept per host.
@@ -259,7 +262,7 @@ impl Default for PoolSettings {
 }
 
 /// Passive health: a host failing `failures` times in a row is ejected for `backoff`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Health {
     pub failures: u32,
@@ -276,7 +279,7 @@ impl Default for Health {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Route {
     /// Starts with `/`.
@@ -312,13 +315,13 @@ pub enum PathMatch {
     Exact,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Admin {
     pub address: Spanned<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Limits {
     /// A client must send a whole request head within this (slowloris).
@@ -352,8 +355,32 @@ impl Default for Limits {
     }
 }
 
+/// Re-resolving upstream host names (docs/CONFIG.md, "Discovery"): each
+/// name again when its DNS answer's TTL runs out, but not sooner than
+/// `min_interval` nor later than `max_interval`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Discovery {
+    #[serde(deserialize_with = "duration")]
+    pub min_interval: Duration,
+    #[serde(deserialize_with = "duration")]
+    pub max_interval: Duration,
+    /// Names listed here answer before DNS; read again at each resolution.
+    pub hosts_file: String,
+}
+
+impl Default for Discovery {
+    fn default() -> Self {
+        Self {
+            min_interval: Duration::from_secs(5),
+            max_interval: Duration::from_secs(60),
+            hosts_file: "/etc/hosts".into(),
+        }
+    }
+}
+
 /// X-Forwarded-For/-Proto/-Host handling.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Forwarded {
     /// Keep (and append to) the client's own X-Forwarded-* headers;
@@ -361,7 +388,7 @@ pub struct Forwarded {
     pub trust: bool,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Log {
     pub format: LogFormat,

@@ -81,6 +81,14 @@ pub(crate) fn check(config: &Config) -> Result<(), Problem> {
         check_upstream_tls(name, upstream)?;
     }
     check_http2(&config.http2)?;
+    let discovery = &config.discovery;
+    if discovery.min_interval.is_zero() || discovery.min_interval > discovery.max_interval {
+        return Err((
+            Location::UNKNOWN,
+            "discovery.min_interval".into(),
+            "must be more than 0 and at most discovery.max_interval".into(),
+        ));
+    }
     for (i, route) in config.routes.iter().enumerate() {
         if !route.path.value.starts_with('/') {
             return Err((
@@ -299,6 +307,18 @@ fn http_host(text: &str, protocol: Protocol) -> Result<(), String> {
     match (uri.scheme_str(), protocol) {
         (Some("http"), Protocol::Http1 | Protocol::H2c) | (Some("https"), Protocol::Http1) => {}
         (Some("https"), Protocol::H2) => {}
+        (Some("srv"), Protocol::Http1 | Protocol::H2c) => {
+            if uri.port().is_some() {
+                return Err(format!(
+                    "`{text}`: an srv:// host takes its ports from the SRV records; write srv://_http._tcp.NAME"
+                ));
+            }
+        }
+        (Some("srv"), Protocol::H2) => {
+            return Err(format!(
+                "`{text}`: srv:// hosts speak plain HTTP (http1 or h2c), not TLS"
+            ))
+        }
         (Some("https"), Protocol::H2c) => {
             return Err(format!(
                 "`{text}`: h2c is HTTP/2 without TLS; use http://, or protocol: h2 for TLS"
@@ -309,7 +329,11 @@ fn http_host(text: &str, protocol: Protocol) -> Result<(), String> {
                 "`{text}`: protocol h2 is HTTP/2 over TLS; use https://, or protocol: h2c"
             ))
         }
-        _ => return Err(format!("`{text}`: the scheme must be http:// or https://")),
+        _ => {
+            return Err(format!(
+                "`{text}`: the scheme must be http://, https:// or srv://"
+            ))
+        }
     }
     if uri.host().is_none_or(str::is_empty) {
         return Err(format!("`{text}` has no host"));

@@ -3,6 +3,13 @@
 //! `config::for_each_handler` (config/middleware.rs); each handler's file
 //! implements [`Build`] for its settings, and the dispatch below is made
 //! from that list, so adding a handler touches no code here.
+//!
+//! A reload keeps a handler instance (its rate-limit buckets, concurrency
+//! slots, JWKS cache, counters) when its name and settings did not change;
+//! the handlers that count by route (`metrics`, `access_log`) also need
+//! the same routes, since they index their cells by route position. A
+//! `validate` handler is always built anew, so that an edited spec file
+//! is read.
 
 use std::{collections::BTreeMap, sync::Arc};
 
@@ -60,6 +67,23 @@ pub(crate) struct Chains {
     pub metrics: Vec<Arc<RouteMetrics>>,
     pub access_logs: Vec<Arc<AccessLogger>>,
     pub validators: Vec<Arc<ValidateHandler>>,
+    /// Every instance built, by name, for the next reload to keep.
+    instances: BTreeMap<String, Instance>,
+    /// The routes' names and upstreams, as the route-indexed handlers saw them.
+    routes_key: String,
+}
+
+/// A handler instance and what it was built from.
+#[derive(Debug, Clone)]
+struct Instance {
+    /// Its settings, serialised.
+    settings: String,
+    handler: Arc<dyn Handler>,
+    /// It indexes cells by route position.
+    by_route: bool,
+    metrics: Option<Arc<RouteMetrics>>,
+    access_log: Option<Arc<AccessLogger>>,
+    validator: Option<Arc<ValidateHandler>>,
 }
 
 impl Chains {
@@ -87,14 +111,21 @@ impl Chains {
 }
 
 /// Builds every handler instance a route uses (once, shared by the routes
-/// naming it) and each route's chain.
-pub(crate) fn build(config: &Config, context: &BuildContext<'_>) -> anyhow::Result<Chains> {
+/// naming it) and each route's chain; an instance of `previous` (the
+/// plan in use) is kept when its settings did not change.
+pub(crate) fn build(
+    config: &Config,
+    context: &BuildContext<'_>,
+    previous: Option<&Chains>,
+) -> anyhow::Result<Chains> {
     let mut builder = Builder {
         context,
         metrics: Vec::new(),
         access_logs: Vec::new(),
         validators: Vec::new(),
     };
+    let routes_key = format!("{:?} {:?}", context.route_names, context.route_upstreams);
+    let mut built: BTreeMap<String, Instance> = BTreeMap::new();
     let mut instances: BTreeMap<&str, Arc<dyn Handler>> = BTreeMap::new();
     let mut by_route = Vec::new();
     for route in &config.routes {
@@ -124,11 +155,44 @@ pub(crate) fn build(config: &Config, context: &BuildContext<'_>) -> anyhow::Resu
                     &defaults
                 }
             };
-            let handler = settings
-                .build(&mut builder)
-                .with_context(|| format!("middleware.{name}"))?;
-            instances.insert(name, Arc::clone(&handler));
-            handlers.push(handler);
+            let serialized = serde_json::to_string(settings).unwrap_or_default();
+            let kept = previous
+                .and_then(|p| {
+                    p.instances
+                        .get(name)
+                        .filter(|i| !i.by_route || p.routes_key == routes_key)
+                })
+                // A validator is built anew: its spec file may have changed.
+                .filter(|i| i.settings == serialized && i.validator.is_none())
+                .cloned();
+            let instance = match kept {
+                Some(instance) => {
+                    builder.metrics.extend(instance.metrics.clone());
+                    builder.access_logs.extend(instance.access_log.clone());
+                    builder.validators.extend(instance.validator.clone());
+                    instance
+                }
+                None => {
+                    let counted = (builder.metrics.len(), builder.access_logs.len());
+                    let validators = builder.validators.len();
+                    let handler = settings
+                        .build(&mut builder)
+                        .with_context(|| format!("middleware.{name}"))?;
+                    let metrics = builder.metrics.get(counted.0).cloned();
+                    let access_log = builder.access_logs.get(counted.1).cloned();
+                    Instance {
+                        settings: serialized,
+                        handler,
+                        by_route: metrics.is_some() || access_log.is_some(),
+                        metrics,
+                        access_log,
+                        validator: builder.validators.get(validators).cloned(),
+                    }
+                }
+            };
+            instances.insert(name, Arc::clone(&instance.handler));
+            handlers.push(Arc::clone(&instance.handler));
+            built.insert(name.to_string(), instance);
         }
         by_route.push(Arc::new(Chain { handlers }));
     }
@@ -137,6 +201,8 @@ pub(crate) fn build(config: &Config, context: &BuildContext<'_>) -> anyhow::Resu
         metrics: builder.metrics,
         access_logs: builder.access_logs,
         validators: builder.validators,
+        instances: built,
+        routes_key,
     })
 }
 
@@ -169,7 +235,7 @@ routes:
             route_upstreams: vec!["a"; 3],
             workers: 2,
         };
-        let chains = build(&config, &context).unwrap();
+        let chains = build(&config, &context, None).unwrap();
         let lengths: Vec<usize> = chains.by_route.iter().map(|c| c.handlers.len()).collect();
         assert_eq!(lengths, [3, 2, 0]);
         // `limit` is one instance: the two routes count against one rate.
@@ -180,6 +246,51 @@ routes:
         // The admin API finds the metrics handler it renders.
         assert_eq!(chains.metrics.len(), 1);
         assert!(chains.access_logs.is_empty() && chains.validators.is_empty());
+    }
+
+    #[test]
+    fn a_rebuild_keeps_the_instances_whose_settings_did_not_change() {
+        let config = crate::config::parse(CONFIG, Path::new("t.yaml"), |_| None).unwrap();
+        let names = ["/a".to_string(), "/b".into(), "/c".into()];
+        let context = BuildContext {
+            route_names: &names,
+            route_upstreams: vec!["a"; 3],
+            workers: 1,
+        };
+        let first = build(&config, &context, None).unwrap();
+        let same = build(&config, &context, Some(&first)).unwrap();
+        for (a, b) in first.by_route.iter().zip(&same.by_route) {
+            for (x, y) in a.handlers.iter().zip(&b.handlers) {
+                assert!(Arc::ptr_eq(x, y), "same settings, same instance");
+            }
+        }
+        assert_eq!(same.metrics.len(), 1);
+        let changed_text = CONFIG.replace("rate: 10/s", "rate: 20/s");
+        let changed = crate::config::parse(&changed_text, Path::new("t.yaml"), |_| None).unwrap();
+        let next = build(&changed, &context, Some(&same)).unwrap();
+        assert!(!Arc::ptr_eq(
+            &same.by_route[1].handlers[0],
+            &next.by_route[1].handlers[0]
+        ));
+        assert!(Arc::ptr_eq(
+            &same.by_route[1].handlers[1],
+            &next.by_route[1].handlers[1]
+        ));
+        // Other routes: the route-indexed `metrics` is built anew, the rest kept.
+        let fewer = ["/a".to_string(), "/b".into(), "/d".into()];
+        let context = BuildContext {
+            route_names: &fewer,
+            ..context
+        };
+        let moved = build(&config, &context, Some(&same)).unwrap();
+        assert!(!Arc::ptr_eq(
+            &same.by_route[0].handlers[1],
+            &moved.by_route[0].handlers[1]
+        ));
+        assert!(Arc::ptr_eq(
+            &same.by_route[0].handlers[0],
+            &moved.by_route[0].handlers[0]
+        ));
     }
 
     #[test]

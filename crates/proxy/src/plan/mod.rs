@@ -18,7 +18,11 @@ use crate::{
     config::{Config, Paths},
     ids::{RouteId, UpstreamId},
     middleware::{self, BuildContext, Chain, Chains},
-    upstream::Upstream,
+    telemetry::{Metrics, Shard},
+    upstream::{
+        discovery::{self, Answers},
+        Upstream,
+    },
     wire::normalize,
 };
 use routes::RouteTable;
@@ -38,8 +42,6 @@ pub struct Http2Settings {
 /// One route as a request needs it.
 #[derive(Debug)]
 pub(crate) struct Route {
-    /// The path as configured (the metrics label).
-    pub name: String,
     pub upstream: UpstreamId,
     /// The protocols its requests may upgrade to (lower case).
     pub upgrades: Vec<String>,
@@ -57,6 +59,8 @@ pub struct Plan {
     pub paths: Paths,
     /// By [`UpstreamId`].
     pub(crate) upstreams: Vec<Upstream>,
+    /// Each upstream's id, with its metrics slot.
+    upstream_ids: Vec<UpstreamId>,
     pub http2: Http2Settings,
     pub limits: http1::Limits,
     pub header_read_timeout: Duration,
@@ -68,17 +72,55 @@ pub struct Plan {
     epoch: Instant,
 }
 
+/// What a plan is compiled with besides its configuration.
+#[derive(Debug)]
+pub(crate) struct Compile<'a> {
+    /// Metrics shards and pools per host: one per worker runtime.
+    pub shards: usize,
+    /// Where routes and upstreams get their metrics slots.
+    pub metrics: &'a Metrics,
+    /// The addresses of the hosts given by name.
+    pub answers: &'a Answers,
+    /// The plan in use, if any: the hosts that stay keep its pools and
+    /// health, the handlers whose settings did not change are kept, and
+    /// the balancers' clock goes on.
+    pub previous: Option<&'a Plan>,
+}
+
 impl Plan {
-    /// Compiles a validated configuration; fails when an upstream host does
-    /// not resolve or a handler cannot be built (a key file that cannot be read).
+    /// Compiles a validated configuration on its own (for `--check` and
+    /// tests): resolves the host names; fails when one does not resolve or
+    /// a handler cannot be built (a key file that cannot be read).
     /// `shards`: how many metrics shards the handlers that count keep
     /// (one per runtime).
     pub fn compile(config: &Config, shards: usize) -> anyhow::Result<Self> {
+        let answers = discovery::resolve_blocking(config, &Answers::new())?;
+        Self::compile_with(
+            config,
+            &Compile {
+                shards,
+                metrics: &Metrics::new(shards),
+                answers: &answers,
+                previous: None,
+            },
+        )
+    }
+
+    /// Compiles a validated configuration with `with`.
+    pub(crate) fn compile_with(config: &Config, with: &Compile<'_>) -> anyhow::Result<Self> {
+        let names: Vec<&str> = config.upstreams.keys().map(String::as_str).collect();
+        let slots = with.metrics.upstream_slots(&names)?;
         let mut index = HashMap::new();
         let mut upstreams = Vec::new();
-        for (name, upstream) in &config.upstreams {
+        let mut upstream_ids = Vec::new();
+        for ((name, settings), slot) in config.upstreams.iter().zip(slots) {
             index.insert(name.clone(), upstreams.len());
-            upstreams.push(Upstream::new(name, upstream)?);
+            upstream_ids.push(UpstreamId::counted(upstreams.len(), slot));
+            let mut upstream = Upstream::new(name, settings, with.answers, with.shards)?;
+            if let Some(old) = with.previous.and_then(|p| p.upstream_named(name)) {
+                upstream.carry_over(old);
+            }
+            upstreams.push(upstream);
         }
         for (i, route) in config.routes.iter().enumerate() {
             normalize::check_route(&route.path.value, route.host.as_deref(), &config.paths)
@@ -89,6 +131,14 @@ impl Plan {
             .iter()
             .map(|route| route.path.value.clone())
             .collect();
+        let names: Vec<&str> = route_names.iter().map(String::as_str).collect();
+        let route_ids: Vec<RouteId> = with
+            .metrics
+            .route_slots(&names)?
+            .into_iter()
+            .enumerate()
+            .map(|(index, slot)| RouteId::counted(index, slot))
+            .collect();
         let context = BuildContext {
             route_names: &route_names,
             route_upstreams: config
@@ -96,16 +146,15 @@ impl Plan {
                 .iter()
                 .map(|r| r.upstream.value.as_str())
                 .collect(),
-            workers: shards,
+            workers: with.shards,
         };
-        let chains = middleware::build(config, &context)?;
+        let chains = middleware::build(config, &context, with.previous.map(|p| &p.chains))?;
         let routes = config
             .routes
             .iter()
             .zip(&chains.by_route)
             .map(|(route, chain)| Route {
-                name: route.path.value.clone(),
-                upstream: UpstreamId::new(index[&route.upstream.value]),
+                upstream: upstream_ids[index[&route.upstream.value]],
                 upgrades: route
                     .upgrades
                     .iter()
@@ -118,10 +167,11 @@ impl Plan {
         let http2 = &config.http2;
         let as_u32 = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
         Ok(Self {
-            table: RouteTable::new(&config.routes, config.paths.case),
+            table: RouteTable::with_ids(&config.routes, &route_ids, config.paths.case),
             routes,
             paths: config.paths,
             upstreams,
+            upstream_ids,
             http2: Http2Settings {
                 max_concurrent_streams: http2.max_concurrent_streams,
                 max_header_list_bytes: as_u32(
@@ -143,17 +193,33 @@ impl Plan {
             idle_timeout: limits.idle_timeout,
             trust_forwarded: config.forwarded.trust,
             chains,
-            epoch: Instant::now(),
+            epoch: with.previous.map_or_else(Instant::now, |p| p.epoch),
         })
+    }
+
+    fn upstream_named(&self, name: &str) -> Option<&Upstream> {
+        self.upstreams.iter().find(|u| u.name == name)
+    }
+
+    /// Retires the hosts of this plan (going out) that `next` did not
+    /// keep, counting their closed connections in `shard(worker)`;
+    /// returns how many.
+    pub(crate) fn retire_dropped_hosts<'a>(
+        &self,
+        next: &Plan,
+        shard: impl Fn(usize) -> &'a Shard + Copy,
+    ) -> usize {
+        self.upstreams
+            .iter()
+            .zip(&self.upstream_ids)
+            .map(|(upstream, &id)| {
+                upstream.retire_dropped(id, next.upstream_named(&upstream.name), shard)
+            })
+            .sum()
     }
 
     pub(crate) fn route_count(&self) -> usize {
         self.routes.len()
-    }
-
-    /// The routes' names, by [`RouteId`] (the metrics labels).
-    pub(crate) fn route_names(&self) -> impl Iterator<Item = &str> {
-        self.routes.iter().map(|r| r.name.as_str())
     }
 
     pub(crate) fn route(&self, id: RouteId) -> &Route {

@@ -54,12 +54,20 @@ pub(crate) struct RouteTable {
 
 impl RouteTable {
     /// Compiles validated routes (paths start with `/`, methods parse).
+    #[cfg(test)]
     pub(crate) fn new(routes: &[Route], case: Case) -> Self {
+        let ids: Vec<RouteId> = (0..routes.len()).map(RouteId::new).collect();
+        Self::with_ids(routes, &ids, case)
+    }
+
+    /// Compiles validated routes, each found as its id in `ids` (which carry their
+    /// metrics slots).
+    pub(crate) fn with_ids(routes: &[Route], ids: &[RouteId], case: Case) -> Self {
         let mut compiled: Vec<CompiledRoute> = routes
             .iter()
-            .enumerate()
-            .map(|(index, route)| CompiledRoute {
-                id: RouteId::new(index),
+            .zip(ids)
+            .map(|(route, &id)| CompiledRoute {
+                id,
                 // Compared with the request's normalised Host name (A-labels).
                 host: route
                     .host

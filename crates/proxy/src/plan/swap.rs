@@ -37,18 +37,18 @@ impl Plans {
         }
     }
 
-    /// Makes `plan` the one new requests take.
-    #[allow(dead_code)] // The live-reload work (issue 18) calls it.
-    pub(crate) fn store(&self, plan: Arc<Plan>) {
+    /// Makes `plan` the one new requests take; returns its generation.
+    pub(crate) fn store(&self, plan: Arc<Plan>) -> u64 {
         self.current.store(plan);
-        self.generation.fetch_add(1, Ordering::Release);
+        self.generation.fetch_add(1, Ordering::Release) + 1
     }
 
     pub(crate) fn load(&self) -> Arc<Plan> {
         self.current.load_full()
     }
 
-    fn generation(&self) -> u64 {
+    /// How many plans were stored since the first.
+    pub(crate) fn generation(&self) -> u64 {
         self.generation.load(Ordering::Acquire)
     }
 }

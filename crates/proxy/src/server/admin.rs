@@ -1,6 +1,7 @@
-//! The admin listener, on its own address and thread: `/health` (the
+//! The admin listener, on its own address, on the control thread: `/health` (the
 //! process is up), `/ready` (every upstream has a healthy host), `/metrics`
-//! (Prometheus text) and `/config` (the effective configuration as JSON).
+//! (Prometheus text), `/config` (the effective configuration as JSON, with
+//! the reload status) and `POST /reload` (read the file again).
 
 use std::{net::TcpListener as StdListener, sync::Arc, time::Duration};
 
@@ -9,6 +10,7 @@ use serde_json::json;
 use tokio::{io::AsyncReadExt, net::TcpStream, sync::watch};
 use tracing::warn;
 
+use super::reload::{ReloadError, Reloader};
 use crate::{
     config::Config,
     plan::{Plan, Plans},
@@ -26,43 +28,39 @@ const LIMITS: http1::Limits = http1::Limits {
 pub(crate) struct AdminState {
     plans: Arc<Plans>,
     metrics: Arc<Metrics>,
-    /// The effective configuration, rendered once.
-    config: Arc<Vec<u8>>,
+    /// Reloads, and the `/config` it renders.
+    reloader: Arc<Reloader>,
 }
 
 impl AdminState {
-    pub(crate) fn new(plans: Arc<Plans>, metrics: Arc<Metrics>, config: &Config) -> Self {
-        let rendered = serde_json::to_vec_pretty(&effective(config)).unwrap_or_default();
+    pub(crate) fn new(plans: Arc<Plans>, metrics: Arc<Metrics>, reloader: Arc<Reloader>) -> Self {
         Self {
             plans,
             metrics,
-            config: Arc::new(rendered),
+            reloader,
         }
     }
 }
 
-pub(crate) fn run(listener: StdListener, state: AdminState, mut shutdown: watch::Receiver<bool>) {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(err) => return warn!(%err, "cannot build the admin runtime"),
+/// Serves the admin API on `listener` until shutdown (on the control
+/// thread's runtime: the admin API and reloads share one thread).
+pub(crate) async fn run(
+    listener: StdListener,
+    state: AdminState,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let listener = match tokio::net::TcpListener::from_std(listener) {
+        Ok(listener) => listener,
+        Err(err) => return warn!(%err, "cannot register the admin listener"),
     };
-    runtime.block_on(async move {
-        let listener = match tokio::net::TcpListener::from_std(listener) {
-            Ok(listener) => listener,
-            Err(err) => return warn!(%err, "cannot register the admin listener"),
-        };
-        loop {
-            tokio::select! {
-                _ = shutdown.changed() => return,
-                accepted = listener.accept() => if let Ok((stream, _)) = accepted {
-                    tokio::spawn(serve(stream, state.clone()));
-                }
+    loop {
+        tokio::select! {
+            _ = shutdown.changed() => return,
+            accepted = listener.accept() => if let Ok((stream, _)) = accepted {
+                tokio::spawn(serve(stream, state.clone()));
             }
         }
-    });
+    }
 }
 
 /// One request per connection: the admin API is for probes and scrapers.
@@ -81,9 +79,19 @@ async fn serve(mut stream: TcpStream, state: AdminState) {
     };
     let (status, content_type, body) = match head {
         Err(rejection) => problem(rejection.status, rejection.detail),
+        Ok(head) if &buf[head.path.clone()] == b"/reload" => {
+            if head.method == Method::POST {
+                reload(&state.reloader).await
+            } else {
+                problem(
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    "POST /reload reads the configuration file again".into(),
+                )
+            }
+        }
         Ok(head) if head.method != Method::GET && head.method != Method::HEAD => problem(
             StatusCode::METHOD_NOT_ALLOWED,
-            "the admin API answers GET and HEAD".into(),
+            "the admin API answers GET and HEAD (and POST /reload)".into(),
         ),
         Ok(head) => route(&state, std::str::from_utf8(&buf[head.path]).unwrap_or("")),
     };
@@ -100,6 +108,28 @@ async fn serve(mut stream: TcpStream, state: AdminState) {
     });
     out.extend_from_slice(&body);
     let _ = http1::io::write_bounded(&mut stream, &out, READ_TIMEOUT).await;
+}
+
+/// `POST /reload`: 200 with the new generation, or the reason it failed
+/// (the configuration in use stays).
+async fn reload(reloader: &Reloader) -> (StatusCode, &'static str, Vec<u8>) {
+    match reloader.reload("POST /reload").await {
+        Ok(generation) => (
+            StatusCode::OK,
+            "application/json",
+            json!({ "status": "reloaded", "generation": generation })
+                .to_string()
+                .into_bytes(),
+        ),
+        Err(ReloadError::NoFile) => problem(
+            StatusCode::CONFLICT,
+            "the proxy was not started from a file; there is nothing to reload".into(),
+        ),
+        Err(ReloadError::Invalid(message)) => problem(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("the configuration in use stays: {message}"),
+        ),
+    }
 }
 
 fn route(state: &AdminState, path: &str) -> (StatusCode, &'static str, Vec<u8>) {
@@ -130,18 +160,16 @@ fn route(state: &AdminState, path: &str) -> (StatusCode, &'static str, Vec<u8>) 
             StatusCode::OK,
             "text/plain; version=0.0.4; charset=utf-8",
             {
-                let upstreams: Vec<&str> = plan.upstreams.iter().map(|u| u.name.as_str()).collect();
-                let routes: Vec<&str> = plan.route_names().collect();
-                let mut text = state.metrics.render(&routes, &upstreams);
+                let mut text = state.metrics.render();
                 healthy_hosts(&plan, &mut text);
                 plan.chains.render_metrics(&mut text);
                 text.into_bytes()
             },
         ),
-        "/config" => (StatusCode::OK, JSON, state.config.as_ref().clone()),
+        "/config" => (StatusCode::OK, JSON, state.reloader.shown().as_ref().clone()),
         _ => problem(
             StatusCode::NOT_FOUND,
-            format!("no admin resource at {path}; try /health, /ready, /metrics or /config"),
+            format!("no admin resource at {path}; try /health, /ready, /metrics, /config or POST /reload"),
         ),
     }
 }
@@ -172,7 +200,7 @@ fn problem(status: StatusCode, detail: String) -> (StatusCode, &'static str, Vec
 /// The configuration after `${VAR}` substitution and defaults. Secrets are
 /// never in it: keys live in files it only names, and a JWKS URL loses its
 /// user information and query.
-fn effective(config: &Config) -> serde_json::Value {
+pub(super) fn effective(config: &Config) -> serde_json::Value {
     let duration = |d: Duration| humantime::format_duration(d).to_string();
     let upstreams: serde_json::Map<String, serde_json::Value> = config
         .upstreams
@@ -225,6 +253,11 @@ fn effective(config: &Config) -> serde_json::Value {
             "shutdown_deadline": duration(limits.shutdown_deadline),
         },
         "forwarded": { "trust": config.forwarded.trust },
+        "discovery": {
+            "min_interval": duration(config.discovery.min_interval),
+            "max_interval": duration(config.discovery.max_interval),
+            "hosts_file": config.discovery.hosts_file,
+        },
         "log": {
             "format": match config.log.format { crate::config::LogFormat::Text => "text", crate::config::LogFormat::Json => "json" },
             "level": config.log.level,

@@ -20,7 +20,7 @@ use tokio::{
     net::TcpStream,
     sync::watch,
 };
-use tracing::{debug, info, warn};
+use tracing::debug;
 
 use crate::{
     config::{HttpVersion, ListenerTls},
@@ -236,30 +236,5 @@ async fn secure(
         )
         .run()
         .await;
-    }
-}
-
-/// Reloads every TLS listener's files on SIGHUP until shutdown.
-pub(crate) async fn reload_on_hangup(
-    listeners: Vec<Arc<TlsListener>>,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut hangups = match signal(SignalKind::hangup()) {
-        Ok(hangups) => hangups,
-        Err(err) => return warn!(%err, "cannot listen for SIGHUP; TLS files will not reload"),
-    };
-    loop {
-        tokio::select! {
-            _ = shutdown.changed() => return,
-            received = hangups.recv() => if received.is_none() { return },
-        }
-        for listener in &listeners {
-            let cert = listener.cert_path().display();
-            match listener.reload() {
-                Ok(()) => info!(%cert, "TLS certificate reloaded"),
-                Err(err) => warn!(%err, "TLS reload failed; the previous certificate stays in use"),
-            }
-        }
     }
 }

@@ -7,14 +7,19 @@
 //! crosses a core and takes no contended lock. With `runtime: multi_thread`
 //! one work-stealing runtime runs every connection and shares one pool,
 //! which evens out uneven connections at the price of cross-core traffic.
-//! The admin listener has a thread of its own.
+//! The admin listener, reloads and discovery share one more thread.
 
 pub(crate) mod admin;
+mod control;
 mod h2;
 pub(crate) mod listener;
+mod reload;
+
+pub use reload::LogLevelHook;
 
 use std::{
     net::{SocketAddr, TcpListener as StdListener},
+    path::PathBuf,
     sync::Arc,
     thread::JoinHandle,
     time::Duration,
@@ -30,10 +35,14 @@ use tracing::{info, warn};
 
 use crate::{
     config::{Config, Runtime},
-    plan::{Plan, Plans, WorkerPlan},
+    plan::{Compile, Plan, Plans, WorkerPlan},
     session::Worker,
     telemetry::Metrics,
-    upstream::{h2_pool::H2Pool, pool::Pool},
+    upstream::{
+        discovery::{self, Answers},
+        h2_pool::H2Pool,
+        pool::Pool,
+    },
 };
 use listener::{serve_connection, Endpoint};
 
@@ -82,9 +91,35 @@ fn endpoints(config: &Config) -> anyhow::Result<Arc<[Endpoint]>> {
     Ok(endpoints.into())
 }
 
-/// Compiles `config`, binds every listener (failing before serving
-/// anything if one cannot be bound) and starts the workers.
+/// Where the configuration came from, and what may change it.
+#[derive(Default)]
+pub struct Options {
+    /// The file it was read from: SIGHUP and `POST /reload` read it again.
+    pub file: Option<PathBuf>,
+    /// Reload when the file's directory changes (`--watch`).
+    pub watch: bool,
+    /// Applies a new `log.level`; without it, a change is logged only.
+    pub log_level: Option<LogLevelHook>,
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("file", &self.file)
+            .field("watch", &self.watch)
+            .finish_non_exhaustive()
+    }
+}
+
+/// [`start_with`] a configuration that no file backs (nothing to reload).
 pub fn start(config: &Config) -> anyhow::Result<RunningProxy> {
+    start_with(config.clone(), Options::default())
+}
+
+/// Compiles `config`, binds every listener (failing before serving
+/// anything if one cannot be bound) and starts the workers, the admin
+/// listener and the control thread (reloads, discovery).
+pub fn start_with(config: Config, options: Options) -> anyhow::Result<RunningProxy> {
     let workers = config
         .workers
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
@@ -96,14 +131,19 @@ pub fn start(config: &Config) -> anyhow::Result<RunningProxy> {
         Runtime::PerCore => workers,
         Runtime::MultiThread => 1,
     };
-    let plan = Arc::new(Plan::compile(config, runtimes)?);
+    let metrics = Arc::new(Metrics::new(runtimes));
+    let answers = discovery::resolve_blocking(&config, &Answers::new())?;
+    let plan = Arc::new(Plan::compile_with(
+        &config,
+        &Compile {
+            shards: runtimes,
+            metrics: &metrics,
+            answers: &answers,
+            previous: None,
+        },
+    )?);
     let plans = Arc::new(Plans::new(Arc::clone(&plan)));
-    let metrics = Arc::new(Metrics::new(
-        plan.route_count(),
-        plan.upstreams.len(),
-        runtimes,
-    ));
-    let endpoints = endpoints(config)?;
+    let endpoints = endpoints(&config)?;
 
     // Bind everything first: a port in use must fail the start, not a worker.
     let mut addresses = Vec::new();
@@ -143,8 +183,8 @@ pub fn start(config: &Config) -> anyhow::Result<RunningProxy> {
     let mut threads = Vec::new();
     for (index, listeners) in per_worker.into_iter().enumerate() {
         let worker = Arc::new(Worker {
-            pool: Pool::new(&plan.upstreams),
-            h2_pool: H2Pool::new(&plan.upstreams),
+            pool: Pool::new(index),
+            h2_pool: H2Pool::new(index),
             plans: WorkerPlan::new(Arc::clone(&plans)),
             metrics: Arc::clone(&metrics),
             index,
@@ -172,33 +212,54 @@ pub fn start(config: &Config) -> anyhow::Result<RunningProxy> {
         );
     }
     let tls_listeners: Vec<_> = endpoints.iter().filter_map(|e| e.tls.clone()).collect();
-    if !tls_listeners.is_empty() {
-        let shutdown = shutdown.subscribe();
+    let watch_file = options.watch.then(|| options.file.clone()).flatten();
+    let reloader = Arc::new(reload::Reloader::new(
+        options.file,
+        config,
+        answers,
+        Arc::clone(&plans),
+        Arc::clone(&metrics),
+        runtimes,
+        tls_listeners,
+        connections,
+        options.log_level,
+    ));
+    {
+        let control_shutdown = shutdown.subscribe();
+        let admin_shutdown = shutdown.subscribe();
+        let admin = admin_listener.map(|listener| {
+            let state = admin::AdminState::new(Arc::clone(&plans), metrics, Arc::clone(&reloader));
+            (listener, state)
+        });
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("cannot build the control runtime")?;
+        // SIGHUP is caught from here on: a reload signalled as soon as the
+        // proxy says it serves must not meet the default action (exit).
+        let hangups = {
+            let _context = runtime.enter();
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+                .context("cannot listen for SIGHUP")?
+        };
+        // One thread for the admin API and what changes the configuration.
         threads.push(
             std::thread::Builder::new()
-                .name("proxy-tls-reload".into())
+                .name("proxy-control".into())
                 .spawn(move || {
-                    match tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .build()
-                    {
-                        Ok(runtime) => {
-                            runtime.block_on(listener::reload_on_hangup(tls_listeners, shutdown))
-                        }
-                        Err(err) => warn!(%err, "cannot build the TLS reload runtime"),
-                    }
+                    runtime.block_on(async move {
+                        let admin = async move {
+                            if let Some((listener, state)) = admin {
+                                admin::run(listener, state, admin_shutdown).await;
+                            }
+                        };
+                        tokio::join!(
+                            control::run(reloader, hangups, watch_file, control_shutdown),
+                            admin
+                        );
+                    });
                 })
-                .context("cannot spawn the TLS reload thread")?,
-        );
-    }
-    if let Some(listener) = admin_listener {
-        let state = admin::AdminState::new(Arc::clone(&plans), metrics, config);
-        let shutdown = shutdown.subscribe();
-        threads.push(
-            std::thread::Builder::new()
-                .name("proxy-admin".into())
-                .spawn(move || admin::run(listener, state, shutdown))
-                .context("cannot spawn the admin thread")?,
+                .context("cannot spawn the control thread")?,
         );
     }
     info!(listeners = ?addresses, admin = ?admin_addr, workers, "proxy serving");

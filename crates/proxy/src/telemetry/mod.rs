@@ -5,10 +5,20 @@
 //! are known when the configuration is compiled (routes, upstreams, status
 //! codes 100-599), so a request touches pre-indexed counters instead of the
 //! hashed label families of prometheus-client, which take a lock per update.
+//!
+//! A route's or an upstream's counters are a row found by its name (its
+//! slot, carried in its id), not by its position in a plan: a reload that
+//! moves, adds or removes routes and upstreams keeps every counter, and a
+//! request that started on the old plan counts in the same row as one on
+//! the new. Rows are made when a name is first compiled and live as long
+//! as the process.
 
 use std::{
     fmt::Write as _,
-    sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed},
+    sync::{
+        atomic::{AtomicI64, AtomicU64, Ordering::Relaxed},
+        Mutex, OnceLock,
+    },
     time::Duration,
 };
 
@@ -23,11 +33,30 @@ const BUCKETS: [f64; 14] = [
 ];
 /// Status codes 100..=599; anything else is counted as 599.
 const STATUSES: usize = 500;
+/// Distinct route names a process counts, over all its reloads (slot 0
+/// is for requests that matched no route).
+pub(crate) const ROUTE_SLOTS: usize = 4096;
+/// Distinct upstream names a process counts, over all its reloads.
+pub(crate) const UPSTREAM_SLOTS: usize = 1024;
 
 /// All metrics of one proxy: one shard per worker.
 #[derive(Debug)]
 pub(crate) struct Metrics {
     shards: Vec<Shard>,
+    /// The label of each slot that has a row.
+    names: Mutex<Names>,
+    /// Configuration reloads that served the new file, and that failed.
+    reloads: [AtomicU64; 2],
+    /// Host name resolutions that failed (the last answer stayed), and
+    /// those that changed an upstream's addresses.
+    discovery_failures: AtomicU64,
+    discovery_changes: AtomicU64,
+}
+
+#[derive(Debug, Default)]
+struct Names {
+    routes: Vec<String>,
+    upstreams: Vec<String>,
 }
 
 /// Histogram cells: a count per bucket of [`BUCKETS`], then the sum in
@@ -70,22 +99,31 @@ pub(crate) fn write_histogram<'a>(
     );
 }
 
+/// One row of counters, made when its name is first compiled.
+type Row<T> = OnceLock<Box<T>>;
+
+/// What one worker counts of one upstream.
+#[derive(Debug, Default)]
+struct UpstreamCells {
+    latency: HistogramCells,
+    /// Idle pooled connections, and connections to it open.
+    pool_idle: AtomicI64,
+    open: AtomicI64,
+    errors: [AtomicU64; 3],
+}
+
 /// What one worker counts.
 #[derive(Debug)]
 pub(crate) struct Shard {
-    /// Route index × status code − 100; one extra row for requests that matched no route.
-    requests: Vec<AtomicU64>,
-    /// Per upstream: bucket counts, then the sum in microseconds and the count.
-    latency: Vec<HistogramCells>,
+    /// By route slot (0: requests that matched no route), a counter per status code − 100.
+    requests: Box<[Row<[AtomicU64]>]>,
+    /// By upstream slot.
+    upstreams: Box<[Row<UpstreamCells>]>,
     open_connections: AtomicI64,
     tls_handshake_failures: AtomicU64,
     /// HTTP/2 client streams accepted, and client connections ended by GOAWAY for a protocol error.
     h2_streams: AtomicU64,
     h2_connection_errors: AtomicU64,
-    /// Per upstream: idle pooled connections, and connections to it open.
-    pool_idle: Vec<AtomicI64>,
-    upstream_open: Vec<AtomicI64>,
-    upstream_errors: Vec<[AtomicU64; 3]>,
     /// Requests refused by normalisation, by [`Refusal`] (in `Refusal::ALL` order).
     refused: [AtomicU64; Refusal::ALL.len()],
     /// Upgrade offers removed from requests (h2c, or not listed on the route).
@@ -101,30 +139,80 @@ pub(crate) enum UpstreamError {
 }
 
 impl Metrics {
-    /// Counters for `routes` routes (and one row for requests that
-    /// matched none) and `upstreams` upstreams, in `workers` shards.
-    pub(crate) fn new(routes: usize, upstreams: usize, workers: usize) -> Self {
-        let routes = routes + 1;
-        let shards = (0..workers)
+    /// Counters in `workers` shards, with the row for requests that
+    /// matched no route; routes and upstreams get theirs from
+    /// [`Metrics::route_slots`] and [`Metrics::upstream_slots`].
+    pub(crate) fn new(workers: usize) -> Self {
+        let shards = (0..workers.max(1))
             .map(|_| Shard {
-                requests: (0..routes * STATUSES).map(|_| AtomicU64::new(0)).collect(),
-                latency: (0..upstreams).map(|_| Default::default()).collect(),
+                requests: (0..ROUTE_SLOTS).map(|_| OnceLock::new()).collect(),
+                upstreams: (0..UPSTREAM_SLOTS).map(|_| OnceLock::new()).collect(),
                 open_connections: AtomicI64::new(0),
                 tls_handshake_failures: AtomicU64::new(0),
                 h2_streams: AtomicU64::new(0),
                 h2_connection_errors: AtomicU64::new(0),
-                pool_idle: (0..upstreams).map(|_| AtomicI64::new(0)).collect(),
-                upstream_open: (0..upstreams).map(|_| AtomicI64::new(0)).collect(),
-                upstream_errors: (0..upstreams).map(|_| Default::default()).collect(),
                 refused: Default::default(),
                 upgrades_removed: AtomicU64::new(0),
             })
             .collect();
-        Self { shards }
+        let metrics = Self {
+            shards,
+            names: Mutex::new(Names::default()),
+            reloads: Default::default(),
+            discovery_failures: AtomicU64::new(0),
+            discovery_changes: AtomicU64::new(0),
+        };
+        let _ = metrics.route_slots(&["none"]);
+        metrics
+    }
+
+    /// The slot of each route name, in order: the one it had if the name
+    /// was compiled before (the first not yet given out in this call, when
+    /// several routes share a name), else a new one.
+    pub(crate) fn route_slots(&self, names: &[&str]) -> anyhow::Result<Vec<usize>> {
+        let mut all = self
+            .names
+            .lock()
+            .map_err(|_| anyhow::anyhow!("metrics poisoned"))?;
+        let slots = slots(&mut all.routes, names, ROUTE_SLOTS, "route paths")?;
+        for shard in &self.shards {
+            for &slot in &slots {
+                shard.requests[slot]
+                    .get_or_init(|| (0..STATUSES).map(|_| AtomicU64::new(0)).collect());
+            }
+        }
+        Ok(slots)
+    }
+
+    /// The slot of each upstream name (names are unique).
+    pub(crate) fn upstream_slots(&self, names: &[&str]) -> anyhow::Result<Vec<usize>> {
+        let mut all = self
+            .names
+            .lock()
+            .map_err(|_| anyhow::anyhow!("metrics poisoned"))?;
+        let slots = slots(&mut all.upstreams, names, UPSTREAM_SLOTS, "upstream names")?;
+        for shard in &self.shards {
+            for &slot in &slots {
+                shard.upstreams[slot].get_or_init(Box::default);
+            }
+        }
+        Ok(slots)
     }
 
     pub(crate) fn shard(&self, worker: usize) -> &Shard {
         &self.shards[worker % self.shards.len()]
+    }
+
+    pub(crate) fn reload_done(&self, served: bool) {
+        self.reloads[usize::from(!served)].fetch_add(1, Relaxed);
+    }
+
+    pub(crate) fn discovery_failed(&self) {
+        self.discovery_failures.fetch_add(1, Relaxed);
+    }
+
+    pub(crate) fn discovery_changed(&self) {
+        self.discovery_changes.fetch_add(1, Relaxed);
     }
 
     /// Connections open to clients, summed over workers.
@@ -135,19 +223,26 @@ impl Metrics {
             .sum()
     }
 
-    /// The Prometheus text exposition, with the routes' and upstreams'
-    /// names for labels (in the order their counters were made).
-    pub(crate) fn render(&self, route_names: &[&str], upstream_names: &[&str]) -> String {
+    /// The Prometheus text exposition: every route and upstream name
+    /// compiled since start (a removed one keeps its counters, in case it
+    /// comes back).
+    pub(crate) fn render(&self) -> String {
+        let (route_names, upstream_names) = match self.names.lock() {
+            Ok(names) => (names.routes.clone(), names.upstreams.clone()),
+            Err(_) => Default::default(),
+        };
         let mut out = String::with_capacity(4096);
         let sum = |f: &dyn Fn(&Shard) -> u64| self.shards.iter().map(f).sum::<u64>();
         let sum_i = |f: &dyn Fn(&Shard) -> i64| self.shards.iter().map(f).sum::<i64>();
 
         out.push_str("# HELP sluice_requests_total Requests answered, by route and status.\n# TYPE sluice_requests_total counter\n");
-        let routes = route_names.len() + 1;
-        for route in 0..routes {
-            let label = route_names.get(route).copied().unwrap_or("none");
+        for (route, label) in route_names.iter().enumerate() {
             for status in 0..STATUSES {
-                let n = sum(&|s| s.requests[route * STATUSES + status].load(Relaxed));
+                let n = sum(&|s| {
+                    s.requests[route]
+                        .get()
+                        .map_or(0, |row| row[status].load(Relaxed))
+                });
                 if n > 0 {
                     let _ = writeln!(
                         out,
@@ -165,14 +260,17 @@ impl Metrics {
                 &mut out,
                 "sluice_upstream_response_seconds",
                 &format!("upstream=\"{}\"", escape(upstream)),
-                self.shards.iter().map(|s| &s.latency[u]),
+                self.shards
+                    .iter()
+                    .filter_map(|s| s.upstreams[u].get())
+                    .map(|cells| &cells.latency),
             );
         }
 
         out.push_str("# HELP sluice_upstream_errors_total Failed upstream exchanges, by kind.\n# TYPE sluice_upstream_errors_total counter\n");
         for (u, upstream) in upstream_names.iter().enumerate() {
             for (kind, label) in ["connect", "broken", "timeout"].iter().enumerate() {
-                let n = sum(&|s| s.upstream_errors[u][kind].load(Relaxed));
+                let n = sum(&|s| s.upstream(u).map_or(0, |c| c.errors[kind].load(Relaxed)));
                 let _ = writeln!(
                     out,
                     "sluice_upstream_errors_total{{upstream=\"{}\",kind=\"{label}\"}} {n}",
@@ -215,9 +313,23 @@ impl Metrics {
             "# HELP sluice_h2_connection_errors_total HTTP/2 client connections closed for a protocol error or flood (GOAWAY).\n# TYPE sluice_h2_connection_errors_total counter\nsluice_h2_connection_errors_total {}",
             sum(&|s| s.h2_connection_errors.load(Relaxed))
         );
+        out.push_str("# HELP sluice_config_reloads_total Configuration reloads, by result (error: the configuration in use stayed).\n# TYPE sluice_config_reloads_total counter\n");
+        for (i, result) in ["success", "error"].iter().enumerate() {
+            let n = self.reloads[i].load(Relaxed);
+            let _ = writeln!(
+                out,
+                "sluice_config_reloads_total{{result=\"{result}\"}} {n}"
+            );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP sluice_discovery_failures_total Upstream host name resolutions that failed (the last answer stayed).\n# TYPE sluice_discovery_failures_total counter\nsluice_discovery_failures_total {}\n# HELP sluice_discovery_changes_total Resolutions that changed an upstream's addresses.\n# TYPE sluice_discovery_changes_total counter\nsluice_discovery_changes_total {}",
+            self.discovery_failures.load(Relaxed),
+            self.discovery_changes.load(Relaxed)
+        );
         out.push_str("# HELP sluice_pool_idle_connections Idle keep-alive connections pooled, by upstream.\n# TYPE sluice_pool_idle_connections gauge\n");
         for (u, upstream) in upstream_names.iter().enumerate() {
-            let n = sum_i(&|s| s.pool_idle[u].load(Relaxed));
+            let n = sum_i(&|s| s.upstream(u).map_or(0, |c| c.pool_idle.load(Relaxed)));
             let _ = writeln!(
                 out,
                 "sluice_pool_idle_connections{{upstream=\"{}\"}} {n}",
@@ -226,7 +338,7 @@ impl Metrics {
         }
         out.push_str("# HELP sluice_upstream_open_connections Connections open to upstream hosts (idle or busy), by upstream.\n# TYPE sluice_upstream_open_connections gauge\n");
         for (u, upstream) in upstream_names.iter().enumerate() {
-            let n = sum_i(&|s| s.upstream_open[u].load(Relaxed));
+            let n = sum_i(&|s| s.upstream(u).map_or(0, |c| c.open.load(Relaxed)));
             let _ = writeln!(
                 out,
                 "sluice_upstream_open_connections{{upstream=\"{}\"}} {n}",
@@ -238,21 +350,34 @@ impl Metrics {
 }
 
 impl Shard {
-    /// `route`: `None` for requests that matched no route.
-    pub(crate) fn request(&self, route: Option<RouteId>, status: u16, routes: usize) {
-        let row = route.map_or(routes, RouteId::index);
+    /// `route`: `None` for requests that matched no route. `_routes`, the
+    /// plan's route count, is no longer needed (the unmatched row is slot
+    /// 0); the callers still pass it.
+    pub(crate) fn request(&self, route: Option<RouteId>, status: u16, _routes: usize) {
+        let row = route.map_or(0, RouteId::metric);
         let column = usize::from(status.clamp(100, 599) - 100);
-        if let Some(counter) = self.requests.get(row * STATUSES + column) {
-            counter.fetch_add(1, Relaxed);
+        if let Some(row) = self.requests.get(row).and_then(OnceLock::get) {
+            row[column].fetch_add(1, Relaxed);
         }
     }
 
+    fn upstream(&self, slot: usize) -> Option<&UpstreamCells> {
+        self.upstreams
+            .get(slot)
+            .and_then(|row| row.get())
+            .map(|b| &**b)
+    }
+
     pub(crate) fn upstream_latency(&self, upstream: UpstreamId, elapsed: Duration) {
-        observe(&self.latency[upstream.index()], elapsed);
+        if let Some(cells) = self.upstream(upstream.metric()) {
+            observe(&cells.latency, elapsed);
+        }
     }
 
     pub(crate) fn upstream_error(&self, upstream: UpstreamId, kind: UpstreamError) {
-        self.upstream_errors[upstream.index()][kind as usize].fetch_add(1, Relaxed);
+        if let Some(cells) = self.upstream(upstream.metric()) {
+            cells.errors[kind as usize].fetch_add(1, Relaxed);
+        }
     }
 
     pub(crate) fn refused(&self, reason: Refusal) {
@@ -284,12 +409,50 @@ impl Shard {
     }
 
     pub(crate) fn pool_idle(&self, upstream: UpstreamId, delta: i64) {
-        self.pool_idle[upstream.index()].fetch_add(delta, Relaxed);
+        if let Some(cells) = self.upstream(upstream.metric()) {
+            cells.pool_idle.fetch_add(delta, Relaxed);
+        }
     }
 
     pub(crate) fn upstream_open(&self, upstream: UpstreamId, delta: i64) {
-        self.upstream_open[upstream.index()].fetch_add(delta, Relaxed);
+        if let Some(cells) = self.upstream(upstream.metric()) {
+            cells.open.fetch_add(delta, Relaxed);
+        }
     }
+}
+
+/// The slots of `names` in `all` (the labels by slot), adding the names
+/// not there yet; fails past `capacity`.
+fn slots(
+    all: &mut Vec<String>,
+    names: &[&str],
+    capacity: usize,
+    what: &str,
+) -> anyhow::Result<Vec<usize>> {
+    let mut given = vec![false; all.len()];
+    let mut slots = Vec::with_capacity(names.len());
+    for name in names {
+        let found = all
+            .iter()
+            .enumerate()
+            .position(|(slot, known)| known == name && !given[slot]);
+        let slot = match found {
+            Some(slot) => slot,
+            None => {
+                if all.len() == capacity {
+                    anyhow::bail!(
+                        "more than {capacity} distinct {what} since the process started; restart to count more"
+                    );
+                }
+                all.push((*name).to_string());
+                given.push(false);
+                all.len() - 1
+            }
+        };
+        given[slot] = true;
+        slots.push(slot);
+    }
+    Ok(slots)
 }
 
 /// A label value with `\`, `"` and newlines escaped.

@@ -85,6 +85,16 @@ impl Balancer {
         true
     }
 
+    /// Host `to` takes over the health of `old`'s host `from` (a reload
+    /// that keeps the host; both balancers count time from one origin).
+    pub(crate) fn carry_host(&self, to: HostId, old: &Balancer, from: HostId) {
+        let (to, from) = (&self.hosts[to.index()], &old.hosts[from.index()]);
+        let failures = from.consecutive_failures.load(Ordering::Relaxed);
+        to.consecutive_failures.store(failures, Ordering::Relaxed);
+        let ejected_until = from.ejected_until.load(Ordering::Relaxed);
+        to.ejected_until.store(ejected_until, Ordering::Relaxed);
+    }
+
     /// Hosts not ejected at `now` (for /ready and metrics).
     pub(crate) fn healthy(&self, now: u64) -> usize {
         self.hosts

@@ -20,7 +20,6 @@ use tracing::debug;
 
 use super::{
     connect::{self, ConnectError},
-    pool::PerHost,
     Upstream,
 };
 use crate::telemetry::{Metrics, UpstreamError};
@@ -32,7 +31,7 @@ const CONNECTION_WINDOW: u32 = 8 * 1024 * 1024;
 
 /// One multiplexed connection.
 #[derive(Debug)]
-struct H2Conn {
+pub(crate) struct H2Conn {
     sender: SendRequest<Bytes>,
     /// Streams of ours open on it.
     streams: Arc<AtomicUsize>,
@@ -61,30 +60,29 @@ impl Drop for StreamLease {
     }
 }
 
-/// The HTTP/2 connections of one worker, by upstream and host.
+/// One worker's handle on the HTTP/2 connections of every host (they
+/// are kept with the host, like the HTTP/1.1 pool: `pool::HostConns`).
 #[derive(Debug)]
 pub(crate) struct H2Pool {
-    conns: PerHost<Mutex<Vec<H2Conn>>>,
+    worker: usize,
 }
 
 impl H2Pool {
-    pub(crate) fn new(upstreams: &[Upstream]) -> Self {
-        Self {
-            conns: PerHost::new(upstreams),
-        }
+    pub(crate) fn new(worker: usize) -> Self {
+        Self { worker }
     }
 
-    fn slot(&self, upstream: UpstreamId, host: HostId) -> &Mutex<Vec<H2Conn>> {
-        self.conns.get(upstream, host)
+    fn slot<'a>(&self, config: &'a Upstream, host: HostId) -> &'a Mutex<Vec<H2Conn>> {
+        &config.conns[host.index()].worker(self.worker).h2
     }
 
     /// A stream on a live connection with room for one more.
     pub(crate) fn take(
         &self,
-        upstream: UpstreamId,
+        config: &Upstream,
         host: HostId,
     ) -> Option<(SendRequest<Bytes>, StreamLease)> {
-        let mut conns = self.slot(upstream, host).lock().ok()?;
+        let mut conns = self.slot(config, host).lock().ok()?;
         conns.retain(|conn| !conn.closed.load(Relaxed));
         let conn = conns
             .iter()
@@ -94,12 +92,15 @@ impl H2Pool {
 
     fn add(
         &self,
-        upstream: UpstreamId,
+        config: &Upstream,
         host: HostId,
         conn: H2Conn,
     ) -> (SendRequest<Bytes>, StreamLease) {
         let taken = lease(&conn);
-        if let Ok(mut conns) = self.slot(upstream, host).lock() {
+        if config.conns[host.index()].retired() {
+            return taken;
+        }
+        if let Ok(mut conns) = self.slot(config, host).lock() {
             conns.push(conn);
         }
         taken
@@ -133,7 +134,7 @@ pub(crate) async fn stream(
     max_header_list: u32,
     counted: &Counted,
 ) -> Result<(SendRequest<Bytes>, StreamLease), ConnectError> {
-    if let Some(found) = pool.take(upstream, host) {
+    if let Some(found) = pool.take(config, host) {
         return Ok(found);
     }
     // Boxed: opening a connection (TCP, TLS, the HTTP/2 handshake) is the
@@ -194,7 +195,7 @@ async fn open(
         streams: Arc::new(AtomicUsize::new(0)),
         closed,
     };
-    Ok(pool.add(upstream, host, conn))
+    Ok(pool.add(config, host, conn))
 }
 
 /// Why sending data on a stream stopped.

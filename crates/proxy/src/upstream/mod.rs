@@ -3,21 +3,20 @@
 //! balancer that picks among them and keeps their health, its timeouts
 //! and TLS. `balance` picks hosts, `connect` opens connections, `pool`
 //! keeps HTTP/1.1 connections alive between requests and `h2_pool`
-//! multiplexes HTTP/2 streams over a few connections per host.
+//! multiplexes HTTP/2 streams over a few connections per host;
+//! `discovery` resolves host names, and `carry` moves a host's state from
+//! one plan's upstream to the next one's.
 
 pub(crate) mod balance;
+mod carry;
 pub(crate) mod connect;
+pub(crate) mod discovery;
 pub(crate) mod h2_pool;
 pub(crate) mod pool;
 
-use std::{
-    net::{SocketAddr, ToSocketAddrs},
-    path::Path,
-    sync::Arc,
-    time::Duration,
-};
+use std::{net::SocketAddr, path::Path, sync::Arc, time::Duration};
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use http::HeaderValue;
 use tls::{rustls::pki_types::ServerName, tokio_rustls::TlsConnector};
 
@@ -26,15 +25,24 @@ use crate::{
     ids::HostId,
 };
 use balance::Balancer;
+use discovery::{Answers, Target};
+use pool::HostConns;
 
 /// One upstream: its hosts, balancer and settings.
 #[derive(Debug)]
 pub(crate) struct Upstream {
     pub name: String,
-    /// Resolved once at start; the index is the host's id in the balancer and pool.
+    /// Every address of every configured host (a name may answer several);
+    /// the index is the host's id in the balancer and the pools.
     pub hosts: Vec<SocketAddr>,
     /// `host:port` of each host as written (for logs).
     pub host_names: Vec<String>,
+    /// Each host's pooled connections, per worker (shared with the plans
+    /// before and after this one that keep the host).
+    pub conns: Vec<Arc<HostConns>>,
+    /// What a pooled connection depends on besides the address (protocol,
+    /// TLS settings): a reload that changes it starts the pools afresh.
+    connection_settings: String,
     pub balancer: Balancer,
     pub timeouts: Timeouts,
     pub retries: u32,
@@ -67,18 +75,37 @@ impl Upstream {
         &self.host_names[host.index()]
     }
 
-    /// Compiles one upstream: resolves its hosts and builds its TLS
-    /// connector; fails when a host does not resolve or a file cannot be read.
-    pub(crate) fn new(name: &str, settings: &UpstreamSettings) -> anyhow::Result<Self> {
+    /// Compiles one upstream: its hosts (names from `answers`), its TLS
+    /// connector, pools for `workers` workers; fails when a name has no
+    /// answer or a file cannot be read.
+    pub(crate) fn new(
+        name: &str,
+        settings: &UpstreamSettings,
+        answers: &Answers,
+        workers: usize,
+    ) -> anyhow::Result<Self> {
         let mut hosts = Vec::new();
         let mut host_names = Vec::new();
         let mut server_names = Vec::new();
         for host in &settings.hosts {
-            let (addr, authority, server_name) = resolve(&host.value)
-                .with_context(|| format!("upstreams.{name}.hosts: `{}`", host.value))?;
-            hosts.push(addr);
-            host_names.push(authority);
-            server_names.push(server_name);
+            let context = || format!("upstreams.{name}.hosts: `{}`", host.value);
+            let entry = discovery::entry(&host.value).with_context(context)?;
+            let server_name = ServerName::try_from(entry.host.clone())
+                .with_context(|| format!("`{}` is not a DNS name or IP address", entry.host))
+                .with_context(context)?;
+            let addresses = match entry.target {
+                Target::Address(addr) => vec![addr],
+                Target::Name { .. } | Target::Srv { .. } => answers
+                    .get(&host.value)
+                    .cloned()
+                    .context("the name was not resolved")
+                    .with_context(context)?,
+            };
+            for addr in addresses {
+                hosts.push(addr);
+                host_names.push(entry.authority.clone());
+                server_names.push(server_name.clone());
+            }
         }
         let tls = upstream_tls(name, settings, server_names)?;
         let host_header = match &settings.host_header {
@@ -87,9 +114,24 @@ impl Upstream {
                 format!("upstreams.{name}.host_header: `{value}` is not a valid header value")
             })?),
         };
+        let tls_settings = settings.tls.as_ref().map(|t| {
+            let value =
+                |v: &Option<serde_saphyr::Spanned<String>>| v.as_ref().map(|v| v.value.clone());
+            (
+                value(&t.ca),
+                value(&t.cert),
+                value(&t.key),
+                t.server_name.clone(),
+            )
+        });
         Ok(Self {
             name: name.to_string(),
             balancer: Balancer::new(hosts.len(), &settings.health),
+            conns: hosts
+                .iter()
+                .map(|_| Arc::new(HostConns::new(workers)))
+                .collect(),
+            connection_settings: format!("{:?} {tls_settings:?}", settings.protocol),
             hosts,
             host_names,
             timeouts: settings.timeouts.clone(),
@@ -145,32 +187,4 @@ fn upstream_tls(
         connector: TlsConnector::from(Arc::new(config)),
         server_names,
     }))
-}
-
-/// `http[s]://HOST[:PORT]` to its first address, `HOST:PORT`, and the
-/// name TLS would check.
-fn resolve(url: &str) -> anyhow::Result<(SocketAddr, String, ServerName<'static>)> {
-    let uri: http::Uri = url.parse()?;
-    let Some(host) = uri.host() else {
-        bail!("no host");
-    };
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    let default_port = if uri.scheme_str() == Some("https") {
-        443
-    } else {
-        80
-    };
-    let port = uri.port_u16().unwrap_or(default_port);
-    let server_name = ServerName::try_from(host.to_string())
-        .with_context(|| format!("`{host}` is not a DNS name or IP address"))?;
-    let addr = (host, port)
-        .to_socket_addrs()
-        .context("cannot resolve the host")?
-        .next()
-        .context("the host resolves to no address")?;
-    Ok((
-        addr,
-        format!("{}:{port}", uri.host().unwrap_or(host)),
-        server_name,
-    ))
 }

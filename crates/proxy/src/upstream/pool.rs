@@ -2,13 +2,22 @@
 //! lock below is never contended: only its worker's tasks take it, on one
 //! thread). The most recently used connection is reused first, so idle
 //! ones age out and the warm ones stay warm.
+//!
+//! A host's pools hang off the host in its [`Upstream`] ([`HostConns`]),
+//! not off the worker: a reload that keeps the host hands the same
+//! `HostConns` to the new plan, so requests on either plan share one
+//! pool, and a host a reload removes is retired (its idle connections
+//! closed, the ones in use closed when their request ends).
 
 use crate::ids::{HostId, UpstreamId};
 use std::{
     future::Future,
     io,
     pin::Pin,
-    sync::Mutex,
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Mutex,
+    },
     task::{Context, Poll, Waker},
     time::Instant,
 };
@@ -105,48 +114,78 @@ impl UpstreamConn {
     }
 }
 
-/// One `T` per host of every upstream, `[upstream][host]` flattened.
+/// One host's connections in one worker, on cache lines of their own so
+/// that workers taking connections to the same host share none.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+pub(crate) struct WorkerConns {
+    /// Idle HTTP/1.1 connections.
+    pub(super) idle: Mutex<Vec<UpstreamConn>>,
+    /// Multiplexed HTTP/2 connections.
+    pub(super) h2: Mutex<Vec<super::h2_pool::H2Conn>>,
+}
+
+/// The connections of one host, one set per worker; shared by every plan
+/// that keeps the host.
 #[derive(Debug)]
-pub(crate) struct PerHost<T> {
-    slots: Vec<T>,
-    /// Start of each upstream's hosts in `slots`.
-    offsets: Vec<usize>,
+pub(crate) struct HostConns {
+    workers: Box<[WorkerConns]>,
+    /// The host left the configuration: nothing new is pooled.
+    retired: AtomicBool,
 }
 
-impl<T: Default> PerHost<T> {
-    pub(crate) fn new(upstreams: &[Upstream]) -> Self {
-        let mut offsets = Vec::new();
-        let mut slots = 0;
-        for upstream in upstreams {
-            offsets.push(slots);
-            slots += upstream.hosts.len();
-        }
+impl HostConns {
+    pub(crate) fn new(workers: usize) -> Self {
         Self {
-            slots: (0..slots).map(|_| T::default()).collect(),
-            offsets,
+            workers: (0..workers.max(1))
+                .map(|_| WorkerConns::default())
+                .collect(),
+            retired: AtomicBool::new(false),
         }
     }
 
-    pub(crate) fn get(&self, upstream: UpstreamId, host: HostId) -> &T {
-        &self.slots[self.offsets[upstream.index()] + host.index()]
+    /// `worker`'s connections (`worker` is below the count it was made
+    /// for; the first worker's otherwise, with no division on the hot path).
+    pub(super) fn worker(&self, worker: usize) -> &WorkerConns {
+        self.workers.get(worker).unwrap_or(&self.workers[0])
+    }
+
+    pub(super) fn retired(&self) -> bool {
+        self.retired.load(Ordering::Relaxed)
+    }
+
+    /// Takes the host out of service: no connection is pooled from now on,
+    /// and the idle ones are closed (HTTP/2 ones when their last stream
+    /// ends). `upstream` counts them in `shard(worker)`.
+    pub(crate) fn retire<'a>(&self, upstream: UpstreamId, shard: impl Fn(usize) -> &'a Shard) {
+        self.retired.store(true, Ordering::Relaxed);
+        for (worker, conns) in self.workers.iter().enumerate() {
+            let idle = conns.idle.lock().map(|mut idle| std::mem::take(&mut *idle));
+            for _ in idle.unwrap_or_default() {
+                shard(worker).pool_idle(upstream, -1);
+                shard(worker).upstream_open(upstream, -1);
+            }
+            if let Ok(mut h2) = conns.h2.lock() {
+                h2.clear();
+            }
+        }
     }
 }
 
-/// Idle connections of one worker, by upstream and host.
+/// One worker's handle on the pools of every host: the pools themselves
+/// are in the plan's upstreams ([`HostConns`]).
 #[derive(Debug)]
 pub(crate) struct Pool {
-    idle: PerHost<Mutex<Vec<UpstreamConn>>>,
+    worker: usize,
 }
 
 impl Pool {
-    pub(crate) fn new(upstreams: &[Upstream]) -> Self {
-        Self {
-            idle: PerHost::new(upstreams),
-        }
+    pub(crate) fn new(worker: usize) -> Self {
+        Self { worker }
     }
 
-    fn slot(&self, upstream: UpstreamId, host: HostId) -> &Mutex<Vec<UpstreamConn>> {
-        self.idle.get(upstream, host)
+    fn slot<'a>(&self, config: &'a Upstream, host: HostId) -> &'a HostConns {
+        &config.conns[host.index()]
     }
 
     /// The warmest idle connection to that host that is still usable.
@@ -159,13 +198,21 @@ impl Pool {
         now: Instant,
     ) -> Option<UpstreamConn> {
         let idle_timeout = config.idle_timeout;
-        let mut idle = self.slot(upstream, host).lock().ok()?;
+        let mut idle = self
+            .slot(config, host)
+            .worker(self.worker)
+            .idle
+            .lock()
+            .ok()?;
         while let Some(mut conn) = idle.pop() {
             metrics.pool_idle(upstream, -1);
             if now.saturating_duration_since(conn.idle_since) < idle_timeout
                 && quiet(conn.stream.tcp())
             {
                 conn.reused = true;
+                // Pooled under another plan, where the ids may differ.
+                conn.upstream = upstream;
+                conn.host = host;
                 return Some(conn);
             }
             metrics.upstream_open(upstream, -1);
@@ -183,8 +230,9 @@ impl Pool {
     ) {
         let upstream = conn.upstream;
         let max_idle = config.max_idle;
-        if let Ok(mut idle) = self.slot(upstream, conn.host).lock() {
-            if idle.len() < max_idle {
+        let host = self.slot(config, conn.host);
+        if let Ok(mut idle) = host.worker(self.worker).idle.lock() {
+            if idle.len() < max_idle && !host.retired() {
                 conn.idle_since = now;
                 idle.push(conn);
                 metrics.pool_idle(upstream, 1);

@@ -61,7 +61,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
   {{- if and (eq .Values.mode "sidecar") .Values.sidecar.native }}
   restartPolicy: Always
   {{- end }}
-  args: {{ concat (list "proxy" "-c" "/etc/sluice/sluice.yaml") .Values.extraArgs | toJson }}
+  args: {{ concat (list "proxy" "-c" "/etc/sluice/sluice.yaml") (ternary (list "--watch") (list) .Values.watch) .Values.extraArgs | toJson }}
   ports:
     - name: http
       containerPort: {{ .Values.ports.http }}

@@ -1,0 +1,279 @@
+//! Live configuration (issue 18) in process: `POST /reload` swaps routes
+//! for new requests on a kept-alive connection, keeps the pools of the
+//! hosts that stay, keeps the configuration in use when the file is bad;
+//! discovery follows a host name whose address changes.
+//! (SIGHUP and `--watch` under load: crates/sluice/tests/proxy_reload.rs.)
+
+// Helpers below panic on any failure: that is what a test wants.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::{
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    sync::{
+        atomic::{AtomicI64, AtomicU64, Ordering},
+        Arc,
+    },
+    time::{Duration, Instant},
+};
+
+use testkit::RawConn;
+use tokio::net::TcpListener;
+
+/// An echo upstream that counts the connections it accepted and has open.
+struct Counted {
+    addr: SocketAddr,
+    accepted: Arc<AtomicU64>,
+    open: Arc<AtomicI64>,
+}
+
+impl Counted {
+    async fn start(name: &'static str, at: &str) -> Self {
+        let listener = TcpListener::bind(at).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let accepted = Arc::new(AtomicU64::new(0));
+        let open = Arc::new(AtomicI64::new(0));
+        let (a, o) = (Arc::clone(&accepted), Arc::clone(&open));
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                a.fetch_add(1, Ordering::SeqCst);
+                o.fetch_add(1, Ordering::SeqCst);
+                let o = Arc::clone(&o);
+                tokio::spawn(async move {
+                    support::echo(stream, name, Arc::new(AtomicU64::new(0))).await;
+                    o.fetch_sub(1, Ordering::SeqCst);
+                });
+            }
+        });
+        Self {
+            addr,
+            accepted,
+            open,
+        }
+    }
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sluice-reload-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+const HEAD: &str =
+    "workers: 1\nlisteners: [{ address: 127.0.0.1:0 }]\nadmin: { address: 127.0.0.1:0 }\n";
+
+fn start(file: &Path) -> proxy::RunningProxy {
+    let config = proxy::config::load(file).unwrap();
+    let options = proxy::Options {
+        file: Some(file.to_path_buf()),
+        ..Default::default()
+    };
+    proxy::start_with(config, options).unwrap()
+}
+
+async fn reload(admin: SocketAddr) -> testkit::RawResponse {
+    let mut conn = RawConn::connect(admin).await;
+    conn.send("POST /reload HTTP/1.1\r\nhost: admin\r\ncontent-length: 0\r\n\r\n")
+        .await;
+    conn.read_response(false).await
+}
+
+async fn admin_get(admin: SocketAddr, path: &str) -> testkit::RawResponse {
+    RawConn::connect(admin).await.get(path).await
+}
+
+#[tokio::test]
+async fn a_reload_moves_a_route_for_new_requests_and_keeps_the_pools_of_hosts_that_stay() {
+    let one = Counted::start("one", "127.0.0.1:0").await;
+    let two = Counted::start("two", "127.0.0.1:0").await;
+    let dir = scratch("moves");
+    let file = dir.join("sluice.yaml");
+    let upstreams = format!(
+        "upstreams:\n  one: {{ hosts: [\"http://{}\"] }}\n  two: {{ hosts: [\"http://{}\"] }}\n",
+        one.addr, two.addr
+    );
+    std::fs::write(
+        &file,
+        format!("{HEAD}{upstreams}routes:\n  - {{ path: /x, upstream: one }}\n  - {{ path: /y, upstream: two }}\n"),
+    )
+    .unwrap();
+    let proxy = start(&file);
+    let mut client = RawConn::connect(proxy.listeners[0]).await;
+    for _ in 0..3 {
+        assert!(client.get("/y").await.text().contains("upstream: two"));
+    }
+    assert!(client.get("/x").await.text().contains("upstream: one"));
+    assert_eq!(two.accepted.load(Ordering::SeqCst), 1);
+
+    // /x moves to `two`; `two` itself does not change.
+    std::fs::write(
+        &file,
+        format!("{HEAD}{upstreams}limits: {{ max_body_bytes: 1MiB }}\nroutes:\n  - {{ path: /x, upstream: two }}\n  - {{ path: /y, upstream: two }}\n"),
+    )
+    .unwrap();
+    let answer = reload(proxy.admin.unwrap()).await;
+    assert_eq!(answer.status, 200, "{}", answer.text());
+    assert_eq!(answer.json()["generation"], 1);
+
+    // A new request on the connection kept alive takes the new plan.
+    assert!(client.get("/x").await.text().contains("upstream: two"));
+    assert!(client.get("/y").await.text().contains("upstream: two"));
+    assert_eq!(
+        two.accepted.load(Ordering::SeqCst),
+        1,
+        "the pooled connection to `two` survived the reload"
+    );
+    let config = admin_get(proxy.admin.unwrap(), "/config").await.json();
+    assert_eq!(config["reload"]["generation"], 1);
+    assert_eq!(config["routes"][0]["upstream"], "two");
+    assert_eq!(config["reload"]["sha256"].as_str().unwrap().len(), 64);
+    let metrics = admin_get(proxy.admin.unwrap(), "/metrics").await.text();
+    // Counters are kept by route name across the reload.
+    assert!(
+        metrics.contains("sluice_requests_total{route=\"/y\",status=\"200\"} 4"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("sluice_config_reloads_total{result=\"success\"} 1"));
+    drop(client);
+    proxy.shutdown();
+}
+
+#[tokio::test]
+async fn a_broken_file_keeps_the_configuration_in_use_and_config_shows_why() {
+    let one = Counted::start("one", "127.0.0.1:0").await;
+    let dir = scratch("broken");
+    let file = dir.join("sluice.yaml");
+    let good = format!("{HEAD}{}", support::one_upstream(one.addr, ""));
+    std::fs::write(&file, &good).unwrap();
+    let proxy = start(&file);
+    let admin = proxy.admin.unwrap();
+    let before = admin_get(admin, "/config").await.json();
+
+    std::fs::write(&file, good.replace("hosts:", "hostz:")).unwrap();
+    let answer = reload(admin).await;
+    assert_eq!(answer.status, 422, "{}", answer.text());
+    assert!(answer.text().contains("sluice.yaml:"), "{}", answer.text());
+    let mut client = RawConn::connect(proxy.listeners[0]).await;
+    assert!(client.get("/").await.text().contains("upstream: one"));
+    let config = admin_get(admin, "/config").await.json();
+    assert_eq!(config["reload"]["generation"], 0);
+    assert_eq!(config["reload"]["sha256"], before["reload"]["sha256"]);
+    let error = config["reload"]["last_error"]["message"].as_str().unwrap();
+    assert!(
+        error.contains("sluice.yaml:6:5: upstreams.echo.hostz") && error.contains("hostz"),
+        "{error}"
+    );
+    assert!(config["reload"]["last_error"]["at"].is_string());
+    let metrics = admin_get(admin, "/metrics").await.text();
+    assert!(metrics.contains("sluice_config_reloads_total{result=\"error\"} 1"));
+
+    // A file that validates but cannot compile (a host that does not resolve) fails the same way.
+    std::fs::write(
+        &file,
+        good.replace(&one.addr.to_string(), "no-such-host.invalid:80"),
+    )
+    .unwrap();
+    assert_eq!(reload(admin).await.status, 422);
+    assert!(client.get("/").await.text().contains("upstream: one"));
+
+    std::fs::write(&file, &good).unwrap();
+    assert_eq!(reload(admin).await.status, 200);
+    let config = admin_get(admin, "/config").await.json();
+    assert_eq!(config["reload"]["generation"], 1);
+    assert!(config["reload"]["last_error"].is_null());
+    drop(client);
+    proxy.shutdown();
+}
+
+#[tokio::test]
+async fn a_proxy_started_without_a_file_answers_409_to_a_reload() {
+    let one = Counted::start("one", "127.0.0.1:0").await;
+    let proxy = support::Proxy::start(&support::one_upstream(one.addr, ""));
+    assert_eq!(reload(proxy.admin()).await.status, 409);
+    let mut conn = RawConn::connect(proxy.admin()).await;
+    assert_eq!(conn.get("/reload").await.status, 405);
+}
+
+#[tokio::test]
+async fn discovery_follows_a_name_whose_addresses_change_and_drains_the_removed_host() {
+    let first = Counted::start("first", "127.0.0.1:0").await;
+    let port = first.addr.port();
+    // The same port on another loopback address.
+    let second = Counted::start("second", &format!("127.0.0.2:{port}")).await;
+    let dir = scratch("discovery");
+    let hosts = dir.join("hosts");
+    std::fs::write(&hosts, "127.0.0.1 svc.test\n").unwrap();
+    let config = format!(
+        "{HEAD}discovery: {{ min_interval: 100ms, max_interval: 300ms, hosts_file: {} }}\nupstreams:\n  svc: {{ hosts: [\"http://svc.test:{port}\"] }}\nroutes: [{{ path: /, upstream: svc }}]\n",
+        hosts.display()
+    );
+    let proxy = support::Proxy::start_yaml(&config);
+    let mut client = proxy.conn().await;
+    assert!(client.get("/").await.text().contains("upstream: first"));
+    assert_eq!(first.open.load(Ordering::SeqCst), 1, "pooled");
+
+    // The name moves: new requests reach the new address within max_interval.
+    std::fs::write(&hosts, "127.0.0.2 svc.test\n").unwrap();
+    let proxy = &proxy;
+    let moved = until(Duration::from_secs(3), || async move {
+        proxy
+            .conn()
+            .await
+            .get("/")
+            .await
+            .text()
+            .contains("upstream: second")
+    })
+    .await;
+    assert!(moved, "never reached the new address");
+    // The removed host's pooled connection was closed.
+    let open = &first.open;
+    let drained = until(Duration::from_secs(2), || async move {
+        open.load(Ordering::SeqCst) == 0
+    })
+    .await;
+    assert!(drained, "the removed host still has a connection");
+
+    // Two addresses: two hosts, both used.
+    std::fs::write(&hosts, "127.0.0.1 svc.test\n127.0.0.2 svc.test\n").unwrap();
+    let both = until(Duration::from_secs(3), || async move {
+        let mut seen = (false, false);
+        let mut client = proxy.conn().await;
+        for _ in 0..4 {
+            let text = client.get("/").await.text();
+            seen.0 |= text.contains("upstream: first");
+            seen.1 |= text.contains("upstream: second");
+        }
+        seen == (true, true)
+    })
+    .await;
+    assert!(both, "both addresses of the name serve");
+    let config = RawConn::connect(proxy.admin())
+        .await
+        .get("/config")
+        .await
+        .json();
+    let resolved = &config["reload"]["resolved"][format!("http://svc.test:{port}")];
+    assert_eq!(resolved.as_array().map(Vec::len), Some(2), "{config}");
+    assert!(second.accepted.load(Ordering::SeqCst) > 0);
+    drop(client);
+}
+
+/// Polls `check` every 50 ms until it holds or `limit` passes.
+async fn until<F, Fut>(limit: Duration, mut check: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if check().await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
