@@ -12,7 +12,10 @@ use std::{collections::HashSet, net::SocketAddr, time::Duration};
 
 use support::{Echo, Proxy};
 use testkit::{closed_port, Behaviour, FakeServer, RawConn};
-use tokio::{io::AsyncReadExt, net::TcpListener};
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::TcpListener,
+};
 
 /// A host that reads a request head and closes without answering.
 async fn resetting_host() -> SocketAddr {
@@ -204,4 +207,74 @@ async fn futures_lines(conn: &mut RawConn, n: usize) -> HashSet<String> {
         );
     }
     seen
+}
+
+/// A host that answers every request 503 (keep-alive).
+async fn unavailable_host() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                loop {
+                    let mut chunk = [0u8; 4096];
+                    match stream.read(&mut chunk).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                    while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        buf.drain(..end + 4);
+                        let answer =
+                            b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 4\r\n\r\nbusy";
+                        if stream.write_all(answer).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consecutive_5xx_eject_a_host_and_503_is_retried_elsewhere() {
+    let bad = unavailable_host().await;
+    let echo = Echo::start("good").await;
+    let proxy = Proxy::start(&two_hosts(
+        bad,
+        echo.addr,
+        "    retries: 0\n    health: { failures: 2, backoff: 30s }\n",
+    ));
+    let mut conn = proxy.conn().await;
+    let statuses: Vec<u16> = futures_statuses(&mut conn, 4).await;
+    assert_eq!(statuses, [503, 200, 503, 200]);
+    let body = RawConn::connect(proxy.admin())
+        .await
+        .get("/upstreams")
+        .await
+        .json();
+    assert_eq!(body["upstreams"]["two"]["hosts"][0]["state"], "ejected");
+    assert_eq!(body["upstreams"]["two"]["hosts"][0]["ejections"], 1);
+    assert_eq!(futures_statuses(&mut conn, 4).await, [200; 4]);
+    drop(proxy);
+
+    // With 503 in retry_on, a GET that got it goes to the other host.
+    let proxy = Proxy::start(&two_hosts(
+        bad,
+        echo.addr,
+        "    retries: 1\n    retry_on: [503]\n    retry_backoff: 1ms\n",
+    ));
+    let response = proxy.conn().await.get("/").await;
+    assert_eq!(response.status, 200);
+    assert!(response.text().starts_with("upstream: good"));
+}
+
+async fn futures_statuses(conn: &mut RawConn, n: usize) -> Vec<u16> {
+    let mut statuses = Vec::new();
+    for _ in 0..n {
+        statuses.push(conn.get("/").await.status);
+    }
+    statuses
 }

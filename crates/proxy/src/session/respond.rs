@@ -283,7 +283,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
 }
 
 /// The chain's edits plus the balancer's (a sticky cookie to add).
-fn merge_edits(chain: Option<HeaderEdits>, balancer: Option<HeaderEdits>) -> Option<HeaderEdits> {
+pub(super) fn merge_edits(
+    chain: Option<HeaderEdits>,
+    balancer: Option<HeaderEdits>,
+) -> Option<HeaderEdits> {
     match (chain, balancer) {
         (Some(mut chain), Some(balancer)) => {
             chain.add.extend(balancer.add);

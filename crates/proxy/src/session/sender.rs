@@ -111,6 +111,11 @@ impl<'a> Sender<'a> {
     }
 
     fn release(&self) {
+        // A plain load first: most requests hold nothing (round robin
+        // without limits), and a swap is a locked instruction.
+        if self.held.load(Relaxed) == NONE {
+            return;
+        }
         let held = self.held.swap(NONE, Relaxed);
         if held == NONE {
             return;
@@ -131,11 +136,12 @@ impl<'a> Sender<'a> {
     pub(crate) fn answered(&self, host: HostId, sent_at: Instant, status: StatusCode) -> Instant {
         let answered = Instant::now();
         let config = self.config();
-        let now = self.plan.clock();
         if status.is_server_error() {
             self.count_failure(host);
         } else {
-            config.balancer.success(host, answered - sent_at, now);
+            config
+                .balancer
+                .success(host, answered - sent_at, || self.plan.clock());
         }
         let metrics = self.worker.metrics();
         metrics.upstream_latency(self.upstream, answered - sent_at);

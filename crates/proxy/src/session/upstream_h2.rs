@@ -109,8 +109,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 Ok(response) => {
                     picker.answered(host, sent_at, response.status());
                     picker.learn_cookies(host, Fields::Map(response.headers()));
+                    let cookie = picker.with_cookie(host, None);
                     return Ok(self
-                        .respond_h2(head, route, upstream_index, response, lease)
+                        .respond_h2(head, route, upstream_index, response, lease, cookie)
                         .await);
                 }
                 Err(StreamFailure::Refused)
@@ -311,6 +312,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         upstream: UpstreamId,
         response: Response<RecvStream>,
         lease: StreamLease,
+        balancer_edits: Option<crate::wire::edits::HeaderEdits>,
     ) -> Next {
         let (parts, body) = response.into_parts();
         self.count(Some(route), parts.status);
@@ -319,7 +321,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             upstream: Some(upstream),
             body_bytes: 0,
         };
-        let edits = self.response_edits(parts.status);
+        let edits = super::respond::merge_edits(self.response_edits(parts.status), balancer_edits);
         let length = parts
             .headers
             .get(header::CONTENT_LENGTH)

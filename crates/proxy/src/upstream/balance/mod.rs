@@ -336,8 +336,9 @@ impl Balancer {
     }
 
     /// A response head came from `host` after `elapsed`: its failure
-    /// count restarts, and `least_time` learns its latency.
-    pub(crate) fn success(&self, host: HostId, elapsed: Duration, now: u64) {
+    /// count restarts, and `least_time` learns its latency (`now` is only
+    /// read then).
+    pub(crate) fn success(&self, host: HostId, elapsed: Duration, now: impl FnOnce() -> u64) {
         let state = &self.hosts[host.index()];
         // Read first: a store on every request would bounce the line between cores.
         if state.consecutive_failures.load(Relaxed) != 0 {
@@ -345,7 +346,7 @@ impl Balancer {
         }
         if matches!(self.policy, Policy::LeastTime) {
             let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
-            state.latency.observe(nanos, now);
+            state.latency.observe(nanos, now());
         }
     }
 

@@ -114,7 +114,7 @@ fn ejection_never_takes_the_last_hosts_past_the_cap() {
 fn a_success_resets_the_count() {
     let b = balancer(&hosts(2));
     assert!(!b.failure(H0, false, 0));
-    b.success(H0, Duration::from_millis(1), 0);
+    b.success(H0, Duration::from_millis(1), || 0);
     assert!(!b.failure(H0, false, 0), "the success reset the count");
     assert!(b.failure(H0, false, 0));
 }
@@ -241,7 +241,7 @@ fn least_time_and_least_request_avoid_a_slow_host() {
                 if done <= now {
                     b.end(host);
                     let rtt = if host == H0 { 40_000_000 } else { 200_000 };
-                    b.success(host, Duration::from_nanos(rtt), now);
+                    b.success(host, Duration::from_nanos(rtt), || now);
                 }
                 done > now
             });
