@@ -99,6 +99,18 @@ impl PeakEwma {
         self.nanos.store(old.nanos.load(Relaxed), Relaxed);
         self.stamp.store(old.stamp.load(Relaxed), Relaxed);
     }
+
+    /// The average as of `now`: faded for the time since the last answer,
+    /// as Finagle reads it, so that a host left alone for being slow is
+    /// tried again after a while (40 ms fades below 1 ms in ~37 s).
+    pub(super) fn at(&self, now: u64) -> u64 {
+        let nanos = self.nanos.load(Relaxed);
+        let elapsed = now.saturating_sub(self.stamp.load(Relaxed));
+        if nanos == 0 || elapsed == 0 {
+            return nanos;
+        }
+        ((nanos as f64 * (-(elapsed as f64) / DECAY_NANOS).exp()) as u64).max(1)
+    }
 }
 
 /// What a P2C policy compares; lower wins.
@@ -149,6 +161,7 @@ mod tests {
             e.nanos() > 49_000_000,
             "a fast answer right after barely moves it"
         );
+        assert!(e.at(40_000_000_000) < 1_000_000, "left alone, it fades");
         e.observe(1_000, 60_000_000_000);
         assert!(e.nanos() < 1_000_000, "a minute later it has faded");
     }

@@ -200,7 +200,7 @@ impl Balancer {
                 choice::least_request_cost(h.in_flight.load(Relaxed), share)
             }),
             Policy::LeastTime => self.two_choices(now, |h, share| {
-                choice::least_time_cost(h.latency.nanos(), h.in_flight.load(Relaxed), share)
+                choice::least_time_cost(h.latency.at(now), h.in_flight.load(Relaxed), share)
             }),
             Policy::Hash {
                 key,
