@@ -67,14 +67,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             match outcome {
                 Ok(response) => {
                     let answered = sender.answered(host, sent_at, response.status);
-                    if let Some(next) = sender
-                        .retry_status(host, response.status, &mut attempts, safe)
-                        .await
-                    {
-                        // The answer is dropped with its connection.
-                        worker.metrics().upstream_open(upstream_index, -1);
-                        (host, fresh_only) = (next, false);
-                        continue;
+                    if sender.retries_status(response.status) {
+                        let status = Attempt::Status(response.status.as_u16());
+                        if let Some(next) = sender.retry(host, status, &mut attempts, safe).await {
+                            // The answer is dropped with its connection.
+                            worker.metrics().upstream_open(upstream_index, -1);
+                            (host, fresh_only) = (next, false);
+                            continue;
+                        }
                     }
                     sender.learn_cookies(
                         host,

@@ -79,7 +79,14 @@ impl<'a> Sender<'a> {
         if pick.set_cookie {
             self.set_cookie.store(true, Relaxed);
         }
-        self.hold(pick.host).await?;
+        // Only a host with a connection limit can make the pick wait;
+        // round robin without limits counts nothing and awaits nothing.
+        if config.balancer.limits().is_some() {
+            self.hold(pick.host).await?;
+        } else if config.balancer.tracks_in_flight() {
+            config.balancer.begin(pick.host);
+            self.held.store(pick.host.index(), Relaxed);
+        }
         Ok(pick.host)
     }
 
@@ -135,35 +142,22 @@ impl<'a> Sender<'a> {
     /// latency is learned. Returns when it came.
     pub(crate) fn answered(&self, host: HostId, sent_at: Instant, status: StatusCode) -> Instant {
         let answered = Instant::now();
+        let elapsed = answered - sent_at;
         let config = self.config();
         if status.is_server_error() {
             self.count_failure(host);
         } else {
-            config
-                .balancer
-                .success(host, answered - sent_at, || self.plan.clock());
+            config.balancer.success(host, elapsed, || self.plan.clock());
         }
         let metrics = self.worker.metrics();
-        metrics.upstream_latency(self.upstream, answered - sent_at);
+        metrics.upstream_latency(self.upstream, elapsed);
         config.balancer.answered(host, self.worker.index);
         answered
     }
 
-    /// Whether an answer with `status` is retried (`retry_on`, an
-    /// idempotent request with its body in hand, retries and budget
-    /// left); the host to try next.
-    pub(crate) async fn retry_status(
-        &self,
-        host: HostId,
-        status: StatusCode,
-        attempts: &mut u32,
-        safe: bool,
-    ) -> Option<HostId> {
-        if !self.config().retry.on_status(status.as_u16()) {
-            return None;
-        }
-        self.retry(host, Attempt::Status(status.as_u16()), attempts, safe)
-            .await
+    /// Whether `retry_on` lists `status` (then [`Sender::retry`] decides).
+    pub(crate) fn retries_status(&self, status: StatusCode) -> bool {
+        self.config().retry.on_status(status.as_u16())
     }
 
     /// Whether a failed attempt on `host` is tried again, and where: an

@@ -64,8 +64,14 @@ impl Cumulative {
     }
 }
 
-/// How long a latency peak takes to fade (linkerd's and Finagle's default).
-const DECAY_NANOS: f64 = 10e9;
+/// How long a latency peak takes to fade (to 1/e). linkerd and Finagle
+/// use 10 s; at tens of thousands of answers a second that makes a fast
+/// host's average its worst answer of the last ~10 s, and on a busy
+/// machine every host has a bad moment: a host 40 ms slower, faded since
+/// it was last tried, then looked no worse than a fast host that once
+/// waited for the CPU. 1 s forgets such moments quickly and still tries
+/// the slow host only every few seconds (lb-slow, docs/PERFORMANCE.md).
+const DECAY_NANOS: f64 = 1e9;
 
 /// A host's response time as a peak-sensitive moving average: a slower
 /// answer than the average replaces it at once, faster ones pull it down
@@ -102,7 +108,7 @@ impl PeakEwma {
 
     /// The average as of `now`: faded for the time since the last answer,
     /// as Finagle reads it, so that a host left alone for being slow is
-    /// tried again after a while (40 ms fades below 1 ms in ~37 s).
+    /// tried again after a while (40 ms fades below 1 ms in ~3.7 s).
     pub(super) fn at(&self, now: u64) -> u64 {
         let nanos = self.nanos.load(Relaxed);
         let elapsed = now.saturating_sub(self.stamp.load(Relaxed));
