@@ -283,6 +283,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
 }
 
 /// The chain's edits plus the balancer's (a sticky cookie to add).
+#[inline]
 pub(super) fn merge_edits(
     chain: Option<HeaderEdits>,
     balancer: Option<HeaderEdits>,

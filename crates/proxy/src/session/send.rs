@@ -33,12 +33,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let sender = Sender::new(&gateway, &worker, upstream_index, self.peer);
         // Picked while the client's head is at hand (hash keys, cookies);
         // a 503 is answered once the head is consumed.
+        let (rbuf, fields) = (&self.rbuf, &self.fields);
         let picked = sender
-            .pick(&super::upstream_h1::outgoing(
-                &self.rbuf,
-                head,
-                &self.fields,
-            ))
+            .pick_lazily(|| super::upstream_h1::outgoing(rbuf, head, fields))
             .await;
         self.build_request(head, upstream.host_header.as_ref())?;
         // The head is in `ubuf` now; the client's copy is not needed any more.

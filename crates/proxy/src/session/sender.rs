@@ -69,12 +69,21 @@ impl<'a> Sender<'a> {
     /// The host the balancer picks for `request` (held until this sender
     /// is dropped), or 503.
     pub(crate) async fn pick(&self, request: &Outgoing<'_>) -> Result<HostId, Failure> {
+        self.pick_lazily(|| *request).await
+    }
+
+    /// [`Sender::pick`] with the request made only if the balancer reads
+    /// it (hash keys, cookies).
+    pub(crate) async fn pick_lazily<'r>(
+        &self,
+        request: impl FnOnce() -> Outgoing<'r>,
+    ) -> Result<HostId, Failure> {
         let config = self.config();
         let now = self.plan.clock();
         config.retry.request(now);
         let pick = config
             .balancer
-            .pick(request, self.peer.ip(), now)
+            .pick(|| (request(), self.peer.ip()), now)
             .ok_or_else(|| no_healthy_host(&config.name))?;
         if pick.set_cookie {
             self.set_cookie.store(true, Relaxed);
@@ -234,6 +243,7 @@ impl<'a> Sender<'a> {
 
     /// The response's header edits with the sticky cookie for `host`
     /// added, when the request did not already carry a valid one.
+    #[inline]
     pub(crate) fn with_cookie(
         &self,
         host: HostId,

@@ -8,6 +8,7 @@
 
 mod affinity;
 mod choice;
+mod health;
 mod limits;
 mod ring;
 mod state;
@@ -30,7 +31,7 @@ use choice::Cumulative;
 use limits::HostLimits;
 use ring::Ring;
 pub(crate) use state::HostHealth;
-use state::{HostState, CHECKED_DOWN};
+use state::HostState;
 
 /// The hosts of one upstream, how to choose among them, and their health.
 #[derive(Debug)]
@@ -181,11 +182,19 @@ impl Balancer {
 
     /// The host for a request, or `None` when no host takes traffic (503).
     /// `now` is nanoseconds on the plan's clock.
-    pub(crate) fn pick(&self, request: &Outgoing<'_>, peer: IpAddr, now: u64) -> Option<Pick> {
-        let pinned = match &self.persistence {
-            None => None,
-            Some(Persistence::Cookie(cookie)) => cookie.host(request),
-            Some(Persistence::App(app)) => app.host(request),
+    /// `request` gives the request and the client's address, asked only
+    /// by a policy or persistence that reads them (round robin does not).
+    pub(crate) fn pick<'r>(
+        &self,
+        request: impl FnOnce() -> (Outgoing<'r>, IpAddr),
+        now: u64,
+    ) -> Option<Pick> {
+        let request = (self.persistence.is_some() || matches!(self.policy, Policy::Hash { .. }))
+            .then(request);
+        let pinned = match (&self.persistence, &request) {
+            (Some(Persistence::Cookie(cookie)), Some((request, _))) => cookie.host(request),
+            (Some(Persistence::App(app)), Some((request, _))) => app.host(request),
+            _ => None,
         };
         if let Some(host) = pinned.filter(|&h| self.hosts[h].is_in(now)) {
             return Some(Pick {
@@ -206,7 +215,10 @@ impl Balancer {
                 key,
                 ring,
                 bounded_load,
-            } => match affinity::hash_key(key, request, peer) {
+            } => match request
+                .as_ref()
+                .and_then(|(request, peer)| affinity::hash_key(key, request, *peer))
+            {
                 Some(hash) => self.hashed(ring, hash, *bounded_load, now),
                 None => self.round_robin(now),
             },
@@ -353,78 +365,6 @@ impl Balancer {
     /// How long an ejected host stays out.
     pub(crate) fn backoff(&self) -> Duration {
         self.backoff
-    }
-
-    /// Counts a failure; returns true when it ejected the host. A soft
-    /// failure (a timeout, a reset, a 5xx) does not eject when that would
-    /// put more than `max_ejected` hosts out: one bad host among many
-    /// should go, but a saturated upstream's only host must not (that
-    /// turns slow answers into none). A refused connection is hard: the
-    /// host is not there, and ejecting it costs no answer.
-    pub(crate) fn failure(&self, host: HostId, hard: bool, now: u64) -> bool {
-        let state = &self.hosts[host.index()];
-        let failures = state.consecutive_failures.fetch_add(1, Relaxed) + 1;
-        if failures < self.failures_to_eject {
-            return false;
-        }
-        state.consecutive_failures.store(0, Relaxed);
-        if !hard && self.ejected(now) >= self.max_ejected {
-            return false;
-        }
-        let backoff = u64::try_from(self.backoff.as_nanos()).unwrap_or(u64::MAX);
-        let until = now.saturating_add(backoff).clamp(1, CHECKED_DOWN - 1);
-        let previous = state.out_until.load(Relaxed);
-        if previous == CHECKED_DOWN
-            || state
-                .out_until
-                .compare_exchange(previous, until, Relaxed, Relaxed)
-                .is_err()
-        {
-            return false;
-        }
-        // Two workers may eject two hosts at once: the later one looks again.
-        if !hard && self.ejected(now) > self.max_ejected {
-            state.out_until.store(previous, Relaxed);
-            return false;
-        }
-        state.back_since.store(until, Relaxed);
-        state.ejections.fetch_add(1, Relaxed);
-        true
-    }
-
-    fn ejected(&self, now: u64) -> usize {
-        self.hosts.iter().filter(|h| h.is_ejected(now)).count()
-    }
-
-    /// An active check's result; `Some(true)` when the host just came
-    /// back, `Some(false)` when it just went down.
-    pub(crate) fn checked(
-        &self,
-        host: HostId,
-        passed: bool,
-        (rise, fall): (u32, u32),
-        now: u64,
-    ) -> Option<bool> {
-        let state = &self.hosts[host.index()];
-        // Passes in a row count up from 0, failures down from 0.
-        let streak = state.check_streak.load(Relaxed);
-        let streak = if passed {
-            streak.max(0).saturating_add(1)
-        } else {
-            streak.min(0).saturating_sub(1)
-        };
-        state.check_streak.store(streak, Relaxed);
-        let down = state.is_checked_down();
-        if passed && down && streak.unsigned_abs() >= rise {
-            state.back_since.store(now.max(1), Relaxed);
-            state.out_until.store(0, Relaxed);
-            return Some(true);
-        }
-        if !passed && !down && streak.unsigned_abs() >= fall {
-            state.out_until.store(CHECKED_DOWN, Relaxed);
-            return Some(false);
-        }
-        None
     }
 
     /// Host `to` takes over the health of `old`'s host `from` (a reload

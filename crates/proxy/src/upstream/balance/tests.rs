@@ -38,7 +38,7 @@ fn pick_with(b: &Balancer, map: &HeaderMap, now: u64) -> Option<Pick> {
         host: None,
         fields: Fields::Map(map),
     };
-    b.pick(&request, "127.0.0.1".parse().unwrap(), now)
+    b.pick(|| (request, "127.0.0.1".parse().unwrap()), now)
 }
 
 fn pick(b: &Balancer, now: u64) -> Option<usize> {
