@@ -96,6 +96,8 @@ pub struct ServeOptions {
     pub workers: usize,
     /// Body size of the `static` service, in bytes.
     pub static_size: usize,
+    /// How long `static` waits before each answer (a slow host for `lb-slow`).
+    pub static_delay: Duration,
     /// Where `passthrough` forwards to (scheme, host and port; `/messages` is appended).
     pub downstream: Uri,
     /// How long `passthrough` waits for the downstream before answering 504.
@@ -121,6 +123,7 @@ impl Default for ServeOptions {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
             static_size: 1024,
+            static_delay: Duration::ZERO,
             downstream: Uri::from_static("http://127.0.0.1:8081"),
             downstream_timeout: Duration::from_secs(10),
             shutdown_deadline: Duration::from_secs(10),
@@ -147,7 +150,7 @@ impl App {
             App::Customers(store) => store.handle(req),
             App::Downstream => downstream::handle(req).await,
             App::Passthrough(client) => client.handle(req).await,
-            App::Static(body) => body.handle(req),
+            App::Static(body) => body.handle(req).await,
         }
     }
 }

@@ -141,9 +141,10 @@ impl SharedState {
             SharedState::Other(Backend::Passthrough) => App::Passthrough(
                 passthrough::Passthrough::new(&options.downstream, options.downstream_timeout),
             ),
-            SharedState::Other(Backend::Static) => {
-                App::Static(static_body::StaticBody::new(options.static_size))
-            }
+            SharedState::Other(Backend::Static) => App::Static(static_body::StaticBody::new(
+                options.static_size,
+                options.static_delay,
+            )),
             SharedState::Other(Backend::Customers) => unreachable!("customers are shared state"),
         }
     }

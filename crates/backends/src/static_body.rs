@@ -14,11 +14,12 @@ const TEXT_PLAIN: HeaderValue = HeaderValue::from_static("text/plain");
 #[derive(Debug, Clone)]
 pub(crate) struct StaticBody {
     body: Bytes,
+    delay: std::time::Duration,
 }
 
 impl StaticBody {
-    /// A body of `size` bytes of printable ASCII.
-    pub(crate) fn new(size: usize) -> Self {
+    /// A body of `size` bytes of printable ASCII, answered after `delay`.
+    pub(crate) fn new(size: usize, delay: std::time::Duration) -> Self {
         let body = b"abcdefghijklmnopqrstuvwxyz0123456789"
             .iter()
             .copied()
@@ -27,12 +28,16 @@ impl StaticBody {
             .collect::<Vec<u8>>();
         Self {
             body: Bytes::from(body),
+            delay,
         }
     }
 
-    pub(crate) fn handle(&self, req: &Request<'_>) -> Response {
+    pub(crate) async fn handle(&self, req: &Request<'_>) -> Response {
         if !matches!(req.method, Method::GET | Method::HEAD) {
             return method_not_allowed(&req.method, "GET, HEAD");
+        }
+        if !self.delay.is_zero() {
+            tokio::time::sleep(self.delay).await;
         }
         Response::new(StatusCode::OK, TEXT_PLAIN, self.body.clone())
     }
@@ -52,14 +57,20 @@ mod tests {
         }
     }
 
-    #[test]
-    fn body_has_requested_size() {
+    #[tokio::test]
+    async fn body_has_requested_size() {
+        let zero = std::time::Duration::ZERO;
         for size in [0, 1, 1024, 100_000] {
-            let response = StaticBody::new(size).handle(&request(Method::GET));
+            let response = StaticBody::new(size, zero)
+                .handle(&request(Method::GET))
+                .await;
             assert_eq!(response.body.len(), size);
         }
         assert_eq!(
-            StaticBody::new(1).handle(&request(Method::POST)).status,
+            StaticBody::new(1, zero)
+                .handle(&request(Method::POST))
+                .await
+                .status,
             405
         );
     }

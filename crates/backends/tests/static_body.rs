@@ -32,6 +32,21 @@ async fn size_is_configurable() {
 }
 
 #[tokio::test]
+async fn delay_holds_each_answer_back() {
+    let server = serve_with(
+        Backend::Static,
+        ServeOptions {
+            static_delay: std::time::Duration::from_millis(150),
+            ..test_options()
+        },
+    );
+    let mut conn = RawConn::connect(server.addr()).await;
+    let started = std::time::Instant::now();
+    assert_eq!(conn.get("/").await.status, 200);
+    assert!(started.elapsed() >= std::time::Duration::from_millis(150));
+}
+
+#[tokio::test]
 async fn only_get_and_head() {
     let server = serve(Backend::Static);
     let mut conn = RawConn::connect(server.addr()).await;

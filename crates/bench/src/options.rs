@@ -21,6 +21,7 @@ pub enum GroupName {
     Middleware,
     Protocols,
     Lb,
+    LbSlow,
     Io,
     Open,
     Runtimes,
@@ -28,12 +29,13 @@ pub enum GroupName {
 }
 
 impl GroupName {
-    pub const ALL: [GroupName; 9] = [
+    pub const ALL: [GroupName; 10] = [
         Self::Baseline,
         Self::Proxy,
         Self::Middleware,
         Self::Protocols,
         Self::Lb,
+        Self::LbSlow,
         Self::Io,
         Self::Open,
         Self::Runtimes,
@@ -53,6 +55,7 @@ impl GroupName {
             Self::Middleware => "middleware",
             Self::Protocols => "protocols",
             Self::Lb => "lb",
+            Self::LbSlow => "lb-slow",
             Self::Io => "io",
             Self::Open => "open",
             Self::Runtimes => "runtimes",
@@ -110,6 +113,8 @@ pub struct BenchOptions {
     pub think: (Duration, Duration),
     /// The io downstream's delay.
     pub downstream_delay: Duration,
+    /// How much slower the lb-slow group's slow backend answers.
+    pub slow_delay: Duration,
     /// The seed backends the runtimes group builds and measures.
     pub runtimes: Vec<Runtime>,
     /// Use ports from here up instead of free ones the kernel picks.
@@ -142,6 +147,7 @@ impl BenchOptions {
             rates: None,
             think: (Duration::from_secs(1), Duration::from_secs(2)),
             downstream_delay: Duration::from_millis(300),
+            slow_delay: Duration::from_millis(40),
             runtimes: Runtime::ALL.to_vec(),
             port_base: None,
             interrupt: Arc::default(),

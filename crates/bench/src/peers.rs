@@ -30,6 +30,9 @@ pub(crate) struct ProxySite<'a> {
     pub(crate) upstream_protocol: UpstreamProtocol<'a>,
     /// Client connections to allow (the upstream side may need as many).
     pub(crate) max_conns: usize,
+    /// Fewest connections (HAProxy `balance leastconn`, nginx
+    /// `least_conn`) instead of round robin.
+    pub(crate) least_conn: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -94,6 +97,9 @@ pub(crate) fn nginx_conf(site: &Site<'_>, dir: &Path) -> Result<String, Unsuppor
                 return Err("nginx proxies HTTP/1.x only (no HTTP/2 to upstreams)");
             }
             conf.push_str("  upstream backend {\n");
+            if proxy.least_conn {
+                conf.push_str("    least_conn;\n");
+            }
             for upstream in proxy.upstreams {
                 let _ = writeln!(conf, "    server {upstream};");
             }
@@ -169,7 +175,15 @@ pub(crate) fn haproxy_cfg(site: &Site<'_>) -> Result<String, Unsupported> {
             } else if proxy.h2c_clients {
                 cfg.push_str(" proto h2");
             }
-            cfg.push_str("\n  default_backend back\nbackend back\n  balance roundrobin\n");
+            let balance = if proxy.least_conn {
+                "leastconn"
+            } else {
+                "roundrobin"
+            };
+            let _ = write!(
+                cfg,
+                "\n  default_backend back\nbackend back\n  balance {balance}\n"
+            );
             let options = match proxy.upstream_protocol {
                 UpstreamProtocol::Http1 => String::new(),
                 UpstreamProtocol::H2c => " proto h2".into(),
@@ -203,6 +217,7 @@ mod tests {
             upstreams: &upstreams,
             upstream_protocol: UpstreamProtocol::Http1,
             max_conns: 10_000,
+            least_conn: false,
         });
         let conf = nginx_conf(&site, Path::new("/w")).expect("supported");
         assert!(
@@ -229,6 +244,7 @@ mod tests {
             upstreams: &upstreams,
             upstream_protocol: UpstreamProtocol::Http1,
             max_conns: 100,
+            least_conn: false,
         });
         let conf = nginx_conf(&h2_clients, Path::new("/w")).expect("supported");
         assert!(
@@ -237,6 +253,27 @@ mod tests {
         );
         let cfg = haproxy_cfg(&h2_clients).expect("supported");
         assert!(cfg.contains("bind 127.0.0.1:1 proto h2\n"), "{cfg}");
+    }
+
+    #[test]
+    fn least_connections_for_both_peers() {
+        let upstreams = [addr(2), addr(3)];
+        let site = Site::Proxy(ProxySite {
+            listen: addr(1),
+            tls: None,
+            h2c_clients: false,
+            upstreams: &upstreams,
+            upstream_protocol: UpstreamProtocol::Http1,
+            max_conns: 100,
+            least_conn: true,
+        });
+        let conf = nginx_conf(&site, Path::new("/w")).expect("supported");
+        assert!(
+            conf.contains("upstream backend {\n    least_conn;\n"),
+            "{conf}"
+        );
+        let cfg = haproxy_cfg(&site).expect("supported");
+        assert!(cfg.contains("balance leastconn\n"), "{cfg}");
     }
 
     #[test]
@@ -257,6 +294,7 @@ mod tests {
                 ca: Path::new("/ca.pem"),
             },
             max_conns: 100,
+            least_conn: false,
         }))
         .expect("supported");
         assert!(

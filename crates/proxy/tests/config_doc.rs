@@ -22,7 +22,7 @@ fn example() -> String {
 fn the_documented_example_parses() {
     let config = proxy::config::parse(&example(), Path::new("sluice.yaml"), |_| None).unwrap();
     assert_eq!(
-        config.upstreams["petstore"].hosts[0].value,
+        config.upstreams["petstore"].hosts[0].value.url,
         "http://127.0.0.1:8080"
     );
 }

@@ -87,6 +87,9 @@ pub(crate) struct BenchArgs {
     /// The io downstream's delay per message.
     #[arg(long, default_value = "300ms", value_parser = parse_duration)]
     downstream_delay: Duration,
+    /// How much slower the lb-slow group's fifth backend answers.
+    #[arg(long, default_value = "40ms", value_parser = parse_duration)]
+    slow_delay: Duration,
     /// The seed backends the runtimes group builds and measures (default: all six:
     /// spring-mvc, webflux, go-http, node, grizzly, payara).
     #[arg(long, value_delimiter = ',', value_parser = parse_runtime)]
@@ -136,6 +139,7 @@ pub(crate) fn run(args: BenchArgs) -> ExitCode {
     options.rates = args.rates.clone();
     options.think = (args.think.min, args.think.max);
     options.downstream_delay = args.downstream_delay;
+    options.slow_delay = args.slow_delay;
     options.port_base = args.port_base;
     if !args.runtimes.is_empty() {
         options.runtimes = args.runtimes.clone();

@@ -15,7 +15,7 @@ use crate::process::LogFormat;
     customers    GET /customers (newest 10), GET /customers/{id}, POST /customers\n  \
     downstream   POST /messages {\"id\",\"payload\",\"delay\"}: answers after `delay` ms\n  \
     passthrough  POST /passthrough/message: forwards to --downstream's /messages\n  \
-    static       any GET: a fixed body of --size bytes\n\n\
+    static       any GET: a fixed body of --size bytes, after --delay\n\n\
 Examples:\n  \
     sluice serve petstore --workers 1\n  \
     sluice serve downstream --listen 127.0.0.1:8081\n  \
@@ -40,6 +40,9 @@ pub(crate) struct ServeArgs {
     /// Body size in bytes for `static`.
     #[arg(long, default_value_t = 1024)]
     size: usize,
+    /// How long `static` waits before each answer (e.g. 40ms: a slow host).
+    #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
+    delay: Duration,
     /// Base URL of the downstream for `passthrough`.
     #[arg(long, default_value = "http://127.0.0.1:8081", value_parser = parse_downstream)]
     downstream: http::Uri,
@@ -91,6 +94,7 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
         listen: args.listen,
         workers: args.workers.unwrap_or(defaults.workers),
         static_size: args.size,
+        static_delay: args.delay,
         downstream: args.downstream,
         downstream_timeout: args.downstream_timeout,
         shutdown_deadline: args.shutdown_deadline,

@@ -16,7 +16,7 @@ fn a_small_run_writes_a_valid_report() {
     let output = bench(
         &[
             "--only",
-            "baseline,proxy,lb,io",
+            "baseline,proxy,lb,lb-slow,io",
             "--duration",
             "1s",
             "--warmup",
@@ -31,6 +31,8 @@ fn a_small_run_writes_a_valid_report() {
             "100ms..200ms",
             "--downstream-delay",
             "50ms",
+            "--slow-delay",
+            "20ms",
         ],
         &out,
         "e2e",
@@ -58,7 +60,7 @@ fn a_small_run_writes_a_valid_report() {
     );
     let groups = json["groups"].as_array().expect("groups");
     let names: Vec<&str> = groups.iter().filter_map(|g| g["name"].as_str()).collect();
-    assert_eq!(names, ["baseline", "proxy", "lb", "io"]);
+    assert_eq!(names, ["baseline", "proxy", "lb", "lb-slow", "io"]);
     for group in groups {
         let rows = group["rows"].as_array().expect("rows");
         assert!(!rows.is_empty(), "{group}");
@@ -77,8 +79,23 @@ fn a_small_run_writes_a_valid_report() {
         .iter()
         .filter_map(|r| r["sweep"]["value"].as_f64())
         .collect();
-    assert_eq!(points, [10.0, 20.0]);
-    let io = groups[3]["rows"].as_array().expect("io rows");
+    // Round robin at both points, the four other policies at the first.
+    assert_eq!(points, [10.0, 10.0, 10.0, 10.0, 10.0, 20.0]);
+    let systems: Vec<&str> = groups[3]["rows"]
+        .as_array()
+        .expect("lb-slow rows")
+        .iter()
+        .filter_map(|r| r["system"].as_str())
+        .collect();
+    assert_eq!(
+        systems,
+        [
+            "sluice round_robin",
+            "sluice least_request",
+            "sluice least_time"
+        ]
+    );
+    let io = groups[4]["rows"].as_array().expect("io rows");
     assert_eq!(io.len(), 4, "passthrough alone and sluice, 2 points each");
     assert_eq!(io[0]["load"]["think_ms"], serde_json::json!([100, 200]));
     assert!(json["machine"]["cores"].as_u64().expect("cores") >= 1);

@@ -3,6 +3,7 @@
 //! in rounds (see [`crate::rounds`]), publishes the group and stops them
 //! all when it returns; `runtimes` publishes a group per seed.
 
+mod balancing;
 mod runtimes;
 mod sweeps;
 mod throughput;
@@ -30,7 +31,8 @@ pub(crate) const ALL: &[(GroupName, GroupFn)] = &[
     (GroupName::Proxy, throughput::proxy),
     (GroupName::Middleware, throughput::middleware),
     (GroupName::Protocols, throughput::protocols),
-    (GroupName::Lb, sweeps::lb),
+    (GroupName::Lb, balancing::lb),
+    (GroupName::LbSlow, balancing::lb_slow),
     (GroupName::Io, sweeps::io),
     (GroupName::Open, sweeps::open),
     (GroupName::Runtimes, runtimes::runtimes),
@@ -67,7 +69,9 @@ pub(crate) fn expected(bench: &Bench<'_>) -> Duration {
             GroupName::Middleware => (profile.handlers.len() + 2, throughput),
             // nginx has no HTTP/2 upstreams: 2 of its 4 rows do not run.
             GroupName::Protocols => (4 * (1 + peers) - 2 * nginx, throughput),
-            GroupName::Lb => (lb_points * (1 + peers), throughput),
+            // The four other policies at the first point.
+            GroupName::Lb => (lb_points * (1 + peers) + 4, throughput),
+            GroupName::LbSlow => (3 + peers, throughput),
             GroupName::Io => (options.io_points().len() * (2 + peers), io),
             // Cold and warm, per rate, for the backend alone and each proxy.
             GroupName::Open => (options.open_rates().len() * 2 * (2 + peers), open),
@@ -136,6 +140,7 @@ fn plain_proxy_site(listen: SocketAddr, upstreams: &[SocketAddr], max_conns: usi
         upstreams,
         upstream_protocol: UpstreamProtocol::Http1,
         max_conns,
+        least_conn: false,
     })
 }
 

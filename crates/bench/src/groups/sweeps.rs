@@ -22,47 +22,6 @@ use crate::{
 /// seeds/003's message: the downstream waits `delay` ms.
 const MESSAGE: &str = r#"{"id":"1","payload":"sample payload","delay":DELAY}"#;
 
-/// Question 6 (seeds/002): round robin over five 1 KB backends, across a
-/// concurrency sweep.
-pub(super) fn lb(bench: &mut Bench<'_>) -> anyhow::Result<()> {
-    let mut group = begin(
-        bench,
-        GroupName::Lb.as_str(),
-        "Load balancing over 5 backends",
-        "How does round robin over five 1 KB backends hold up from hundreds to thousands of connections?",
-    );
-    let points = bench.capped("lb", bench.options.lb_points());
-    let top = points.iter().copied().max().unwrap_or(1);
-    let mut components = Vec::new();
-    let mut addrs = Vec::new();
-    for _ in 0..5 {
-        let (backend, addr) = bench.serve("static", &["--size".into(), "1024".into()], false)?;
-        components.push(backend);
-        addrs.push(addr);
-    }
-    let systems = proxies(bench, &mut group, &mut components, "lb", &addrs, top)?;
-    let mut blocks = Vec::new();
-    for &connections in &points {
-        let mut block = Vec::new();
-        for (system, index, listen) in &systems {
-            let mut config = load_config(
-                &format!("http://{listen}/static"),
-                connections,
-                bench.profile.duration,
-                bench.profile.warmup,
-            )?;
-            config.timeout = SWEEP_TIMEOUT;
-            let spec = RowSpec::new(format!("{system} @ {connections}"), system, config)
-                .sweep("connections", connections as f64);
-            block.push(Trial::new(spec, &[*index, 0, 1, 2, 3, 4]));
-        }
-        blocks.push(block);
-    }
-    group.rows = bench.run_blocks("lb", &mut components, blocks, &mut || {})?;
-    bench.publish(group);
-    Ok(())
-}
-
 /// Question 7 (seeds/003): users with think time through `passthrough`
 /// to a slow `downstream`, across a users sweep; p95 is the figure.
 pub(super) fn io(bench: &mut Bench<'_>) -> anyhow::Result<()> {

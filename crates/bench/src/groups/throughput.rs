@@ -313,6 +313,7 @@ routes:\n  - {{ path: /, host: h1, upstream: h1 }}\n  - {{ path: /, host: tls, u
                 upstreams: &[upstream],
                 upstream_protocol: *upstream_protocol,
                 max_conns: bench.options.connections,
+                least_conn: false,
             });
             let system = peer.kind.name();
             let name = format!("{system} {case}");

@@ -6,6 +6,7 @@
 //! schema (unknown keys rejected with a did-you-mean), then the checks that
 //! need more than one key (a route's upstream exists, addresses parse).
 
+mod balance;
 mod env;
 mod error;
 mod handlers;
@@ -17,6 +18,7 @@ mod validate;
 
 use std::path::Path;
 
+pub use balance::*;
 pub use error::ConfigError;
 pub use handlers::*;
 pub use middleware::*;

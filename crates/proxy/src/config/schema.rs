@@ -7,6 +7,10 @@ use serde::{de::Error as _, Deserialize, Deserializer};
 use serde_saphyr::Spanned;
 
 use super::{
+    balance::{
+        default_max_ejected_percent, default_retry_backoff, default_retry_on, optional_duration,
+        ActiveHealth, Balance, HashSettings, HostEntry, RetryBudget, RetryOn, Sticky,
+    },
     middleware::{ChainRef, Chains, Middleware},
     paths::Paths,
 };
@@ -156,10 +160,34 @@ impl Default for Http2 {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UpstreamSettings {
-    /// `http://HOST:PORT` for each host.
-    pub hosts: Vec<Spanned<String>>,
+    /// `http://HOST:PORT`, or `{ url, weight }`, for each host.
+    pub hosts: Vec<Spanned<HostEntry>>,
     #[serde(default)]
     pub balance: Balance,
+    /// What `balance: hash` hashes.
+    #[serde(default)]
+    pub hash: Option<HashSettings>,
+    /// Session persistence by a cookie.
+    #[serde(default)]
+    pub sticky: Option<Sticky>,
+    /// Ramps the share of a host that comes back (or is new) over this long.
+    #[serde(default, deserialize_with = "optional_duration")]
+    pub slow_start: Option<Duration>,
+    /// What a request is retried on (up to `retries`).
+    #[serde(default = "default_retry_on")]
+    pub retry_on: Vec<RetryOn>,
+    /// Caps retries to a share of the requests.
+    #[serde(default)]
+    pub retry_budget: Option<RetryBudget>,
+    /// The base of the jittered exponential backoff between attempts.
+    #[serde(default = "default_retry_backoff", deserialize_with = "duration")]
+    pub retry_backoff: Duration,
+    /// Requests in flight to one host at most; more wait (`max_pending`).
+    #[serde(default)]
+    pub max_connections: Option<u32>,
+    /// Requests waiting for a host at `max_connections`; past it, 503.
+    #[serde(default)]
+    pub max_pending: Option<u32>,
     #[serde(default)]
     pub timeouts: Timeouts,
     /// Further attempts for connect failures and idempotent requests.
@@ -217,13 +245,6 @@ fn default_retries() -> u32 {
     2
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Balance {
-    #[default]
-    RoundRobin,
-}
-
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Timeouts {
@@ -261,13 +282,18 @@ impl Default for PoolSettings {
     }
 }
 
-/// Passive health: a host failing `failures` times in a row is ejected for `backoff`.
+/// Passive health: a host failing `failures` times in a row (connect
+/// failures, resets, timeouts, 5xx answers) is ejected for `backoff`, as
+/// long as no more than `max_ejected_percent` of the hosts are out;
+/// active health: `active` checks.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Health {
     pub failures: u32,
     #[serde(deserialize_with = "duration")]
     pub backoff: Duration,
+    pub max_ejected_percent: u32,
+    pub active: Option<ActiveHealth>,
 }
 
 impl Default for Health {
@@ -275,6 +301,8 @@ impl Default for Health {
         Self {
             failures: 3,
             backoff: Duration::from_secs(10),
+            max_ejected_percent: default_max_ejected_percent(),
+            active: None,
         }
     }
 }

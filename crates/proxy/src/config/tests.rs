@@ -30,7 +30,7 @@ fn a_good_file_parses_with_defaults_filled_in() {
     let config = parse_str(GOOD).unwrap();
     assert_eq!(config.workers, Some(2));
     let petstore = &config.upstreams["petstore"];
-    assert_eq!(petstore.hosts[0].value, "http://127.0.0.1:8080");
+    assert_eq!(petstore.hosts[0].value.url, "http://127.0.0.1:8080");
     assert_eq!(petstore.timeouts.connect, Duration::from_millis(500));
     assert_eq!(petstore.pool.max_idle, 1024);
     assert_eq!(config.routes[0].match_kind, PathMatch::Exact);

@@ -70,7 +70,7 @@ pub(crate) fn check(config: &Config) -> Result<(), Problem> {
         }
         let protocol = upstream.protocol;
         for (i, host) in upstream.hosts.iter().enumerate() {
-            http_host(&host.value, protocol).map_err(|message| {
+            http_host(&host.value.url, protocol).map_err(|message| {
                 (
                     host.referenced,
                     format!("upstreams.{name}.hosts[{i}]"),
@@ -79,6 +79,13 @@ pub(crate) fn check(config: &Config) -> Result<(), Problem> {
             })?;
         }
         check_upstream_tls(name, upstream)?;
+        check_balancing(upstream).map_err(|(key, message)| {
+            (
+                Location::UNKNOWN,
+                format!("upstreams.{name}.{key}"),
+                message.to_string(),
+            )
+        })?;
     }
     check_http2(&config.http2)?;
     let discovery = &config.discovery;
@@ -251,7 +258,7 @@ fn check_upstream_tls(name: &str, upstream: &UpstreamSettings) -> Result<(), Pro
     if upstream
         .hosts
         .iter()
-        .all(|h| h.value.starts_with("http://"))
+        .all(|h| h.value.url.starts_with("http://"))
     {
         return Err((
             Location::UNKNOWN,
@@ -342,4 +349,79 @@ fn http_host(text: &str, protocol: Protocol) -> Result<(), String> {
         return Err(format!("`{text}`: an upstream host has no path"));
     }
     Ok(())
+}
+
+/// The load-balancing keys that depend on each other.
+fn check_balancing(upstream: &UpstreamSettings) -> Result<(), (&'static str, &'static str)> {
+    use crate::config::Balance;
+    match (&upstream.hash, upstream.balance) {
+        (None, Balance::Hash) => {
+            return Err(("hash", "balance: hash needs `hash: { key: ... }`"));
+        }
+        (Some(_), balance) if balance != Balance::Hash => {
+            return Err(("hash", "`hash` is only read with balance: hash"));
+        }
+        (Some(hash), _) if hash.bounded_load.is_some_and(|f| f.is_nan() || f < 1.0) => {
+            return Err(("hash.bounded_load", "must be at least 1.0"));
+        }
+        _ => {}
+    }
+    if let Some(sticky) = &upstream.sticky {
+        match (&sticky.cookie, &sticky.app_cookie) {
+            (Some(_), Some(_)) | (None, None) => {
+                return Err(("sticky", "set one of `cookie` and `app_cookie`"));
+            }
+            (Some(name), None) | (None, Some(name)) if !is_token(name) => {
+                return Err(("sticky", "a cookie name is a token (letters, digits, -_.)"));
+            }
+            _ => {}
+        }
+        if sticky.key.is_some() && sticky.cookie.is_none() {
+            return Err((
+                "sticky.key",
+                "the key signs `cookie`; app cookies are not signed",
+            ));
+        }
+    }
+    if upstream.health.max_ejected_percent > 100 {
+        return Err(("health.max_ejected_percent", "0 to 100"));
+    }
+    if let Some(active) = &upstream.health.active {
+        if !active.path.starts_with('/') {
+            return Err(("health.active.path", "must start with `/`"));
+        }
+        if active.rise == 0 || active.fall == 0 {
+            return Err(("health.active", "rise and fall are at least 1"));
+        }
+        if active.interval.is_zero() || active.timeout.is_zero() {
+            return Err(("health.active", "interval and timeout must be more than 0"));
+        }
+        if active.expect.is_empty() {
+            return Err(("health.active.expect", "at least one status or range"));
+        }
+    }
+    if upstream
+        .retry_budget
+        .as_ref()
+        .is_some_and(|b| b.percent > 100)
+    {
+        return Err(("retry_budget.percent", "0 to 100"));
+    }
+    if upstream.max_pending.is_some() && upstream.max_connections.is_none() {
+        return Err((
+            "max_pending",
+            "requests wait only for a host at `max_connections`",
+        ));
+    }
+    if upstream.max_connections == Some(0) {
+        return Err(("max_connections", "at least 1"));
+    }
+    Ok(())
+}
+
+fn is_token(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
 }

@@ -1,7 +1,8 @@
 //! The admin listener, on its own address, on the control thread: `/health` (the
 //! process is up), `/ready` (every upstream has a healthy host), `/metrics`
 //! (Prometheus text), `/config` (the effective configuration as JSON, with
-//! the reload status) and `POST /reload` (read the file again).
+//! the reload status), `/upstreams` (each upstream's hosts and their
+//! state) and `POST /reload` (read the file again).
 
 use std::{net::TcpListener as StdListener, sync::Arc, time::Duration};
 
@@ -162,14 +163,20 @@ fn route(state: &AdminState, path: &str) -> (StatusCode, &'static str, Vec<u8>) 
             {
                 let mut text = state.metrics.render();
                 healthy_hosts(&plan, &mut text);
+                super::upstreams::host_metrics(&plan, &mut text);
                 plan.chains.render_metrics(&mut text);
                 text.into_bytes()
             },
         ),
         "/config" => (StatusCode::OK, JSON, state.reloader.shown().as_ref().clone()),
+        "/upstreams" => (
+            StatusCode::OK,
+            JSON,
+            serde_json::to_vec_pretty(&super::upstreams::render(&plan)).unwrap_or_default(),
+        ),
         _ => problem(
             StatusCode::NOT_FOUND,
-            format!("no admin resource at {path}; try /health, /ready, /metrics, /config or POST /reload"),
+            format!("no admin resource at {path}; try /health, /ready, /metrics, /config, /upstreams or POST /reload"),
         ),
     }
 }
@@ -209,12 +216,25 @@ pub(super) fn effective(config: &Config) -> serde_json::Value {
             (
                 name.clone(),
                 json!({
-                    "hosts": u.hosts.iter().map(|h| h.value.clone()).collect::<Vec<_>>(),
-                    "balance": "round_robin",
+                    "hosts": u.hosts.iter().map(|h| json!({ "url": h.value.url, "weight": h.value.weight })).collect::<Vec<_>>(),
+                    "balance": format!("{:?}", u.balance),
+                    "hash": u.hash.as_ref().map(|h| json!({ "key": format!("{:?}", h.key), "bounded_load": h.bounded_load })),
+                    "sticky": u.sticky.as_ref().map(|s| json!({ "cookie": s.cookie, "app_cookie": s.app_cookie, "key": s.key.as_ref().map(|_| "(set)") })),
+                    "slow_start": u.slow_start.map(duration),
+                    "retry_on": u.retry_on.iter().map(|r| format!("{r:?}")).collect::<Vec<_>>(),
+                    "retry_budget": u.retry_budget.as_ref().map(|b| json!({ "percent": b.percent, "min_per_second": b.min_per_second })),
+                    "retry_backoff": duration(u.retry_backoff),
+                    "max_connections": u.max_connections,
+                    "max_pending": u.max_pending,
                     "timeouts": { "connect": duration(u.timeouts.connect), "request": duration(u.timeouts.request) },
                     "retries": u.retries,
                     "pool": { "max_idle": u.pool.max_idle, "idle_timeout": duration(u.pool.idle_timeout) },
-                    "health": { "failures": u.health.failures, "backoff": duration(u.health.backoff) },
+                    "health": {
+                        "failures": u.health.failures,
+                        "backoff": duration(u.health.backoff),
+                        "max_ejected_percent": u.health.max_ejected_percent,
+                        "active": u.health.active.as_ref().map(|a| json!({ "path": a.path, "interval": duration(a.interval), "timeout": duration(a.timeout), "rise": a.rise, "fall": a.fall, "expect": a.expect.iter().map(|r| format!("{}..{}", r.0, r.1)).collect::<Vec<_>>() })),
+                    },
                     "host_header": u.host_header,
                 }),
             )

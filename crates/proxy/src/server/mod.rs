@@ -12,8 +12,10 @@
 pub(crate) mod admin;
 mod control;
 mod h2;
+mod health_checks;
 pub(crate) mod listener;
 mod reload;
+mod upstreams;
 
 pub use reload::LogLevelHook;
 
@@ -226,6 +228,9 @@ pub fn start_with(config: Config, options: Options) -> anyhow::Result<RunningPro
     ));
     {
         let control_shutdown = shutdown.subscribe();
+        // Active health checks run here too: once per process.
+        let health_plans = Arc::clone(&plans);
+        let health_shutdown = shutdown.subscribe();
         let admin_shutdown = shutdown.subscribe();
         let admin = admin_listener.map(|listener| {
             let state = admin::AdminState::new(Arc::clone(&plans), metrics, Arc::clone(&reloader));
@@ -255,7 +260,8 @@ pub fn start_with(config: Config, options: Options) -> anyhow::Result<RunningPro
                         };
                         tokio::join!(
                             control::run(reloader, hangups, watch_file, control_shutdown),
-                            admin
+                            admin,
+                            health_checks::run(health_plans, health_shutdown),
                         );
                     });
                 })

@@ -14,6 +14,7 @@ mod h2;
 mod local;
 mod respond;
 mod send;
+mod sender;
 mod upstream_h1;
 mod upstream_h2;
 mod worker;
@@ -21,7 +22,6 @@ mod worker;
 pub(crate) use client_h1::Session;
 pub(crate) use h2::serve_stream;
 use local::persistence;
-use send::no_healthy_host;
 use upstream_h1::{SendFailed, UpstreamRead};
 
 pub(crate) use worker::Worker;

@@ -28,6 +28,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         mut conn: UpstreamConn,
         response: ResponseHead,
         answered: Instant,
+        balancer_edits: Option<HeaderEdits>,
     ) -> Result<Next, Failure> {
         if response.status == StatusCode::SWITCHING_PROTOCOLS && !self.switch_offered(&conn) {
             // Only a 101 to an upgrade we relayed turns the connection into
@@ -47,7 +48,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             body_bytes: 0,
         };
         self.check_response_body(&mut conn, &response).await;
-        let edits = self.response_edits(response.status);
+        let edits = merge_edits(self.response_edits(response.status), balancer_edits);
         if response.status == StatusCode::SWITCHING_PROTOCOLS {
             return Ok(self.tunnel(conn, &response, edits).await);
         }
@@ -278,5 +279,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if let Some(edits) = edits {
             self.exchange.response_headers = edits;
         }
+    }
+}
+
+/// The chain's edits plus the balancer's (a sticky cookie to add).
+#[inline]
+pub(super) fn merge_edits(
+    chain: Option<HeaderEdits>,
+    balancer: Option<HeaderEdits>,
+) -> Option<HeaderEdits> {
+    match (chain, balancer) {
+        (Some(mut chain), Some(balancer)) => {
+            chain.add.extend(balancer.add);
+            Some(chain)
+        }
+        (chain, balancer) => chain.or(balancer),
     }
 }

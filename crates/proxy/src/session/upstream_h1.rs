@@ -3,7 +3,6 @@
 //! the response head, reading while earlier pipelined answers still wait.
 
 use super::{Failure, Session, BATCH_WINDOW, READ_RESERVE, UPSTREAM_LIMITS};
-use crate::telemetry::UpstreamError;
 use crate::upstream::pool::UpstreamConn;
 use crate::wire::head;
 use crate::wire::{
@@ -135,7 +134,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             return Err(if conn.reused {
                 Stale
             } else {
-                SendFailed(self.broken(conn, "cannot send the request", !replayable))
+                Reset(self.broken(conn, "cannot send the request", !replayable))
             });
         }
         let deadline = if replayable {
@@ -179,10 +178,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 UpstreamRead::Done(Ok(0) | Err(_)) if conn.reused && conn.buf.is_empty() => {
                     return Err(Stale)
                 }
+                UpstreamRead::Done(Ok(0) | Err(_)) if conn.buf.is_empty() => {
+                    return Err(Reset(self.broken(
+                        conn,
+                        "the upstream closed the connection before answering",
+                        false,
+                    )))
+                }
                 UpstreamRead::Done(Ok(0)) => {
                     return Err(SendFailed(self.broken(
                         conn,
-                        "the upstream closed the connection before answering",
+                        "the upstream closed the connection in its answer's head",
                         false,
                     )))
                 }
@@ -195,17 +201,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 }
                 UpstreamRead::Done(Ok(_)) => {}
                 UpstreamRead::TimedOut => {
-                    let config = &self.plan.upstream(conn.upstream);
-                    let mut failure = self.upstream_failure(
-                        conn.upstream,
-                        conn.host,
-                        UpstreamError::Timeout,
-                        &format!("no response within {:?}", timeouts.request),
-                        false,
-                    );
-                    failure.status = StatusCode::GATEWAY_TIMEOUT;
-                    config.balancer.failure(conn.host, self.plan.clock());
-                    return Err(SendFailed(failure));
+                    return Err(SendFailed(self.timed_out(conn, timeouts.request)));
                 }
             }
         }
@@ -363,10 +359,13 @@ pub(super) enum UpstreamRead {
 pub(super) enum SendError {
     /// A pooled connection the upstream had already closed; nothing was answered.
     Stale,
+    /// A new connection closed or reset before any byte of an answer
+    /// (`retry_on: reset`); counted against the host already.
+    Reset(Failure),
     SendFailed(Failure),
 }
 
-pub(super) use SendError::{SendFailed, Stale};
+pub(super) use SendError::{Reset, SendFailed, Stale};
 
 /// An HTTP/1.1 client's request, as the head rules read it.
 pub(super) fn outgoing<'a>(

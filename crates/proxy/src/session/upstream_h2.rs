@@ -21,8 +21,10 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::warn;
 
 use super::{
-    no_healthy_host, persistence, send::resend_after_refused, upstream_h1::outgoing, Failure, Next,
-    Session,
+    persistence,
+    send::{resend_after_refused, Sender},
+    upstream_h1::outgoing,
+    Failure, Next, Session,
 };
 use crate::{
     ids::{HostId, RouteId, UpstreamId},
@@ -55,8 +57,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         route: RouteId,
     ) -> Result<Next, Failure> {
         let gateway = Arc::clone(&self.plan);
+        let worker = Arc::clone(&self.worker);
         let upstream_index = gateway.route(route).upstream;
         let upstream = &gateway.upstream(upstream_index);
+        let picker = Sender::new(&gateway, &worker, upstream_index, self.peer);
         let context = self.request_context(head, upstream.host_header.as_ref())?;
         let scheme = if upstream.tls.is_some() {
             "https"
@@ -72,12 +76,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     "the request cannot be expressed in HTTP/2",
                 )
             })?;
+        let picked = picker.pick(&outgoing).await;
         self.rbuf.advance(head.len);
+        let mut host = picked?;
         let mut attempts = 0;
-        let mut host = upstream
-            .balancer
-            .pick(gateway.clock())
-            .ok_or_else(|| no_healthy_host(&upstream.name))?;
         loop {
             let (sender, lease) = match h2_pool::stream(
                 &self.worker.h2_pool,
@@ -95,7 +97,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 Ok(stream) => stream,
                 Err(err) => {
                     let failure = self.connect_failure(upstream_index, host, err);
-                    host = self.after_failure(upstream_index, host, &mut attempts, failure)?;
+                    host = picker.after_failure(host, &mut attempts, failure).await?;
                     continue;
                 }
             };
@@ -105,9 +107,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 .await
             {
                 Ok(response) => {
-                    self.answered(upstream_index, host, sent_at);
+                    picker.answered(host, sent_at, response.status());
+                    picker.learn_cookies(host, Fields::Map(response.headers()));
+                    let cookie = picker.with_cookie(host, None);
                     return Ok(self
-                        .respond_h2(head, route, upstream_index, response, lease)
+                        .respond_h2(head, route, upstream_index, response, lease, cookie)
                         .await);
                 }
                 Err(StreamFailure::Refused)
@@ -194,11 +198,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     false,
                 );
                 failure.status = StatusCode::GATEWAY_TIMEOUT;
-                let gateway = &self.plan;
-                gateway
-                    .upstream(upstream)
-                    .balancer
-                    .failure(host, gateway.clock());
+                self.sender(upstream).count_failure(host);
                 Err(StreamFailure::Failed(failure))
             }
         }
@@ -312,6 +312,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         upstream: UpstreamId,
         response: Response<RecvStream>,
         lease: StreamLease,
+        balancer_edits: Option<crate::wire::edits::HeaderEdits>,
     ) -> Next {
         let (parts, body) = response.into_parts();
         self.count(Some(route), parts.status);
@@ -320,7 +321,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             upstream: Some(upstream),
             body_bytes: 0,
         };
-        let edits = self.response_edits(parts.status);
+        let edits = super::respond::merge_edits(self.response_edits(parts.status), balancer_edits);
         let length = parts
             .headers
             .get(header::CONTENT_LENGTH)

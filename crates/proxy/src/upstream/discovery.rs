@@ -97,8 +97,8 @@ fn named_hosts(config: &Config) -> impl Iterator<Item = (&str, &str)> {
         upstream
             .hosts
             .iter()
-            .filter(|h| entry(&h.value).is_ok_and(|e| !matches!(e.target, Target::Address(_))))
-            .map(move |h| (name.as_str(), h.value.as_str()))
+            .filter(|h| entry(&h.value.url).is_ok_and(|e| !matches!(e.target, Target::Address(_))))
+            .map(move |h| (name.as_str(), h.value.url.as_str()))
     })
 }
 

@@ -12,7 +12,9 @@ mod carry;
 pub(crate) mod connect;
 pub(crate) mod discovery;
 pub(crate) mod h2_pool;
+pub(crate) mod health;
 pub(crate) mod pool;
+pub(crate) mod retry;
 
 use std::{net::SocketAddr, path::Path, sync::Arc, time::Duration};
 
@@ -21,12 +23,13 @@ use http::HeaderValue;
 use tls::{rustls::pki_types::ServerName, tokio_rustls::TlsConnector};
 
 use crate::{
-    config::{Protocol, Timeouts, UpstreamSettings},
+    config::{ActiveHealth, Protocol, Timeouts, UpstreamSettings},
     ids::HostId,
 };
 use balance::Balancer;
 use discovery::{Answers, Target};
 use pool::HostConns;
+use retry::RetryPolicy;
 
 /// One upstream: its hosts, balancer and settings.
 #[derive(Debug)]
@@ -46,6 +49,9 @@ pub(crate) struct Upstream {
     pub balancer: Balancer,
     pub timeouts: Timeouts,
     pub retries: u32,
+    pub retry: RetryPolicy,
+    /// `health.active`: checked by the process's health checker.
+    pub active_health: Option<ActiveHealth>,
     pub max_idle: usize,
     pub idle_timeout: Duration,
     pub host_header: Option<HeaderValue>,
@@ -87,21 +93,26 @@ impl Upstream {
         let mut hosts = Vec::new();
         let mut host_names = Vec::new();
         let mut server_names = Vec::new();
+        let mut balanced = Vec::new();
         for host in &settings.hosts {
-            let context = || format!("upstreams.{name}.hosts: `{}`", host.value);
-            let entry = discovery::entry(&host.value).with_context(context)?;
+            let context = || format!("upstreams.{name}.hosts: `{}`", host.value.url);
+            let entry = discovery::entry(&host.value.url).with_context(context)?;
             let server_name = ServerName::try_from(entry.host.clone())
                 .with_context(|| format!("`{}` is not a DNS name or IP address", entry.host))
                 .with_context(context)?;
             let addresses = match entry.target {
                 Target::Address(addr) => vec![addr],
                 Target::Name { .. } | Target::Srv { .. } => answers
-                    .get(&host.value)
+                    .get(&host.value.url)
                     .cloned()
                     .context("the name was not resolved")
                     .with_context(context)?,
             };
             for addr in addresses {
+                // Each address is a host of its own to the balancer, with
+                // the entry's weight, named by the URL and the address
+                // (the hash ring's points, the sticky cookie's value).
+                balanced.push((format!("{}@{addr}", host.value.url), host.value.weight));
                 hosts.push(addr);
                 host_names.push(entry.authority.clone());
                 server_names.push(server_name.clone());
@@ -126,7 +137,10 @@ impl Upstream {
         });
         Ok(Self {
             name: name.to_string(),
-            balancer: Balancer::new(hosts.len(), &settings.health),
+            balancer: Balancer::new(settings, &balanced, workers)
+                .with_context(|| format!("upstreams.{name}"))?,
+            retry: RetryPolicy::new(settings),
+            active_health: settings.health.active.clone(),
             conns: hosts
                 .iter()
                 .map(|_| Arc::new(HostConns::new(workers)))
@@ -154,7 +168,7 @@ fn upstream_tls(
     if !upstream
         .hosts
         .iter()
-        .any(|h| h.value.starts_with("https://"))
+        .any(|h| h.value.url.starts_with("https://"))
     {
         return Ok(None);
     }

@@ -46,12 +46,7 @@ pub(super) async fn forward(
     let plan = Arc::clone(&stream.plan);
     let worker = Arc::clone(&stream.worker);
     let config = plan.upstream(upstream);
-    let sender = Sender {
-        plan: &plan,
-        worker: &worker,
-        upstream,
-        peer: stream.origin.peer,
-    };
+    let sender = Sender::new(&plan, &worker, upstream, stream.origin.peer);
     let mut request = Vec::with_capacity(1024);
     head::request_head(&mut request, outgoing, context);
     let replayable = body.in_hand();
@@ -69,12 +64,12 @@ pub(super) async fn forward(
     let head_request = *outgoing.method == Method::HEAD;
     let mut fresh_only = false;
     let mut attempts = 0;
-    let mut host = sender.pick()?;
+    let mut host = sender.pick(outgoing).await?;
     let (mut conn, (response, fields), sent_at, mut pump) = loop {
         let mut conn = match sender.connection(host, fresh_only, Instant::now()).await {
             Ok(conn) => conn,
             Err(failure) => {
-                host = sender.after_failure(host, &mut attempts, failure)?;
+                host = sender.after_failure(host, &mut attempts, failure).await?;
                 continue;
             }
         };
@@ -115,13 +110,20 @@ pub(super) async fn forward(
             }
         }
     };
-    sender.answered(host, sent_at);
+    sender.answered(host, sent_at, response.status);
+    sender.learn_cookies(
+        host,
+        Fields::H1 {
+            buf: &conn.buf,
+            fields: &fields,
+        },
+    );
     stream.outcome = Outcome {
         status: response.status,
         upstream: Some(upstream),
         body_bytes: 0,
     };
-    let edits = stream.response_edits(response.status);
+    let edits = sender.with_cookie(host, stream.response_edits(response.status));
     let keep_length = matches!(response.framing, BodyFraming::Length(_)) || head_request;
     let head = http2::client_response(
         response.status,

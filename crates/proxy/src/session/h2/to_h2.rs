@@ -67,12 +67,7 @@ pub(super) async fn forward(
     };
     // Built once; again only if a refused stream is sent again.
     let mut request = Some(build()?);
-    let sender = Sender {
-        plan: &plan,
-        worker: &worker,
-        upstream,
-        peer: stream.origin.peer,
-    };
+    let sender = Sender::new(&plan, &worker, upstream, stream.origin.peer);
     let counted = Counted {
         metrics: Arc::clone(&worker.metrics),
         shard: worker.index,
@@ -80,7 +75,7 @@ pub(super) async fn forward(
     let max_header_list = u32::try_from(plan.limits.max_head).unwrap_or(u32::MAX);
     let in_hand = body.in_hand();
     let empty = matches!(body, RequestBody::Empty);
-    let mut host = sender.pick()?;
+    let mut host = sender.pick(outgoing).await?;
     let mut attempts = 0;
     let (response, upstream_body, lease, sent_at) = loop {
         let (send, lease) = match h2_pool::stream(
@@ -96,7 +91,7 @@ pub(super) async fn forward(
             Ok(found) => found,
             Err(err) => {
                 let failure = sender.connect_failure(host, err);
-                host = sender.after_failure(host, &mut attempts, failure)?;
+                host = sender.after_failure(host, &mut attempts, failure).await?;
                 continue;
             }
         };
@@ -235,7 +230,8 @@ async fn relay(
         }
         Err(_) => return Err(sender.timed_out(host, timeout)),
     };
-    sender.answered(host, sent_at);
+    sender.answered(host, sent_at, response.status());
+    sender.learn_cookies(host, crate::wire::fields::Fields::Map(response.headers()));
     let (parts, body) = response.into_parts();
     let status = parts.status;
     stream.outcome = crate::middleware::Outcome {
@@ -243,7 +239,7 @@ async fn relay(
         upstream: Some(sender.upstream),
         body_bytes: 0,
     };
-    let edits = stream.response_edits(status);
+    let edits = sender.with_cookie(host, stream.response_edits(status));
     // A body's length is kept when the upstream gave it; a trailers-only
     // answer (gRPC errors) carries none.
     let head = http2::client_response_from(status, parts.headers, edits.as_ref());

@@ -1,0 +1,180 @@
+//! The load-balancing groups (docs/LOAD-BALANCING.md): `lb`, seeds/002's
+//! round robin over five backends across a concurrency sweep, with
+//! sluice's other policies at the sweep's first point; and `lb-slow`,
+//! five backends one of which answers `--slow-delay` later, where a
+//! policy that avoids the slow host keeps p99 low.
+
+use std::net::SocketAddr;
+
+use super::{begin, peer_component, proxies, sluice_yaml, upstream_yaml, SWEEP_TIMEOUT};
+use crate::{
+    measure::{load_config, RowSpec},
+    options::GroupName,
+    peers::{ProxySite, Site, UpstreamProtocol},
+    process::Component,
+    rounds::Trial,
+    stage::Bench,
+};
+
+/// sluice's policies besides round robin, each with its upstream keys.
+/// `hash` hashes the path, which is the same for every request, so its
+/// bounded load is what spreads them.
+const POLICIES: &[(&str, &str)] = &[
+    ("random", "    balance: random\n"),
+    ("least_request", "    balance: least_request\n"),
+    ("least_time", "    balance: least_time\n"),
+    (
+        "hash",
+        "    balance: hash\n    hash: { key: path, bounded_load: 1.25 }\n",
+    ),
+];
+
+/// The measurement: `wrk -t1 -c32` over five hosts.
+pub(super) const SLOW_CONNECTIONS: usize = 32;
+
+/// Question 6 (seeds/002): round robin over five 1 KB backends, across a
+/// concurrency sweep; sluice's other policies at the first point.
+pub(super) fn lb(bench: &mut Bench<'_>) -> anyhow::Result<()> {
+    let mut group = begin(
+        bench,
+        GroupName::Lb.as_str(),
+        "Load balancing over 5 backends",
+        "How does round robin over five 1 KB backends hold up from hundreds to thousands of connections, and what do the other policies cost?",
+    );
+    let points = bench.capped("lb", bench.options.lb_points());
+    let top = points.iter().copied().max().unwrap_or(1);
+    let (mut components, addrs) = backends(bench, None)?;
+    let systems = proxies(bench, &mut group, &mut components, "lb", &addrs, top)?;
+    let policies = sluice_policies(bench, &mut components, "lb", &addrs, top, POLICIES)?;
+    let mut blocks = Vec::new();
+    for (i, &connections) in points.iter().enumerate() {
+        // The policies at the first point only: each row costs a round's time.
+        let here = if i == 0 { &policies[..] } else { &[] };
+        let mut block = Vec::new();
+        for (system, index, listen) in systems.iter().chain(here) {
+            let mut config = load_config(
+                &format!("http://{listen}/static"),
+                connections,
+                bench.profile.duration,
+                bench.profile.warmup,
+            )?;
+            config.timeout = SWEEP_TIMEOUT;
+            let spec = RowSpec::new(format!("{system} @ {connections}"), system, config)
+                .sweep("connections", connections as f64);
+            block.push(Trial::new(spec, &[*index, 0, 1, 2, 3, 4]));
+        }
+        blocks.push(block);
+    }
+    group.rows = bench.run_blocks("lb", &mut components, blocks, &mut || {})?;
+    bench.publish(group);
+    Ok(())
+}
+
+/// Five backends, one slower by `--slow-delay`: sluice round robin,
+/// least_request and least_time against HAProxy `balance leastconn` and
+/// nginx `least_conn`, on p99 and throughput.
+pub(super) fn lb_slow(bench: &mut Bench<'_>) -> anyhow::Result<()> {
+    let delay = bench.options.slow_delay;
+    let mut group = begin(
+        bench,
+        GroupName::LbSlow.as_str(),
+        "One slow host among five",
+        &format!(
+            "When one of five backends answers {delay:?} later, which policy keeps p99 low at {SLOW_CONNECTIONS} connections?"
+        ),
+    );
+    let (mut components, addrs) = backends(bench, Some(delay))?;
+    let mut systems = sluice_policies(
+        bench,
+        &mut components,
+        "lb-slow",
+        &addrs,
+        SLOW_CONNECTIONS,
+        &[
+            ("round_robin", ""),
+            ("least_request", "    balance: least_request\n"),
+            ("least_time", "    balance: least_time\n"),
+        ],
+    )?;
+    for peer in bench.peers.clone() {
+        let listen = bench.port()?;
+        let site = Site::Proxy(ProxySite {
+            listen,
+            tls: None,
+            h2c_clients: false,
+            upstreams: &addrs,
+            upstream_protocol: UpstreamProtocol::Http1,
+            max_conns: SLOW_CONNECTIONS,
+            least_conn: true,
+        });
+        let system = format!("{} least_conn", peer.kind.name());
+        let name = format!("{system} lb-slow");
+        if let Some(server) = peer_component(bench, &mut group.notes, &peer, &name, &site, listen)?
+        {
+            components.push(server);
+            systems.push((system, components.len() - 1, listen));
+        }
+    }
+    let mut block = Vec::new();
+    for (system, index, listen) in &systems {
+        let mut config = load_config(
+            &format!("http://{listen}/static"),
+            SLOW_CONNECTIONS,
+            bench.profile.duration,
+            bench.profile.warmup,
+        )?;
+        config.timeout = SWEEP_TIMEOUT;
+        let spec = RowSpec::new(system.clone(), system, config);
+        block.push(Trial::new(spec, &[*index, 0, 1, 2, 3, 4]));
+    }
+    group.rows = bench.run_blocks("lb-slow", &mut components, vec![block], &mut || {})?;
+    bench.publish(group);
+    Ok(())
+}
+
+/// Five `static` 1 KB backends; the last answers `slow` later.
+fn backends(
+    bench: &mut Bench<'_>,
+    slow: Option<std::time::Duration>,
+) -> anyhow::Result<(Vec<Component>, Vec<SocketAddr>)> {
+    let mut components = Vec::new();
+    let mut addrs = Vec::new();
+    for i in 0..5 {
+        let mut args = vec!["--size".to_string(), "1024".to_string()];
+        if let (4, Some(delay)) = (i, slow) {
+            args.extend(["--delay".to_string(), format!("{}ms", delay.as_millis())]);
+        }
+        let (backend, addr) = bench.serve("static", &args, false)?;
+        components.push(backend);
+        addrs.push(addr);
+    }
+    Ok((components, addrs))
+}
+
+/// A sluice proxy per policy in front of `upstreams`, pushed onto
+/// `components`: `(system, index in components, address)`, the system
+/// named `sluice POLICY`.
+fn sluice_policies(
+    bench: &mut Bench<'_>,
+    components: &mut Vec<Component>,
+    group: &str,
+    upstreams: &[SocketAddr],
+    max_conns: usize,
+    policies: &[(&str, &str)],
+) -> anyhow::Result<Vec<(String, usize, SocketAddr)>> {
+    let mut systems = Vec::new();
+    for (policy, keys) in policies {
+        let listen = bench.port()?;
+        let yaml = sluice_yaml(
+            max_conns,
+            &format!(
+                "listeners: [{{ address: {listen} }}]\nupstreams:\n{}routes:\n  - {{ path: /, upstream: backend }}\n",
+                upstream_yaml("backend", upstreams, keys)
+            ),
+        );
+        let system = format!("sluice {policy}");
+        components.push(bench.sluice_proxy(&format!("{system} ({group})"), &yaml, &[listen])?);
+        systems.push((system, components.len() - 1, listen));
+    }
+    Ok(systems)
+}

@@ -1,0 +1,115 @@
+//! The admin API's view of the balancers: `/upstreams` (each upstream's
+//! policy and hosts with their state) and the per-host metrics.
+
+use std::fmt::Write as _;
+
+use serde_json::json;
+
+use crate::{ids::HostId, plan::Plan, telemetry, upstream::balance::HostHealth};
+
+/// `/upstreams`: every upstream, its hosts and their state now.
+pub(super) fn render(plan: &Plan) -> serde_json::Value {
+    let now = plan.clock();
+    let upstreams: serde_json::Map<String, serde_json::Value> = plan
+        .upstreams
+        .iter()
+        .map(|upstream| {
+            let limits = upstream.balancer.limits();
+            let hosts: Vec<serde_json::Value> = (0..upstream.hosts.len())
+                .map(|h| {
+                    let host = HostId::new(h);
+                    let view = upstream.balancer.view(host, now);
+                    json!({
+                        "host": upstream.host_name(host),
+                        "address": upstream.hosts[h].to_string(),
+                        "state": view.health.as_str(),
+                        "weight": view.weight,
+                        "in_flight": view.in_flight,
+                        "waiting": limits.map(|l| l.waiting(host)),
+                        "latency_ewma_ms": view.latency_ewma.as_secs_f64() * 1e3,
+                        "requests": view.requests,
+                        "failures": view.failures,
+                        "ejections": view.ejections,
+                    })
+                })
+                .collect();
+            (
+                upstream.name.clone(),
+                json!({
+                    "balance": upstream.balancer.policy_name(),
+                    "healthy_hosts": upstream.balancer.healthy(now),
+                    "active_health_checks": upstream.active_health.is_some(),
+                    "hosts": hosts,
+                }),
+            )
+        })
+        .collect();
+    json!({ "upstreams": upstreams })
+}
+
+/// Per-host series: answers, failures, ejections, state and weight.
+pub(super) fn host_metrics(plan: &Plan, out: &mut String) {
+    let now = plan.clock();
+    let family = |out: &mut String,
+                  name: &str,
+                  help: &str,
+                  kind: &str,
+                  value: &dyn Fn(usize, usize) -> u64| {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+        for (u, upstream) in plan.upstreams.iter().enumerate() {
+            for h in 0..upstream.hosts.len() {
+                let _ = writeln!(out, "{name}{{{}}} {}", labels(plan, u, h), value(u, h));
+            }
+        }
+    };
+    let view = |u: usize, h: usize| plan.upstreams[u].balancer.view(HostId::new(h), now);
+    family(
+        out,
+        "sluice_upstream_host_requests_total",
+        "Response heads from each host.",
+        "counter",
+        &|u, h| view(u, h).requests,
+    );
+    family(
+        out,
+        "sluice_upstream_host_failures_total",
+        "Failures counted against each host (connect, reset, timeout, 5xx).",
+        "counter",
+        &|u, h| view(u, h).failures,
+    );
+    family(
+        out,
+        "sluice_upstream_host_ejections_total",
+        "Times passive health ejected each host.",
+        "counter",
+        &|u, h| view(u, h).ejections,
+    );
+    family(
+        out,
+        "sluice_upstream_host_healthy",
+        "Whether each host takes traffic (1) or not (0).",
+        "gauge",
+        &|u, h| {
+            u64::from(matches!(
+                view(u, h).health,
+                HostHealth::Healthy | HostHealth::Ramping
+            ))
+        },
+    );
+    family(
+        out,
+        "sluice_upstream_host_weight",
+        "Each host's configured weight.",
+        "gauge",
+        &|u, h| u64::from(view(u, h).weight),
+    );
+}
+
+fn labels(plan: &Plan, upstream: usize, host: usize) -> String {
+    let upstream = &plan.upstreams[upstream];
+    format!(
+        "upstream=\"{}\",host=\"{}\"",
+        telemetry::escape(&upstream.name),
+        telemetry::escape(upstream.host_name(HostId::new(host)))
+    )
+}

@@ -1,0 +1,360 @@
+//! One request's view of an upstream, the same for every client
+//! protocol: picking a host (and holding its in-flight count and
+//! connection slot until the request is done), counting answers and
+//! failures against hosts, the retry rules, and answering for them
+//! (502, 503, 504).
+
+use super::{Failure, Worker};
+use crate::ids::{HostId, UpstreamId};
+use crate::plan::Plan;
+use crate::telemetry::UpstreamError;
+use crate::upstream::connect;
+use crate::upstream::connect::ConnectError;
+use crate::upstream::pool::UpstreamConn;
+use crate::upstream::retry::Attempt;
+use crate::wire::{edits::HeaderEdits, fields::Fields, head::Outgoing};
+
+use std::{
+    net::SocketAddr,
+    sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed},
+    time::{Duration, Instant},
+};
+
+use http::{header::SET_COOKIE, StatusCode};
+use tracing::warn;
+
+/// No host held.
+const NONE: usize = usize::MAX;
+
+#[derive(Debug)]
+pub(crate) struct Sender<'a> {
+    pub plan: &'a Plan,
+    pub worker: &'a Worker,
+    pub upstream: UpstreamId,
+    /// The client, for the log and `hash: { key: client_ip }`.
+    pub peer: SocketAddr,
+    /// The host whose in-flight count and slot this request holds.
+    held: AtomicUsize,
+    /// The answer must carry the sticky cookie of the host it came from.
+    set_cookie: AtomicBool,
+}
+
+impl Drop for Sender<'_> {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+impl<'a> Sender<'a> {
+    pub(crate) fn new(
+        plan: &'a Plan,
+        worker: &'a Worker,
+        upstream: UpstreamId,
+        peer: SocketAddr,
+    ) -> Self {
+        Self {
+            plan,
+            worker,
+            upstream,
+            peer,
+            held: AtomicUsize::new(NONE),
+            set_cookie: AtomicBool::new(false),
+        }
+    }
+
+    fn config(&self) -> &'a crate::upstream::Upstream {
+        self.plan.upstream(self.upstream)
+    }
+
+    /// The host the balancer picks for `request` (held until this sender
+    /// is dropped), or 503.
+    pub(crate) async fn pick(&self, request: &Outgoing<'_>) -> Result<HostId, Failure> {
+        self.pick_lazily(|| *request).await
+    }
+
+    /// [`Sender::pick`] with the request made only if the balancer reads
+    /// it (hash keys, cookies).
+    pub(crate) async fn pick_lazily<'r>(
+        &self,
+        request: impl FnOnce() -> Outgoing<'r>,
+    ) -> Result<HostId, Failure> {
+        let config = self.config();
+        let now = self.plan.clock();
+        config.retry.request(now);
+        let pick = config
+            .balancer
+            .pick(|| (request(), self.peer.ip()), now)
+            .ok_or_else(|| no_healthy_host(&config.name))?;
+        if pick.set_cookie {
+            self.set_cookie.store(true, Relaxed);
+        }
+        // Only a host with a connection limit can make the pick wait;
+        // round robin without limits counts nothing and awaits nothing.
+        if config.balancer.limits().is_some() {
+            self.hold(pick.host).await?;
+        } else if config.balancer.tracks_in_flight() {
+            config.balancer.begin(pick.host);
+            self.held.store(pick.host.index(), Relaxed);
+        }
+        Ok(pick.host)
+    }
+
+    /// Counts the request in on `host` (in-flight, a connection slot),
+    /// after counting it out of the host it held.
+    async fn hold(&self, host: HostId) -> Result<(), Failure> {
+        self.release();
+        let balancer = &self.config().balancer;
+        if let Some(limits) = balancer.limits() {
+            let wait = self.config().timeouts.connect;
+            if limits.acquire(host, wait).await.is_err() {
+                return Err(Failure::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    format!(
+                        "upstream `{}`: host {} is at max_connections and max_pending",
+                        self.config().name,
+                        self.config().host_name(host)
+                    ),
+                ));
+            }
+        } else if !balancer.tracks_in_flight() {
+            return Ok(());
+        }
+        if balancer.tracks_in_flight() {
+            balancer.begin(host);
+        }
+        self.held.store(host.index(), Relaxed);
+        Ok(())
+    }
+
+    fn release(&self) {
+        // A plain load first: most requests hold nothing (round robin
+        // without limits), and a swap is a locked instruction.
+        if self.held.load(Relaxed) == NONE {
+            return;
+        }
+        let held = self.held.swap(NONE, Relaxed);
+        if held == NONE {
+            return;
+        }
+        let balancer = &self.config().balancer;
+        let host = HostId::new(held);
+        if balancer.tracks_in_flight() {
+            balancer.end(host);
+        }
+        if let Some(limits) = balancer.limits() {
+            limits.release(host);
+        }
+    }
+
+    /// Records a response head from `host` with `status`: a 5xx counts
+    /// against the host's health, anything else is a success and its
+    /// latency is learned. Returns when it came.
+    pub(crate) fn answered(&self, host: HostId, sent_at: Instant, status: StatusCode) -> Instant {
+        let answered = Instant::now();
+        let elapsed = answered - sent_at;
+        let config = self.config();
+        if status.is_server_error() {
+            self.count_failure(host);
+        } else {
+            config.balancer.success(host, elapsed, || self.plan.clock());
+        }
+        let metrics = self.worker.metrics();
+        metrics.upstream_latency(self.upstream, elapsed);
+        config.balancer.answered(host, self.worker.index);
+        answered
+    }
+
+    /// Whether `retry_on` lists `status` (then [`Sender::retry`] decides).
+    pub(crate) fn retries_status(&self, status: StatusCode) -> bool {
+        self.config().retry.on_status(status.as_u16())
+    }
+
+    /// Whether a failed attempt on `host` is tried again, and where: an
+    /// attempt that `retry_on` lists, of a request that may go again
+    /// (`safe`: idempotent with its body in hand; any request after a
+    /// connect failure), within `retries` and the retry budget, after a
+    /// jittered backoff; on another host if there is one.
+    pub(crate) async fn retry(
+        &self,
+        host: HostId,
+        attempt: Attempt,
+        attempts: &mut u32,
+        safe: bool,
+    ) -> Option<HostId> {
+        let config = self.config();
+        if *attempts >= config.retries || !config.retry.allows(attempt, safe, safe) {
+            return None;
+        }
+        if !config.retry.spend(self.plan.clock()) {
+            return None;
+        }
+        *attempts += 1;
+        tokio::time::sleep(config.retry.backoff(*attempts)).await;
+        let now = self.plan.clock();
+        let next = config.balancer.pick_after(host, now).or_else(|| {
+            // The only host left: again, unless it was ejected meanwhile.
+            (attempt != Attempt::ConnectFailure && config.balancer.healthy(now) > 0).then_some(host)
+        })?;
+        self.hold(next).await.ok()?;
+        Some(next)
+    }
+
+    /// After a failed connect to `host`: counts it against the host and
+    /// picks the next one to try, or gives up with `failure`.
+    pub(crate) async fn after_failure(
+        &self,
+        host: HostId,
+        attempts: &mut u32,
+        failure: Failure,
+    ) -> Result<HostId, Failure> {
+        let config = self.config();
+        // A 502 is a refused or failed connection; a 504 a connect timeout.
+        self.count(host, failure.status == StatusCode::BAD_GATEWAY);
+        if *attempts >= config.retries {
+            *attempts += 1;
+            return Err(failure);
+        }
+        if config
+            .balancer
+            .pick_after(host, self.plan.clock())
+            .is_none()
+        {
+            return Err(no_healthy_host(&config.name));
+        }
+        self.retry(host, Attempt::ConnectFailure, attempts, true)
+            .await
+            .ok_or(failure)
+    }
+
+    /// Counts a soft failure against `host`'s health (and in its metrics).
+    pub(crate) fn count_failure(&self, host: HostId) {
+        self.count(host, false);
+    }
+
+    /// `hard`: a refused connection, which ejects even past the cap.
+    fn count(&self, host: HostId, hard: bool) {
+        let now = self.plan.clock();
+        let config = self.config();
+        config.balancer.failed(host, self.worker.index);
+        if config.balancer.failure(host, hard, now) {
+            warn!(upstream = %config.name, host = %config.host_name(host), backoff = ?config.balancer.backoff(), "host ejected after consecutive failures");
+        }
+    }
+
+    /// The response's header edits with the sticky cookie for `host`
+    /// added, when the request did not already carry a valid one.
+    #[inline]
+    pub(crate) fn with_cookie(
+        &self,
+        host: HostId,
+        edits: Option<HeaderEdits>,
+    ) -> Option<HeaderEdits> {
+        if !self.set_cookie.load(Relaxed) {
+            return edits;
+        }
+        let Some(cookie) = self.config().balancer.sticky_cookie(host) else {
+            return edits;
+        };
+        let mut edits = edits.unwrap_or_default();
+        edits.add.push((SET_COOKIE, cookie.clone()));
+        Some(edits)
+    }
+
+    /// Learns the application cookie values `host` set in its answer.
+    pub(crate) fn learn_cookies(&self, host: HostId, fields: Fields<'_>) {
+        let balancer = &self.config().balancer;
+        if balancer.app_cookie().is_none() {
+            return;
+        }
+        for value in fields.get_all("set-cookie") {
+            balancer.learn(host, value);
+        }
+    }
+
+    /// 502 for a connection that could not be opened, 504 when it timed out.
+    pub(crate) fn connect_failure(&self, host: HostId, err: ConnectError) -> Failure {
+        let failure = self.failure(host, err.kind, &err.what, false);
+        match err.kind {
+            UpstreamError::Timeout => Failure {
+                status: StatusCode::GATEWAY_TIMEOUT,
+                ..failure
+            },
+            _ => failure,
+        }
+    }
+
+    /// Counts and logs a failed exchange; the answer is 502.
+    pub(crate) fn failure(
+        &self,
+        host: HostId,
+        kind: UpstreamError,
+        what: &str,
+        body_unread: bool,
+    ) -> Failure {
+        let config = self.config();
+        self.worker.metrics().upstream_error(self.upstream, kind);
+        warn!(upstream = %config.name, host = %config.host_name(host), peer = %self.peer, "{what}");
+        Failure {
+            body_unread,
+            ..Failure::new(
+                StatusCode::BAD_GATEWAY,
+                format!("upstream `{}`: {what}", config.name),
+            )
+        }
+    }
+
+    /// A failed exchange that also counts against the host's health.
+    pub(crate) fn broken(&self, host: HostId, what: &str, body_unread: bool) -> Failure {
+        self.count_failure(host);
+        self.failure(host, UpstreamError::Broken, what, body_unread)
+    }
+
+    /// 504 after `timeout` without a response head; counts against the host.
+    pub(crate) fn timed_out(&self, host: HostId, timeout: Duration) -> Failure {
+        let mut failure = self.failure(
+            host,
+            UpstreamError::Timeout,
+            &format!("no response within {timeout:?}"),
+            false,
+        );
+        failure.status = StatusCode::GATEWAY_TIMEOUT;
+        self.count_failure(host);
+        failure
+    }
+
+    /// A pooled HTTP/1.1 connection to `host` (unless `fresh_only`), or a
+    /// new one; `now` ages the pooled ones.
+    pub(crate) async fn connection(
+        &self,
+        host: HostId,
+        fresh_only: bool,
+        now: Instant,
+    ) -> Result<UpstreamConn, Failure> {
+        let config = self.config();
+        let metrics = self.worker.metrics();
+        if !fresh_only {
+            if let Some(conn) = self
+                .worker
+                .pool
+                .take(config, metrics, self.upstream, host, now)
+            {
+                return Ok(conn);
+            }
+        }
+        // Boxed: the cold path's TLS future would make every request's large.
+        match Box::pin(connect::open(config, host, None)).await {
+            Ok(stream) => {
+                metrics.upstream_open(self.upstream, 1);
+                Ok(UpstreamConn::new(stream, self.upstream, host))
+            }
+            Err(err) => Err(self.connect_failure(host, err)),
+        }
+    }
+}
+
+pub(crate) fn no_healthy_host(upstream: &str) -> Failure {
+    Failure::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        format!("upstream `{upstream}` has no healthy host"),
+    )
+}

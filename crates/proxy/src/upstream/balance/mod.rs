@@ -1,0 +1,440 @@
+//! Upstream host selection (docs/LOAD-BALANCING.md): the policy
+//! (`choice`, `ring`), what ties a request to a host (`affinity`), and
+//! each host's health (`state`): passive ejection after consecutive
+//! failures, capped so that it never empties the upstream; active checks
+//! (`upstream::health` runs them and reports here); slow start. Shared
+//! by all workers and lock-free: a round-robin pick is one atomic add
+//! and one load per host it looks at.
+
+mod affinity;
+mod choice;
+mod health;
+mod limits;
+mod ring;
+mod state;
+#[cfg(test)]
+mod tests;
+
+use std::{
+    net::IpAddr,
+    sync::atomic::{AtomicUsize, Ordering::Relaxed},
+    time::Duration,
+};
+
+use crate::{
+    config::{Balance, HashKey, UpstreamSettings},
+    ids::HostId,
+    wire::head::Outgoing,
+};
+use affinity::{AppCookie, StickyCookie};
+use choice::Cumulative;
+use limits::HostLimits;
+use ring::Ring;
+pub(crate) use state::HostHealth;
+use state::HostState;
+
+/// The hosts of one upstream, how to choose among them, and their health.
+#[derive(Debug)]
+pub(crate) struct Balancer {
+    hosts: Box<[HostState]>,
+    policy: Policy,
+    /// Round robin's position (also the fallback of `hash` without a key).
+    next: AtomicUsize,
+    cycle: Box<[u32]>,
+    /// For weighted draws; `None` when all weights are equal.
+    weights: Option<Cumulative>,
+    /// Whether requests count themselves in and out of `in_flight`.
+    tracks_in_flight: bool,
+    persistence: Option<Persistence>,
+    failures_to_eject: u32,
+    backoff: Duration,
+    /// Hosts passive ejection may hold out at once.
+    max_ejected: usize,
+    slow_start: u64,
+    limits: Option<HostLimits>,
+}
+
+#[derive(Debug)]
+enum Policy {
+    RoundRobin,
+    Random,
+    LeastRequest,
+    LeastTime,
+    Hash {
+        key: HashKey,
+        ring: Ring,
+        bounded_load: Option<f64>,
+    },
+}
+
+#[derive(Debug)]
+enum Persistence {
+    Cookie(StickyCookie),
+    App(AppCookie),
+}
+
+/// A chosen host, and whether the answer must carry the sticky cookie.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Pick {
+    pub host: HostId,
+    pub set_cookie: bool,
+}
+
+/// One host as `/upstreams` shows it.
+#[derive(Debug)]
+pub(crate) struct HostView {
+    pub health: HostHealth,
+    pub requests: u64,
+    pub failures: u64,
+    pub weight: u32,
+    pub in_flight: u32,
+    pub latency_ewma: Duration,
+    pub ejections: u64,
+}
+
+impl Balancer {
+    /// The balancer of an upstream's settings (the one place it is
+    /// built): `hosts` names each host (its URL and address: the ring's
+    /// points and the sticky cookie's value) with its weight; `workers`
+    /// shards the per-host counters.
+    pub(crate) fn new(
+        settings: &UpstreamSettings,
+        hosts: &[(String, u32)],
+        workers: usize,
+    ) -> anyhow::Result<Self> {
+        let urls: Vec<&str> = hosts.iter().map(|(name, _)| name.as_str()).collect();
+        let weights: Vec<u32> = hosts.iter().map(|&(_, weight)| weight).collect();
+        let policy = match settings.balance {
+            Balance::RoundRobin => Policy::RoundRobin,
+            Balance::Random => Policy::Random,
+            Balance::LeastRequest => Policy::LeastRequest,
+            Balance::LeastTime => Policy::LeastTime,
+            Balance::Hash => {
+                let hash = settings
+                    .hash
+                    .as_ref()
+                    .ok_or_else(|| anyhow::anyhow!("balance: hash needs `hash.key`"))?;
+                Policy::Hash {
+                    key: hash.key.clone(),
+                    ring: Ring::new(&urls, &weights),
+                    bounded_load: hash.bounded_load,
+                }
+            }
+        };
+        let persistence = match &settings.sticky {
+            Some(sticky) => match (&sticky.cookie, &sticky.app_cookie) {
+                (Some(name), _) => Some(Persistence::Cookie(StickyCookie::new(
+                    name,
+                    sticky.key.as_deref(),
+                    &urls,
+                )?)),
+                (None, Some(name)) => Some(Persistence::App(AppCookie::new(name))),
+                (None, None) => None,
+            },
+            None => None,
+        };
+        let tracks_in_flight = matches!(policy, Policy::LeastRequest | Policy::LeastTime)
+            || matches!(
+                policy,
+                Policy::Hash {
+                    bounded_load: Some(_),
+                    ..
+                }
+            );
+        let count = weights.len();
+        let health = &settings.health;
+        let share = count * health.max_ejected_percent.min(100) as usize / 100;
+        Ok(Self {
+            hosts: weights
+                .iter()
+                .map(|&w| HostState::new(w, workers))
+                .collect(),
+            policy,
+            next: AtomicUsize::new(0),
+            cycle: choice::smooth_cycle(&weights).into(),
+            weights: weights
+                .iter()
+                .any(|&w| w != weights[0])
+                .then(|| Cumulative::new(&weights)),
+            tracks_in_flight,
+            persistence,
+            failures_to_eject: health.failures.max(1),
+            backoff: health.backoff,
+            max_ejected: share.min(count.saturating_sub(1)),
+            slow_start: u64::try_from(settings.slow_start.unwrap_or_default().as_nanos())
+                .unwrap_or(u64::MAX),
+            limits: settings
+                .max_connections
+                .map(|max| HostLimits::new(count, max, settings.max_pending.unwrap_or(0))),
+        })
+    }
+
+    /// The policy's name as `balance:` spells it.
+    pub(crate) fn policy_name(&self) -> &'static str {
+        match self.policy {
+            Policy::RoundRobin => "round_robin",
+            Policy::Random => "random",
+            Policy::LeastRequest => "least_request",
+            Policy::LeastTime => "least_time",
+            Policy::Hash { .. } => "hash",
+        }
+    }
+
+    /// The host for a request, or `None` when no host takes traffic (503).
+    /// `now` is nanoseconds on the plan's clock.
+    /// `request` gives the request and the client's address, asked only
+    /// by a policy or persistence that reads them (round robin does not).
+    pub(crate) fn pick<'r>(
+        &self,
+        request: impl FnOnce() -> (Outgoing<'r>, IpAddr),
+        now: u64,
+    ) -> Option<Pick> {
+        let request = (self.persistence.is_some() || matches!(self.policy, Policy::Hash { .. }))
+            .then(request);
+        let pinned = match (&self.persistence, &request) {
+            (Some(Persistence::Cookie(cookie)), Some((request, _))) => cookie.host(request),
+            (Some(Persistence::App(app)), Some((request, _))) => app.host(request),
+            _ => None,
+        };
+        if let Some(host) = pinned.filter(|&h| self.hosts[h].is_in(now)) {
+            return Some(Pick {
+                host: HostId::new(host),
+                set_cookie: false,
+            });
+        }
+        let host = match &self.policy {
+            Policy::RoundRobin => self.round_robin(now),
+            Policy::Random => self.random(now),
+            Policy::LeastRequest => self.two_choices(now, |h, share| {
+                choice::least_request_cost(h.in_flight.load(Relaxed), share)
+            }),
+            Policy::LeastTime => self.two_choices(now, |h, share| {
+                choice::least_time_cost(h.latency.at(now), h.in_flight.load(Relaxed), share)
+            }),
+            Policy::Hash {
+                key,
+                ring,
+                bounded_load,
+            } => match request
+                .as_ref()
+                .and_then(|(request, peer)| affinity::hash_key(key, request, *peer))
+            {
+                Some(hash) => self.hashed(ring, hash, *bounded_load, now),
+                None => self.round_robin(now),
+            },
+        }?;
+        Some(Pick {
+            host,
+            set_cookie: matches!(self.persistence, Some(Persistence::Cookie(_))),
+        })
+    }
+
+    /// The next host in the smooth weighted cycle that takes traffic; a
+    /// ramping host is passed over in proportion to how far it is from
+    /// its full share.
+    fn round_robin(&self, now: u64) -> Option<HostId> {
+        let len = self.cycle.len();
+        let start = self.next.fetch_add(1, Relaxed);
+        let mut fallback = None;
+        for offset in 0..len {
+            let host = self.cycle[(start + offset) % len] as usize;
+            let state = &self.hosts[host];
+            if !state.is_in(now) {
+                continue;
+            }
+            if self.slow_start == 0 || fastrand::f64() < state.ramp(self.slow_start, now) {
+                return Some(HostId::new(host));
+            }
+            fallback.get_or_insert(host);
+        }
+        fallback.map(HostId::new)
+    }
+
+    /// A host drawn at random in proportion to the weights.
+    fn draw(&self) -> usize {
+        match &self.weights {
+            Some(weights) => weights.host(fastrand::u64(0..weights.total())),
+            None => fastrand::usize(0..self.hosts.len()),
+        }
+    }
+
+    fn random(&self, now: u64) -> Option<HostId> {
+        for _ in 0..4 {
+            let host = self.draw();
+            let state = &self.hosts[host];
+            if state.is_in(now) && fastrand::f64() < state.ramp(self.slow_start, now) {
+                return Some(HostId::new(host));
+            }
+        }
+        self.round_robin(now)
+    }
+
+    /// Power of two choices: two distinct hosts that take traffic, drawn
+    /// in proportion to their weights, the one with the lower `cost`
+    /// (ties: the first drawn, so that unloaded hosts share by weight).
+    fn two_choices(&self, now: u64, cost: impl Fn(&HostState, f64) -> f64) -> Option<HostId> {
+        let mut candidates = [None, None];
+        let mut found = 0;
+        for _ in 0..8 {
+            let host = self.draw();
+            if self.hosts[host].is_in(now) && candidates[0] != Some(host) {
+                candidates[found] = Some(host);
+                found += 1;
+                if found == 2 {
+                    break;
+                }
+            }
+        }
+        if found == 0 {
+            return self.round_robin(now);
+        }
+        let cost_of = |host: usize| {
+            let state = &self.hosts[host];
+            cost(state, state.ramp(self.slow_start, now))
+        };
+        let best = match candidates {
+            [Some(a), Some(b)] if cost_of(b) < cost_of(a) => b,
+            [Some(a), _] => a,
+            _ => return self.round_robin(now),
+        };
+        Some(HostId::new(best))
+    }
+
+    fn hashed(&self, ring: &Ring, key: u64, bounded: Option<f64>, now: u64) -> Option<HostId> {
+        let limit = bounded.map(|factor| {
+            let (load, up) = self
+                .hosts
+                .iter()
+                .filter(|h| h.is_in(now))
+                .fold((0u64, 0u64), |(l, n), h| {
+                    (l + u64::from(h.in_flight.load(Relaxed)), n + 1)
+                });
+            // Mirrokni et al.: ceil(c * (load + 1) / hosts).
+            (factor * (load + 1) as f64 / up.max(1) as f64).ceil() as u32
+        });
+        ring.find(key, |host| {
+            let state = &self.hosts[host];
+            state.is_in(now) && limit.is_none_or(|max| state.in_flight.load(Relaxed) < max)
+        })
+        .or_else(|| {
+            // Every host at its bound: the key's own host, load or not.
+            ring.find(key, |host| self.hosts[host].is_in(now))
+        })
+        .map(HostId::new)
+    }
+
+    /// The next host that takes traffic after `failed` (a retry).
+    pub(crate) fn pick_after(&self, failed: HostId, now: u64) -> Option<HostId> {
+        let count = self.hosts.len();
+        (1..count)
+            .map(|offset| (failed.index() + offset) % count)
+            .find(|&host| self.hosts[host].is_in(now))
+            .map(HostId::new)
+    }
+
+    /// Whether requests must call [`Balancer::begin`] and [`Balancer::end`].
+    pub(crate) fn tracks_in_flight(&self) -> bool {
+        self.tracks_in_flight
+    }
+
+    pub(crate) fn begin(&self, host: HostId) {
+        self.hosts[host.index()].in_flight.fetch_add(1, Relaxed);
+    }
+
+    pub(crate) fn end(&self, host: HostId) {
+        let _ = self.hosts[host.index()]
+            .in_flight
+            .fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1));
+    }
+
+    /// A response head came from `host` after `elapsed`: its failure
+    /// count restarts, and `least_time` learns its latency (`now` is only
+    /// read then).
+    pub(crate) fn success(&self, host: HostId, elapsed: Duration, now: impl FnOnce() -> u64) {
+        let state = &self.hosts[host.index()];
+        // Read first: a store on every request would bounce the line between cores.
+        if state.consecutive_failures.load(Relaxed) != 0 {
+            state.consecutive_failures.store(0, Relaxed);
+        }
+        if matches!(self.policy, Policy::LeastTime) {
+            let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+            state.latency.observe(nanos, now());
+        }
+    }
+
+    /// How long an ejected host stays out.
+    pub(crate) fn backoff(&self) -> Duration {
+        self.backoff
+    }
+
+    /// Host `to` takes over the health of `old`'s host `from` (a reload
+    /// that keeps the host; both balancers count time from one origin).
+    pub(crate) fn carry_host(&self, to: HostId, old: &Balancer, from: HostId) {
+        self.hosts[to.index()].take_over(&old.hosts[from.index()]);
+    }
+
+    /// Counts a response head from `host` on `worker`'s shard.
+    pub(crate) fn answered(&self, host: HostId, worker: usize) {
+        self.hosts[host.index()].count(worker, 0);
+    }
+
+    /// Counts a failure of `host` on `worker`'s shard.
+    pub(crate) fn failed(&self, host: HostId, worker: usize) {
+        self.hosts[host.index()].count(worker, 1);
+    }
+
+    /// Hosts that take traffic at `now` (for /ready and metrics).
+    pub(crate) fn healthy(&self, now: u64) -> usize {
+        self.hosts.iter().filter(|h| h.is_in(now)).count()
+    }
+
+    pub(crate) fn view(&self, host: HostId, now: u64) -> HostView {
+        let state = &self.hosts[host.index()];
+        let health = if state.is_checked_down() {
+            HostHealth::Down
+        } else if state.is_ejected(now) {
+            HostHealth::Ejected
+        } else if state.ramp(self.slow_start, now) < 1.0 {
+            HostHealth::Ramping
+        } else {
+            HostHealth::Healthy
+        };
+        HostView {
+            health,
+            requests: state.total(0),
+            failures: state.total(1),
+            weight: state.weight,
+            in_flight: state.in_flight.load(Relaxed),
+            latency_ewma: Duration::from_nanos(state.latency.nanos()),
+            ejections: state.ejections.load(Relaxed),
+        }
+    }
+
+    /// The `Set-Cookie` value that pins a client to `host`.
+    pub(crate) fn sticky_cookie(&self, host: HostId) -> Option<&http::HeaderValue> {
+        match &self.persistence {
+            Some(Persistence::Cookie(cookie)) => cookie.set_cookie(host.index()),
+            _ => None,
+        }
+    }
+
+    /// The application cookie's name, when the answers must be read for it.
+    pub(crate) fn app_cookie(&self) -> Option<&str> {
+        match &self.persistence {
+            Some(Persistence::App(app)) => Some(&app.name),
+            _ => None,
+        }
+    }
+
+    /// Learns the host of an application cookie value from `host`'s `Set-Cookie`.
+    pub(crate) fn learn(&self, host: HostId, set_cookie: &[u8]) {
+        if let Some(Persistence::App(app)) = &self.persistence {
+            app.learn(set_cookie, host.index());
+        }
+    }
+
+    /// The per-host connection limits, when `max_connections` is set.
+    pub(crate) fn limits(&self) -> Option<&HostLimits> {
+        self.limits.as_ref()
+    }
+}
