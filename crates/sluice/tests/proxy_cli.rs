@@ -281,6 +281,9 @@ fn a_100_mb_body_each_way_passes_with_flat_memory() {
         ),
     );
     let (mut child, addr) = spawn_proxy(&path);
+    // The peak before any body moved: the binary's own size (its code
+    // pages count in RSS) is not what this test is about.
+    let started = peak_rss_kib(child.id());
     let stream = TcpStream::connect(addr).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))
@@ -322,8 +325,11 @@ fn a_100_mb_body_each_way_passes_with_flat_memory() {
     let peak = peak_rss_kib(child.id());
     let _ = child.kill();
     let _ = child.wait();
-    eprintln!("peak RSS after 100 MB each way: {peak} KiB");
-    assert!(peak < 32 * 1024, "peak RSS {peak} KiB");
+    eprintln!("peak RSS after 100 MB each way: {peak} KiB (at start: {started} KiB)");
+    assert!(
+        peak - started < 16 * 1024,
+        "peak RSS {peak} KiB, {started} KiB at start"
+    );
 }
 
 /// The certificate a TLS listener presents now (DER).
