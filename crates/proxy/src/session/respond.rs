@@ -1,6 +1,7 @@
 //! The response: its head for the client (after the chain's response
 //! phase), its body relayed as it arrives, or a tunnel after `101`.
 
+use super::sender::with_cookie;
 use super::{persistence, Failure, Next, Session, UpstreamRead, FLUSH_AT, UPSTREAM_LIMITS};
 use crate::ids::RouteId;
 use crate::middleware::{Outcome, ResponseView};
@@ -28,7 +29,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         mut conn: UpstreamConn,
         response: ResponseHead,
         answered: Instant,
-        balancer_edits: Option<HeaderEdits>,
+        sticky: Option<&http::HeaderValue>,
     ) -> Result<Next, Failure> {
         if response.status == StatusCode::SWITCHING_PROTOCOLS && !self.switch_offered(&conn) {
             // Only a 101 to an upgrade we relayed turns the connection into
@@ -48,7 +49,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             body_bytes: 0,
         };
         self.check_response_body(&mut conn, &response).await;
-        let edits = merge_edits(self.response_edits(response.status), balancer_edits);
+        let edits = with_cookie(self.response_edits(response.status), sticky);
         if response.status == StatusCode::SWITCHING_PROTOCOLS {
             return Ok(self.tunnel(conn, &response, edits).await);
         }
@@ -279,20 +280,5 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if let Some(edits) = edits {
             self.exchange.response_headers = edits;
         }
-    }
-}
-
-/// The chain's edits plus the balancer's (a sticky cookie to add).
-#[inline]
-pub(super) fn merge_edits(
-    chain: Option<HeaderEdits>,
-    balancer: Option<HeaderEdits>,
-) -> Option<HeaderEdits> {
-    match (chain, balancer) {
-        (Some(mut chain), Some(balancer)) => {
-            chain.add.extend(balancer.add);
-            Some(chain)
-        }
-        (chain, balancer) => chain.or(balancer),
     }
 }

@@ -34,14 +34,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // Picked while the client's head is at hand (hash keys, cookies);
         // a 503 is answered once the head is consumed.
         let (rbuf, fields) = (&self.rbuf, &self.fields);
-        let picked = sender
-            .pick_lazily(|| super::upstream_h1::outgoing(rbuf, head, fields))
-            .await;
+        let picked = sender.choose(|| super::upstream_h1::outgoing(rbuf, head, fields));
         self.build_request(head, upstream.host_header.as_ref())?;
         // The head is in `ubuf` now; the client's copy is not needed any more.
         self.rbuf.advance(head.len);
         let replayable = self.buffer_body(head)?;
         let mut host = picked?;
+        if sender.waits() {
+            sender.hold(host).await?;
+        }
         let safe = replayable && is_idempotent(&head.method);
 
         let mut attempts = 0;
@@ -80,9 +81,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                             fields: &self.response_fields,
                         },
                     );
-                    let edits = sender.with_cookie(host, None);
+                    let cookie = sender.cookie(host);
                     return self
-                        .respond(head, route, conn, response, answered, edits)
+                        .respond(head, route, conn, response, answered, cookie)
                         .await;
                 }
                 // A pooled connection the upstream had closed: try a new one.

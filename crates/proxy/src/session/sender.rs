@@ -78,6 +78,21 @@ impl<'a> Sender<'a> {
         &self,
         request: impl FnOnce() -> Outgoing<'r>,
     ) -> Result<HostId, Failure> {
+        let host = self.choose(request)?;
+        if self.waits() {
+            self.hold(host).await?;
+        }
+        Ok(host)
+    }
+
+    /// The balancer's host, counted in flight when the policy reads that;
+    /// when [`Sender::waits`], [`Sender::hold`] must take its slot next.
+    /// Not async: the common pick (round robin, no limits) costs no
+    /// future.
+    pub(crate) fn choose<'r>(
+        &self,
+        request: impl FnOnce() -> Outgoing<'r>,
+    ) -> Result<HostId, Failure> {
         let config = self.config();
         let now = self.plan.clock();
         config.retry.request(now);
@@ -88,20 +103,21 @@ impl<'a> Sender<'a> {
         if pick.set_cookie {
             self.set_cookie.store(true, Relaxed);
         }
-        // Only a host with a connection limit can make the pick wait;
-        // round robin without limits counts nothing and awaits nothing.
-        if config.balancer.limits().is_some() {
-            self.hold(pick.host).await?;
-        } else if config.balancer.tracks_in_flight() {
+        if !self.waits() && config.balancer.tracks_in_flight() {
             config.balancer.begin(pick.host);
             self.held.store(pick.host.index(), Relaxed);
         }
         Ok(pick.host)
     }
 
+    /// Whether a host's connection limit may make the request wait.
+    pub(crate) fn waits(&self) -> bool {
+        self.config().balancer.limits().is_some()
+    }
+
     /// Counts the request in on `host` (in-flight, a connection slot),
     /// after counting it out of the host it held.
-    async fn hold(&self, host: HostId) -> Result<(), Failure> {
+    pub(crate) async fn hold(&self, host: HostId) -> Result<(), Failure> {
         self.release();
         let balancer = &self.config().balancer;
         if let Some(limits) = balancer.limits() {
@@ -243,32 +259,32 @@ impl<'a> Sender<'a> {
 
     /// The response's header edits with the sticky cookie for `host`
     /// added, when the request did not already carry a valid one.
-    #[inline]
     pub(crate) fn with_cookie(
         &self,
         host: HostId,
         edits: Option<HeaderEdits>,
     ) -> Option<HeaderEdits> {
-        if !self.set_cookie.load(Relaxed) {
-            return edits;
-        }
-        let Some(cookie) = self.config().balancer.sticky_cookie(host) else {
-            return edits;
-        };
-        let mut edits = edits.unwrap_or_default();
-        edits.add.push((SET_COOKIE, cookie.clone()));
-        Some(edits)
+        with_cookie(edits, self.cookie(host))
     }
 
     /// Learns the application cookie values `host` set in its answer.
+    #[inline]
     pub(crate) fn learn_cookies(&self, host: HostId, fields: Fields<'_>) {
         let balancer = &self.config().balancer;
-        if balancer.app_cookie().is_none() {
-            return;
+        if balancer.app_cookie().is_some() {
+            for value in fields.get_all("set-cookie") {
+                balancer.learn(host, value);
+            }
         }
-        for value in fields.get_all("set-cookie") {
-            balancer.learn(host, value);
+    }
+
+    /// The sticky cookie the answer from `host` must carry, if any.
+    #[inline]
+    pub(crate) fn cookie(&self, host: HostId) -> Option<&'a http::HeaderValue> {
+        if !self.set_cookie.load(Relaxed) {
+            return None;
         }
+        self.config().balancer.sticky_cookie(host)
     }
 
     /// 502 for a connection that could not be opened, 504 when it timed out.
@@ -357,4 +373,18 @@ pub(crate) fn no_healthy_host(upstream: &str) -> Failure {
         StatusCode::SERVICE_UNAVAILABLE,
         format!("upstream `{upstream}` has no healthy host"),
     )
+}
+
+/// `edits` with a `Set-Cookie: cookie` added, if there is a cookie.
+#[inline]
+pub(crate) fn with_cookie(
+    edits: Option<HeaderEdits>,
+    cookie: Option<&http::HeaderValue>,
+) -> Option<HeaderEdits> {
+    let Some(cookie) = cookie else {
+        return edits;
+    };
+    let mut edits = edits.unwrap_or_default();
+    edits.add.push((SET_COOKIE, cookie.clone()));
+    Some(edits)
 }

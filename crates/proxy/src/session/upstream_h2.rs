@@ -109,7 +109,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 Ok(response) => {
                     picker.answered(host, sent_at, response.status());
                     picker.learn_cookies(host, Fields::Map(response.headers()));
-                    let cookie = picker.with_cookie(host, None);
+                    let cookie = picker.cookie(host);
                     return Ok(self
                         .respond_h2(head, route, upstream_index, response, lease, cookie)
                         .await);
@@ -312,7 +312,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         upstream: UpstreamId,
         response: Response<RecvStream>,
         lease: StreamLease,
-        balancer_edits: Option<crate::wire::edits::HeaderEdits>,
+        sticky: Option<&http::HeaderValue>,
     ) -> Next {
         let (parts, body) = response.into_parts();
         self.count(Some(route), parts.status);
@@ -321,7 +321,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             upstream: Some(upstream),
             body_bytes: 0,
         };
-        let edits = super::respond::merge_edits(self.response_edits(parts.status), balancer_edits);
+        let edits = super::sender::with_cookie(self.response_edits(parts.status), sticky);
         let length = parts
             .headers
             .get(header::CONTENT_LENGTH)

@@ -235,6 +235,11 @@ impl Balancer {
     fn round_robin(&self, now: u64) -> Option<HostId> {
         let len = self.cycle.len();
         let start = self.next.fetch_add(1, Relaxed);
+        // The common case first: the next host takes traffic, nothing ramps.
+        let first = self.cycle[start % len] as usize;
+        if self.slow_start == 0 && self.hosts[first].is_in(now) {
+            return Some(HostId::new(first));
+        }
         let mut fallback = None;
         for offset in 0..len {
             let host = self.cycle[(start + offset) % len] as usize;
