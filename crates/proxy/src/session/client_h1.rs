@@ -4,7 +4,8 @@
 //! leave in one write.
 
 use super::admit::{Admission, Decided};
-use super::{admit, ClientOrigin, Failure, Next, Worker, READ_RESERVE, SHRINK_ABOVE};
+use super::idle::{Idle, BUSY_LINGER};
+use super::{admit, Failure, Next, Worker, READ_RESERVE, SHRINK_ABOVE};
 use crate::ids::RouteId;
 use crate::middleware::{Chain, Exchange, Outcome};
 use crate::plan::Snapshot;
@@ -12,28 +13,18 @@ use crate::wire::fields::Fields;
 use crate::wire::normalize::Refusal;
 use http1::chunked::body_too_large;
 use http1::conn::{Deadlines, ReadEnd, ReadReady, ServerConnection};
-use http1::io::{Prefaced, H2_PREFACE};
 use http1::{ChunkedDecoder, Field, Framing as RequestFraming, Head};
 use std::cell::RefCell;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::pin::Pin;
-use tokio::sync::watch;
 use tokio::time::timeout;
 
-use std::{
-    sync::Arc,
-    time::{Duration, Instant},
-};
+use std::{sync::Arc, time::Instant};
 
-use bytes::BytesMut;
 use http::{header, StatusCode};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tracing::debug;
 
-/// A session whose client has sent nothing for this long since its last
-/// bytes is put away (the connection becomes an `Idle`).
-const BUSY_LINGER: Duration = Duration::from_millis(100);
 /// Spare scratch sets a worker thread keeps for its busy sessions.
 const MAX_SPARE_SCRATCH: usize = 256;
 
@@ -81,127 +72,13 @@ pub(crate) struct Session<S> {
     /// The upstream answered before the request body ended: the rest of
     /// the body was not sent, and the connection closes after the answer.
     pub(super) body_abandoned: bool,
-}
-
-/// What an HTTP/1.1 client connection keeps between requests: no
-/// buffers and no request state (see [`serve_h1`]).
-pub(crate) struct Idle<S> {
-    conn: ServerConnection<S>,
-    peer: SocketAddr,
-    secure: bool,
-    worker: Arc<Worker>,
-    plan: Arc<Snapshot>,
-}
-
-/// Serves a connection that opened with the HTTP/2 preface (h2c with
-/// prior knowledge), the bytes read so far replayed. A function pointer
-/// from the server layer, which runs HTTP/2 connections.
-pub(crate) type H2c<S> = fn(
-    Prefaced<S>,
-    ClientOrigin,
-    Arc<Worker>,
-    watch::Receiver<bool>,
-) -> Pin<Box<dyn Future<Output = ()> + Send>>;
-
-/// Serves an HTTP/1.1 client connection, whose first bytes (if any were
-/// read already) are `received`, to its end; with `h2c`, a connection
-/// that opens with the HTTP/2 preface goes to it instead. `held` (a
-/// connection permit, a count) is dropped when the connection ends.
-///
-/// An idle connection is its task's future, so that future holds only an
-/// [`Idle`]: it waits for the client's next bytes without a buffer (see
-/// `http1::conn`), and until a whole head has arrived. From then until
-/// the connection is idle again, a [`Session`] (the request's state and
-/// its phases' futures, a few KiB) lives on the heap. Not an `async fn`:
-/// that would keep its arguments twice in the future.
-pub(crate) fn serve_h1<S>(
-    client: S,
-    received: BytesMut,
-    origin: ClientOrigin,
-    worker: Arc<Worker>,
-    shutdown: watch::Receiver<bool>,
-    h2c: Option<H2c<S>>,
-    held: impl Send + 'static,
-) -> impl Future<Output = ()> + Send
-where
-    S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send + 'static,
-{
-    let plan = worker.plans.current();
-    let mut idle = Idle {
-        conn: ServerConnection::new(client, received, shutdown, plan.idle_timeout),
-        peer: origin.peer,
-        secure: origin.secure,
-        worker,
-        plan,
-    };
-    async move {
-        let _held = held;
-        if let Some(h2c) = h2c {
-            match idle.read_preface().await {
-                Ok(false) => {}
-                Ok(true) => {
-                    let (stream, read, shutdown) = idle.conn.into_parts();
-                    let stream = Prefaced::new(read.freeze(), stream);
-                    let origin = ClientOrigin {
-                        peer: idle.peer,
-                        secure: idle.secure,
-                    };
-                    return h2c(stream, origin, idle.worker, shutdown).await;
-                }
-                Err(ReadEnd::Closed) => return,
-                Err(_) => return idle.conn.close(false).await,
-            }
-        }
-        loop {
-            // A head arriving slowly (or not at all) waits here, holding
-            // only its bytes: no session yet.
-            while !http1::head_arrived(&idle.conn.rbuf, &idle.plan.limits) {
-                match idle.conn.read_more(idle.deadlines()).await {
-                    Ok(()) => {}
-                    Err(ReadEnd::Closed) => return,
-                    Err(_) if idle.conn.rbuf.is_empty() => return idle.conn.close(false).await,
-                    // A head begun and not finished in time: 408.
-                    Err(end) => {
-                        return Box::pin(async move { Session::resume(idle).end(end).await }).await
-                    }
-                }
-            }
-            match Box::pin(Session::resume(idle).serve()).await {
-                Some(next) => idle = next,
-                None => return,
-            }
-        }
-    }
-}
-
-impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Idle<S> {
-    fn deadlines(&self) -> Deadlines {
-        Deadlines {
-            idle: self.plan.idle_timeout,
-            request: self.plan.header_read_timeout,
-        }
-    }
-
-    /// Reads until the buffer holds the whole HTTP/2 preface (true) or
-    /// bytes that cannot begin it (false: HTTP/1.1 parses them).
-    async fn read_preface(&mut self) -> Result<bool, ReadEnd> {
-        loop {
-            let rbuf = &self.conn.rbuf;
-            let len = rbuf.len().min(H2_PREFACE.len());
-            if rbuf[..len] != H2_PREFACE[..len] {
-                return Ok(false);
-            }
-            if len == H2_PREFACE.len() {
-                return Ok(true);
-            }
-            self.conn.read_more(self.deadlines()).await?;
-        }
-    }
+    /// See [`Idle`].
+    chatty: bool,
 }
 
 impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
     /// A session for the request whose first bytes `idle` has read.
-    fn resume(idle: Idle<S>) -> Self {
+    pub(super) fn resume(idle: Idle<S>) -> Self {
         let scratch = SPARE_SCRATCH
             .try_with(|spare| spare.borrow_mut().pop())
             .ok()
@@ -233,6 +110,7 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
             max_body: 0,
             decided: Decided::default(),
             body_abandoned: false,
+            chatty: idle.chatty,
         }
     }
 
@@ -254,6 +132,7 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
             conn: self.conn,
             peer: self.peer,
             secure: self.secure,
+            chatty: self.chatty,
             worker: self.worker,
             plan: self.plan,
         }
@@ -263,7 +142,7 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
     /// back when it is idle (nothing left to read), `None` when it ended.
     /// Not an `async fn`, which would keep the session twice.
     #[allow(clippy::manual_async_fn)] // see above
-    fn serve(mut self) -> impl Future<Output = Option<Idle<S>>> + Send {
+    pub(super) fn serve(mut self) -> impl Future<Output = Option<Idle<S>>> + Send {
         async move {
             loop {
                 self.fields.clear();
@@ -273,11 +152,12 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
                 let parsed = http1::parse_head_into(&self.conn.rbuf, &limits, &mut self.fields);
                 let head = match parsed {
                     Ok(Some(head)) => head,
-                    // Answered, nothing left: a client that sends its next
-                    // request soon finds the session still here (boxing
-                    // one per request would cost more than the request's
-                    // parsing); a quiet one leaves it for an `Idle`.
-                    Ok(None) if self.conn.rbuf.is_empty() => {
+                    // Answered, nothing left: a client whose requests come
+                    // close together finds the session still here for the
+                    // next one (boxing one per request would cost more
+                    // than the request's parsing); a quiet one leaves it
+                    // for an `Idle`, and so does any other client at once.
+                    Ok(None) if self.conn.rbuf.is_empty() && self.chatty => {
                         let quiet = self.conn.last_read() + BUSY_LINGER;
                         let deadlines = Deadlines {
                             idle: self.plan.idle_timeout,
@@ -464,23 +344,5 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         self.worker
             .metrics()
             .request(route, status.as_u16(), routes);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use tokio::net::TcpStream;
-
-    fn returned<A, B, C, D, E, G, H, F: Future>(_: fn(A, B, C, D, E, G, H) -> F) -> usize {
-        std::mem::size_of::<F>()
-    }
-
-    /// An idle connection costs its task's future, which holds no request
-    /// state: that lives in the boxed session while a request is served.
-    #[test]
-    fn an_idle_connection_future_stays_small() {
-        let size = returned(serve_h1::<TcpStream> as fn(_, _, _, _, _, _, ()) -> _);
-        assert!(size <= 640, "serve_h1's future is {size} bytes");
     }
 }

@@ -11,6 +11,7 @@ use http::StatusCode;
 mod admit;
 mod client_h1;
 mod h2;
+mod idle;
 mod local;
 mod respond;
 mod send;
@@ -20,8 +21,8 @@ mod upstream_h2;
 mod worker;
 
 use client_h1::Session;
-pub(crate) use client_h1::{serve_h1, H2c};
 pub(crate) use h2::serve_stream;
+pub(crate) use idle::{serve_h1, H2c};
 use local::persistence;
 use upstream_h1::{SendFailed, UpstreamRead};
 
