@@ -100,18 +100,22 @@ def main():
     h1 = f"GET {args.path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: idle-conns\r\n\r\n".encode()
     before = rss_kib(pids)
     socks = []
-    for _ in range(args.conns):
-        sock = socket.create_connection(("127.0.0.1", args.port))
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        if args.slow:
-            sock.sendall(f"GET {args.path} HTTP/1.1\r\nHost: {host}\r\nX-Slow-1: a\r\n".encode())
-        elif args.h2:
-            sock.sendall(h2_request(args.port, args.path))
-            read_h2_answer(sock)
-        else:
-            sock.sendall(h1)
-            read_h1_answer(sock)
-        socks.append(sock)
+    try:
+        for _ in range(args.conns):
+            sock = socket.create_connection(("127.0.0.1", args.port))
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if args.slow:
+                sock.sendall(f"GET {args.path} HTTP/1.1\r\nHost: {host}\r\nX-Slow-1: a\r\n".encode())
+            elif args.h2:
+                sock.sendall(h2_request(args.port, args.path))
+                read_h2_answer(sock)
+            else:
+                sock.sendall(h1)
+                read_h1_answer(sock)
+            socks.append(sock)
+    except OSError as err:
+        print(f"failed after {len(socks)} connections: {err}", file=sys.stderr)
+        return 1
     time.sleep(args.hold)
     after = rss_kib(pids)
     per_conn = (after - before) * 1024 / args.conns

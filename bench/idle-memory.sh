@@ -38,7 +38,7 @@ mkdir -p "$WORK/nginx-proxy"
 # A proxy takes two descriptors per connection (client and its share of
 # the upstream side); HAProxy refuses to start when maxconn needs more
 # than the limit, so counts above what the limit allows are lowered.
-TOP=$(( ($(ulimit -n) - 200) / 2 ))
+TOP=$(( ($(ulimit -n) - 1000) / 2 ))
 CONNS=$(for c in $CONNS; do (( c > TOP )) && { echo "$c connections lowered to $TOP: open-file limit $(ulimit -n)" >&2; c=$TOP; }; echo "$c"; done | tr '\n' ' ')
 MAX=$(( $(tr ' ' '\n' <<<"$CONNS" | sort -g | tail -1) + 50 ))
 
@@ -126,7 +126,12 @@ for scenario in $SCENARIOS; do
       # One warm-up request so that the start figure includes the upstream connection.
       $OTHER_CPU python3 "$ROOT/bench/idle-conns.py" --port "$PROXY_PORT" --pid "$WORKER_PID" --conns 1 --path /v1/pets --hold 0 "${flags[@]}" >/dev/null
       start=$(rss_kib "$WORKER_PID" VmRSS)
-      line=$($OTHER_CPU python3 "$ROOT/bench/idle-conns.py" --port "$PROXY_PORT" --pid "$WORKER_PID" --conns "$conns" --path /v1/pets "${flags[@]}")
+      if ! line=$($OTHER_CPU python3 "$ROOT/bench/idle-conns.py" --port "$PROXY_PORT" --pid "$WORKER_PID" --conns "$conns" --path /v1/pets "${flags[@]}" 2>"$WORK/client.log"); then
+        echo "$scenario $conns $p: failed: $(tail -1 "$WORK/client.log")" >&2
+        printf '| %s | %s | %s | %s | - | failed |\n' "$scenario" "$conns" "$p" "$start" >>"$TABLE"
+        stop_proxy
+        continue
+      fi
       read -r _ _ _ before _ after _ per <<<"$line"
       echo "$scenario $conns $p: $line" >&2
       printf '| %s | %s | %s | %s | %s | %s B |\n' "$scenario" "$conns" "$p" "$start" "$after" "$per" >>"$TABLE"

@@ -387,11 +387,6 @@ fn take_spares(rbuf: &mut BytesMut, wbuf: &mut Vec<u8>) {
     }
 }
 
-/// Spare pairs this thread holds (for tests).
-pub fn spare_count() -> usize {
-    SPARE.try_with(|spare| spare.borrow().len()).unwrap_or(0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
