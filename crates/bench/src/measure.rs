@@ -172,6 +172,7 @@ impl Measured {
             load: self.load?,
             figures,
             rounds: self.rounds,
+            idle: None,
         })
     }
 }

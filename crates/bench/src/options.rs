@@ -24,12 +24,13 @@ pub enum GroupName {
     LbSlow,
     Io,
     Open,
+    Idle,
     Runtimes,
     Peers,
 }
 
 impl GroupName {
-    pub const ALL: [GroupName; 10] = [
+    pub const ALL: [GroupName; 11] = [
         Self::Baseline,
         Self::Proxy,
         Self::Middleware,
@@ -38,6 +39,7 @@ impl GroupName {
         Self::LbSlow,
         Self::Io,
         Self::Open,
+        Self::Idle,
         Self::Runtimes,
         Self::Peers,
     ];
@@ -58,6 +60,7 @@ impl GroupName {
             Self::LbSlow => "lb-slow",
             Self::Io => "io",
             Self::Open => "open",
+            Self::Idle => "idle",
             Self::Runtimes => "runtimes",
             Self::Peers => "peers",
         }

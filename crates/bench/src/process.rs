@@ -121,6 +121,10 @@ impl Component {
         self.child.id()
     }
 
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
     fn wait_listening(&mut self, addr: SocketAddr) -> anyhow::Result<()> {
         let deadline = Instant::now() + START_TIMEOUT;
         loop {

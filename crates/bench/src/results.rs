@@ -22,7 +22,7 @@ pub struct Results {
     /// What the run could not do or changed (a peer missing, a sweep scaled down).
     pub notes: Vec<String>,
     /// In the order they ran: baseline, proxy, middleware, protocols, lb,
-    /// io, open, then the runtimes groups (one per seed).
+    /// io, open, idle, then the runtimes groups (one per seed).
     pub groups: Vec<Group>,
 }
 
@@ -82,7 +82,7 @@ pub struct Settings {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Group {
     /// `baseline`, `proxy`, `middleware`, `protocols`, `lb`, `io`, `open`,
-    /// or one of the runtimes groups: `runtimes-hello` (seeds/001),
+    /// `idle`, or one of the runtimes groups: `runtimes-hello` (seeds/001),
     /// `runtimes-petstore` (seeds/000 Q5), `runtimes-io` (seeds/003),
     /// `runtimes-open` (seeds/004).
     pub name: String,
@@ -126,6 +126,20 @@ pub struct Row {
     /// Each round's own figures, in round order (round `i` of every row
     /// of a group ran in the same pass over the systems).
     pub rounds: Vec<Figures>,
+    /// The `idle` group's memory figures (its rows run no load); `None`
+    /// elsewhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle: Option<IdleMemory>,
+}
+
+/// What idle client connections cost a system: its RSS before they
+/// opened (after one request) and with all of them open and idle.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct IdleMemory {
+    pub rss_before_kib: u64,
+    pub rss_idle_kib: u64,
+    /// The rise divided by the connections.
+    pub bytes_per_connection: f64,
 }
 
 /// A backend of the runtimes groups and what it runs on.

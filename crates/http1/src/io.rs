@@ -44,8 +44,14 @@ pub async fn write_bounded<S: AsyncWrite + Unpin>(
     if let Some(done) = attempt {
         return done;
     }
+    // The slow path on the heap: inline, its timer and write would make
+    // every connection's future (which may flush while idle) larger.
+    Box::pin(write_rest(stream, &bytes[written..], timeout)).await
+}
+
+async fn write_rest<S: AsyncWrite + Unpin>(stream: &mut S, rest: &[u8], timeout: Duration) -> bool {
     let rest = async {
-        stream.write_all(&bytes[written..]).await?;
+        stream.write_all(rest).await?;
         stream.flush().await
     };
     matches!(tokio::time::timeout(timeout, rest).await, Ok(Ok(())))
@@ -82,7 +88,8 @@ const LINGER_MAX_BYTES: usize = 1024 * 1024;
 pub async fn linger<S: AsyncRead + Unpin>(stream: &mut S) {
     let deadline = tokio::time::Instant::now() + LINGER;
     let mut drained = 0;
-    let mut scratch = [0u8; 4096];
+    // On the heap: inline, it would make every connection's future 4 KiB larger.
+    let mut scratch = vec![0u8; 4096];
     while drained < LINGER_MAX_BYTES {
         match tokio::time::timeout_at(deadline, stream.read(&mut scratch)).await {
             Ok(Ok(n)) if n > 0 => drained += n,
@@ -107,6 +114,15 @@ impl<S> Prefaced<S> {
     pub fn new(read: Bytes, stream: S) -> Self {
         Self { read, stream }
     }
+
+    /// Whether bytes read before remain to be returned.
+    pub fn has_read(&self) -> bool {
+        !self.read.is_empty()
+    }
+
+    pub fn stream_mut(&mut self) -> &mut S {
+        &mut self.stream
+    }
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for Prefaced<S> {
@@ -121,6 +137,11 @@ impl<S: AsyncRead + Unpin> AsyncRead for Prefaced<S> {
         }
         let len = this.read.len().min(buf.remaining());
         buf.put_slice(&this.read.split_to(len));
+        if this.read.is_empty() {
+            // An empty slice would still hold the whole first read's buffer
+            // for the connection's life.
+            this.read = Bytes::new();
+        }
         Poll::Ready(Ok(()))
     }
 }

@@ -8,6 +8,7 @@
 //! buffers; see docs/LIFECYCLE-backends.md and docs/LIFECYCLE-proxy.md.
 
 pub mod chunked;
+pub mod conn;
 pub mod io;
 pub mod problem;
 pub mod request;
@@ -16,7 +17,7 @@ pub mod response;
 pub use chunked::{ChunkedDecoder, Decoded, Part};
 pub use problem::{Problem, Violation};
 pub use request::{
-    parse_head, parse_head_into, Field, FieldSink, Framing, Head, Limits, Rejection,
+    head_arrived, parse_head, parse_head_into, Field, FieldSink, Framing, Head, Limits, Rejection,
 };
 pub use response::{
     encode_head, may_have_body, parse_response_head, BodyFraming, Persistence, ResponseHead,

@@ -99,6 +99,20 @@ pub fn parse_head(buf: &[u8], limits: &Limits) -> Result<Option<Head>, Rejection
     parse_head_into(buf, limits, &mut ())
 }
 
+/// Whether `buf` holds a whole head, or the start of one the parser
+/// rejects: what a server waits for before it gives a request any state.
+/// Usually a search for the blank line; a partial head is parsed to tell
+/// one still arriving from one already wrong.
+pub fn head_arrived(buf: &[u8], limits: &Limits) -> bool {
+    if buf.is_empty() {
+        return false;
+    }
+    if buf.ends_with(b"\r\n\r\n") || memchr::memmem::find(buf, b"\r\n\r\n").is_some() {
+        return true;
+    }
+    !matches!(parse_head(buf, limits), Ok(None))
+}
+
 /// [`parse_head`], handing every header field to `fields` as well (only
 /// for a head that parses; the sink may hold fields of a rejected one).
 pub fn parse_head_into(

@@ -21,6 +21,7 @@
 
 mod config;
 mod conn;
+pub mod idle;
 mod report;
 mod response;
 mod stats;

@@ -33,9 +33,10 @@ use crate::load::{parse_duration, parse_think, watch_ctrl_c};
     sluice bench --only baseline,proxy,peers --duration 10s --pin\n  \
     sluice bench --only lb --conns 500,1000,2000,4000,8000,12000\n  \
     sluice bench --only io --users 300,1000,1500,3000,5000 --duration 30s\n  \
+    sluice bench --only idle,peers             # RSS per idle connection: 1,000 and 10,000, HTTP/1.1 and HTTP/2\n  \
     sluice bench --only runtimes,peers         # the seeds' tables in their own runtimes: about 20 minutes\n  \
     sluice bench --only runtimes --runtimes go-http,node --quick\n\n\
-Groups: baseline, proxy, middleware, protocols, lb, io, open, and peers (the\n\
+Groups: baseline, proxy, middleware, protocols, lb, io, open, idle, and peers (the\n\
 nginx and HAProxy rows of every group; skipped with a note when not installed:\n\
 apt-get install -y nginx-light haproxy); runtimes runs only when named: it\n\
 builds the seeds' backends on first use (java+mvn, go, node; a missing\n\

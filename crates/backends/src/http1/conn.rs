@@ -4,16 +4,16 @@
 
 use std::{future::Future, pin::Pin, time::Duration};
 
-use bytes::{Buf, BytesMut};
+use bytes::Buf;
 use http::{header, Method, StatusCode};
 use tokio::{
-    io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt},
+    io::{AsyncRead, AsyncWrite},
     sync::watch,
-    time::{sleep_until, Instant, Sleep},
 };
 
 use http1::{
     chunked::body_too_large,
+    conn::{Deadlines, ReadEnd, ReadReady, ServerConnection},
     io::{with_date, write_bounded, Prefaced, H2_PREFACE},
     ChunkedDecoder, Framing, Head, Limits, Persistence, Rejection,
 };
@@ -30,15 +30,18 @@ pub(crate) const LIMITS: Limits = Limits {
 pub(crate) const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// A request must arrive completely (head and body) within this time of its first byte.
 pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
-const READ_RESERVE: usize = 16 * 1024;
+const DEADLINES: Deadlines = Deadlines {
+    idle: IDLE_TIMEOUT,
+    request: REQUEST_TIMEOUT,
+};
 /// Bodies larger than this are written straight from their buffer, not copied.
 const INLINE_BODY_MAX: usize = 64 * 1024;
 /// Pending responses are flushed early once they exceed this.
 const FLUSH_AT: usize = 256 * 1024;
 /// A client that takes nothing of a pending write for this long is dropped.
-pub(crate) const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const WRITE_TIMEOUT: Duration = http1::conn::WRITE_TIMEOUT;
 /// Buffers grown past this by one large request are replaced afterwards.
-const SHRINK_ABOVE: usize = 64 * 1024;
+const SHRINK_ABOVE: usize = http1::conn::SHRINK_ABOVE;
 
 /// Serves a connection that opened with the HTTP/2 preface: HTTP/2 with
 /// prior knowledge, the bytes read so far replayed. A function pointer, not
@@ -55,35 +58,25 @@ pub(crate) type H2c<S> =
 /// a request goes to it. The first read looks for the preface and is the
 /// read HTTP/1.1 makes anyway: no peek, no extra system call, and nothing
 /// per request.
-pub(crate) async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
+pub(crate) async fn serve_connection<S: AsyncRead + AsyncWrite + ReadReady + Unpin>(
     stream: S,
     app: App,
     shutdown: watch::Receiver<bool>,
     h2c: Option<H2c<S>>,
 ) {
-    let now = Instant::now();
-    let mut signal = shutdown.clone();
     let mut conn = Connection {
-        stream,
-        rbuf: BytesMut::with_capacity(READ_RESERVE),
-        wbuf: Vec::with_capacity(READ_RESERVE),
+        conn: ServerConnection::new(stream, bytes::BytesMut::new(), shutdown, IDLE_TIMEOUT),
         chunked: ChunkedDecoder::default(),
         chunked_raw: 0,
         chunked_body: Vec::new(),
-        shutdown,
-        shutdown_signal: Box::pin(async move {
-            let _ = signal.changed().await;
-        }),
-        timer: Box::pin(sleep_until(now + IDLE_TIMEOUT)),
-        last_read: now,
-        request_started: None,
     };
     if let Some(h2c) = h2c {
         match conn.read_preface().await {
             Ok(false) => {}
             Ok(true) => {
-                let stream = Prefaced::new(conn.rbuf.freeze(), conn.stream);
-                return h2c(stream, app, conn.shutdown).await;
+                let (stream, read, shutdown) = conn.conn.into_parts();
+                let stream = Prefaced::new(read.freeze(), stream);
+                return h2c(stream, app, shutdown).await;
             }
             Err(end) => return conn.end(end).await,
         }
@@ -91,41 +84,23 @@ pub(crate) async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
     conn.run(&app).await;
 }
 
+/// The shared connection plus what a backend keeps per request.
 struct Connection<S> {
-    stream: S,
-    rbuf: BytesMut,
-    wbuf: Vec<u8>,
+    conn: ServerConnection<S>,
     /// Decoder of the current request's chunked body.
     chunked: ChunkedDecoder,
     /// Raw bytes of the chunked body decoded so far (after the head).
     chunked_raw: usize,
     /// The decoded chunked body.
     chunked_body: Vec<u8>,
-    shutdown: watch::Receiver<bool>,
-    /// Completes when shutdown is signalled; built once so that waiting for
-    /// a read costs no new future.
-    shutdown_signal: Pin<Box<dyn Future<Output = ()> + Send>>,
-    /// Fires no later than the current deadline; moved lazily, because
-    /// re-arming a timer on every read costs more than the read's parsing.
-    timer: Pin<Box<Sleep>>,
-    last_read: Instant,
-    /// When the first byte of the request being read arrived.
-    request_started: Option<Instant>,
 }
 
-/// Why reading stopped.
-enum ReadEnd {
-    Closed,
-    TimedOut,
-    Shutdown,
-}
-
-impl<S: AsyncRead + AsyncWrite + Unpin> Connection<S> {
+impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin> Connection<S> {
     async fn run(&mut self, app: &App) {
         loop {
-            let head = match http1::parse_head(&self.rbuf, &LIMITS) {
+            let head = match http1::parse_head(&self.conn.rbuf, &LIMITS) {
                 Ok(Some(head)) => head,
-                Ok(None) => match self.read_more().await {
+                Ok(None) => match self.conn.read_more(DEADLINES).await {
                     Ok(()) => continue,
                     Err(end) => return self.end(end).await,
                 },
@@ -142,9 +117,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<S> {
                 app.handle(&request).await
             };
             // Shutdown may have come while the handler ran.
-            let closing = !head.keep_alive || *self.shutdown.borrow();
-            self.rbuf.advance(head.len + body_len);
-            self.request_started = None;
+            let closing = !head.keep_alive || self.conn.shutting_down();
+            self.conn.rbuf.advance(head.len + body_len);
+            self.conn.request_read();
             self.release_large_buffers();
             let persistence = match (closing, head.http10) {
                 (true, _) => Persistence::Close,
@@ -156,8 +131,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<S> {
             }
             if closing {
                 // Pipelined input after the last answered request is unread.
-                let linger = !self.rbuf.is_empty();
-                return self.close(linger).await;
+                let linger = !self.conn.rbuf.is_empty();
+                return self.conn.close(linger).await;
             }
         }
     }
@@ -166,20 +141,22 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<S> {
     /// that cannot begin it (false: HTTP/1.1 parses them, as any first read).
     async fn read_preface(&mut self) -> Result<bool, ReadEnd> {
         loop {
-            let len = self.rbuf.len().min(H2_PREFACE.len());
-            if self.rbuf[..len] != H2_PREFACE[..len] {
+            let rbuf = &self.conn.rbuf;
+            let len = rbuf.len().min(H2_PREFACE.len());
+            if rbuf[..len] != H2_PREFACE[..len] {
                 return Ok(false);
             }
             if len == H2_PREFACE.len() {
                 return Ok(true);
             }
-            self.read_more().await?;
+            self.conn.read_more(DEADLINES).await?;
         }
     }
 
     fn request(&self, head: &Head, body_len: usize) -> Request<'_> {
-        let text =
-            |range: std::ops::Range<usize>| std::str::from_utf8(&self.rbuf[range]).unwrap_or("");
+        let text = |range: std::ops::Range<usize>| {
+            std::str::from_utf8(&self.conn.rbuf[range]).unwrap_or("")
+        };
         Request {
             method: head.method.clone(),
             // An absolute-form target without a path (`http://host`) means `/`.
@@ -188,10 +165,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<S> {
                 path => path,
             },
             query: head.query.clone().map(text),
-            content_type: head.content_type.clone().map(|r| &self.rbuf[r]),
+            content_type: head.content_type.clone().map(|r| &self.conn.rbuf[r]),
             body: match head.framing {
                 Framing::Chunked => &self.chunked_body,
-                _ => &self.rbuf[head.len..head.len + body_len],
+                _ => &self.conn.rbuf[head.len..head.len + body_len],
             },
         }
     }
@@ -209,7 +186,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<S> {
         };
         let mut continued = !head.expect_continue;
         loop {
-            let available = &self.rbuf[head.len..];
+            let available = &self.conn.rbuf[head.len..];
             match wanted {
                 Some(len) if available.len() >= len => return Ok(len),
                 Some(_) => {}
@@ -231,60 +208,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<S> {
                 }
             }
             if !continued {
-                self.wbuf
+                self.conn
+                    .wbuf
                     .extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
                 continued = true;
             }
-            self.read_more().await.map_err(Err)?;
-        }
-    }
-
-    /// Flushes pending responses, then reads at least one byte.
-    async fn read_more(&mut self) -> Result<(), ReadEnd> {
-        if !self.flush().await {
-            return Err(ReadEnd::Closed);
-        }
-        let idle = self.rbuf.is_empty();
-        if !idle && self.request_started.is_none() {
-            self.request_started = Some(Instant::now());
-        }
-        if idle && *self.shutdown.borrow() {
-            return Err(ReadEnd::Shutdown);
-        }
-        let deadline = match self.request_started {
-            Some(started) => started + REQUEST_TIMEOUT,
-            None => self.last_read + IDLE_TIMEOUT,
-        };
-        if deadline < self.timer.deadline() {
-            self.timer.as_mut().reset(deadline);
-        }
-        self.rbuf.reserve(READ_RESERVE);
-        loop {
-            tokio::select! {
-                biased;
-                read = self.stream.read_buf(&mut self.rbuf) => return match read {
-                    Ok(0) | Err(_) => Err(ReadEnd::Closed),
-                    Ok(_) => {
-                        self.last_read = Instant::now();
-                        Ok(())
-                    }
-                },
-                () = self.shutdown_signal.as_mut(), if idle => return Err(ReadEnd::Shutdown),
-                () = self.timer.as_mut() => {
-                    if Instant::now() >= deadline {
-                        return Err(ReadEnd::TimedOut);
-                    }
-                    self.timer.as_mut().reset(deadline);
-                }
-            }
+            self.conn.read_more(DEADLINES).await.map_err(Err)?;
         }
     }
 
     async fn end(&mut self, end: ReadEnd) {
         match end {
-            ReadEnd::Closed => {}
-            ReadEnd::Shutdown => self.close(false).await,
-            ReadEnd::TimedOut if self.rbuf.is_empty() => self.close(false).await,
+            // Quiet: never asked for here.
+            ReadEnd::Closed | ReadEnd::Quiet => {}
+            ReadEnd::Shutdown => self.conn.close(false).await,
+            ReadEnd::TimedOut if self.conn.rbuf.is_empty() => self.conn.close(false).await,
             ReadEnd::TimedOut => self.reject(request_timeout(), false).await,
         }
     }
@@ -297,16 +235,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<S> {
             .write_response(&response, head_only, Persistence::Close)
             .await
         {
-            self.close(true).await;
+            self.conn.close(true).await;
         }
     }
 
     /// A connection that once carried a large request must not keep its
     /// buffers for the rest of its life.
     fn release_large_buffers(&mut self) {
-        if self.rbuf.is_empty() && self.rbuf.capacity() > SHRINK_ABOVE {
-            self.rbuf = BytesMut::with_capacity(READ_RESERVE);
-        }
+        self.conn.release_large_buffers();
         self.chunked.reset();
         self.chunked_raw = 0;
         self.chunked_body.clear();
@@ -334,7 +270,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<S> {
         );
         with_date(|date| {
             http1::encode_head(
-                &mut self.wbuf,
+                &mut self.conn.wbuf,
                 response.status,
                 fields,
                 response.body.len(),
@@ -344,35 +280,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<S> {
         });
         if !head_only && http1::may_have_body(response.status) {
             if response.body.len() <= INLINE_BODY_MAX {
-                self.wbuf.extend_from_slice(&response.body);
-            } else if !self.flush().await
-                || !write_bounded(&mut self.stream, &response.body, WRITE_TIMEOUT).await
+                self.conn.wbuf.extend_from_slice(&response.body);
+            } else if !self.conn.flush().await
+                || !write_bounded(&mut self.conn.stream, &response.body, WRITE_TIMEOUT).await
             {
                 return false;
             }
         }
-        self.wbuf.len() < FLUSH_AT || self.flush().await
-    }
-
-    async fn flush(&mut self) -> bool {
-        if self.wbuf.is_empty() {
+        if self.conn.wbuf.len() < FLUSH_AT {
             return true;
         }
-        let written = write_bounded(&mut self.stream, &self.wbuf, WRITE_TIMEOUT).await;
-        self.wbuf.clear();
-        if self.wbuf.capacity() > SHRINK_ABOVE {
-            self.wbuf = Vec::with_capacity(READ_RESERVE);
-        }
+        let written = self.conn.flush().await;
+        self.conn.release_large_buffers();
         written
-    }
-
-    /// Flushes and half-closes. With `linger`, drains unread input for a
-    /// moment, so that the client reads the last response instead of a reset.
-    async fn close(&mut self, linger: bool) {
-        if !self.flush().await || self.stream.shutdown().await.is_err() || !linger {
-            return;
-        }
-        http1::io::linger(&mut self.stream).await;
     }
 }
 

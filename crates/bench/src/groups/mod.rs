@@ -4,6 +4,7 @@
 //! all when it returns; `runtimes` publishes a group per seed.
 
 mod balancing;
+mod idle;
 mod runtimes;
 mod sweeps;
 mod throughput;
@@ -35,6 +36,7 @@ pub(crate) const ALL: &[(GroupName, GroupFn)] = &[
     (GroupName::LbSlow, balancing::lb_slow),
     (GroupName::Io, sweeps::io),
     (GroupName::Open, sweeps::open),
+    (GroupName::Idle, idle::idle),
     (GroupName::Runtimes, runtimes::runtimes),
 ];
 
@@ -75,6 +77,10 @@ pub(crate) fn expected(bench: &Bench<'_>) -> Duration {
             GroupName::Io => (options.io_points().len() * (2 + peers), io),
             // Cold and warm, per rate, for the backend alone and each proxy.
             GroupName::Open => (options.open_rates().len() * 2 * (2 + peers), open),
+            GroupName::Idle => {
+                total += idle::expected(bench, peers);
+                continue;
+            }
             GroupName::Runtimes => {
                 total += runtimes::expected(bench);
                 continue;

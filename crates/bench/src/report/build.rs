@@ -9,6 +9,29 @@ use crate::results::{Group, Results, Row};
 /// Systems the row labels may name; dropped when labels are compared.
 pub(crate) const SYSTEMS: [&str; 4] = ["sluice", "nginx", "haproxy", "backend"];
 
+/// The `idle` group's rows: memory, not load.
+fn idle_table(group: &Group) -> Table {
+    let mut t = Table::new()
+        .col("system", Align::Left)
+        .col("protocol", Align::Left)
+        .col("connections", Align::Right)
+        .col("RSS before KiB", Align::Right)
+        .col("RSS idle KiB", Align::Right)
+        .col("per connection", Align::Right);
+    for row in &group.rows {
+        let Some(idle) = &row.idle else { continue };
+        t.push(vec![
+            row.system.clone(),
+            row.load.protocol.clone(),
+            fmt::count(row.load.connections as f64),
+            idle.rss_before_kib.to_string(),
+            idle.rss_idle_kib.to_string(),
+            format!("{:.0} B", idle.bytes_per_connection),
+        ]);
+    }
+    t
+}
+
 /// Whether any row of the group has a sweep point or a phase.
 pub(crate) fn has_points(group: &Group) -> bool {
     group
@@ -21,6 +44,9 @@ pub(crate) fn has_points(group: &Group) -> bool {
 /// load shape, CPU seconds and the errors' kinds; the terminal table leaves
 /// them out to stay within 130 columns ([`error_lines`] has the kinds).
 pub(crate) fn rows_table(group: &Group, full: bool) -> Table {
+    if group.rows.iter().any(|r| r.idle.is_some()) {
+        return idle_table(group);
+    }
     let points = has_points(group);
     let systems = !full && single_system(group).is_some();
     let labels = full || !points || !point_is_enough(group);

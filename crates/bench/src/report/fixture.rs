@@ -69,6 +69,7 @@ fn row(label: &str, system: &str, rps: f64, avg_ms: f64, rss_mib: u64, cpu_us: f
         load: load("/v1/pets", 128),
         figures: rounds[1].clone(),
         rounds,
+        idle: None,
     }
 }
 

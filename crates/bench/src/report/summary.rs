@@ -131,6 +131,9 @@ pub(crate) fn group_line(group: &Group) -> String {
         }
         return line;
     }
+    if group.rows.iter().any(|r| r.idle.is_some()) {
+        return format!("{head}: {}", idle_line(group));
+    }
     let mut line = match (super::seeds::line(group), sweep_name(group)) {
         (Some(line), _) => line,
         (None, Some(name)) => sweep_line(group, name),
@@ -148,6 +151,36 @@ pub(crate) fn group_line(group: &Group) -> String {
         ));
     }
     format!("{head}: {line}")
+}
+
+/// Bytes per idle connection at the largest count, per protocol and system.
+fn idle_line(group: &Group) -> String {
+    let top = group
+        .rows
+        .iter()
+        .map(|r| r.load.connections)
+        .max()
+        .unwrap_or(0);
+    let mut parts: Vec<String> = Vec::new();
+    for protocol in ["HTTP/1.1", "HTTP/2"] {
+        let figures: Vec<String> = group
+            .rows
+            .iter()
+            .filter(|r| r.load.connections == top && r.load.protocol == protocol)
+            .filter_map(|r| {
+                let idle = r.idle.as_ref()?;
+                Some(format!("{} {:.0} B", r.system, idle.bytes_per_connection))
+            })
+            .collect();
+        if !figures.is_empty() {
+            parts.push(format!("{protocol}: {}", figures.join(", ")));
+        }
+    }
+    format!(
+        "per idle connection at {}: {}",
+        fmt::count(top as f64),
+        parts.join("; ")
+    )
 }
 
 fn best_worst(group: &Group) -> String {

@@ -24,11 +24,12 @@ const SEND_BUFFER: usize = 256 * 1024;
 pub(crate) async fn serve<S>(
     io: S,
     origin: ClientOrigin,
-    worker: &Arc<Worker>,
+    worker: Arc<Worker>,
     mut shutdown: watch::Receiver<bool>,
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    let worker = &worker;
     let plan = worker.plans.current();
     let gateway = &plan;
     let handshake = builder(gateway).handshake::<_, Bytes>(io);

@@ -2,11 +2,12 @@
 //! a TLS handshake if it is a TLS listener (ALPN picks `h2` or
 //! `http/1.1`); on a plaintext one, the first bytes tell the HTTP/2
 //! connection preface (h2c with prior knowledge) from an HTTP/1.1 request.
-//! Then an HTTP/1.1 `Session` or an HTTP/2 connection serves it.
+//! Then an HTTP/1.1 session (`serve_h1`) or an HTTP/2 connection serves it.
 
 use std::{
     net::SocketAddr,
     path::{Path, PathBuf},
+    pin::Pin,
     sync::Arc,
     time::Duration,
 };
@@ -18,14 +19,15 @@ use tls::{rustls::ServerConfig, tokio_rustls::TlsAcceptor, TlsError};
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
     net::TcpStream,
-    sync::watch,
+    sync::{watch, OwnedSemaphorePermit},
+    task::JoinSet,
 };
 use tracing::debug;
 
 use crate::{
     config::{HttpVersion, ListenerTls},
     session::Worker,
-    session::{ClientOrigin, Session},
+    session::{serve_h1, ClientOrigin, H2c},
 };
 
 const FIRST_READ: usize = 16 * 1024;
@@ -139,78 +141,143 @@ impl Endpoint {
     }
 }
 
-/// Serves one connection accepted by listener number `listener`.
-pub(crate) async fn serve_connection(
+/// Starts serving a connection accepted by listener number `listener`, as
+/// a task of `sessions` that holds its connection `permit` until it ends.
+///
+/// Each kind of connection is a task of its own type, so that the common
+/// one, plaintext HTTP/1.1 (perhaps h2c), costs only what `serve_h1` keeps
+/// while idle: no wrapper future around it, and nothing of TLS or HTTP/2.
+#[allow(clippy::too_many_arguments)] // one call, in the accept loop
+pub(crate) fn spawn_connection(
+    sessions: &mut JoinSet<()>,
     stream: TcpStream,
     peer: SocketAddr,
-    endpoints: Arc<[Endpoint]>,
+    endpoints: &[Endpoint],
     listener: usize,
-    worker: Arc<Worker>,
-    shutdown: watch::Receiver<bool>,
+    worker: &Arc<Worker>,
+    shutdown: &watch::Receiver<bool>,
+    permit: OwnedSemaphorePermit,
 ) {
-    worker.metrics().connection_opened();
+    let Some(endpoint) = endpoints.get(listener) else {
+        return;
+    };
+    let held = (permit, Counted::new(worker));
     let origin = ClientOrigin {
         peer,
         secure: false,
     };
-    let Some(endpoint) = endpoints.get(listener) else {
-        return;
-    };
-    match (endpoint.tls.clone(), endpoint.versions.as_slice()) {
-        (Some(tls), _) => secure(stream, peer, &tls, &worker, shutdown).await,
-        (None, [HttpVersion::H2]) => plaintext(stream, origin, true, &worker, shutdown).await,
-        (None, [HttpVersion::Http1]) => {
-            let received = BytesMut::with_capacity(FIRST_READ);
-            Session::new(stream, received, origin, Arc::clone(&worker), shutdown)
-                .run()
-                .await;
+    let (worker, shutdown) = (Arc::clone(worker), shutdown.clone());
+    match (&endpoint.tls, endpoint.versions.as_slice()) {
+        (Some(tls), _) => {
+            sessions.spawn(secure(
+                stream,
+                peer,
+                Arc::clone(tls),
+                worker,
+                shutdown,
+                held,
+            ));
         }
-        (None, _) => plaintext(stream, origin, false, &worker, shutdown).await,
+        (None, [HttpVersion::H2]) => {
+            sessions.spawn(h2_only(stream, origin, worker, shutdown, held));
+        }
+        (None, [HttpVersion::Http1]) => {
+            let received = BytesMut::new();
+            sessions.spawn(serve_h1(
+                stream, received, origin, worker, shutdown, None, held,
+            ));
+        }
+        (None, _) => {
+            let h2c: H2c<TcpStream> = serve_h2c;
+            let received = BytesMut::new();
+            sessions.spawn(serve_h1(
+                stream,
+                received,
+                origin,
+                worker,
+                shutdown,
+                Some(h2c),
+                held,
+            ));
+        }
     }
-    worker.metrics().connection_closed();
 }
 
-/// HTTP/1.1 or h2c, by the first bytes; with `h2_only`, anything but
-/// the preface gets GOAWAY (PROTOCOL_ERROR).
-async fn plaintext(
+/// Counts a client connection open while it lives.
+#[derive(Debug)]
+struct Counted(Arc<Worker>);
+
+impl Counted {
+    fn new(worker: &Arc<Worker>) -> Self {
+        worker.metrics().connection_opened();
+        Self(Arc::clone(worker))
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.metrics().connection_closed();
+    }
+}
+
+/// A plaintext connection that opened with the HTTP/2 preface.
+fn serve_h2c(
+    stream: Prefaced<TcpStream>,
+    origin: ClientOrigin,
+    worker: Arc<Worker>,
+    shutdown: watch::Receiver<bool>,
+) -> Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+    boxed(super::h2::serve(stream, origin, worker, shutdown))
+}
+
+/// An h2c-only listener: the preface, or GOAWAY (PROTOCOL_ERROR).
+async fn h2_only(
     mut stream: TcpStream,
     origin: ClientOrigin,
-    h2_only: bool,
-    worker: &Arc<Worker>,
+    worker: Arc<Worker>,
     shutdown: watch::Receiver<bool>,
+    _held: impl Send,
 ) {
-    let mut received = BytesMut::with_capacity(FIRST_READ);
-    // Read until the bytes can no longer be the preface, or are all of it.
     let idle = worker.plans.current().idle_timeout;
+    let mut received = BytesMut::new();
     while received.len() < H2_PREFACE.len() && H2_PREFACE.starts_with(&received) {
-        match tokio::time::timeout(idle, stream.read_buf(&mut received)).await {
+        let read = async {
+            stream.readable().await?;
+            received.reserve(FIRST_READ);
+            stream.read_buf(&mut received).await
+        };
+        match tokio::time::timeout(idle, read).await {
             Ok(Ok(n)) if n > 0 => {}
             _ => return,
         }
     }
     if received.starts_with(H2_PREFACE) {
         let stream = Prefaced::new(received.freeze(), stream);
-        super::h2::serve(stream, origin, worker, shutdown).await;
-    } else if h2_only {
-        debug!(peer = %origin.peer, "no HTTP/2 preface on an h2c-only listener");
-        if stream.write_all(&GOAWAY_PROTOCOL_ERROR).await.is_ok() && stream.shutdown().await.is_ok()
-        {
-            http1::io::linger(&mut stream).await;
-        }
-    } else {
-        Session::new(stream, received, origin, Arc::clone(worker), shutdown)
-            .run()
-            .await;
+        return boxed(super::h2::serve(stream, origin, worker, shutdown)).await;
     }
+    debug!(peer = %origin.peer, "no HTTP/2 preface on an h2c-only listener");
+    if stream.write_all(&GOAWAY_PROTOCOL_ERROR).await.is_ok() && stream.shutdown().await.is_ok() {
+        http1::io::linger(&mut stream).await;
+    }
+}
+
+/// A connection's future on the heap: TLS and HTTP/2 state is kilobytes,
+/// and inline it would make every connection's task as large.
+fn boxed(
+    connection: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+    Box::pin(connection)
 }
 
 async fn secure(
     stream: TcpStream,
     peer: SocketAddr,
-    tls: &TlsListener,
-    worker: &Arc<Worker>,
+    tls: Arc<TlsListener>,
+    worker: Arc<Worker>,
     shutdown: watch::Receiver<bool>,
+    held: impl Send + 'static,
 ) {
+    let worker = &worker;
     let handshake = tls.acceptor().accept(stream);
     let stream = match tokio::time::timeout(tls.handshake_timeout, handshake).await {
         Ok(Ok(stream)) => stream,
@@ -225,16 +292,18 @@ async fn secure(
     };
     let origin = ClientOrigin { peer, secure: true };
     if stream.get_ref().1.alpn_protocol() == Some(tls::ALPN_H2) {
-        super::h2::serve(stream, origin, worker, shutdown).await;
+        super::h2::serve(stream, origin, Arc::clone(worker), shutdown).await;
     } else {
-        Session::new(
+        let worker = Arc::clone(worker);
+        serve_h1(
             stream,
-            BytesMut::with_capacity(FIRST_READ),
+            BytesMut::new(),
             origin,
-            Arc::clone(worker),
+            worker,
             shutdown,
+            None,
+            held,
         )
-        .run()
         .await;
     }
 }

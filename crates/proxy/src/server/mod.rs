@@ -46,7 +46,7 @@ use crate::{
         pool::Pool,
     },
 };
-use listener::{serve_connection, Endpoint};
+use listener::{spawn_connection, Endpoint};
 
 /// Pause after an accept error such as EMFILE, so that the loop does not spin.
 const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(20);
@@ -341,19 +341,16 @@ async fn serve(
     drop(spawn_tx);
     // Sessions are spawned here so that one JoinSet can drain them all.
     while let Some((stream, peer, index, permit)) = spawn_rx.recv().await {
-        let endpoint = Arc::clone(&endpoints);
-        let connection = serve_connection(
+        spawn_connection(
+            &mut sessions,
             stream,
             peer,
-            endpoint,
+            &endpoints,
             index,
-            Arc::clone(&worker),
-            shutdown.clone(),
+            &worker,
+            &shutdown,
+            permit,
         );
-        sessions.spawn(async move {
-            connection.await;
-            drop(permit);
-        });
         while sessions.try_join_next().is_some() {}
     }
     let drained = tokio::time::timeout(deadline, async {

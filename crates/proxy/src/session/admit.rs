@@ -117,14 +117,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             self.peer,
             trust,
             Fields::H1 {
-                buf: &self.rbuf,
+                buf: &self.conn.rbuf,
                 fields: &self.fields,
             },
         );
         let path = self.decided.rewrites.path.as_deref();
         let wanted = chain.wants_body(&request_view(
             head,
-            &self.rbuf,
+            &self.conn.rbuf,
             &self.fields,
             ip,
             path,
@@ -150,7 +150,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
         };
         let path = self.decided.rewrites.path.as_deref();
-        let view = request_view(head, &self.rbuf, &self.fields, ip, path, held);
+        let view = request_view(head, &self.conn.rbuf, &self.fields, ip, path, held);
         if let Some(answer) = chain.request(&view, &mut self.exchange).await {
             return Some(self.answer(head, route, answer));
         }
@@ -176,11 +176,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 ..Failure::new(rejection.status, rejection.detail)
             });
         }
-        if head.expect_continue && self.rbuf.len() < head.len + len {
-            self.wbuf
+        if head.expect_continue && self.conn.rbuf.len() < head.len + len {
+            self.conn
+                .wbuf
                 .extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
         }
-        while self.rbuf.len() < head.len + len {
+        while self.conn.rbuf.len() < head.len + len {
             self.read_body_part().await?;
         }
         Ok(())

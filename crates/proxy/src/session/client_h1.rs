@@ -4,42 +4,53 @@
 //! leave in one write.
 
 use super::admit::{Admission, Decided};
-use super::{
-    admit, ClientOrigin, Failure, Next, ReadEnd, Worker, READ_RESERVE, SHRINK_ABOVE, WRITE_TIMEOUT,
-};
+use super::idle::{Idle, BUSY_LINGER};
+use super::{admit, Failure, Next, Worker, READ_RESERVE, SHRINK_ABOVE};
 use crate::ids::RouteId;
 use crate::middleware::{Chain, Exchange, Outcome};
 use crate::plan::Snapshot;
 use crate::wire::fields::Fields;
 use crate::wire::normalize::Refusal;
 use http1::chunked::body_too_large;
-use http1::io::write_bounded;
+use http1::conn::{Deadlines, ReadEnd, ReadReady, ServerConnection};
 use http1::{ChunkedDecoder, Field, Framing as RequestFraming, Head};
+use std::cell::RefCell;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::pin::Pin;
-use tokio::sync::watch;
-use tokio::time::{sleep_until, timeout, Sleep};
+use tokio::time::timeout;
 
 use std::{sync::Arc, time::Instant};
 
-use bytes::BytesMut;
 use http::{header, StatusCode};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tracing::debug;
 
-/// The HTTP/1.1 client side of the proxy, over any byte stream: TCP, TLS,
-/// or (for HTTP/2 clients, see `h2_server`) an in-memory pipe per stream.
+/// Spare scratch sets a worker thread keeps for its busy sessions.
+const MAX_SPARE_SCRATCH: usize = 256;
+
+thread_local! {
+    /// Scratch of this thread's idle sessions.
+    static SPARE_SCRATCH: RefCell<Vec<Scratch>> = const { RefCell::new(Vec::new()) };
+}
+
+/// What a session needs only while it has a request.
+struct Scratch {
+    ubuf: Vec<u8>,
+    fields: Vec<Field>,
+    response_fields: Vec<Field>,
+}
+
+/// The HTTP/1.1 client side of the proxy, over TCP or TLS.
 pub(crate) struct Session<S> {
-    pub(super) client: S,
+    /// The client's stream, its read and write buffers (none while idle)
+    /// and its timer.
+    pub(super) conn: ServerConnection<S>,
     pub(super) peer: SocketAddr,
     /// Whether the client reached us over TLS (`X-Forwarded-Proto`).
     pub(super) secure: bool,
     pub(super) worker: Arc<Worker>,
     /// The plan of the current request (or of the next, between requests).
     pub(super) plan: Arc<Snapshot>,
-    pub(super) rbuf: BytesMut,
-    pub(super) wbuf: Vec<u8>,
     /// Bytes for the upstream (head and, when it fits, the body).
     pub(super) ubuf: Vec<u8>,
     pub(super) fields: Vec<Field>,
@@ -47,13 +58,6 @@ pub(crate) struct Session<S> {
     pub(super) chunked: ChunkedDecoder,
     /// Bytes of a Content-Length request body not yet read from the client.
     pub(super) body_left: usize,
-    pub(super) shutdown: watch::Receiver<bool>,
-    pub(super) shutdown_signal: Pin<Box<dyn Future<Output = ()> + Send>>,
-    /// Fires no later than the current read deadline; moved lazily,
-    /// because re-arming a timer per read costs more than the read.
-    pub(super) timer: Pin<Box<Sleep>>,
-    pub(super) last_read: tokio::time::Instant,
-    pub(super) request_started: Option<tokio::time::Instant>,
     /// When the oldest unwritten answer in `wbuf` was finished.
     pub(super) pending_since: Option<Instant>,
     /// The middleware state of the current request.
@@ -68,42 +72,33 @@ pub(crate) struct Session<S> {
     /// The upstream answered before the request body ended: the rest of
     /// the body was not sent, and the connection closes after the answer.
     pub(super) body_abandoned: bool,
+    /// See [`Idle`].
+    chatty: bool,
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
-    /// A session on `client`, whose first bytes (read while telling HTTP/1.1
-    /// from HTTP/2) are `received`.
-    pub(crate) fn new(
-        client: S,
-        received: BytesMut,
-        origin: ClientOrigin,
-        worker: Arc<Worker>,
-        shutdown: watch::Receiver<bool>,
-    ) -> Self {
-        let now = tokio::time::Instant::now();
-        let mut signal = shutdown.clone();
-        let plan = worker.plans.current();
-        let idle = plan.idle_timeout;
+impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
+    /// A session for the request whose first bytes `idle` has read.
+    pub(super) fn resume(idle: Idle<S>) -> Self {
+        let scratch = SPARE_SCRATCH
+            .try_with(|spare| spare.borrow_mut().pop())
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| Scratch {
+                ubuf: Vec::with_capacity(1024),
+                fields: Vec::with_capacity(32),
+                response_fields: Vec::with_capacity(32),
+            });
         Self {
-            client,
-            peer: origin.peer,
-            secure: origin.secure,
-            worker,
-            plan,
-            rbuf: received,
-            wbuf: Vec::with_capacity(READ_RESERVE),
-            ubuf: Vec::with_capacity(1024),
-            fields: Vec::with_capacity(32),
-            response_fields: Vec::with_capacity(32),
+            conn: idle.conn,
+            peer: idle.peer,
+            secure: idle.secure,
+            worker: idle.worker,
+            plan: idle.plan,
+            ubuf: scratch.ubuf,
+            fields: scratch.fields,
+            response_fields: scratch.response_fields,
             chunked: ChunkedDecoder::default(),
             body_left: 0,
-            shutdown,
-            shutdown_signal: Box::pin(async move {
-                let _ = signal.changed().await;
-            }),
-            timer: Box::pin(sleep_until(now + idle)),
-            last_read: now,
-            request_started: None,
             pending_since: None,
             exchange: Exchange::default(),
             chain: None,
@@ -115,49 +110,99 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             max_body: 0,
             decided: Decided::default(),
             body_abandoned: false,
+            chatty: idle.chatty,
         }
     }
 
-    pub(crate) async fn run(mut self) {
-        self.serve().await;
+    /// The connection between requests; the scratch buffers become the
+    /// thread's spares.
+    fn suspend(self) -> Idle<S> {
+        let scratch = Scratch {
+            ubuf: self.ubuf,
+            fields: self.fields,
+            response_fields: self.response_fields,
+        };
+        let _ = SPARE_SCRATCH.try_with(|spare| {
+            let mut spare = spare.borrow_mut();
+            if spare.len() < MAX_SPARE_SCRATCH {
+                spare.push(scratch);
+            }
+        });
+        Idle {
+            conn: self.conn,
+            peer: self.peer,
+            secure: self.secure,
+            chatty: self.chatty,
+            worker: self.worker,
+            plan: self.plan,
+        }
     }
 
-    pub(super) async fn serve(&mut self) {
-        loop {
-            self.fields.clear();
-            // A request takes the plan current when its head is parsed.
-            self.worker.plans.refresh(&mut self.plan);
-            let limits = self.plan.limits;
-            let head = match http1::parse_head_into(&self.rbuf, &limits, &mut self.fields) {
-                Ok(Some(head)) => head,
-                Ok(None) => match self.read_more().await {
-                    Ok(()) => continue,
-                    Err(end) => return self.end(end).await,
-                },
-                Err(rejection) => {
-                    if rejection.status == StatusCode::BAD_REQUEST {
-                        self.worker.metrics().refused(Refusal::Malformed);
+    /// Serves requests while the client has sent some: the connection
+    /// back when it is idle (nothing left to read), `None` when it ended.
+    /// Not an `async fn`, which would keep the session twice.
+    #[allow(clippy::manual_async_fn)] // see above
+    pub(super) fn serve(mut self) -> impl Future<Output = Option<Idle<S>>> + Send {
+        async move {
+            loop {
+                self.fields.clear();
+                // A request takes the plan current when its head is parsed.
+                self.worker.plans.refresh(&mut self.plan);
+                let limits = self.plan.limits;
+                let parsed = http1::parse_head_into(&self.conn.rbuf, &limits, &mut self.fields);
+                let head = match parsed {
+                    Ok(Some(head)) => head,
+                    // Answered, nothing left: a client whose requests come
+                    // close together finds the session still here for the
+                    // next one (boxing one per request would cost more
+                    // than the request's parsing); a quiet one leaves it
+                    // for an `Idle`, and so does any other client at once.
+                    Ok(None) if self.conn.rbuf.is_empty() && self.chatty => {
+                        let quiet = self.conn.last_read() + BUSY_LINGER;
+                        let deadlines = Deadlines {
+                            idle: self.plan.idle_timeout,
+                            request: self.plan.header_read_timeout,
+                        };
+                        match self.conn.read_until(deadlines, Some(quiet)).await {
+                            Ok(()) => continue,
+                            Err(ReadEnd::Quiet) => return Some(self.suspend()),
+                            Err(ReadEnd::Closed) => return None,
+                            Err(_) => {
+                                self.conn.close(false).await;
+                                return None;
+                            }
+                        }
                     }
-                    let failure = Failure::new(rejection.status, rejection.detail);
-                    debug!(peer = %self.peer, status = %failure.status, detail = %failure.detail, "rejected request");
-                    return self.answer_failure(None, failure, false, true).await;
+                    // The start of a pipelined head: the connection waits
+                    // for the rest without a session.
+                    Ok(None) => return Some(self.suspend()),
+                    Err(rejection) => {
+                        if rejection.status == StatusCode::BAD_REQUEST {
+                            self.worker.metrics().refused(Refusal::Malformed);
+                        }
+                        let failure = Failure::new(rejection.status, rejection.detail);
+                        debug!(peer = %self.peer, status = %failure.status, detail = %failure.detail, "rejected request");
+                        self.answer_failure(None, failure, false, true).await;
+                        return None;
+                    }
+                };
+                self.conn.request_read();
+                let next = self.exchange(&head).await;
+                if let Some(chain) = self.chain.take() {
+                    chain.done(&mut self.exchange, &self.outcome);
                 }
-            };
-            self.request_started = None;
-            let next = self.exchange(&head).await;
-            if let Some(chain) = self.chain.take() {
-                chain.done(&mut self.exchange, &self.outcome);
-            }
-            self.release_large_buffers();
-            match next {
-                Next::KeepAlive if !*self.shutdown.borrow() => {}
-                Next::KeepAlive | Next::Close => {
-                    let linger = !self.rbuf.is_empty();
-                    return self.close(linger).await;
-                }
-                Next::Abort => {
-                    let _ = self.flush().await;
-                    return;
+                self.release_large_buffers();
+                match next {
+                    Next::KeepAlive if !self.conn.shutting_down() => {}
+                    Next::KeepAlive | Next::Close => {
+                        let linger = !self.conn.rbuf.is_empty();
+                        self.conn.close(linger).await;
+                        return None;
+                    }
+                    Next::Abort => {
+                        let _ = self.conn.flush().await;
+                        return None;
+                    }
                 }
             }
         }
@@ -170,10 +215,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // Request normalisation (issue 15): routing, the chain and the
         // upstream all see the one normal spelling of the target and Host.
         let fields = Fields::H1 {
-            buf: &self.rbuf,
+            buf: &self.conn.rbuf,
             fields: &self.fields,
         };
-        let admission = match admit::raw_h1(&self.rbuf, head, self.secure) {
+        let admission = match admit::raw_h1(&self.conn.rbuf, head, self.secure) {
             Ok(raw) => admit::admit(&gateway, &raw, head.upgrade.then_some(fields)),
             Err(refusal) => Admission::Refused(refusal),
         };
@@ -232,55 +277,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
     }
 
-    /// Flushes pending answers, then reads at least one byte of a request head.
-    pub(super) async fn read_more(&mut self) -> Result<(), ReadEnd> {
-        if !self.flush().await {
-            return Err(ReadEnd::Closed);
-        }
-        let idle = self.rbuf.is_empty();
-        if !idle && self.request_started.is_none() {
-            // Part of a pipelined head: its time starts now, not when it arrived.
-            self.request_started = Some(tokio::time::Instant::now());
-        }
-        if idle && *self.shutdown.borrow() {
-            return Err(ReadEnd::Shutdown);
-        }
-        let gateway = &self.plan;
-        let deadline = match self.request_started {
-            Some(started) => started + gateway.header_read_timeout,
-            None => self.last_read + gateway.idle_timeout,
-        };
-        self.arm_timer(deadline);
-        self.rbuf.reserve(READ_RESERVE);
-        loop {
-            tokio::select! {
-                biased;
-                read = self.client.read_buf(&mut self.rbuf) => return match read {
-                    Ok(0) | Err(_) => Err(ReadEnd::Closed),
-                    Ok(_) => {
-                        self.last_read = tokio::time::Instant::now();
-                        if self.request_started.is_none() {
-                            self.request_started = Some(self.last_read);
-                        }
-                        Ok(())
-                    }
-                },
-                () = self.shutdown_signal.as_mut(), if idle => return Err(ReadEnd::Shutdown),
-                () = self.timer.as_mut() => {
-                    if tokio::time::Instant::now() >= deadline {
-                        return Err(ReadEnd::TimedOut);
-                    }
-                    self.timer.as_mut().reset(deadline);
-                }
-            }
-        }
-    }
-
+    /// Ends a connection whose head did not arrive (408 if it began).
     pub(super) async fn end(&mut self, end: ReadEnd) {
         match end {
-            ReadEnd::Closed => {}
-            ReadEnd::Shutdown => self.close(false).await,
-            ReadEnd::TimedOut if self.rbuf.is_empty() => self.close(false).await,
+            // Quiet: never asked for with a head begun.
+            ReadEnd::Closed | ReadEnd::Quiet => {}
+            ReadEnd::Shutdown => self.conn.close(false).await,
+            ReadEnd::TimedOut if self.conn.rbuf.is_empty() => self.conn.close(false).await,
             ReadEnd::TimedOut => {
                 let detail = format!(
                     "request head not received within {:?}",
@@ -291,44 +294,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
         }
     }
+}
 
-    pub(super) async fn flush(&mut self) -> bool {
-        self.pending_since = None;
-        if self.wbuf.is_empty() {
-            return true;
-        }
-        let written = write_bounded(&mut self.client, &self.wbuf, WRITE_TIMEOUT).await;
-        self.wbuf.clear();
-        written
-    }
-
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
+    /// Buffers grown by one large message are not kept.
     pub(super) fn release_large_buffers(&mut self) {
-        if self.rbuf.is_empty() && self.rbuf.capacity() > SHRINK_ABOVE {
-            self.rbuf = BytesMut::with_capacity(READ_RESERVE);
-        }
-        if self.wbuf.is_empty() && self.wbuf.capacity() > SHRINK_ABOVE {
-            self.wbuf = Vec::with_capacity(READ_RESERVE);
-        }
+        self.conn.release_large_buffers();
         if self.ubuf.capacity() > SHRINK_ABOVE {
-            self.ubuf = Vec::with_capacity(1024);
-        }
-    }
-
-    /// Flushes and half-closes. With `linger`, drains unread input for a
-    /// moment, so that the client reads the last answer instead of a reset.
-    pub(super) async fn close(&mut self, linger: bool) {
-        if !self.flush().await || self.client.shutdown().await.is_err() || !linger {
-            return;
-        }
-        http1::io::linger(&mut self.client).await;
-    }
-
-    /// Makes the session timer fire no later than `deadline`. A later
-    /// deadline leaves it where it is (re-arming per request costs more
-    /// than the request's reads); whoever it wakes early checks the time.
-    pub(super) fn arm_timer(&mut self, deadline: tokio::time::Instant) {
-        if deadline < self.timer.deadline() || self.timer.is_elapsed() {
-            self.timer.as_mut().reset(deadline);
+            self.ubuf = Vec::new();
         }
     }
 
@@ -339,12 +312,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             body_unread: true,
             ..Failure::new(StatusCode::BAD_REQUEST, "client closed mid-body")
         };
-        if !self.flush().await {
+        if !self.conn.flush().await {
             return Err(closed());
         }
         let idle = self.plan.idle_timeout;
-        self.rbuf.reserve(READ_RESERVE);
-        match timeout(idle, self.client.read_buf(&mut self.rbuf)).await {
+        let conn = &mut self.conn;
+        conn.rbuf.reserve(READ_RESERVE);
+        match timeout(idle, conn.stream.read_buf(&mut conn.rbuf)).await {
             Ok(Ok(0) | Err(_)) => Err(closed()),
             Ok(Ok(_)) => Ok(()),
             Err(_) => Err(Failure {

@@ -37,7 +37,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             Next::Close
         } else {
             if route.is_none() {
-                self.rbuf.advance(head.len);
+                self.conn.rbuf.advance(head.len);
             }
             Next::KeepAlive
         }
@@ -67,7 +67,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if close {
             return Next::Close;
         }
-        self.rbuf.advance(head.len);
+        self.conn.rbuf.advance(head.len);
         Next::KeepAlive
     }
 
@@ -86,7 +86,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             head_only,
             Persistence::Close,
         );
-        self.close(linger).await;
+        self.conn.close(linger).await;
     }
 
     pub(super) fn write_problem(
@@ -138,7 +138,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             .chain(edits.iter().flat_map(HeaderEdits::appended));
         http1::io::with_date(|date| {
             http1::encode_head(
-                &mut self.wbuf,
+                &mut self.conn.wbuf,
                 status,
                 fields,
                 body.len(),
@@ -148,7 +148,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         });
         self.put_back_edits(edits);
         if !head_only {
-            self.wbuf.extend_from_slice(body);
+            self.conn.wbuf.extend_from_slice(body);
         }
     }
 
@@ -158,7 +158,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // A body that has fully arrived can be skipped; otherwise the connection cannot go on.
         let body_here = match head.framing {
             RequestFraming::Empty => Some(0),
-            RequestFraming::Length(len) if self.rbuf.len() - head.len >= len => Some(len),
+            RequestFraming::Length(len) if self.conn.rbuf.len() - head.len >= len => Some(len),
             _ => None,
         };
         let close = body_here.is_none() || !head.keep_alive;
@@ -181,7 +181,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         );
         match body_here {
             Some(len) if !close => {
-                self.rbuf.advance(head.len + len);
+                self.conn.rbuf.advance(head.len + len);
                 Next::KeepAlive
             }
             _ => Next::Close,

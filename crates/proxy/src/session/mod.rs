@@ -11,6 +11,7 @@ use http::StatusCode;
 mod admit;
 mod client_h1;
 mod h2;
+mod idle;
 mod local;
 mod respond;
 mod send;
@@ -19,20 +20,17 @@ mod upstream_h1;
 mod upstream_h2;
 mod worker;
 
-pub(crate) use client_h1::Session;
+use client_h1::Session;
 pub(crate) use h2::serve_stream;
+pub(crate) use idle::{serve_h1, H2c};
 use local::persistence;
 use upstream_h1::{SendFailed, UpstreamRead};
 
 pub(crate) use worker::Worker;
 
-pub(super) const READ_RESERVE: usize = 16 * 1024;
+pub(super) use http1::conn::{READ_RESERVE, SHRINK_ABOVE};
 /// Pending output is written once it exceeds this.
 const FLUSH_AT: usize = 64 * 1024;
-/// Buffers grown past this by one large message are replaced afterwards.
-const SHRINK_ABOVE: usize = 64 * 1024;
-/// A peer that takes nothing of a pending write for this long is dropped.
-const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Answers to pipelined requests wait for each other at most this long
 /// before being written, so one slow upstream does not hold back the rest.
 const BATCH_WINDOW: Duration = Duration::from_millis(1);
@@ -67,13 +65,6 @@ impl Failure {
             body_unread: false,
         }
     }
-}
-
-/// Why reading from the client stopped.
-enum ReadEnd {
-    Closed,
-    TimedOut,
-    Shutdown,
 }
 
 /// Where a session's client comes from.

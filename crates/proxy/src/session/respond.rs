@@ -62,9 +62,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let close = !head.keep_alive
             || framing == Framing::Close
             || self.body_abandoned
-            || *self.shutdown.borrow();
+            || self.conn.shutting_down();
         head::response_head(
-            &mut self.wbuf,
+            &mut self.conn.wbuf,
             response.status,
             Fields::H1 {
                 buf: &conn.buf,
@@ -158,7 +158,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         loop {
             let done = match from {
                 BodyFraming::Chunked => {
-                    let wbuf = &mut self.wbuf;
+                    let wbuf = &mut self.conn.wbuf;
                     let rechunk = to == Framing::Chunked;
                     let Ok(decoded) = decoder.decode(&conn.buf, &UPSTREAM_LIMITS, |data| {
                         if rechunk {
@@ -178,9 +178,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                         .unwrap_or(usize::MAX)
                         .min(conn.buf.len());
                     if to == Framing::Chunked {
-                        encode_chunk(&mut self.wbuf, &conn.buf[..take]);
+                        encode_chunk(&mut self.conn.wbuf, &conn.buf[..take]);
                     } else {
-                        self.wbuf.extend_from_slice(&conn.buf[..take]);
+                        self.conn.wbuf.extend_from_slice(&conn.buf[..take]);
                     }
                     conn.buf.advance(take);
                     remaining -= take as u64;
@@ -189,18 +189,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             };
             if done {
                 if to == Framing::Chunked {
-                    self.wbuf.extend_from_slice(LAST_CHUNK);
+                    self.conn.wbuf.extend_from_slice(LAST_CHUNK);
                 }
                 return true;
             }
-            if self.wbuf.len() >= FLUSH_AT && !self.flush().await {
+            if self.conn.wbuf.len() >= FLUSH_AT && !self.conn.flush().await {
                 return false;
             }
             let deadline = tokio::time::Instant::now() + read_timeout;
             match self.read_upstream(conn, deadline).await {
                 UpstreamRead::Done(Ok(0)) if from == BodyFraming::UntilClose => {
                     if to == Framing::Chunked {
-                        self.wbuf.extend_from_slice(LAST_CHUNK);
+                        self.conn.wbuf.extend_from_slice(LAST_CHUNK);
                     }
                     return true;
                 }
@@ -226,7 +226,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         edits: Option<HeaderEdits>,
     ) -> Next {
         head::response_head(
-            &mut self.wbuf,
+            &mut self.conn.wbuf,
             response.status,
             Fields::H1 {
                 buf: &conn.buf,
@@ -238,12 +238,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         );
         self.put_back_edits(edits);
         conn.buf.advance(response.len);
-        self.wbuf.extend_from_slice(&conn.buf);
-        let early = std::mem::take(&mut self.rbuf);
-        let ok =
-            self.flush().await && (early.is_empty() || conn.stream.write_all(&early).await.is_ok());
+        self.conn.wbuf.extend_from_slice(&conn.buf);
+        let early = std::mem::take(&mut self.conn.rbuf);
+        let ok = self.conn.flush().await
+            && (early.is_empty() || conn.stream.write_all(&early).await.is_ok());
         if ok {
-            let _ = tokio::io::copy_bidirectional(&mut self.client, &mut conn.stream).await;
+            let _ = tokio::io::copy_bidirectional(&mut self.conn.stream, &mut conn.stream).await;
         }
         self.worker.metrics().upstream_open(conn.upstream, -1);
         Next::Abort

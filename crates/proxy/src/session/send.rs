@@ -33,11 +33,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let sender = Sender::new(&gateway, &worker, upstream_index, self.peer);
         // Picked while the client's head is at hand (hash keys, cookies);
         // a 503 is answered once the head is consumed.
-        let (rbuf, fields) = (&self.rbuf, &self.fields);
+        let (rbuf, fields) = (&self.conn.rbuf, &self.fields);
         let picked = sender.choose(|| super::upstream_h1::outgoing(rbuf, head, fields));
         self.build_request(head, upstream.host_header.as_ref())?;
         // The head is in `ubuf` now; the client's copy is not needed any more.
-        self.rbuf.advance(head.len);
+        self.conn.rbuf.advance(head.len);
         let replayable = self.buffer_body(head)?;
         let mut host = picked?;
         if sender.waits() {
@@ -49,7 +49,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let mut fresh_only = false;
         loop {
             let mut conn = match sender
-                .connection(host, fresh_only, self.last_read.into_std())
+                .connection(host, fresh_only, self.conn.last_read().into_std())
                 .await
             {
                 Ok(conn) => conn,

@@ -36,7 +36,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let mut ubuf = std::mem::take(&mut self.ubuf);
         ubuf.clear();
         let built = self.request_context(head, host_header).map(|context| {
-            let request = outgoing(&self.rbuf, head, &self.fields);
+            let request = outgoing(&self.conn.rbuf, head, &self.fields);
             head::request_head(&mut ubuf, &request, &context);
         });
         self.ubuf = ubuf;
@@ -89,9 +89,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         match head.framing {
             RequestFraming::Empty => Ok(true),
             RequestFraming::Length(len) => {
-                let take = len.min(self.rbuf.len());
-                self.ubuf.extend_from_slice(&self.rbuf[..take]);
-                self.rbuf.advance(take);
+                let take = len.min(self.conn.rbuf.len());
+                self.ubuf.extend_from_slice(&self.conn.rbuf[..take]);
+                self.conn.rbuf.advance(take);
                 self.body_left = len - take;
                 Ok(self.body_left == 0)
             }
@@ -108,12 +108,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let ubuf = &mut self.ubuf;
         let decoded = self
             .chunked
-            .decode(&self.rbuf, &limits, |data| encode_chunk(ubuf, data))
+            .decode(&self.conn.rbuf, &limits, |data| encode_chunk(ubuf, data))
             .map_err(|rejection| Failure {
                 body_unread: true,
                 ..Failure::new(rejection.status, rejection.detail)
             })?;
-        self.rbuf.advance(decoded.consumed);
+        self.conn.rbuf.advance(decoded.consumed);
         if decoded.done {
             self.ubuf.extend_from_slice(LAST_CHUNK);
         }
@@ -220,19 +220,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         loop {
             // Started when we first wait, not when the answer was written:
             // a request that needs no waiting costs no clock read.
-            let batch_ends = (!self.wbuf.is_empty()).then(|| {
+            let batch_ends = (!self.conn.wbuf.is_empty()).then(|| {
                 let since = *self.pending_since.get_or_insert_with(Instant::now);
                 tokio::time::Instant::from_std(since + BATCH_WINDOW)
             });
-            self.arm_timer(batch_ends.map_or(deadline, |ends| ends.min(deadline)));
+            self.conn
+                .arm_timer(batch_ends.map_or(deadline, |ends| ends.min(deadline)));
             tokio::select! {
                 biased;
                 read = conn.stream.read_buf(&mut conn.buf) => return UpstreamRead::Done(read),
-                () = self.timer.as_mut() => {}
+                () = self.conn.timer() => {}
             }
             let now = tokio::time::Instant::now();
             if batch_ends.is_some_and(|ends| now >= ends) {
-                if !self.flush().await {
+                if !self.conn.flush().await {
                     return UpstreamRead::ClientGone;
                 }
             } else if now >= deadline {
@@ -248,7 +249,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         conn: &mut UpstreamConn,
     ) -> Result<(), Failure> {
         if head.expect_continue {
-            self.wbuf
+            self.conn
+                .wbuf
                 .extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
         }
         let write_timeout = self.plan.upstream(conn.upstream).timeouts.request;
@@ -272,9 +274,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             let done = match head.framing {
                 RequestFraming::Chunked => self.decode_chunks()?,
                 _ => {
-                    let take = self.body_left.min(self.rbuf.len());
-                    self.ubuf.extend_from_slice(&self.rbuf[..take]);
-                    self.rbuf.advance(take);
+                    let take = self.body_left.min(self.conn.rbuf.len());
+                    self.ubuf.extend_from_slice(&self.conn.rbuf[..take]);
+                    self.conn.rbuf.advance(take);
                     self.body_left -= take;
                     self.body_left == 0
                 }

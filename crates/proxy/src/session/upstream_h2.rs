@@ -68,7 +68,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             "http"
         };
         let fallback = upstream.host_name(HostId::new(0));
-        let outgoing = outgoing(&self.rbuf, head, &self.fields);
+        let outgoing = outgoing(&self.conn.rbuf, head, &self.fields);
         let request = http2::upstream_request(&outgoing, &context, scheme, fallback, None)
             .ok_or_else(|| {
                 Failure::new(
@@ -77,7 +77,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 )
             })?;
         let picked = picker.pick(&outgoing).await;
-        self.rbuf.advance(head.len);
+        self.conn.rbuf.advance(head.len);
         let mut host = picked?;
         let mut attempts = 0;
         loop {
@@ -215,7 +215,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if let Poll::Ready(output) = polled {
             return Some(output);
         }
-        if !self.flush().await {
+        if !self.conn.flush().await {
             return None;
         }
         tokio::time::timeout(timeout, future).await.ok()
@@ -232,7 +232,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         host: HostId,
     ) -> Result<Option<Answered>, Failure> {
         if head.expect_continue {
-            self.wbuf
+            self.conn
+                .wbuf
                 .extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
         }
         let broken = |this: &Self| {
@@ -247,9 +248,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if let RequestFraming::Length(len) = head.framing {
             let mut left = len;
             loop {
-                let take = left.min(self.rbuf.len());
+                let take = left.min(self.conn.rbuf.len());
                 left -= take;
-                let data = self.rbuf.split_to(take).freeze();
+                let data = self.conn.rbuf.split_to(take).freeze();
                 if send_data(send, data, left == 0).await.is_err() {
                     return Err(broken(self));
                 }
@@ -267,12 +268,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             let mut data = BytesMut::new();
             let decoded = self
                 .chunked
-                .decode(&self.rbuf, &limits, |part| data.extend_from_slice(part))
+                .decode(&self.conn.rbuf, &limits, |part| {
+                    data.extend_from_slice(part)
+                })
                 .map_err(|rejection| Failure {
                     body_unread: true,
                     ..Failure::new(rejection.status, rejection.detail)
                 })?;
-            let _ = self.rbuf.split_to(decoded.consumed);
+            let _ = self.conn.rbuf.split_to(decoded.consumed);
             if send_data(send, data.freeze(), decoded.done).await.is_err() {
                 return Err(broken(self));
             }
@@ -341,9 +344,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let close = !head.keep_alive
             || framing == Framing::Close
             || self.body_abandoned
-            || *self.shutdown.borrow();
+            || self.conn.shutting_down();
         head::response_head(
-            &mut self.wbuf,
+            &mut self.conn.wbuf,
             parts.status,
             Fields::Map(&parts.headers),
             framing,
@@ -383,11 +386,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             };
             let _ = body.flow_control().release_capacity(data.len());
             if to == Framing::Chunked {
-                encode_chunk(&mut self.wbuf, &data);
+                encode_chunk(&mut self.conn.wbuf, &data);
             } else {
-                self.wbuf.extend_from_slice(&data);
+                self.conn.wbuf.extend_from_slice(&data);
             }
-            if self.wbuf.len() >= super::FLUSH_AT && !self.flush().await {
+            if self.conn.wbuf.len() >= super::FLUSH_AT && !self.conn.flush().await {
                 return false;
             }
         }
@@ -399,7 +402,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 Some(Err(err)) => return self.body_broke(upstream, &err.to_string()),
             };
             encode_last_chunk(
-                &mut self.wbuf,
+                &mut self.conn.wbuf,
                 trailers
                     .iter()
                     .map(|(name, value)| (name.as_str().as_bytes(), value.as_bytes())),

@@ -213,6 +213,7 @@ impl Pool {
                 // Pooled under another plan, where the ids may differ.
                 conn.upstream = upstream;
                 conn.host = host;
+                conn.buf = http1::conn::read_buffer();
                 return Some(conn);
             }
             metrics.upstream_open(upstream, -1);
@@ -233,6 +234,8 @@ impl Pool {
         let host = self.slot(config, conn.host);
         if let Ok(mut idle) = host.worker(self.worker).idle.lock() {
             if idle.len() < max_idle && !host.retired() {
+                // An idle connection keeps no buffer (see `http1::conn`).
+                http1::conn::spare_read_buffer(&mut conn.buf);
                 conn.idle_since = now;
                 idle.push(conn);
                 metrics.pool_idle(upstream, 1);

@@ -1,0 +1,165 @@
+//! The HTTP/1.1 client connection between requests: what it keeps while
+//! idle (an [`Idle`]: no buffers, no request state), telling an HTTP/2
+//! preface from a request, and waiting until a whole head has arrived
+//! before a [`Session`] serves it (`client_h1.rs`).
+
+use std::{future::Future, net::SocketAddr, pin::Pin, sync::Arc, time::Duration};
+
+use bytes::BytesMut;
+use http1::conn::{Deadlines, ReadEnd, ReadReady, ServerConnection};
+use http1::io::{Prefaced, H2_PREFACE};
+use tokio::{
+    io::{AsyncRead, AsyncWrite},
+    sync::watch,
+};
+
+use super::{ClientOrigin, Session, Worker};
+use crate::plan::Snapshot;
+
+/// A session whose client has sent nothing for this long since its last
+/// bytes is put away (the connection becomes an `Idle`).
+pub(super) const BUSY_LINGER: Duration = Duration::from_millis(100);
+
+/// What an HTTP/1.1 client connection keeps between requests: no
+/// buffers and no request state (see [`serve_h1`]).
+pub(crate) struct Idle<S> {
+    pub(super) conn: ServerConnection<S>,
+    pub(super) peer: SocketAddr,
+    pub(super) secure: bool,
+    /// The client's last request came within [`BUSY_LINGER`] of the one
+    /// before: its next session waits for the next request a while.
+    pub(super) chatty: bool,
+    pub(super) worker: Arc<Worker>,
+    pub(super) plan: Arc<Snapshot>,
+}
+
+/// Serves a connection that opened with the HTTP/2 preface (h2c with
+/// prior knowledge), the bytes read so far replayed. A function pointer
+/// from the server layer, which runs HTTP/2 connections.
+pub(crate) type H2c<S> = fn(
+    Prefaced<S>,
+    ClientOrigin,
+    Arc<Worker>,
+    watch::Receiver<bool>,
+) -> Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Serves an HTTP/1.1 client connection, whose first bytes (if any were
+/// read already) are `received`, to its end; with `h2c`, a connection
+/// that opens with the HTTP/2 preface goes to it instead. `held` (a
+/// connection permit, a count) is dropped when the connection ends.
+///
+/// An idle connection is its task's future, so that future holds only an
+/// [`Idle`]: it waits for the client's next bytes without a buffer (see
+/// `http1::conn`), and until a whole head has arrived. From then until
+/// the connection is idle again, a [`Session`] (the request's state and
+/// its phases' futures, a few KiB) lives on the heap. Not an `async fn`:
+/// that would keep its arguments twice in the future.
+pub(crate) fn serve_h1<S>(
+    client: S,
+    received: BytesMut,
+    origin: ClientOrigin,
+    worker: Arc<Worker>,
+    shutdown: watch::Receiver<bool>,
+    h2c: Option<H2c<S>>,
+    held: impl Send + 'static,
+) -> impl Future<Output = ()> + Send
+where
+    S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send + 'static,
+{
+    let plan = worker.plans.current();
+    let mut idle = Idle {
+        conn: ServerConnection::new(client, received, shutdown, plan.idle_timeout),
+        peer: origin.peer,
+        secure: origin.secure,
+        chatty: false,
+        worker,
+        plan,
+    };
+    async move {
+        let _held = held;
+        if let Some(h2c) = h2c {
+            match idle.read_preface().await {
+                Ok(false) => {}
+                Ok(true) => {
+                    let (stream, read, shutdown) = idle.conn.into_parts();
+                    let stream = Prefaced::new(read.freeze(), stream);
+                    let origin = ClientOrigin {
+                        peer: idle.peer,
+                        secure: idle.secure,
+                    };
+                    return h2c(stream, origin, idle.worker, shutdown).await;
+                }
+                Err(ReadEnd::Closed) => return,
+                Err(_) => return idle.conn.close(false).await,
+            }
+        }
+        let mut answered = false;
+        loop {
+            // A head arriving slowly (or not at all) waits here, holding
+            // only its bytes: no session yet.
+            while !http1::head_arrived(&idle.conn.rbuf, &idle.plan.limits) {
+                let before = idle.conn.last_read();
+                match idle.conn.read_more(idle.deadlines()).await {
+                    // The first request has no gap to go by.
+                    Ok(()) => {
+                        idle.chatty = answered && idle.conn.last_read() < before + BUSY_LINGER;
+                    }
+                    Err(ReadEnd::Closed) => return,
+                    Err(_) if idle.conn.rbuf.is_empty() => return idle.conn.close(false).await,
+                    // A head begun and not finished in time: 408.
+                    Err(end) => {
+                        return Box::pin(async move { Session::resume(idle).end(end).await }).await
+                    }
+                }
+            }
+            match Box::pin(Session::resume(idle).serve()).await {
+                Some(next) => idle = next,
+                None => return,
+            }
+            answered = true;
+        }
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Idle<S> {
+    fn deadlines(&self) -> Deadlines {
+        Deadlines {
+            idle: self.plan.idle_timeout,
+            request: self.plan.header_read_timeout,
+        }
+    }
+
+    /// Reads until the buffer holds the whole HTTP/2 preface (true) or
+    /// bytes that cannot begin it (false: HTTP/1.1 parses them).
+    async fn read_preface(&mut self) -> Result<bool, ReadEnd> {
+        loop {
+            let rbuf = &self.conn.rbuf;
+            let len = rbuf.len().min(H2_PREFACE.len());
+            if rbuf[..len] != H2_PREFACE[..len] {
+                return Ok(false);
+            }
+            if len == H2_PREFACE.len() {
+                return Ok(true);
+            }
+            self.conn.read_more(self.deadlines()).await?;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::net::TcpStream;
+
+    fn returned<A, B, C, D, E, G, H, F: Future>(_: fn(A, B, C, D, E, G, H) -> F) -> usize {
+        std::mem::size_of::<F>()
+    }
+
+    /// An idle connection costs its task's future, which holds no request
+    /// state: that lives in the boxed session while a request is served.
+    #[test]
+    fn an_idle_connection_future_stays_small() {
+        let size = returned(serve_h1::<TcpStream> as fn(_, _, _, _, _, _, ()) -> _);
+        assert!(size <= 640, "serve_h1's future is {size} bytes");
+    }
+}

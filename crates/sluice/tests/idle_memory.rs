@@ -1,0 +1,109 @@
+//! What an idle client connection costs `sluice proxy`, as a separate
+//! process: its RSS rise over many idle connections, each opened after
+//! one request, divided by their number. The bounds are twice the targets
+//! (1 KiB for HTTP/1.1, 4 KiB for HTTP/2; docs/PERFORMANCE.md has the
+//! measured figures), so that the test stays stable on any machine; the
+//! HTTP/2 one is not met yet (see below).
+
+// Helpers below panic on any failure: that is what a test wants.
+#![allow(clippy::unwrap_used)]
+
+use std::{
+    io::BufRead,
+    net::{SocketAddr, TcpStream},
+    process::{Child, Command, Stdio},
+    time::Duration,
+};
+
+use load::idle::{open_idle, rss_kib, IdleProtocol};
+use testkit::{serve, Backend};
+
+/// `sluice proxy` with one worker in front of `backend`, and its address.
+fn spawn_proxy(backend: SocketAddr, protocols: &str) -> (Child, SocketAddr) {
+    let dir = std::env::temp_dir().join(format!("sluice-idle-{}-{protocols}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("sluice.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "workers: 1\nlog: {{ level: warn }}\n\
+             listeners: [{{ address: 127.0.0.1:0, protocols: [{protocols}] }}]\n\
+             upstreams:\n  backend:\n    hosts: [\"http://{backend}\"]\n\
+             routes:\n  - {{ path: /, upstream: backend }}\n"
+        ),
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["proxy", "-c", config.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn sluice proxy");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("http://"))
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("no address in {line:?}"));
+    (child, addr)
+}
+
+/// The proxy's RSS rise per connection over `count` idle connections,
+/// each opened by `open` (after a first one, so that the upstream
+/// connection and the worker's spares exist before the count starts).
+fn rise_per_connection(protocol: IdleProtocol, count: usize) -> u64 {
+    let _ = rlimit::increase_nofile_limit(u64::MAX);
+    let backend = serve(Backend::Static);
+    let protocols = match protocol {
+        IdleProtocol::Http1 => "http1",
+        IdleProtocol::H2 => "h2",
+    };
+    let (mut child, addr) = spawn_proxy(backend.addr(), protocols);
+    let open = || open_idle(addr, protocol, "idle.test", "/").unwrap();
+    let warm = open();
+    std::thread::sleep(Duration::from_millis(100));
+    let before = rss_kib(child.id()).unwrap();
+    let conns: Vec<TcpStream> = (0..count).map(|_| open()).collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let after = rss_kib(child.id()).unwrap();
+    drop(conns);
+    drop(warm);
+    let _ = child.kill();
+    let _ = child.wait();
+    after.saturating_sub(before) * 1024 / count as u64
+}
+
+#[test]
+fn an_idle_http1_connection_costs_at_most_2_kib() {
+    let per_connection = rise_per_connection(IdleProtocol::Http1, 2000);
+    assert!(
+        per_connection <= 2048,
+        "{per_connection} bytes per idle HTTP/1.1 connection"
+    );
+}
+
+/// The target. Not met yet: the `h2` crate gives every connection a
+/// 16 KiB write buffer, an 8 KiB read buffer and a 4 KiB HPACK buffer
+/// for its whole life, about 21 KiB resident per idle connection
+/// (docs/PERFORMANCE.md, "Memory per idle connection").
+#[test]
+#[ignore = "h2's per-connection buffers: about 21 KiB per idle HTTP/2 connection"]
+fn an_idle_h2_connection_costs_at_most_8_kib() {
+    let per_connection = rise_per_connection(IdleProtocol::H2, 500);
+    assert!(
+        per_connection <= 8192,
+        "{per_connection} bytes per idle HTTP/2 connection"
+    );
+}
+
+/// What holds today, so that it does not grow back (it was 33 KiB).
+#[test]
+fn an_idle_h2_connection_costs_at_most_24_kib() {
+    let per_connection = rise_per_connection(IdleProtocol::H2, 500);
+    assert!(
+        per_connection <= 24 * 1024,
+        "{per_connection} bytes per idle HTTP/2 connection"
+    );
+}
