@@ -11,6 +11,7 @@
 #   bench/proxy-callgrind.sh                       # /v1/pets, 2000 and 12000
 #   SLUICE=/tmp/sluice-before bench/proxy-callgrind.sh
 #   REQUEST_PATH='/v1//pets/./x/../' bench/proxy-callgrind.sh  # the rewrite path
+#   PIPELINE=16 N1=4000 N2=24000 bench/proxy-callgrind.sh      # pipelined 16 deep
 #
 # Needs: valgrind, nginx (apt-get install -y valgrind nginx-light), a
 # release build. LOADER (default: SLUICE) sends the requests.
@@ -21,6 +22,7 @@ N2=${N2:-12000}
 BACKEND_PORT=${BACKEND_PORT:-18090}
 PROXY_PORT=${PROXY_PORT:-18091}
 REQUEST_PATH=${REQUEST_PATH:-/v1/pets}
+PIPELINE=${PIPELINE:-1}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$ROOT/results/proxy-callgrind}
 SLUICE=${SLUICE:-$ROOT/target/release/sluice}
@@ -49,7 +51,7 @@ instructions() {
     >/dev/null 2>"$WORK/valgrind.log" &
   PROXY_PID=$!
   for _ in $(seq 600); do (exec 3<>"/dev/tcp/127.0.0.1/$PROXY_PORT") 2>/dev/null && break; sleep 0.1; done
-  "$LOADER" load -q -c4 -n "$1" --timeout 30s "http://127.0.0.1:$PROXY_PORT$REQUEST_PATH" >"$WORK/load.$1" 2>&1
+  "$LOADER" load -q -c4 --pipeline "$PIPELINE" -n "$1" --timeout 30s "http://127.0.0.1:$PROXY_PORT$REQUEST_PATH" >"$WORK/load.$1" 2>&1
   kill -TERM "$PROXY_PID"; wait "$PROXY_PID" 2>/dev/null || true; PROXY_PID=""
   awk '/^(summary|totals):/ {print $2; exit}' "$out"
 }

@@ -155,6 +155,9 @@ pub struct ServerConnection<S> {
     last_read: Instant,
     /// When the first byte of the request being read arrived.
     request_started: Option<Instant>,
+    /// Since when answers have waited in `wbuf` for a later one of their
+    /// batch (pipelined answers leave together); reset by each flush.
+    waiting_since: Option<Instant>,
 }
 
 impl<S: std::fmt::Debug> std::fmt::Debug for ServerConnection<S> {
@@ -185,6 +188,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> ServerConnection<S> {
             timer: Box::pin(sleep_until(now + idle)),
             last_read: now,
             request_started: None,
+            waiting_since: None,
         }
     }
 
@@ -225,8 +229,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin> ServerConnection<S> {
         }
     }
 
+    /// When the answers in `wbuf` must leave, at the latest, for the
+    /// batch they wait in to end `window` after the first wait for a later
+    /// answer began; `None` with nothing to write.
+    pub fn batch_ends(&mut self, window: Duration) -> Option<Instant> {
+        if self.wbuf.is_empty() {
+            return None;
+        }
+        Some(*self.waiting_since.get_or_insert_with(Instant::now) + window)
+    }
+
     /// Writes what `wbuf` holds; false if the peer is gone or stalled.
     pub async fn flush(&mut self) -> bool {
+        self.waiting_since = None;
         if self.wbuf.is_empty() {
             return true;
         }
@@ -401,5 +416,25 @@ mod tests {
     fn waiting_for_a_request_takes_little_room() {
         let size = returned(ServerConnection::<TcpStream>::read_more as fn(_, _) -> _);
         assert!(size <= 384, "read_more's future is {size} bytes");
+    }
+
+    /// Pipelined answers leave together, at the latest a window after the
+    /// batch began; each flush starts the next batch's window afresh (a
+    /// window left running made every later answer leave on its own).
+    #[tokio::test]
+    async fn each_flush_starts_a_new_batch_window() {
+        let window = Duration::from_millis(10);
+        let (stream, _peer) = tokio::io::duplex(1024);
+        let (_tx, shutdown) = watch::channel(false);
+        let mut conn = ServerConnection::new(stream, BytesMut::new(), shutdown, window);
+        assert_eq!(conn.batch_ends(window), None, "nothing to write");
+        conn.wbuf.extend_from_slice(b"HTTP/1.1 200 OK\r\n\r\n");
+        let first = conn.batch_ends(window).expect("an answer waits");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        assert_eq!(conn.batch_ends(window), Some(first), "the same batch");
+        assert!(conn.flush().await);
+        conn.wbuf.extend_from_slice(b"HTTP/1.1 200 OK\r\n\r\n");
+        let second = conn.batch_ends(window).expect("an answer waits");
+        assert!(second >= first + Duration::from_millis(2), "a new window");
     }
 }

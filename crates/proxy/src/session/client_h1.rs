@@ -19,7 +19,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use tokio::time::timeout;
 
-use std::{sync::Arc, time::Instant};
+use std::sync::Arc;
 
 use http::{header, StatusCode};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
@@ -58,8 +58,6 @@ pub(crate) struct Session<S> {
     pub(super) chunked: ChunkedDecoder,
     /// Bytes of a Content-Length request body not yet read from the client.
     pub(super) body_left: usize,
-    /// When the oldest unwritten answer in `wbuf` was finished.
-    pub(super) pending_since: Option<Instant>,
     /// The middleware state of the current request.
     pub(super) exchange: Exchange,
     /// The chain that ran on the current request, until its done phase.
@@ -99,7 +97,6 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
             response_fields: scratch.response_fields,
             chunked: ChunkedDecoder::default(),
             body_left: 0,
-            pending_since: None,
             exchange: Exchange::default(),
             chain: None,
             outcome: Outcome {

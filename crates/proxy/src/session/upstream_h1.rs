@@ -220,10 +220,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         loop {
             // Started when we first wait, not when the answer was written:
             // a request that needs no waiting costs no clock read.
-            let batch_ends = (!self.conn.wbuf.is_empty()).then(|| {
-                let since = *self.pending_since.get_or_insert_with(Instant::now);
-                tokio::time::Instant::from_std(since + BATCH_WINDOW)
-            });
+            let batch_ends = self.conn.batch_ends(BATCH_WINDOW);
             self.conn
                 .arm_timer(batch_ends.map_or(deadline, |ends| ends.min(deadline)));
             tokio::select! {
