@@ -6,6 +6,10 @@ connection.
     bench/idle-conns.py --port 8000 --pid PID --conns 1000 [--h2] [--path /]
         [--hold SECONDS] [--slow]
 
+--hold (default 2 s) is how long the connections sit idle before the RSS
+is read: sluice parks a connection idle for a second (its task and
+buffers go), so an idle connection is measured once it has been idle.
+
 --h2 speaks HTTP/2 with prior knowledge (h2c), one GET on stream 1;
 --slow sends only part of a request head (a slowloris) and no request.
 The RSS is read from /proc/PID/status (VmRSS) before the first connection
@@ -93,7 +97,7 @@ def main():
     parser.add_argument("--h2", action="store_true")
     parser.add_argument("--slow", action="store_true")
     parser.add_argument("--path", default="/")
-    parser.add_argument("--hold", type=float, default=1.0)
+    parser.add_argument("--hold", type=float, default=2.0)
     args = parser.parse_args()
     pids = [int(p) for p in args.pid.split(",")]
     host = f"127.0.0.1:{args.port}"

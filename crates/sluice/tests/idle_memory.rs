@@ -18,6 +18,9 @@ use std::{
 use load::idle::{open_idle, rss_kib, IdleProtocol};
 use testkit::{serve, Backend};
 
+/// How long the connections sit idle before the RSS is read.
+const IDLE: Duration = Duration::from_millis(1800);
+
 /// `sluice proxy` with one worker in front of `backend`, and its address.
 fn spawn_proxy(backend: SocketAddr, protocols: &str) -> (Child, SocketAddr) {
     let dir = std::env::temp_dir().join(format!("sluice-idle-{}-{protocols}", std::process::id()));
@@ -66,7 +69,9 @@ fn rise_per_connection(protocol: IdleProtocol, count: usize) -> u64 {
     std::thread::sleep(Duration::from_millis(100));
     let before = rss_kib(child.id()).unwrap();
     let conns: Vec<TcpStream> = (0..count).map(|_| open()).collect();
-    std::thread::sleep(Duration::from_millis(200));
+    // Idle: past the second after which sluice parks an HTTP/1.1
+    // connection (its task goes; docs/PERFORMANCE.md).
+    std::thread::sleep(IDLE);
     let after = rss_kib(child.id()).unwrap();
     drop(conns);
     drop(warm);

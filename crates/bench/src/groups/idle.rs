@@ -21,16 +21,20 @@ use crate::{
 
 /// The connection counts measured.
 const POINTS: [usize; 2] = [1_000, 10_000];
-/// After the last connection opened, before RSS is read: the proxy has
-/// finished its bookkeeping for the last request.
+/// After the first connection opened, before RSS is read: the proxy has
+/// finished its bookkeeping for the request.
 const SETTLE: Duration = Duration::from_millis(300);
+/// After the last connection opened, before RSS is read: the connections
+/// are idle (sluice parks an HTTP/1.1 connection idle for a second: its
+/// task goes).
+const IDLE: Duration = Duration::from_secs(2);
 
 /// Per row: starting the systems, then opening the connections (about
 /// 0.3 ms each on two cores).
 pub(super) fn expected(bench: &Bench<'_>, peers: usize) -> Duration {
     let points: usize = POINTS.iter().filter(|&&p| p <= bench.max_conns).sum();
     let per_protocol =
-        Duration::from_micros(300) * points as u32 + SETTLE * 2 * POINTS.len() as u32;
+        Duration::from_micros(300) * points as u32 + (SETTLE + IDLE) * POINTS.len() as u32;
     per_protocol * 2 * (1 + peers) as u32
 }
 
@@ -131,7 +135,7 @@ fn measure(
     for _ in 0..connections {
         open_conns.push(open()?);
     }
-    std::thread::sleep(SETTLE);
+    std::thread::sleep(IDLE);
     component.check_alive("idle connections")?;
     let after = rss_kib(pid).ok_or_else(|| anyhow::anyhow!("no /proc/{pid}/status"))?;
     Ok(IdleMemory {

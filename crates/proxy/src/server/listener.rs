@@ -20,14 +20,14 @@ use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
     net::TcpStream,
     sync::{watch, OwnedSemaphorePermit},
-    task::JoinSet,
 };
+use tokio_util::task::TaskTracker;
 use tracing::debug;
 
 use crate::{
     config::{HttpVersion, ListenerTls},
     session::Worker,
-    session::{serve_h1, ClientOrigin, H2c},
+    session::{serve_h1, ClientOrigin, ConnectionSlot, H2c},
 };
 
 const FIRST_READ: usize = 16 * 1024;
@@ -147,9 +147,11 @@ impl Endpoint {
 /// Each kind of connection is a task of its own type, so that the common
 /// one, plaintext HTTP/1.1 (perhaps h2c), costs only what `serve_h1` keeps
 /// while idle: no wrapper future around it, and nothing of TLS or HTTP/2.
+/// A tracker, not a `JoinSet`, keeps count of them: it costs a connection
+/// no entry of its own.
 #[allow(clippy::too_many_arguments)] // one call, in the accept loop
 pub(crate) fn spawn_connection(
-    sessions: &mut JoinSet<()>,
+    sessions: &TaskTracker,
     stream: TcpStream,
     peer: SocketAddr,
     endpoints: &[Endpoint],
@@ -161,7 +163,7 @@ pub(crate) fn spawn_connection(
     let Some(endpoint) = endpoints.get(listener) else {
         return;
     };
-    let held = (permit, Counted::new(worker));
+    let slot = ConnectionSlot::new(permit, worker);
     let origin = ClientOrigin {
         peer,
         secure: false,
@@ -175,16 +177,16 @@ pub(crate) fn spawn_connection(
                 Arc::clone(tls),
                 worker,
                 shutdown,
-                held,
+                slot,
             ));
         }
         (None, [HttpVersion::H2]) => {
-            sessions.spawn(h2_only(stream, origin, worker, shutdown, held));
+            sessions.spawn(h2_only(stream, origin, worker, shutdown, slot));
         }
         (None, [HttpVersion::Http1]) => {
             let received = BytesMut::new();
             sessions.spawn(serve_h1(
-                stream, received, origin, worker, shutdown, None, held,
+                stream, received, origin, worker, shutdown, None, slot,
             ));
         }
         (None, _) => {
@@ -197,31 +199,14 @@ pub(crate) fn spawn_connection(
                 worker,
                 shutdown,
                 Some(h2c),
-                held,
+                slot,
             ));
         }
     }
 }
 
-/// Counts a client connection open while it lives.
-#[derive(Debug)]
-struct Counted(Arc<Worker>);
-
-impl Counted {
-    fn new(worker: &Arc<Worker>) -> Self {
-        worker.metrics().connection_opened();
-        Self(Arc::clone(worker))
-    }
-}
-
-impl Drop for Counted {
-    fn drop(&mut self) {
-        self.0.metrics().connection_closed();
-    }
-}
-
 /// A plaintext connection that opened with the HTTP/2 preface.
-fn serve_h2c(
+pub(crate) fn serve_h2c(
     stream: Prefaced<TcpStream>,
     origin: ClientOrigin,
     worker: Arc<Worker>,
@@ -236,7 +221,7 @@ async fn h2_only(
     origin: ClientOrigin,
     worker: Arc<Worker>,
     shutdown: watch::Receiver<bool>,
-    _held: impl Send,
+    _slot: ConnectionSlot,
 ) {
     let idle = worker.plans.current().idle_timeout;
     let mut received = BytesMut::new();
@@ -275,7 +260,7 @@ async fn secure(
     tls: Arc<TlsListener>,
     worker: Arc<Worker>,
     shutdown: watch::Receiver<bool>,
-    held: impl Send + 'static,
+    slot: ConnectionSlot,
 ) {
     let worker = &worker;
     let handshake = tls.acceptor().accept(stream);
@@ -302,7 +287,7 @@ async fn secure(
             worker,
             shutdown,
             None,
-            held,
+            slot,
         )
         .await;
     }

@@ -30,15 +30,16 @@ use std::{
 use anyhow::Context;
 use tokio::{
     net::TcpListener,
-    sync::{watch, Semaphore},
+    sync::{mpsc, watch, Semaphore},
     task::JoinSet,
 };
+use tokio_util::task::TaskTracker;
 use tracing::{info, warn};
 
 use crate::{
     config::{Config, Runtime},
     plan::{Compile, Plan, Plans, WorkerPlan},
-    session::Worker,
+    session::{run_parking_lot, serve_unparked, Parked, ParkingLot, Serving, Worker},
     telemetry::Metrics,
     upstream::{
         discovery::{self, Answers},
@@ -58,6 +59,7 @@ pub struct RunningProxy {
     pub listeners: Vec<SocketAddr>,
     pub admin: Option<SocketAddr>,
     shutdown: watch::Sender<bool>,
+    parking: Arc<ParkingLot>,
     threads: Vec<JoinHandle<()>>,
 }
 
@@ -66,6 +68,7 @@ impl RunningProxy {
     /// deadline, then what is left is closed. Blocks until every thread is done.
     pub fn shutdown(self) {
         let _ = self.shutdown.send(true);
+        self.parking.stop();
         for thread in self.threads {
             if thread.join().is_err() {
                 warn!("a proxy thread panicked during shutdown");
@@ -183,13 +186,18 @@ pub fn start_with(config: Config, options: Options) -> anyhow::Result<RunningPro
     let connections = Arc::new(Semaphore::new(config.limits.max_connections));
     let deadline = config.limits.shutdown_deadline;
     let mut threads = Vec::new();
+    // Its thread starts last, when nothing can fail any more.
+    let (parking, parking_poll) = ParkingLot::new().context("cannot make the parking lot")?;
     for (index, listeners) in per_worker.into_iter().enumerate() {
+        let (unparked, unparked_rx) = mpsc::unbounded_channel();
         let worker = Arc::new(Worker {
             pool: Pool::new(index),
             h2_pool: H2Pool::new(index),
             plans: WorkerPlan::new(Arc::clone(&plans)),
             metrics: Arc::clone(&metrics),
             index,
+            parking: Arc::clone(&parking),
+            unparked,
         });
         let endpoints = Arc::clone(&endpoints);
         let shutdown = shutdown.subscribe();
@@ -202,10 +210,13 @@ pub fn start_with(config: Config, options: Options) -> anyhow::Result<RunningPro
                 .spawn(move || {
                     run_worker(
                         threads_in_runtime,
-                        listeners,
-                        endpoints,
+                        Accepting {
+                            listeners,
+                            endpoints,
+                            connections,
+                            unparked: unparked_rx,
+                        },
                         worker,
-                        connections,
                         shutdown,
                         deadline,
                     );
@@ -268,23 +279,41 @@ pub fn start_with(config: Config, options: Options) -> anyhow::Result<RunningPro
                 .context("cannot spawn the control thread")?,
         );
     }
+    {
+        let parking = Arc::clone(&parking);
+        threads.push(
+            std::thread::Builder::new()
+                .name("proxy-parking".into())
+                .spawn(move || run_parking_lot(&parking, parking_poll))
+                .context("cannot spawn the parking lot's thread")?,
+        );
+    }
     info!(listeners = ?addresses, admin = ?admin_addr, workers, "proxy serving");
     Ok(RunningProxy {
         listeners: addresses,
         admin: admin_addr,
         shutdown,
+        parking,
         threads,
     })
+}
+
+/// What a worker accepts connections with.
+struct Accepting {
+    listeners: Vec<StdListener>,
+    endpoints: Arc<[Endpoint]>,
+    /// Permits for `limits.max_connections`, shared by the workers.
+    connections: Arc<Semaphore>,
+    /// Parked connections whose clients sent again.
+    unparked: mpsc::UnboundedReceiver<Parked>,
 }
 
 /// Builds the worker's runtime (current-thread, or multi-thread with
 /// `threads`) and serves on it.
 fn run_worker(
     threads: Option<usize>,
-    listeners: Vec<StdListener>,
-    endpoints: Arc<[Endpoint]>,
+    accepting: Accepting,
     worker: Arc<Worker>,
-    connections: Arc<Semaphore>,
     shutdown: watch::Receiver<bool>,
     deadline: Duration,
 ) {
@@ -299,29 +328,37 @@ fn run_worker(
             .build(),
     };
     match runtime {
-        Ok(runtime) => runtime.block_on(serve(
-            listeners,
-            endpoints,
-            worker,
-            connections,
-            shutdown,
-            deadline,
-        )),
+        Ok(runtime) => runtime.block_on(serve(accepting, worker, shutdown, deadline)),
         Err(err) => warn!(%err, "cannot build a worker runtime"),
     }
 }
 
-/// Accepts on `listeners` and runs a session per client until shutdown,
+/// Accepts on the listeners and runs a session per client until shutdown,
 /// then drains the sessions until `deadline`.
 async fn serve(
-    listeners: Vec<StdListener>,
-    endpoints: Arc<[Endpoint]>,
+    accepting: Accepting,
     worker: Arc<Worker>,
-    connections: Arc<Semaphore>,
     shutdown: watch::Receiver<bool>,
     deadline: Duration,
 ) {
-    let mut sessions = JoinSet::new();
+    let Accepting {
+        listeners,
+        endpoints,
+        connections,
+        unparked,
+    } = accepting;
+    let sessions = TaskTracker::new();
+    // Idle connections leave their tasks for the lot and come back as
+    // tasks of `sessions`, so that the drain below waits for them too.
+    sessions.spawn(serve_unparked(
+        unparked,
+        Serving {
+            worker: Arc::clone(&worker),
+            tasks: sessions.clone(),
+            shutdown: shutdown.clone(),
+            h2c: listener::serve_h2c,
+        },
+    ));
     let mut accept_loops = JoinSet::new();
     let (spawn_tx, mut spawn_rx) = tokio::sync::mpsc::unbounded_channel();
     for (index, listener) in listeners.into_iter().enumerate() {
@@ -342,21 +379,14 @@ async fn serve(
     // Sessions are spawned here so that one JoinSet can drain them all.
     while let Some((stream, peer, index, permit)) = spawn_rx.recv().await {
         spawn_connection(
-            &mut sessions,
-            stream,
-            peer,
-            &endpoints,
-            index,
-            &worker,
-            &shutdown,
-            permit,
+            &sessions, stream, peer, &endpoints, index, &worker, &shutdown, permit,
         );
-        while sessions.try_join_next().is_some() {}
     }
-    let drained = tokio::time::timeout(deadline, async {
-        while sessions.join_next().await.is_some() {}
-    });
-    if drained.await.is_err() {
+    sessions.close();
+    if tokio::time::timeout(deadline, sessions.wait())
+        .await
+        .is_err()
+    {
         warn!(
             ?deadline,
             open = sessions.len(),

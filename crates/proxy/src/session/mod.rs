@@ -13,6 +13,7 @@ mod client_h1;
 mod h2;
 mod idle;
 mod local;
+mod park;
 mod respond;
 mod send;
 mod sender;
@@ -24,6 +25,9 @@ use client_h1::Session;
 pub(crate) use h2::serve_stream;
 pub(crate) use idle::{serve_h1, H2c};
 use local::persistence;
+pub(crate) use park::{
+    run as run_parking_lot, serve_unparked, ConnectionSlot, Parked, ParkingLot, Serving,
+};
 use upstream_h1::{SendFailed, UpstreamRead};
 
 pub(crate) use worker::Worker;

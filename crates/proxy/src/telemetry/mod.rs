@@ -120,6 +120,8 @@ pub(crate) struct Shard {
     /// By upstream slot.
     upstreams: Box<[Row<UpstreamCells>]>,
     open_connections: AtomicI64,
+    /// Of those, the ones parked (idle, without a task).
+    parked_connections: AtomicI64,
     tls_handshake_failures: AtomicU64,
     /// HTTP/2 client streams accepted, and client connections ended by GOAWAY for a protocol error.
     h2_streams: AtomicU64,
@@ -148,6 +150,7 @@ impl Metrics {
                 requests: (0..ROUTE_SLOTS).map(|_| OnceLock::new()).collect(),
                 upstreams: (0..UPSTREAM_SLOTS).map(|_| OnceLock::new()).collect(),
                 open_connections: AtomicI64::new(0),
+                parked_connections: AtomicI64::new(0),
                 tls_handshake_failures: AtomicU64::new(0),
                 h2_streams: AtomicU64::new(0),
                 h2_connection_errors: AtomicU64::new(0),
@@ -300,6 +303,11 @@ impl Metrics {
         );
         let _ = writeln!(
             out,
+            "# HELP sluice_parked_connections Client connections idle long enough to be parked (no task, no buffers).\n# TYPE sluice_parked_connections gauge\nsluice_parked_connections {}",
+            self.shards.iter().map(|s| s.parked_connections.load(Relaxed)).sum::<i64>()
+        );
+        let _ = writeln!(
+            out,
             "# HELP sluice_tls_handshake_failures_total Client TLS handshakes that failed or timed out.\n# TYPE sluice_tls_handshake_failures_total counter\nsluice_tls_handshake_failures_total {}",
             sum(&|s| s.tls_handshake_failures.load(Relaxed))
         );
@@ -394,6 +402,11 @@ impl Shard {
 
     pub(crate) fn connection_closed(&self) {
         self.open_connections.fetch_sub(1, Relaxed);
+    }
+
+    /// Connections parked (`change` 1) or taken out of the lot (-1).
+    pub(crate) fn connections_parked(&self, change: i64) {
+        self.parked_connections.fetch_add(change, Relaxed);
     }
 
     pub(crate) fn tls_handshake_failed(&self) {
