@@ -2,7 +2,7 @@
 //! sweep point and phase, compared on their medians, with how many rounds
 //! agree.
 
-use super::build::{has_points, sweep_name, SYSTEMS};
+use super::build::{has_points, verdicts_on_p95, SYSTEMS};
 use super::fmt;
 use crate::results::{Figures, Group, Row};
 
@@ -80,7 +80,7 @@ pub(crate) fn ratios(group: &Group) -> Vec<String> {
             systems.push(&row.system);
         }
     }
-    let latency_only = matches!(sweep_name(group), Some("users" | "rate"));
+    let latency_only = verdicts_on_p95(group);
     // Rows by key, keys in order of first appearance.
     type Key = (String, Option<u64>, Option<String>);
     let mut keys: Vec<(Key, Vec<&Row>)> = Vec::new();
