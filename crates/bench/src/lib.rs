@@ -4,12 +4,12 @@
 //! progress reaches the terminal without a pipe.
 //!
 //! A run is a list of groups (`baseline`, `proxy`, `middleware`,
-//! `protocols`, `lb`, `io`, `open`, and on request `runtimes`, the seeds'
-//! own backends in their runtimes); each starts the components it needs,
-//! measures its rows in rounds, one load run at a time (a warm-up,
-//! discarded, then the measured time) in an order rotated each round,
-//! checks after each run that every component is still alive, and stops
-//! them all before the next group starts.
+//! `protocols`, `lb`, `lb-slow`, `io`, `open`, `idle`, and on request
+//! `runtimes`, the seeds' own backends in their runtimes); each starts the
+//! components it needs, measures its rows in rounds (`idle` once), one load
+//! run at a time (a warm-up, discarded, then the measured time) in an order
+//! rotated each round, checks after each run that every component is still
+//! alive, and stops them all before the next group starts.
 
 mod groups;
 mod machine;
