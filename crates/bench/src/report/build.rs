@@ -184,6 +184,16 @@ pub(crate) fn system_label(row: &Row) -> String {
     }
 }
 
+/// The proxy or backend a system is, without its policy: "sluice
+/// least_request" is sluice's, "haproxy least_conn" HAProxy's; any other
+/// name is its own.
+pub(crate) fn base_system(system: &str) -> &str {
+    match system.split_whitespace().next() {
+        Some(first) if SYSTEMS.contains(&first) => first,
+        _ => system,
+    }
+}
+
 /// Whether `label` holds `system`'s words, in order, as whole words
 /// (case aside): "petstore bytes (nginx)" names "nginx", "sluice
 /// round_robin" names itself, "sluice serve" does not name "backend".
@@ -238,7 +248,7 @@ fn point_is_enough(group: &Group) -> bool {
 }
 
 /// Whether every row's label is its system.
-fn labels_are_systems(group: &Group) -> bool {
+pub(crate) fn labels_are_systems(group: &Group) -> bool {
     group.rows.iter().all(|r| r.label == r.system)
 }
 

@@ -222,10 +222,18 @@ fn charts(results: &Results) -> String {
 /// A bar chart's rows, each with the system its figures are of.
 pub(super) type SystemBars<'a> = Vec<(&'a str, BarRow)>;
 
-/// The rows of a chart whose bars are coloured by system, and its legend.
+/// The rows of a chart whose bars are coloured by system, and its legend:
+/// one entry per system, a policy's bars under the proxy that runs it.
 fn by_system(bars: SystemBars<'_>) -> (Vec<BarRow>, Vec<(String, String)>) {
-    let legend = system_legend(bars.iter().map(|(system, _)| *system));
+    let legend = system_legend(bars.iter().map(|(system, _)| build::base_system(system)));
     (bars.into_iter().map(|(_, bar)| bar).collect(), legend)
+}
+
+/// A bar's colour: its proxy's, for systems that are a proxy's policy
+/// ("sluice least_request", "haproxy least_conn"), which would otherwise
+/// share a few spare colours among themselves and look alike.
+fn bar_color(system: &str) -> &'static str {
+    svg::system_color(build::base_system(system))
 }
 
 /// (a) Requests/s of every throughput row, coloured by system.
@@ -255,7 +263,7 @@ pub(super) fn throughput_bars(results: &Results) -> SystemBars<'_> {
                 label: build::chart_label(g, r),
                 bars: vec![Bar {
                     value: r.figures.requests_per_sec,
-                    color: svg::system_color(&r.system).into(),
+                    color: bar_color(&r.system).into(),
                     text: fmt::count(r.figures.requests_per_sec),
                 }],
             };
@@ -434,7 +442,7 @@ pub(super) fn rss_bars(results: &Results) -> SystemBars<'_> {
         label,
         bars: vec![Bar {
             value: kib as f64 / 1024.0,
-            color: svg::system_color(system).into(),
+            color: bar_color(system).into(),
             text: format!("{} MiB", fmt::mib(kib)),
         }],
     };

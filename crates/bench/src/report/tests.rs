@@ -285,6 +285,70 @@ fn every_bar_names_its_system_once() {
     }
 }
 
+/// The idle group compares memory per connection, not load it never ran.
+#[test]
+fn idle_rows_compare_bytes_per_connection() {
+    let results = fixture();
+    let idle = &results.groups[8];
+    assert_eq!(idle.name, "idle");
+    let table = group_table(idle);
+    for line in [
+        "HTTP/1.1 @ 1,000: sluice vs haproxy: 2.07x bytes per idle connection",
+        "HTTP/2 @ 10,000: sluice vs nginx: 3.05x bytes per idle connection",
+    ] {
+        assert!(table.contains(line), "{line} missing in:\n{table}");
+    }
+    assert!(!table.contains("req/s"), "{table}");
+}
+
+/// lb-slow sets each of sluice's policies against each peer's.
+#[test]
+fn each_sluice_policy_meets_each_peer_in_lb_slow() {
+    let results = fixture();
+    let slow = &results.groups[5];
+    assert_eq!(slow.name, "lb-slow");
+    let lines = compare::ratios(slow);
+    assert_eq!(lines.len(), 6, "{lines:#?}");
+    assert!(
+        lines.contains(
+            &"sluice least_request vs haproxy least_conn: 1.06x req/s (3/3 rounds agree), \
+              0.95x avg, 0.95x p99 latency"
+                .to_string()
+        ),
+        "{lines:#?}"
+    );
+    assert!(
+        !lines.iter().any(|l| l.starts_with("least_conn:")),
+        "{lines:#?}"
+    );
+}
+
+/// lb-slow's systems are policies of sluice, HAProxy and nginx: their bars
+/// take their proxy's colour, and the legend names each proxy once, so
+/// that no two legend entries share a colour.
+#[test]
+fn policy_bars_take_their_proxys_colour() {
+    let results = fixture();
+    let bars = html::rss_bars(&results);
+    for (system, bar) in bars.iter().filter(|(_, b)| b.label.starts_with("lb-slow")) {
+        let proxy = system.split(' ').next().unwrap_or_default();
+        assert_eq!(bar.bars[0].color, svg::system_color(proxy), "{system}");
+    }
+    let html = html(&results);
+    let rss = &html[html.find("Peak RSS of the system under test").unwrap()..];
+    let rss = &rss[..rss.find("</svg>").unwrap()];
+    for legend in [
+        "sluice round_robin",
+        "haproxy least_conn",
+        "nginx least_conn",
+    ] {
+        assert!(
+            !rss.contains(&format!(">{legend}<")),
+            "{legend} in the legend"
+        );
+    }
+}
+
 #[test]
 fn html_is_well_formed_self_contained_and_has_charts() {
     let results = fixture();
@@ -424,6 +488,22 @@ mod svg_charts {
         assert_eq!(tick_label(1_500.0), "1.5k");
         assert_eq!(tick_label(0.2), "0.2");
         assert_eq!(tick_label(250.0), "250");
+    }
+
+    /// A seed chart's title takes two lines instead of running off both
+    /// ends of the chart; a short one stays whole.
+    #[test]
+    fn long_titles_wrap_within_the_chart() {
+        let title = "Each runtime's petstore, alone and behind a proxy (seeds/000 Q5): \
+                     requests/s alone and behind each proxy (log scale)";
+        let lines = title_lines(title);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert_eq!(lines.join(" "), title);
+        assert!(lines.iter().all(|l| l.chars().count() <= 92), "{lines:?}");
+        assert_eq!(
+            title_lines("Throughput per scenario"),
+            ["Throughput per scenario"]
+        );
     }
 
     #[test]
