@@ -1,11 +1,16 @@
 //! Embeds the seeds' backend projects (bench/runtimes) in the crate, so that
 //! `sluice bench` builds them from the very sources it was compiled with,
-//! wherever the binary runs. Build outputs and dotfiles are left out.
+//! wherever the binary runs. Build outputs and dotfiles are left out: a
+//! file left in would change the runtimes' cache hashes and grow the binary.
 
 use std::{
     fmt::Write as _,
     path::{Path, PathBuf},
 };
+
+/// Build outputs by path below bench/runtimes (bench/runtimes/.gitignore
+/// lists them too): the binary a hand-run `go build -o go-http .` leaves.
+const BUILT_FILES: &[&str] = &["go-http/go-http"];
 
 fn main() {
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
@@ -47,6 +52,9 @@ fn collect(root: &Path, dir: &Path, files: &mut Vec<(String, String)>) {
                 .map(|c| c.as_os_str().to_string_lossy().into_owned())
                 .collect::<Vec<_>>()
                 .join("/");
+            if BUILT_FILES.contains(&relative.as_str()) {
+                continue;
+            }
             let absolute = path
                 .canonicalize()
                 .expect("canonical path")

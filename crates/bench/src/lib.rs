@@ -4,12 +4,12 @@
 //! progress reaches the terminal without a pipe.
 //!
 //! A run is a list of groups (`baseline`, `proxy`, `middleware`,
-//! `protocols`, `lb`, `io`, `open`, and on request `runtimes`, the seeds'
-//! own backends in their runtimes); each starts the components it needs,
-//! measures its rows in rounds, one load run at a time (a warm-up,
-//! discarded, then the measured time) in an order rotated each round,
-//! checks after each run that every component is still alive, and stops
-//! them all before the next group starts.
+//! `protocols`, `lb`, `lb-slow`, `io`, `open`, `idle`, and on request
+//! `runtimes`, the seeds' own backends in their runtimes); each starts the
+//! components it needs, measures its rows in rounds (`idle` once), one load
+//! run at a time (a warm-up, discarded, then the measured time) in an order
+//! rotated each round, checks after each run that every component is still
+//! alive, and stops them all before the next group starts.
 
 mod groups;
 mod machine;
@@ -80,7 +80,7 @@ pub fn run(options: &BenchOptions, observer: &mut dyn Observer) -> anyhow::Resul
         notes: Vec::new(),
         groups: Vec::new(),
     };
-    let expected = groups::expected(&bench);
+    let expected = groups::expected(&groups::Outline::of(&bench));
     bench.observer.run_started(expected);
     for &(name, run_group) in groups::ALL {
         if !options.runs(name) {
@@ -91,6 +91,9 @@ pub fn run(options: &BenchOptions, observer: &mut dyn Observer) -> anyhow::Resul
             break;
         }
         let outcome = run_group(&mut bench);
+        if outcome.is_ok() && cfg!(debug_assertions) {
+            check_estimate(&mut bench, name);
+        }
         results.groups.append(&mut bench.published);
         results.notes = bench.notes.clone();
         results.elapsed_s = started.elapsed().as_secs_f64();
@@ -109,6 +112,25 @@ pub fn run(options: &BenchOptions, observer: &mut dyn Observer) -> anyhow::Resul
     report::write_all(&results, &options.out)
         .with_context(|| format!("cannot write the report to {}", options.out.display()))?;
     Ok(results)
+}
+
+/// In debug builds (the tests' binary), a note when a group measured
+/// other rows than the run's estimate counted for it: the estimate's
+/// counts ([`groups::planned`]) have fallen behind the group's code.
+fn check_estimate(bench: &mut Bench<'_>, name: GroupName) {
+    if bench.options.interrupt.load(Ordering::Relaxed) {
+        return;
+    }
+    let Some((planned, _)) = groups::planned(&groups::Outline::of(bench), name) else {
+        return;
+    };
+    let measured: usize = bench.published.iter().map(|g| g.rows.len()).sum();
+    if measured != planned {
+        bench.note(format!(
+            "estimate: group {name} measured {measured} rows, the estimate counted {planned} \
+             (groups::planned is out of date)"
+        ));
+    }
 }
 
 fn check(options: &BenchOptions) -> anyhow::Result<()> {

@@ -301,7 +301,8 @@ const ALL_HANDLERS: &[&str] = &[
 ];
 
 impl Profile {
-    /// About five minutes a round on two cores with both peers.
+    /// About six minutes a round on two cores with both peers, 19 for
+    /// the default three (the run's estimate, `groups::expected`).
     pub const DEFAULT: Profile = Profile {
         duration: Duration::from_secs(3),
         warmup: Duration::from_secs(1),
@@ -313,7 +314,8 @@ impl Profile {
         open_rates: &[1_000.0, 2_000.0],
     };
 
-    /// At most 90 seconds on two cores.
+    /// About 2.5 minutes on two cores with both peers, in one round (the
+    /// run's estimate; idle's 32 s do not shrink with it).
     pub const QUICK: Profile = Profile {
         duration: Duration::from_secs(1),
         warmup: Duration::from_millis(500),

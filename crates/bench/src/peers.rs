@@ -6,6 +6,8 @@
 
 use std::{fmt::Write as _, net::SocketAddr, path::Path};
 
+use crate::machine::PeerKind;
+
 /// What a peer is asked to be.
 #[derive(Debug, Clone)]
 pub(crate) enum Site<'a> {
@@ -35,6 +37,22 @@ pub(crate) struct ProxySite<'a> {
     pub(crate) least_conn: bool,
 }
 
+impl<'a> ProxySite<'a> {
+    /// Plain HTTP/1.1 on both sides, round robin over `upstreams`; the
+    /// other kinds of site are this with a field changed.
+    pub(crate) fn plain(listen: SocketAddr, upstreams: &'a [SocketAddr], max_conns: usize) -> Self {
+        Self {
+            listen,
+            tls: None,
+            h2c_clients: false,
+            upstreams,
+            upstream_protocol: UpstreamProtocol::Http1,
+            max_conns,
+            least_conn: false,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum UpstreamProtocol<'a> {
     Http1,
@@ -57,6 +75,16 @@ pub(crate) struct TlsFiles {
 
 /// Why a peer cannot play a row.
 pub(crate) type Unsupported = &'static str;
+
+/// Whether a peer of `kind` can play `site`: its configuration can be
+/// written (a group skips it with a note otherwise, and the run's estimate
+/// leaves its row out).
+pub(crate) fn plays(kind: PeerKind, site: &Site<'_>) -> bool {
+    match kind {
+        PeerKind::Nginx => nginx_conf(site, Path::new("/")).is_ok(),
+        PeerKind::Haproxy => haproxy_cfg(site).is_ok(),
+    }
+}
 
 /// nginx.conf for `nginx -c FILE -p DIR`: one process (`master_process
 /// off`, so stopping it stops everything), everything under `dir`.

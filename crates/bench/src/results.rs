@@ -171,6 +171,24 @@ pub struct Figures {
 }
 
 impl Figures {
+    /// The figures of a row that measured memory, not load (the idle
+    /// group): no requests, only the process's peak RSS.
+    pub fn memory_only(name: String, peak_rss_kib: u64) -> Self {
+        Figures {
+            requests: 0,
+            requests_per_sec: 0.0,
+            bytes_per_sec: 0.0,
+            latency: Latency::default(),
+            errors: Errors::default(),
+            process: Some(ProcessUsage {
+                name,
+                peak_rss_kib,
+                cpu_s: 0.0,
+                cpu_us_per_request: 0.0,
+            }),
+        }
+    }
+
     /// The median of each figure over `rounds` (the mean of the middle
     /// two for an even count), the errors summed and the highest peak
     /// RSS; `None` for no rounds.

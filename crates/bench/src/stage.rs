@@ -404,7 +404,7 @@ fn raise_fd_limit(max_conns: usize) -> u64 {
 
 /// The points at most `top`, and `top` in place of those above it;
 /// whether any was above.
-fn cap(points: &[usize], top: usize) -> (Vec<usize>, bool) {
+pub(crate) fn cap(points: &[usize], top: usize) -> (Vec<usize>, bool) {
     let mut kept: Vec<usize> = points.iter().copied().filter(|&p| p <= top).collect();
     let lowered = kept.len() < points.len();
     if lowered && !kept.contains(&top) {

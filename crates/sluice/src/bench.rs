@@ -27,8 +27,8 @@ use crate::load::{parse_duration, parse_think, watch_ctrl_c};
 /// Payara). Writes report.md, results.json and report.html.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
-    sluice bench                               # every group, 3 rounds: about 15 minutes on 2 cores\n  \
-    sluice bench --quick                       # every group, 1 round: at most 90 seconds\n  \
+    sluice bench                               # every group, 3 rounds: about 19 minutes on 2 cores\n  \
+    sluice bench --quick                       # every group, 1 round: about 2.5 minutes\n  \
     sluice bench --rounds 3 --only baseline,proxy,peers\n  \
     sluice bench --only baseline,proxy,peers --duration 10s --pin\n  \
     sluice bench --only lb --conns 500,1000,2000,4000,8000,12000\n  \
@@ -36,12 +36,14 @@ use crate::load::{parse_duration, parse_think, watch_ctrl_c};
     sluice bench --only idle,peers             # RSS per idle connection: 1,000 and 10,000, HTTP/1.1 and HTTP/2\n  \
     sluice bench --only runtimes,peers         # the seeds' tables in their own runtimes: about 20 minutes\n  \
     sluice bench --only runtimes --runtimes go-http,node --quick\n\n\
-Groups: baseline, proxy, middleware, protocols, lb, io, open, idle, and peers (the\n\
-nginx and HAProxy rows of every group; skipped with a note when not installed:\n\
-apt-get install -y nginx-light haproxy); runtimes runs only when named: it\n\
-builds the seeds' backends on first use (java+mvn, go, node; a missing\n\
-toolchain skips its rows with a note) into ~/.cache/sluice/runtimes. Each\n\
-component runs in its own process; the load generator runs in this one.\n\
+Groups: baseline, proxy, middleware, protocols, lb, lb-slow, io, open, idle, and\n\
+peers (the nginx and HAProxy rows of every group; skipped with a note when not\n\
+installed: apt-get install -y nginx-light haproxy); runtimes runs only when\n\
+named: it builds the seeds' backends on first use (java+mvn, go, node; a\n\
+missing toolchain skips its rows with a note) into ~/.cache/sluice/runtimes.\n\
+The times are the run's estimate with both peers (it prints its own at the\n\
+start). Each component runs in its own process; the load generator runs in\n\
+this one.\n\
 Exit status: 0 after a run, 1 when a component fails (the partial report is\n\
 still written), 2 for bad input.")]
 pub(crate) struct BenchArgs {
@@ -63,7 +65,7 @@ pub(crate) struct BenchArgs {
     /// The system under test alone on the last CPU; load and backends on the others.
     #[arg(long)]
     pin: bool,
-    /// Fewer, shorter rows: the whole run in at most 90 s on 2 cores.
+    /// Fewer, shorter rows, one round: the whole run in about 2.5 minutes on 2 cores.
     #[arg(long)]
     quick: bool,
     /// Times each row is measured, in an order rotated each round; a row

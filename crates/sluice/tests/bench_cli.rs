@@ -47,6 +47,10 @@ fn a_small_run_writes_a_valid_report() {
     assert!(stdout.contains("Baseline Summary"), "{stdout}");
     assert!(stdout.contains("Proxy Summary"), "{stdout}");
     assert!(stdout.contains("Times"), "{stdout}");
+    assert!(
+        stderr.contains("sluice bench: expected to take about "),
+        "{stderr}"
+    );
 
     // results.json: valid against the documented schema, and what was asked.
     let json: serde_json::Value = serde_json::from_str(
@@ -61,6 +65,8 @@ fn a_small_run_writes_a_valid_report() {
     let groups = json["groups"].as_array().expect("groups");
     let names: Vec<&str> = groups.iter().filter_map(|g| g["name"].as_str()).collect();
     assert_eq!(names, ["baseline", "proxy", "lb", "lb-slow", "io"]);
+    // The estimate counted the rows each group measured.
+    assert_no_estimate_note(&json);
     for group in groups {
         let rows = group["rows"].as_array().expect("rows");
         assert!(!rows.is_empty(), "{group}");
@@ -275,10 +281,22 @@ fn a_peer_that_will_not_start_or_crashes_ends_the_run_cleanly() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+/// A debug build notes a group whose rows the run's estimate miscounted.
+fn assert_no_estimate_note(json: &serde_json::Value) {
+    let notes = json["notes"].as_array().expect("notes");
+    assert!(
+        !notes
+            .iter()
+            .any(|n| n.as_str().is_some_and(|n| n.starts_with("estimate:"))),
+        "{notes:#?}"
+    );
+}
+
 /// Run as a new user would: from a working directory with a relative
 /// `--out`, with the real nginx and HAProxy when they are installed (nginx
 /// resolves its -c against its -p prefix: every path it gets must be
-/// absolute), in two rounds.
+/// absolute), in two rounds. Its output is not a terminal: no progress
+/// line, so no carriage return and no escape sequence.
 #[test]
 fn a_relative_out_folder_works_with_the_real_peers_in_rounds() {
     let cwd = scratch("relative");
@@ -293,17 +311,28 @@ fn a_relative_out_folder_works_with_the_real_peers_in_rounds() {
             "--connections",
             "4",
         ])
-        .args(["--out", "results/rel", "-q"])
+        .args(["--out", "results/rel"])
         .env("SLUICE_BENCH_TEST_MARK", "relative")
         .output()
         .expect("run sluice bench");
     let stderr = text(&output.stderr);
+    let stdout = text(&output.stdout);
     assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("expected to take about "), "{stderr}");
+    // A line per measured round instead of a progress line.
+    assert!(stderr.contains(" [2/2]"), "{stderr}");
+    for (name, out) in [("stdout", &stdout), ("stderr", &stderr)] {
+        assert!(
+            !out.contains('\r') && !out.contains('\u{1b}'),
+            "{name} holds terminal control characters: {out:?}"
+        );
+    }
     let json: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(cwd.join("results/rel/results.json")).expect("results.json"),
     )
     .expect("JSON");
     assert_eq!(json["settings"]["rounds"], 2);
+    assert_no_estimate_note(&json);
     let mut systems = Vec::new();
     for group in json["groups"].as_array().expect("groups") {
         for row in group["rows"].as_array().expect("rows") {

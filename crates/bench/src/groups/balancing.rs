@@ -8,9 +8,10 @@ use std::net::SocketAddr;
 
 use super::{begin, peer_component, proxies, sluice_yaml, upstream_yaml, SWEEP_TIMEOUT};
 use crate::{
+    machine::PeerKind,
     measure::{load_config, RowSpec},
     options::GroupName,
-    peers::{ProxySite, Site, UpstreamProtocol},
+    peers::{ProxySite, Site},
     process::Component,
     rounds::Trial,
     stage::Bench,
@@ -27,6 +28,13 @@ const POLICIES: &[(&str, &str)] = &[
         "hash",
         "    balance: hash\n    hash: { key: path, bounded_load: 1.25 }\n",
     ),
+];
+
+/// The lb-slow group's sluice policies.
+const SLOW_POLICIES: &[(&str, &str)] = &[
+    ("round_robin", ""),
+    ("least_request", "    balance: least_request\n"),
+    ("least_time", "    balance: least_time\n"),
 ];
 
 /// The measurement: `wrk -t1 -c32` over five hosts.
@@ -90,23 +98,11 @@ pub(super) fn lb_slow(bench: &mut Bench<'_>) -> anyhow::Result<()> {
         "lb-slow",
         &addrs,
         SLOW_CONNECTIONS,
-        &[
-            ("round_robin", ""),
-            ("least_request", "    balance: least_request\n"),
-            ("least_time", "    balance: least_time\n"),
-        ],
+        SLOW_POLICIES,
     )?;
     for peer in bench.peers.clone() {
         let listen = bench.port()?;
-        let site = Site::Proxy(ProxySite {
-            listen,
-            tls: None,
-            h2c_clients: false,
-            upstreams: &addrs,
-            upstream_protocol: UpstreamProtocol::Http1,
-            max_conns: SLOW_CONNECTIONS,
-            least_conn: true,
-        });
+        let site = fewest_connections(listen, &addrs);
         let system = format!("{} least_conn", peer.kind.name());
         let name = format!("{system} lb-slow");
         if let Some(server) = peer_component(bench, &mut group.notes, &peer, &name, &site, listen)?
@@ -130,6 +126,29 @@ pub(super) fn lb_slow(bench: &mut Bench<'_>) -> anyhow::Result<()> {
     group.rows = bench.run_blocks("lb-slow", &mut components, vec![block], &mut || {})?;
     bench.publish(group);
     Ok(())
+}
+
+/// A peer balancing to the host with the fewest connections (HAProxy
+/// `balance leastconn`, nginx `least_conn`), the lb-slow group's peer rows.
+fn fewest_connections(listen: SocketAddr, upstreams: &[SocketAddr]) -> Site<'_> {
+    Site::Proxy(ProxySite {
+        least_conn: true,
+        ..ProxySite::plain(listen, upstreams, SLOW_CONNECTIONS)
+    })
+}
+
+/// The lb group's rows at `points` (as capped): each proxy at every
+/// point, and sluice's other policies at the first.
+pub(super) fn lb_rows(points: usize, peers: &[PeerKind]) -> usize {
+    let policies = if points == 0 { 0 } else { POLICIES.len() };
+    points * super::plain_proxies(peers) + policies
+}
+
+/// The lb-slow group's rows: sluice's policies and each peer's fewest
+/// connections.
+pub(super) fn lb_slow_rows(peers: &[PeerKind]) -> usize {
+    let addr = SocketAddr::from(([127, 0, 0, 1], 1));
+    SLOW_POLICIES.len() + super::players(peers, &fewest_connections(addr, &[addr]))
 }
 
 /// Five `static` 1 KB backends; the last answers `slow` later.

@@ -13,9 +13,9 @@ use load::idle::{open_idle, rss_kib, IdleProtocol};
 use super::{begin, peer_component, sluice_yaml, upstream_yaml};
 use crate::{
     options::GroupName,
-    peers::{ProxySite, Site, UpstreamProtocol},
+    peers::{ProxySite, Site},
     process::{Component, Usage},
-    results::{Errors, Figures, IdleMemory, Latency, LoadShape, ProcessUsage, Row},
+    results::{Figures, IdleMemory, LoadShape, Row},
     stage::Bench,
 };
 
@@ -29,13 +29,29 @@ const SETTLE: Duration = Duration::from_millis(300);
 /// task goes).
 const IDLE: Duration = Duration::from_secs(2);
 
-/// Per row: starting the systems, then opening the connections (about
-/// 0.3 ms each on two cores).
-pub(super) fn expected(bench: &Bench<'_>, peers: usize) -> Duration {
-    let points: usize = POINTS.iter().filter(|&&p| p <= bench.max_conns).sum();
-    let per_protocol =
-        Duration::from_micros(300) * points as u32 + (SETTLE + IDLE) * POINTS.len() as u32;
-    per_protocol * 2 * (1 + peers) as u32
+/// The protocols measured, each at every point.
+const PROTOCOLS: [IdleProtocol; 2] = [IdleProtocol::Http1, IdleProtocol::H2];
+
+/// The group's rows and how long they take: each protocol at each point
+/// (as capped) for sluice and each peer that plays it, each row a start,
+/// the connections opened (about 0.3 ms each on two cores), a settle and
+/// the idle wait; measured once, not in rounds.
+pub(super) fn expected(outline: &super::Outline<'_>) -> (usize, Duration) {
+    let addr = SocketAddr::from(([127, 0, 0, 1], 1));
+    let mut rows = 0;
+    let mut time = Duration::ZERO;
+    for protocol in PROTOCOLS {
+        let systems = 1 + super::players(&outline.peers, &site(addr, &[addr], protocol, 1));
+        for connections in outline.capped(POINTS.to_vec()) {
+            rows += systems;
+            let each = super::ROW_OVERHEAD
+                + SETTLE
+                + IDLE
+                + Duration::from_micros(300) * connections as u32;
+            time += each * systems as u32;
+        }
+    }
+    (rows, time)
 }
 
 pub(super) fn idle(bench: &mut Bench<'_>) -> anyhow::Result<()> {
@@ -49,7 +65,7 @@ pub(super) fn idle(bench: &mut Bench<'_>) -> anyhow::Result<()> {
     let (backend, backend_addr) =
         bench.serve("static", &["--size".into(), "1024".into()], false)?;
     let upstreams = [backend_addr];
-    for protocol in [IdleProtocol::Http1, IdleProtocol::H2] {
+    for protocol in PROTOCOLS {
         for &connections in &points {
             for (system, mut component, listen) in
                 systems(bench, &mut group, &upstreams, protocol, connections)?
@@ -100,15 +116,7 @@ fn systems(
     )];
     for peer in bench.peers.clone() {
         let listen = bench.port()?;
-        let site = Site::Proxy(ProxySite {
-            listen,
-            tls: None,
-            h2c_clients: h2,
-            least_conn: false,
-            upstreams,
-            upstream_protocol: UpstreamProtocol::Http1,
-            max_conns: connections,
-        });
+        let site = site(listen, upstreams, protocol, connections);
         let name = format!("{} idle {protocols} {connections}", peer.kind.name());
         if let Some(component) =
             peer_component(bench, &mut group.notes, &peer, &name, &site, listen)?
@@ -117,6 +125,20 @@ fn systems(
         }
     }
     Ok(systems)
+}
+
+/// A peer in front of `upstreams` whose clients speak `protocol` (h2c
+/// with prior knowledge for HTTP/2).
+fn site(
+    listen: SocketAddr,
+    upstreams: &[SocketAddr],
+    protocol: IdleProtocol,
+    connections: usize,
+) -> Site<'_> {
+    Site::Proxy(ProxySite {
+        h2c_clients: protocol == IdleProtocol::H2,
+        ..ProxySite::plain(listen, upstreams, connections)
+    })
 }
 
 /// Opens the connections and reads the RSS rise; they close when it returns.
@@ -152,19 +174,7 @@ fn row(
     memory: IdleMemory,
 ) -> Row {
     let usage = Usage::of(component.pid());
-    let figures = Figures {
-        requests: 0,
-        requests_per_sec: 0.0,
-        bytes_per_sec: 0.0,
-        latency: Latency::default(),
-        errors: Errors::default(),
-        process: Some(ProcessUsage {
-            name: component.name().to_string(),
-            peak_rss_kib: usage.peak_rss_kib,
-            cpu_s: 0.0,
-            cpu_us_per_request: 0.0,
-        }),
-    };
+    let figures = Figures::memory_only(component.name().to_string(), usage.peak_rss_kib);
     Row {
         label: format!("{system} {} @ {connections}", protocol.as_str()),
         system: system.to_string(),

@@ -16,11 +16,11 @@ use load::LoadConfig;
 use crate::{
     machine::{Peer, PeerKind},
     measure::load_config,
-    options::GroupName,
-    peers::{ProxySite, Site, UpstreamProtocol},
+    options::{BenchOptions, GroupName, Profile},
+    peers::{plays, ProxySite, Site},
     process::Component,
     results::Group,
-    stage::Bench,
+    stage::{cap, Bench},
 };
 
 /// Measures a group and hands it to [`Bench::publish`].
@@ -48,46 +48,90 @@ const SWEEP_TIMEOUT: Duration = Duration::from_secs(10);
 /// settling between rows.
 const ROW_OVERHEAD: Duration = Duration::from_millis(400);
 
-/// How long the run should take: every row's warm-up and measured time,
-/// for every round, plus a little per row.
-pub(crate) fn expected(bench: &Bench<'_>) -> Duration {
-    let options = bench.options;
-    let profile = bench.profile;
-    let peers = bench.peers.len();
-    let nginx = usize::from(bench.peers.iter().any(|p| p.kind == PeerKind::Nginx));
+/// What the run's estimate needs to know of it: what was asked, the
+/// profile, the peers found and the sweeps' top.
+pub(crate) struct Outline<'a> {
+    pub(crate) options: &'a BenchOptions,
+    pub(crate) profile: Profile,
+    pub(crate) peers: Vec<PeerKind>,
+    pub(crate) max_conns: usize,
+}
+
+impl<'a> Outline<'a> {
+    pub(crate) fn of(bench: &'a Bench<'_>) -> Self {
+        Self {
+            options: bench.options,
+            profile: bench.profile,
+            peers: bench.peers.iter().map(|p| p.kind).collect(),
+            max_conns: bench.max_conns,
+        }
+    }
+
+    /// A sweep's points as [`Bench::capped`] leaves them.
+    pub(crate) fn capped(&self, points: Vec<usize>) -> Vec<usize> {
+        cap(&points, self.max_conns).0
+    }
+}
+
+/// How many of `peers` can play `site` (the others are skipped with a note).
+fn players(peers: &[PeerKind], site: &Site<'_>) -> usize {
+    peers.iter().filter(|&&kind| plays(kind, site)).count()
+}
+
+/// sluice and each of `peers` that plays a plain proxy ([`proxies`]).
+fn plain_proxies(peers: &[PeerKind]) -> usize {
+    let addr = SocketAddr::from(([127, 0, 0, 1], 1));
+    1 + players(peers, &plain_proxy_site(addr, &[addr], 1))
+}
+
+/// The rows a group measures and how long it should take, every round
+/// counted; `None` for `runtimes` (see [`runtimes::expected`]) and
+/// `peers`. Each count comes from the lists and points the group
+/// function builds its rows from.
+pub(crate) fn planned(outline: &Outline<'_>, name: GroupName) -> Option<(usize, Duration)> {
+    let options = outline.options;
+    let profile = outline.profile;
+    let peers = &outline.peers;
     let throughput = profile.warmup + profile.duration + ROW_OVERHEAD;
     let io = profile.io_warmup + profile.io_duration + ROW_OVERHEAD;
     let open = profile.duration + ROW_OVERHEAD;
-    let lb_points = options
-        .lb_points()
-        .iter()
-        .filter(|&&p| p <= bench.max_conns)
-        .count()
-        + usize::from(options.lb_points().iter().any(|&p| p > bench.max_conns));
+    let (rows, each) = match name {
+        GroupName::Baseline => {
+            let addr = SocketAddr::from(([127, 0, 0, 1], 1));
+            (
+                1 + players(peers, &throughput::petstore_bytes(addr)),
+                throughput,
+            )
+        }
+        GroupName::Proxy => (plain_proxies(peers), throughput),
+        GroupName::Middleware => (throughput::scenarios(profile.handlers).len(), throughput),
+        GroupName::Protocols => (throughput::protocols_rows(peers), throughput),
+        GroupName::Lb => {
+            let points = outline.capped(options.lb_points()).len();
+            (balancing::lb_rows(points, peers), throughput)
+        }
+        GroupName::LbSlow => (balancing::lb_slow_rows(peers), throughput),
+        GroupName::Io => {
+            let points = outline.capped(options.io_points()).len();
+            (sweeps::io_rows(points, peers), io)
+        }
+        GroupName::Open => (sweeps::open_rows(options.open_rates().len(), peers), open),
+        // RSS does not move with the machine's load: measured once.
+        GroupName::Idle => return Some(idle::expected(outline)),
+        GroupName::Runtimes | GroupName::Peers => return None,
+    };
+    Some((rows, each * (rows * options.rounds()) as u32))
+}
+
+/// How long the run should take: every row's warm-up and measured time,
+/// for every round, plus a little per row.
+pub(crate) fn expected(outline: &Outline<'_>) -> Duration {
     let mut total = Duration::ZERO;
-    for name in &options.only {
-        let (rows, each) = match name {
-            GroupName::Baseline | GroupName::Proxy => (1 + peers, throughput),
-            GroupName::Middleware => (profile.handlers.len() + 2, throughput),
-            // nginx has no HTTP/2 upstreams: 2 of its 4 rows do not run.
-            GroupName::Protocols => (4 * (1 + peers) - 2 * nginx, throughput),
-            // The four other policies at the first point.
-            GroupName::Lb => (lb_points * (1 + peers) + 4, throughput),
-            GroupName::LbSlow => (3 + peers, throughput),
-            GroupName::Io => (options.io_points().len() * (2 + peers), io),
-            // Cold and warm, per rate, for the backend alone and each proxy.
-            GroupName::Open => (options.open_rates().len() * 2 * (2 + peers), open),
-            GroupName::Idle => {
-                total += idle::expected(bench, peers);
-                continue;
-            }
-            GroupName::Runtimes => {
-                total += runtimes::expected(bench);
-                continue;
-            }
-            GroupName::Peers => (0, Duration::ZERO),
+    for &name in &outline.options.only {
+        total += match name {
+            GroupName::Runtimes => runtimes::expected(outline),
+            _ => planned(outline, name).map_or(Duration::ZERO, |(_, time)| time),
         };
-        total += each * (rows * options.rounds()) as u32;
     }
     total
 }
@@ -139,15 +183,7 @@ fn one_route_yaml(listen: SocketAddr, upstreams: &[SocketAddr], max_conns: usize
 
 /// A peer as a plain HTTP/1.1 proxy (round robin) in front of `upstreams`.
 fn plain_proxy_site(listen: SocketAddr, upstreams: &[SocketAddr], max_conns: usize) -> Site<'_> {
-    Site::Proxy(ProxySite {
-        listen,
-        tls: None,
-        h2c_clients: false,
-        upstreams,
-        upstream_protocol: UpstreamProtocol::Http1,
-        max_conns,
-        least_conn: false,
-    })
+    Site::Proxy(ProxySite::plain(listen, upstreams, max_conns))
 }
 
 /// A round-robin upstream named `name` over `hosts`.
@@ -211,4 +247,101 @@ fn header(name: &str, value: &str) -> anyhow::Result<(http::HeaderName, http::He
         http::HeaderName::from_bytes(name.as_bytes())?,
         http::HeaderValue::from_str(value)?,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows(outline: &Outline<'_>) -> Vec<(GroupName, usize)> {
+        GroupName::ALL
+            .into_iter()
+            .filter_map(|name| planned(outline, name).map(|(rows, _)| (name, rows)))
+            .collect()
+    }
+
+    /// The counts follow the lists each group function builds its rows
+    /// from: protocols' cases, lb's policies, lb-slow's policies, idle's
+    /// protocols and points, the sweeps' points as capped, and a peer
+    /// only where its configuration can be written.
+    #[test]
+    fn the_estimate_counts_the_rows_each_group_builds() {
+        let options = BenchOptions::new("sluice".into(), "out".into());
+        let both = Outline {
+            options: &options,
+            profile: options.profile(),
+            peers: vec![PeerKind::Haproxy, PeerKind::Nginx],
+            max_conns: options.max_conns,
+        };
+        use GroupName::*;
+        assert_eq!(
+            rows(&both),
+            [
+                (Baseline, 3),
+                (Proxy, 3),
+                // The empty chain, ten handlers alone, the default chain.
+                (Middleware, 12),
+                // Six cases for sluice and HAProxy; nginx plays the three
+                // with HTTP/1.1 upstreams.
+                (Protocols, 15),
+                // Three proxies at four points, four more policies at 500.
+                (Lb, 16),
+                // Three sluice policies, each peer's fewest connections.
+                (LbSlow, 5),
+                // Alone, sluice and two peers at four user counts.
+                (Io, 16),
+                // The same four, cold and warm, at two rates.
+                (Open, 16),
+                // Three systems, HTTP/1.1 and HTTP/2, 1,000 and 10,000.
+                (Idle, 12),
+            ]
+        );
+        assert_eq!(throughput::CASES.len(), 6);
+
+        let mut quick = options.clone();
+        quick.quick = true;
+        let alone = Outline {
+            options: &quick,
+            profile: quick.profile(),
+            peers: Vec::new(),
+            // An open-file limit that lowers the sweeps' tops.
+            max_conns: 1_500,
+        };
+        assert_eq!(
+            rows(&alone),
+            [
+                (Baseline, 1),
+                (Proxy, 1),
+                (Middleware, 4),
+                (Protocols, 6),
+                // 500 and 1,500 (for 2,000); four more policies at 500.
+                (Lb, 6),
+                (LbSlow, 3),
+                (Io, 4),
+                (Open, 4),
+                // 1,000 and 1,500 (for 10,000).
+                (Idle, 4),
+            ]
+        );
+    }
+
+    /// The figures docs/BENCH.md, the README, `--help` and [`Profile`]
+    /// quote, with both peers: about 19 minutes, and about 2.5 for `--quick`
+    /// (the estimate, not a measured run).
+    #[test]
+    fn the_estimate_of_a_full_and_a_quick_run() {
+        let options = BenchOptions::new("sluice".into(), "out".into());
+        let mut quick = options.clone();
+        quick.quick = true;
+        for (options, about) in [(&options, 18 * 60 + 30..=19 * 60 + 30), (&quick, 120..=180)] {
+            let outline = Outline {
+                options,
+                profile: options.profile(),
+                peers: vec![PeerKind::Haproxy, PeerKind::Nginx],
+                max_conns: options.max_conns,
+            };
+            let total = expected(&outline).as_secs();
+            assert!(about.contains(&total), "{total} s, not {about:?}");
+        }
+    }
 }

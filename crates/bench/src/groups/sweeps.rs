@@ -10,7 +10,7 @@ use super::{
     begin, header, one_route_yaml, peer_component, plain_proxy_site, proxies, SWEEP_TIMEOUT,
 };
 use crate::{
-    machine::Peer,
+    machine::{Peer, PeerKind},
     measure::{load_config, Measured, Round, RowSpec},
     options::GroupName,
     process::Component,
@@ -74,6 +74,18 @@ pub(super) fn io(bench: &mut Bench<'_>) -> anyhow::Result<()> {
     group.rows = bench.run_blocks("io", &mut components, blocks, &mut || {})?;
     bench.publish(group);
     Ok(())
+}
+
+/// The io group's rows at `points` (as capped): the passthrough alone,
+/// sluice and each peer in front of it, at every point.
+pub(super) fn io_rows(points: usize, peers: &[PeerKind]) -> usize {
+    points * (1 + super::plain_proxies(peers))
+}
+
+/// The open group's rows: cold and warm, at every rate, for the backend
+/// alone, sluice and each peer.
+pub(super) fn open_rows(rates: usize, peers: &[PeerKind]) -> usize {
+    rates * 2 * (1 + super::plain_proxies(peers))
 }
 
 /// seeds/003's message with the run's downstream delay.

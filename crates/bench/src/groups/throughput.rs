@@ -8,9 +8,10 @@ use load::Protocol;
 
 use super::{begin, header, peer_component, sluice_yaml, throughput, upstream_yaml};
 use crate::{
+    machine::PeerKind,
     measure::RowSpec,
     options::GroupName,
-    peers::{ProxySite, Site, UpstreamProtocol},
+    peers::{ProxySite, Site, TlsFiles, UpstreamProtocol},
     process::Component,
     rounds::Trial,
     stage::Bench,
@@ -39,11 +40,7 @@ pub(super) fn baseline(bench: &mut Bench<'_>) -> anyhow::Result<()> {
     )];
     for peer in bench.peers.clone() {
         let listen = bench.port()?;
-        let site = Site::Static {
-            listen,
-            body: backends::PETS,
-            content_type: "application/json",
-        };
+        let site = petstore_bytes(listen);
         let name = format!("{} static petstore", peer.kind.name());
         let Some(server) = peer_component(bench, &mut group.notes, &peer, &name, &site, listen)?
         else {
@@ -62,6 +59,15 @@ pub(super) fn baseline(bench: &mut Bench<'_>) -> anyhow::Result<()> {
     group.rows = bench.run_blocks("baseline", &mut components, vec![trials], &mut || {})?;
     bench.publish(group);
     Ok(())
+}
+
+/// A peer answering the petstore's bytes itself (the baseline's peer rows).
+pub(super) fn petstore_bytes(listen: SocketAddr) -> Site<'static> {
+    Site::Static {
+        listen,
+        body: backends::PETS,
+        content_type: "application/json",
+    }
 }
 
 /// Question 2: the same backend behind each proxy, nothing else on the path.
@@ -140,11 +146,7 @@ pub(super) fn middleware(bench: &mut Bench<'_>) -> anyhow::Result<()> {
         bench.work.clone()
     };
     let access_log = log_dir.join(format!("sluice-bench-{}-access.log", std::process::id()));
-    let mut scenarios: Vec<(&str, String)> = vec![("empty chain", "[]".into())];
-    for handler in bench.profile.handlers {
-        scenarios.push((handler, format!("[{handler}]")));
-    }
-    scenarios.push(("default chain", "default".into()));
+    let scenarios = scenarios(bench.profile.handlers);
     let listen = bench.port()?;
     let mut routes = String::new();
     for (name, chain) in &scenarios {
@@ -198,19 +200,132 @@ routes:
     Ok(())
 }
 
+/// The middleware group's rows, `(name, chain)`: the empty chain, each
+/// handler alone, and the full default chain.
+pub(super) fn scenarios(handlers: &[&'static str]) -> Vec<(&'static str, String)> {
+    let mut scenarios = vec![("empty chain", "[]".to_string())];
+    for handler in handlers {
+        scenarios.push((handler, format!("[{handler}]")));
+    }
+    scenarios.push(("default chain", "default".into()));
+    scenarios
+}
+
 /// `default chain` becomes the host `default-chain`.
 fn host_of(scenario: &str) -> String {
     scenario.replace([' ', '_'], "-")
 }
 
-const H2_CLIENTS_TO_H1: &str = "h2c clients -> HTTP/1.1";
-const H2_CLIENTS_TO_H2C: &str = "h2c clients -> h2c";
 /// Connections and streams per connection of the HTTP/2-client rows.
 const H2_CONNECTIONS: usize = 16;
 const H2_STREAMS: usize = 32;
 
-fn h2_clients(case: &str) -> bool {
-    case.starts_with("h2c clients")
+/// What the proxy speaks to the backend in a protocols case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Upstream {
+    Http1,
+    H2c,
+    /// h2 over TLS, to the TLS backend.
+    H2Tls,
+}
+
+/// One case of the protocols group: a row for sluice and one for each
+/// peer that can play it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Case {
+    name: &'static str,
+    /// The Host that sluice's route for the case matches.
+    host: &'static str,
+    tls_listener: bool,
+    /// Clients speak h2c with prior knowledge (issue 16's scenario:
+    /// h2load -c16 -m32).
+    h2_clients: bool,
+    upstream: Upstream,
+}
+
+/// The protocols group's cases, in the order it measures them.
+pub(super) const CASES: [Case; 6] = [
+    Case {
+        name: "HTTP/1.1 -> HTTP/1.1",
+        host: "h1",
+        tls_listener: false,
+        h2_clients: false,
+        upstream: Upstream::Http1,
+    },
+    Case {
+        name: "TLS listener -> HTTP/1.1",
+        host: "tls",
+        tls_listener: true,
+        h2_clients: false,
+        upstream: Upstream::Http1,
+    },
+    Case {
+        name: "HTTP/1.1 -> h2c",
+        host: "h2c",
+        tls_listener: false,
+        h2_clients: false,
+        upstream: Upstream::H2c,
+    },
+    Case {
+        name: "HTTP/1.1 -> h2 (TLS)",
+        host: "h2",
+        tls_listener: false,
+        h2_clients: false,
+        upstream: Upstream::H2Tls,
+    },
+    Case {
+        name: "h2c clients -> HTTP/1.1",
+        host: "h1",
+        tls_listener: false,
+        h2_clients: true,
+        upstream: Upstream::Http1,
+    },
+    Case {
+        name: "h2c clients -> h2c",
+        host: "h2c",
+        tls_listener: false,
+        h2_clients: true,
+        upstream: Upstream::H2c,
+    },
+];
+
+impl Case {
+    /// What a peer is asked to be for this case, in front of `upstream`
+    /// (the TLS backend for h2 over TLS).
+    fn site<'a>(
+        &self,
+        listen: SocketAddr,
+        upstream: &'a [SocketAddr],
+        tls: &'a TlsFiles,
+        max_conns: usize,
+    ) -> Site<'a> {
+        Site::Proxy(ProxySite {
+            tls: self.tls_listener.then_some(tls),
+            h2c_clients: self.h2_clients,
+            upstream_protocol: match self.upstream {
+                Upstream::Http1 => UpstreamProtocol::Http1,
+                Upstream::H2c => UpstreamProtocol::H2c,
+                Upstream::H2Tls => UpstreamProtocol::H2Tls { ca: &tls.ca },
+            },
+            ..ProxySite::plain(listen, upstream, max_conns)
+        })
+    }
+}
+
+/// The protocols group's rows: every case for sluice, and for each peer
+/// the cases it can play (nginx has no HTTP/2 to upstreams).
+pub(super) fn protocols_rows(peers: &[PeerKind]) -> usize {
+    let addr = SocketAddr::from(([127, 0, 0, 1], 1));
+    let tls = TlsFiles {
+        cert: "cert.pem".into(),
+        key: "key.pem".into(),
+        combined: "both.pem".into(),
+        ca: "ca.pem".into(),
+    };
+    CASES
+        .iter()
+        .map(|case| 1 + super::players(peers, &case.site(addr, &[addr], &tls, 1)))
+        .sum()
 }
 
 /// Question 4: HTTP/1.1, h2c and h2 over TLS to the backend, a TLS
@@ -231,26 +346,6 @@ pub(super) fn protocols(bench: &mut Bench<'_>) -> anyhow::Result<()> {
         tls.key.display().to_string(),
     ];
     let (secure, secure_addr) = bench.serve("petstore", &tls_args, false)?;
-    // (case, host the route matches, the listener is TLS, upstream
-    // protocol); the "h2c clients" cases load with HTTP/2 clients.
-    let cases = [
-        ("HTTP/1.1 -> HTTP/1.1", "h1", false, UpstreamProtocol::Http1),
-        (
-            "TLS listener -> HTTP/1.1",
-            "tls",
-            true,
-            UpstreamProtocol::Http1,
-        ),
-        ("HTTP/1.1 -> h2c", "h2c", false, UpstreamProtocol::H2c),
-        (
-            "HTTP/1.1 -> h2 (TLS)",
-            "h2",
-            false,
-            UpstreamProtocol::H2Tls { ca: &tls.ca },
-        ),
-        (H2_CLIENTS_TO_H1, "h1", false, UpstreamProtocol::Http1),
-        (H2_CLIENTS_TO_H2C, "h2c", false, UpstreamProtocol::H2c),
-    ];
     let plain_listen = bench.port()?;
     let tls_listen = bench.port()?;
     let yaml = sluice_yaml(
@@ -273,13 +368,12 @@ routes:\n  - {{ path: /, host: h1, upstream: h1 }}\n  - {{ path: /, host: tls, u
         &[plain_listen, tls_listen],
     )?;
     let mut components: Vec<Component> = vec![plain, secure, sluice];
-    let load_for = |bench: &Bench<'_>, listen: SocketAddr, case: &str, secure: bool, host: &str| {
-        let scheme = if secure { "https" } else { "http" };
+    let load_for = |bench: &Bench<'_>, listen: SocketAddr, case: &Case| {
+        let scheme = if case.tls_listener { "https" } else { "http" };
         let mut config = throughput(bench, &format!("{scheme}://{listen}/v1/pets"))?;
         config.cacert = Some(tls.ca.clone());
-        config.headers = vec![header("host", host)?];
-        if h2_clients(case) {
-            // issue 16's scenario: h2load -c16 -m32, h2c with prior knowledge.
+        config.headers = vec![header("host", case.host)?];
+        if case.h2_clients {
             config.protocol = Protocol::Http2;
             config.connections = H2_CONNECTIONS.min(config.connections);
             config.streams = H2_STREAMS;
@@ -288,46 +382,34 @@ routes:\n  - {{ path: /, host: h1, upstream: h1 }}\n  - {{ path: /, host: tls, u
     };
     // A block per case: sluice and each peer, rotated.
     let mut blocks = Vec::new();
-    for (case, host, secure_listener, upstream_protocol) in &cases {
-        let listen = if *secure_listener {
+    for case in &CASES {
+        let listen = if case.tls_listener {
             tls_listen
         } else {
             plain_listen
         };
         let spec = RowSpec::new(
-            format!("sluice {case}"),
+            format!("sluice {}", case.name),
             "sluice",
-            load_for(bench, listen, case, *secure_listener, host)?,
+            load_for(bench, listen, case)?,
         );
         let mut block = vec![Trial::new(spec, &[2, 0, 1])];
+        let upstream = [match case.upstream {
+            Upstream::H2Tls => secure_addr,
+            Upstream::Http1 | Upstream::H2c => plain_addr,
+        }];
         for peer in bench.peers.clone() {
             let listen = bench.port()?;
-            let upstream = match upstream_protocol {
-                UpstreamProtocol::H2Tls { .. } => secure_addr,
-                _ => plain_addr,
-            };
-            let site = Site::Proxy(ProxySite {
-                listen,
-                tls: secure_listener.then_some(&tls),
-                h2c_clients: h2_clients(case),
-                upstreams: &[upstream],
-                upstream_protocol: *upstream_protocol,
-                max_conns: bench.options.connections,
-                least_conn: false,
-            });
+            let site = case.site(listen, &upstream, &tls, bench.options.connections);
             let system = peer.kind.name();
-            let name = format!("{system} {case}");
+            let name = format!("{system} {}", case.name);
             let Some(server) =
                 peer_component(bench, &mut group.notes, &peer, &name, &site, listen)?
             else {
                 continue;
             };
             components.push(server);
-            let spec = RowSpec::new(
-                name,
-                system,
-                load_for(bench, listen, case, *secure_listener, host)?,
-            );
+            let spec = RowSpec::new(name, system, load_for(bench, listen, case)?);
             block.push(Trial::new(spec, &[components.len() - 1, 0, 1]));
         }
         blocks.push(block);

@@ -4,7 +4,7 @@
 
 use super::fmt;
 use super::table::{Align, Table};
-use crate::results::{Group, Results, Row};
+use crate::results::{Figures, Group, Results, Row};
 
 /// Systems the row labels may name; dropped when labels are compared.
 pub(crate) const SYSTEMS: [&str; 4] = ["sluice", "nginx", "haproxy", "backend"];
@@ -49,7 +49,9 @@ pub(crate) fn rows_table(group: &Group, full: bool) -> Table {
     }
     let points = has_points(group);
     let systems = !full && single_system(group).is_some();
-    let labels = full || !points || !point_is_enough(group);
+    // The terminal leaves out labels that say no more than the system and
+    // point do (lb-slow's rows are labelled by their system alone).
+    let labels = full || !(labels_are_systems(group) || points && point_is_enough(group));
     let mut t = Table::new();
     if labels {
         t = t.col("label", Align::Left);
@@ -75,11 +77,19 @@ pub(crate) fn rows_table(group: &Group, full: bool) -> Table {
         .tight("transfer/s", Align::Right)
         .col("errors", Align::Right);
     let rounds = group.rows.iter().any(|r| r.rounds.len() > 1);
+    // The spread of the figure the group's verdicts are on.
+    let p95 = verdicts_on_p95(group);
+    let spread_of: fn(&Figures) -> f64 = if p95 {
+        |f| f.latency.p95_us as f64
+    } else {
+        |f| f.requests_per_sec
+    };
     if rounds {
-        t = if full {
-            t.col("req/s min-max", Align::Right)
-        } else {
-            t.tight("±%", Align::Right)
+        t = match (full, p95) {
+            (true, true) => t.col("p95 min-max", Align::Right),
+            (true, false) => t.col("req/s min-max", Align::Right),
+            (false, true) => t.tight("p95 ±%", Align::Right),
+            (false, false) => t.tight("±%", Align::Right),
         };
     }
     t = if full {
@@ -125,13 +135,15 @@ pub(crate) fn rows_table(group: &Group, full: bool) -> Table {
             },
         ]);
         if rounds {
-            let (lo, hi) = row.spread(|f| f.requests_per_sec);
+            let (lo, hi) = row.spread(spread_of);
             cells.push(if row.rounds.len() < 2 {
                 "-".into()
-            } else if full {
-                format!("{}-{}", fmt::count(lo), fmt::count(hi))
+            } else if !full {
+                fmt::plus_minus(lo, hi, spread_of(&row.figures))
+            } else if p95 {
+                format!("{}-{}", fmt::micros(lo), fmt::micros(hi))
             } else {
-                fmt::plus_minus(lo, hi, row.figures.requests_per_sec)
+                format!("{}-{}", fmt::count(lo), fmt::count(hi))
             });
         }
         match &row.figures.process {
@@ -162,18 +174,44 @@ pub(crate) fn chart_label(group: &Group, row: &Row) -> String {
 }
 
 /// A row's label led by its system when the label does not name it, so
-/// that rows of different systems never read alike.
+/// that rows of different systems never read alike: "backend: petstore
+/// (sluice serve)", but "sluice round_robin" as it is.
 pub(crate) fn system_label(row: &Row) -> String {
-    let named = row.system == "backend"
-        || row
-            .label
-            .split(|c: char| !c.is_alphanumeric())
-            .any(|w| w.eq_ignore_ascii_case(&row.system));
-    if named {
+    if names(&row.label, &row.system) {
         row.label.clone()
     } else {
         format!("{}: {}", row.system, row.label)
     }
+}
+
+/// The proxy or backend a system is, without its policy: "sluice
+/// least_request" is sluice's, "haproxy least_conn" HAProxy's; any other
+/// name is its own.
+pub(crate) fn base_system(system: &str) -> &str {
+    match system.split_whitespace().next() {
+        Some(first) if SYSTEMS.contains(&first) => first,
+        _ => system,
+    }
+}
+
+/// Whether `label` holds `system`'s words, in order, as whole words
+/// (case aside): "petstore bytes (nginx)" names "nginx", "sluice
+/// round_robin" names itself, "sluice serve" does not name "backend".
+fn names(label: &str, system: &str) -> bool {
+    let words = |text: &str| -> Vec<String> {
+        text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let (label, system) = (words(label), words(system));
+    !system.is_empty() && label.windows(system.len()).any(|w| w == system)
+}
+
+/// Whether the group's verdicts are on p95, not req/s: the users and open
+/// models, where every system is offered the same load.
+pub(crate) fn verdicts_on_p95(group: &Group) -> bool {
+    matches!(sweep_name(group), Some("users" | "rate"))
 }
 
 /// The name of the group's sweep, if its rows have one.
@@ -207,6 +245,11 @@ fn point_is_enough(group: &Group) -> bool {
         .map(|r| (r.system.as_str(), fmt::point(r)))
         .collect();
     keys.iter().enumerate().all(|(i, k)| !keys[..i].contains(k))
+}
+
+/// Whether every row's label is its system.
+pub(crate) fn labels_are_systems(group: &Group) -> bool {
+    group.rows.iter().all(|r| r.label == r.system)
 }
 
 /// The one system all the group's rows measured, if there is only one.

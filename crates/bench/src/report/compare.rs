@@ -2,7 +2,7 @@
 //! sweep point and phase, compared on their medians, with how many rounds
 //! agree.
 
-use super::build::{has_points, sweep_name, SYSTEMS};
+use super::build::{base_system, has_points, labels_are_systems, verdicts_on_p95, SYSTEMS};
 use super::fmt;
 use crate::results::{Figures, Group, Row};
 
@@ -74,13 +74,28 @@ fn agreement(a: &Row, b: &Row, get: fn(&Figures) -> f64) -> String {
 /// Ratio lines between systems measured at the same label (system names
 /// aside), sweep point and phase.
 pub(crate) fn ratios(group: &Group) -> Vec<String> {
+    if group.rows.iter().any(|r| r.idle.is_some()) {
+        return idle_ratios(group);
+    }
+    if labels_are_systems(group) && !has_points(group) {
+        // lb-slow: each row is a proxy's policy; the labels have nothing in
+        // common to pair them by, and every row answers the same question.
+        let (ours, theirs): (Vec<&Row>, Vec<&Row>) = group
+            .rows
+            .iter()
+            .partition(|r| base_system(&r.system) == "sluice");
+        return ours
+            .iter()
+            .flat_map(|a| theirs.iter().map(move |b| compare(a, b, false)))
+            .collect();
+    }
     let mut systems: Vec<&str> = SYSTEMS.to_vec();
     for row in &group.rows {
         if !systems.contains(&row.system.as_str()) {
             systems.push(&row.system);
         }
     }
-    let latency_only = matches!(sweep_name(group), Some("users" | "rate"));
+    let latency_only = verdicts_on_p95(group);
     // Rows by key, keys in order of first appearance.
     type Key = (String, Option<u64>, Option<String>);
     let mut keys: Vec<(Key, Vec<&Row>)> = Vec::new();
@@ -138,6 +153,37 @@ pub(crate) fn ratios(group: &Group) -> Vec<String> {
                     }
                 }
             }
+        }
+    }
+    lines
+}
+
+/// The idle group, whose rows ran no load: sluice against each other
+/// system on the bytes an idle connection costs, per protocol and count
+/// ("HTTP/1.1 @ 10,000: sluice vs haproxy: 2.07x bytes per idle
+/// connection"; below 1x is better).
+fn idle_ratios(group: &Group) -> Vec<String> {
+    let mut lines = Vec::new();
+    for a in group.rows.iter().filter(|r| r.system == "sluice") {
+        let Some(mine) = &a.idle else { continue };
+        let peers = group.rows.iter().filter(|b| {
+            b.system != a.system
+                && b.load.protocol == a.load.protocol
+                && b.load.connections == a.load.connections
+        });
+        for b in peers {
+            let Some(theirs) = &b.idle else { continue };
+            lines.push(format!(
+                "{} @ {}: {} vs {}: {} bytes per idle connection",
+                a.load.protocol,
+                fmt::count(a.load.connections as f64),
+                a.system,
+                b.system,
+                fmt::times(fmt::ratio(
+                    mine.bytes_per_connection,
+                    theirs.bytes_per_connection
+                )),
+            ));
         }
     }
     lines

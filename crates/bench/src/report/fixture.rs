@@ -1,10 +1,11 @@
-//! A realistic run for the tests: all seven groups and the four runtimes
-//! groups, every system, the sweeps, cold and warm phases, notes, a row
-//! with errors and a row without process figures.
+//! A realistic run for the tests: all nine groups and the four runtimes
+//! groups, every system, the sweeps, cold and warm phases, sluice's
+//! balancing policies as systems, idle memory, notes, a row with errors
+//! and a row without process figures.
 
 use crate::results::{
-    Errors, Figures, Group, Latency, LoadShape, Machine, PeerVersion, ProcessUsage, Results, Row,
-    RuntimeInfo, Settings, SweepPoint, SCHEMA,
+    Errors, Figures, Group, IdleMemory, Latency, LoadShape, Machine, PeerVersion, ProcessUsage,
+    Results, Row, RuntimeInfo, Settings, SweepPoint, SCHEMA,
 };
 
 fn load(path: &str, connections: usize) -> LoadShape {
@@ -218,6 +219,57 @@ pub(crate) fn fixture() -> Results {
         }
     }
 
+    // One slow host among five: each policy is its own system, as
+    // balancing.rs names them.
+    let lb_slow = [
+        ("sluice round_robin", 1_900.0, 16.0),
+        ("sluice least_request", 3_700.0, 8.6),
+        ("sluice least_time", 3_600.0, 8.9),
+        ("haproxy least_conn", 3_500.0, 9.1),
+        ("nginx least_conn", 3_300.0, 9.7),
+    ]
+    .iter()
+    .map(|&(system, rps, avg_ms)| {
+        let mut r = row(system, system, rps, avg_ms, 12, 9.0);
+        r.load = load("/static", 32);
+        r
+    })
+    .collect();
+
+    let mut idle = Vec::new();
+    for protocol in ["HTTP/1.1", "HTTP/2"] {
+        for connections in [1_000, 10_000] {
+            for (system, bytes) in [("sluice", 2_900.0), ("haproxy", 1_400.0), ("nginx", 950.0)] {
+                let bytes = if protocol == "HTTP/2" {
+                    bytes * 4.0
+                } else {
+                    bytes
+                };
+                let before = 9_000;
+                let after = before + (bytes * connections as f64 / 1024.0) as u64;
+                let mut r = row(
+                    &format!("{system} {protocol} @ {connections}"),
+                    system,
+                    0.0,
+                    0.0,
+                    0,
+                    0.0,
+                );
+                r.load = load("/", connections);
+                r.load.protocol = protocol.into();
+                r.load.request = "GET http://127.0.0.1:38080/, then idle".into();
+                r.figures = Figures::memory_only(process_name(system), after);
+                r.rounds = vec![r.figures.clone()];
+                r.idle = Some(IdleMemory {
+                    rss_before_kib: before,
+                    rss_idle_kib: after,
+                    bytes_per_connection: bytes,
+                });
+                idle.push(r);
+            }
+        }
+    }
+
     Results {
         schema: SCHEMA.into(),
         started: "2026-11-22T09:30:00Z".into(),
@@ -250,8 +302,10 @@ pub(crate) fn fixture() -> Results {
                 "middleware",
                 "protocols",
                 "lb",
+                "lb-slow",
                 "io",
                 "open",
+                "idle",
                 "runtimes",
                 "peers",
             ]
@@ -311,6 +365,13 @@ pub(crate) fn fixture() -> Results {
                 &["nginx: worker_connections raised to 16384"],
             ),
             group(
+                "lb-slow",
+                "One slow host among five",
+                "When one of five backends answers 40ms later, which policy keeps p99 low at 32 connections?",
+                lb_slow,
+                &[],
+            ),
+            group(
                 "io",
                 "IO-heavy passthrough",
                 "Users with think time in front of a 300 ms downstream: what is p95?",
@@ -322,6 +383,13 @@ pub(crate) fn fixture() -> Results {
                 "Open model",
                 "Latency under a fixed arrival rate, cold and warm.",
                 open,
+                &[],
+            ),
+            group(
+                "idle",
+                "Memory per idle connection",
+                "What does an idle keep-alive client connection cost each proxy in RSS?",
+                idle,
                 &[],
             ),
         ]

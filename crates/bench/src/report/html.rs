@@ -219,68 +219,76 @@ fn charts(results: &Results) -> String {
     out
 }
 
+/// A bar chart's rows, each with the system its figures are of.
+pub(super) type SystemBars<'a> = Vec<(&'a str, BarRow)>;
+
+/// The rows of a chart whose bars are coloured by system, and its legend:
+/// one entry per system, a policy's bars under the proxy that runs it.
+fn by_system(bars: SystemBars<'_>) -> (Vec<BarRow>, Vec<(String, String)>) {
+    let legend = system_legend(bars.iter().map(|(system, _)| build::base_system(system)));
+    (bars.into_iter().map(|(_, bar)| bar).collect(), legend)
+}
+
+/// A bar's colour: its proxy's, for systems that are a proxy's policy
+/// ("sluice least_request", "haproxy least_conn"), which would otherwise
+/// share a few spare colours among themselves and look alike.
+fn bar_color(system: &str) -> &'static str {
+    svg::system_color(build::base_system(system))
+}
+
 /// (a) Requests/s of every throughput row, coloured by system.
 fn throughput_chart(results: &Results) -> String {
-    let rows = rows_of(results, &["baseline", "proxy", "middleware", "protocols"]);
-    if rows.is_empty() {
+    let bars = throughput_bars(results);
+    if bars.is_empty() {
         return skipped(
             "Throughput chart: no rows in the baseline, proxy, middleware or protocols groups.",
         );
     }
+    let (rows, legend) = by_system(bars);
     let chart = BarChart {
         title: "Throughput per scenario".into(),
         x_label: "requests/s".into(),
-        rows: rows
-            .iter()
-            .map(|(g, r)| BarRow {
-                label: build::chart_label(g, r),
-                bars: vec![Bar {
-                    value: r.figures.requests_per_sec,
-                    color: svg::system_color(&r.system).into(),
-                    text: fmt::count(r.figures.requests_per_sec),
-                }],
-            })
-            .collect(),
-        legend: system_legend(rows.iter().map(|(_, r)| r.system.as_str())),
+        rows,
+        legend,
         log: false,
     };
     svg::bar_chart(&chart)
 }
 
+pub(super) fn throughput_bars(results: &Results) -> SystemBars<'_> {
+    rows_of(results, &["baseline", "proxy", "middleware", "protocols"])
+        .into_iter()
+        .map(|(g, r)| {
+            let bar = BarRow {
+                label: build::chart_label(g, r),
+                bars: vec![Bar {
+                    value: r.figures.requests_per_sec,
+                    color: bar_color(&r.system).into(),
+                    text: fmt::count(r.figures.requests_per_sec),
+                }],
+            };
+            (r.system.as_str(), bar)
+        })
+        .collect()
+}
+
+const PERCENTILES: [(&str, &str); 4] = [
+    ("p50", "#9ecae1"),
+    ("p90", "#6baed6"),
+    ("p99", "#3182bd"),
+    ("p99.9", "#08519c"),
+];
+
 /// (b) p50/p90/p99/p99.9 of the baseline, proxy and protocols rows, log axis.
 fn latency_chart(results: &Results) -> String {
-    let rows = rows_of(results, &["baseline", "proxy", "protocols"]);
-    if rows.is_empty() {
+    let bars = latency_bars(results);
+    if bars.is_empty() {
         return skipped("Latency chart: no rows in the baseline, proxy or protocols groups.");
     }
-    const PERCENTILES: [(&str, &str); 4] = [
-        ("p50", "#9ecae1"),
-        ("p90", "#6baed6"),
-        ("p99", "#3182bd"),
-        ("p99.9", "#08519c"),
-    ];
     let chart = BarChart {
         title: "Latency percentiles (log scale)".into(),
         x_label: "latency, ms (log scale)".into(),
-        rows: rows
-            .iter()
-            .map(|(g, r)| {
-                let l = &r.figures.latency;
-                let values = [l.p50_us, l.p90_us, l.p99_us, l.p999_us];
-                BarRow {
-                    label: build::chart_label(g, r),
-                    bars: values
-                        .iter()
-                        .zip(PERCENTILES)
-                        .map(|(us, (name, color))| Bar {
-                            value: *us as f64 / 1000.0,
-                            color: color.into(),
-                            text: format!("{name} {}", fmt::micros(*us as f64)),
-                        })
-                        .collect(),
-                }
-            })
-            .collect(),
+        rows: bars.into_iter().map(|(_, bar)| bar).collect(),
         legend: PERCENTILES
             .iter()
             .map(|(n, c)| ((*n).to_owned(), (*c).to_owned()))
@@ -288,6 +296,29 @@ fn latency_chart(results: &Results) -> String {
         log: true,
     };
     svg::bar_chart(&chart)
+}
+
+pub(super) fn latency_bars(results: &Results) -> SystemBars<'_> {
+    rows_of(results, &["baseline", "proxy", "protocols"])
+        .into_iter()
+        .map(|(g, r)| {
+            let l = &r.figures.latency;
+            let values = [l.p50_us, l.p90_us, l.p99_us, l.p999_us];
+            let bar = BarRow {
+                label: build::chart_label(g, r),
+                bars: values
+                    .iter()
+                    .zip(PERCENTILES)
+                    .map(|(us, (name, color))| Bar {
+                        value: *us as f64 / 1000.0,
+                        color: color.into(),
+                        text: format!("{name} {}", fmt::micros(*us as f64)),
+                    })
+                    .collect(),
+            };
+            (r.system.as_str(), bar)
+        })
+        .collect()
 }
 
 /// The group whose rows sweep `sweep`, preferring the group named `name`.
@@ -392,16 +423,30 @@ fn open_charts(results: &Results) -> String {
 /// system over each sweep (the runtimes groups, whose backends share the
 /// system `backend`, show theirs in their rows).
 fn rss_chart(results: &Results) -> String {
-    let mut rows: Vec<BarRow> = Vec::new();
-    let mut systems: Vec<&str> = Vec::new();
+    let bars = rss_bars(results);
+    if bars.is_empty() {
+        return skipped("Memory chart: no row has process figures.");
+    }
+    let (rows, legend) = by_system(bars);
+    svg::bar_chart(&BarChart {
+        title: "Peak RSS of the system under test".into(),
+        x_label: "MiB".into(),
+        rows,
+        legend,
+        log: false,
+    })
+}
+
+pub(super) fn rss_bars(results: &Results) -> SystemBars<'_> {
     let bar = |label: String, system: &str, kib: u64| BarRow {
         label,
         bars: vec![Bar {
             value: kib as f64 / 1024.0,
-            color: svg::system_color(system).into(),
+            color: bar_color(system).into(),
             text: format!("{} MiB", fmt::mib(kib)),
         }],
     };
+    let mut bars = Vec::new();
     for group in results.groups.iter().filter(|g| !seeds::is_seed(g)) {
         if build::sweep_name(group).is_some() {
             let mut peaks: Vec<(&str, u64)> = Vec::new();
@@ -415,35 +460,18 @@ fn rss_chart(results: &Results) -> String {
                 }
             }
             for (system, kib) in peaks {
-                systems.push(system);
-                rows.push(bar(
-                    format!("{}: {system} (highest over the sweep)", group.name),
-                    system,
-                    kib,
-                ));
+                let label = format!("{}: {system} (highest over the sweep)", group.name);
+                bars.push((system, bar(label, system, kib)));
             }
         } else {
             for row in &group.rows {
                 let Some(p) = &row.figures.process else {
                     continue;
                 };
-                systems.push(&row.system);
-                rows.push(bar(
-                    build::chart_label(group, row),
-                    &row.system,
-                    p.peak_rss_kib,
-                ));
+                let label = build::chart_label(group, row);
+                bars.push((row.system.as_str(), bar(label, &row.system, p.peak_rss_kib)));
             }
         }
     }
-    if rows.is_empty() {
-        return skipped("Memory chart: no row has process figures.");
-    }
-    svg::bar_chart(&BarChart {
-        title: "Peak RSS of the system under test".into(),
-        x_label: "MiB".into(),
-        rows,
-        legend: system_legend(systems.into_iter()),
-        log: false,
-    })
+    bars
 }

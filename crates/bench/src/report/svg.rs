@@ -12,6 +12,10 @@ const FONT: f64 = 11.0;
 /// Roughly how wide a character of the 11px sans-serif font is.
 const CHAR_W: f64 = 6.2;
 const LEGEND_ROW: f64 = 18.0;
+/// Roughly how wide a character of the 14px bold title is.
+const TITLE_CHAR_W: f64 = 8.0;
+/// A title line's height.
+const TITLE_ROW: f64 = 17.0;
 
 /// The colour of a system, the same in every chart.
 pub(crate) fn system_color(system: &str) -> &'static str {
@@ -178,13 +182,21 @@ impl Svg {
             "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{w:.0}\" height=\"{h:.0}\" \
              viewBox=\"0 0 {w:.0} {h:.0}\" role=\"img\" font-family=\"sans-serif\" font-size=\"{FONT}\">\n\
              <title>{t}</title>\n\
-             <rect x=\"0\" y=\"0\" width=\"{w:.0}\" height=\"{h:.0}\" fill=\"#ffffff\"/>\n\
-             <text x=\"{x:.1}\" y=\"18\" text-anchor=\"middle\" font-size=\"14\" font-weight=\"bold\">{t}</text>\n",
+             <rect x=\"0\" y=\"0\" width=\"{w:.0}\" height=\"{h:.0}\" fill=\"#ffffff\"/>\n",
             w = width,
             h = height,
             t = esc(title),
-            x = width / 2.0,
         );
+        for (i, line) in title_lines(title).iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "<text x=\"{x:.1}\" y=\"{y:.1}\" text-anchor=\"middle\" font-size=\"14\" \
+                 font-weight=\"bold\">{}</text>",
+                esc(line),
+                x = width / 2.0,
+                y = 18.0 + TITLE_ROW * i as f64,
+            );
+        }
         Self { out }
     }
 
@@ -261,6 +273,28 @@ impl Svg {
     }
 }
 
+/// The title cut at spaces into lines that fit the chart's width (the seed
+/// charts' titles run to 110 characters, which one line cut at both ends).
+pub(crate) fn title_lines(title: &str) -> Vec<String> {
+    let max = ((WIDTH - 20.0) / TITLE_CHAR_W) as usize;
+    let mut lines: Vec<String> = Vec::new();
+    for word in title.split(' ') {
+        match lines.last_mut() {
+            Some(line) if line.chars().count() + 1 + word.chars().count() <= max => {
+                line.push(' ');
+                line.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    lines
+}
+
+/// Where the legend starts: below the title's lines.
+fn below_title(title: &str) -> f64 {
+    34.0 + TITLE_ROW * title_lines(title).len().saturating_sub(1) as f64
+}
+
 /// How many legend rows the items need.
 fn legend_height(items: &[(String, String, Key)], left: f64) -> f64 {
     if items.is_empty() {
@@ -297,7 +331,8 @@ pub(crate) fn bar_chart(chart: &BarChart) -> String {
         .iter()
         .map(|(n, c)| (n.clone(), c.clone(), Key::Box))
         .collect();
-    let top = 34.0 + legend_height(&legend, 10.0) + 8.0;
+    let head = below_title(&chart.title);
+    let top = head + legend_height(&legend, 10.0) + 8.0;
     let row_h: Vec<f64> = chart
         .rows
         .iter()
@@ -339,7 +374,7 @@ pub(crate) fn bar_chart(chart: &BarChart) -> String {
     };
 
     let mut svg = Svg::new(&chart.title, WIDTH, height);
-    svg.legend(&legend, 10.0, 34.0 + 12.0);
+    svg.legend(&legend, 10.0, head + 12.0);
     let bottom = top + plot_h;
     for t in &ticks {
         let x = scale.map(*t);
@@ -404,7 +439,8 @@ pub(crate) fn line_chart(chart: &LineChart) -> String {
             (s.name.clone(), s.color.clone(), key)
         })
         .collect();
-    let top = 34.0 + legend_height(&legend, left) + 16.0;
+    let head = below_title(&chart.title);
+    let top = head + legend_height(&legend, left) + 16.0;
     let plot_h = 240.0;
     let bottom = top + plot_h;
     let height = bottom + 50.0;
@@ -436,7 +472,7 @@ pub(crate) fn line_chart(chart: &LineChart) -> String {
     };
 
     let mut svg = Svg::new(&chart.title, WIDTH, height);
-    svg.legend(&legend, left, 34.0 + 12.0);
+    svg.legend(&legend, left, head + 12.0);
     for t in &y_ticks {
         let y = ys.map(*t);
         svg.line(left, y, right, y, "#e3e3e3");

@@ -126,7 +126,13 @@ fn terminal_tables_are_aligned_and_compare_systems() {
         // Header and rule have the same width: the columns line up.
         let rule = lines.iter().position(|l| l.starts_with("-----")).unwrap();
         let header = rule - 1;
-        assert!(lines[header].contains("req/s"), "{table}");
+        // The idle group's table is about memory, not load.
+        let figure = if group.name == "idle" {
+            "per connection"
+        } else {
+            "req/s"
+        };
+        assert!(lines[header].contains(figure), "{table}");
         for line in lines.iter().skip(header).take(group.rows.len() + 2) {
             assert!(
                 line.chars().count() <= 130,
@@ -140,7 +146,7 @@ fn terminal_tables_are_aligned_and_compare_systems() {
         lb.contains("connections 12,000: sluice vs haproxy:"),
         "{lb}"
     );
-    let open = group_table(&results.groups[6]);
+    let open = group_table(&results.groups[7]);
     assert!(
         open.contains("rate 4,000/s warm: sluice vs haproxy: 0.73x p95"),
         "{open}"
@@ -168,6 +174,181 @@ fn terminal_tables_are_aligned_and_compare_systems() {
     println!("{summary}");
 }
 
+/// In io and open, whose verdicts are on p95, the spread is p95's; the
+/// throughput groups keep req/s.
+#[test]
+fn the_spread_is_of_the_figure_the_verdicts_are_on() {
+    let results = fixture();
+    let io = &results.groups[6];
+    assert_eq!(io.name, "io");
+    let md = build::rows_table(io, true).markdown();
+    assert!(md.contains("| p95 min-max |"), "{md}");
+    assert!(!md.contains("req/s min-max"), "{md}");
+    for row in &io.rows {
+        let (lo, hi) = row.spread(|f| f.latency.p95_us as f64);
+        assert!(lo < hi, "{}: the fixture's rounds differ", row.label);
+        let cell = format!("| {}-{} |", fmt::micros(lo), fmt::micros(hi));
+        assert!(md.contains(&cell), "{cell} missing in:\n{md}");
+    }
+    let open = build::rows_table(&results.groups[7], true).markdown();
+    assert!(open.contains("| p95 min-max |"), "{open}");
+    let terminal = group_table(io);
+    assert!(terminal.contains(" p95 ±%"), "{terminal}");
+    let proxy = build::rows_table(&results.groups[1], true).markdown();
+    assert!(proxy.contains("| req/s min-max |"), "{proxy}");
+    assert!(proxy.contains("| 184,797-194,322 |"), "{proxy}");
+}
+
+/// A verdict says in how many rounds the compared systems stood on the
+/// same sides as their medians do.
+#[test]
+fn verdicts_count_the_rounds_that_agree_with_them() {
+    let mut results = fixture();
+    // nginx beats sluice's first round in its own first round.
+    let proxy = &mut results.groups[1];
+    let nginx = proxy
+        .rows
+        .iter_mut()
+        .find(|r| r.system == "nginx")
+        .expect("an nginx row");
+    nginx.rounds[0].requests_per_sec = 200_000.0;
+    let table = group_table(proxy);
+    assert!(
+        table.contains("sluice vs nginx: 1.27x req/s (2/3 rounds agree)"),
+        "{table}"
+    );
+    assert!(
+        table.contains("sluice vs haproxy: 1.11x req/s (3/3 rounds agree)"),
+        "{table}"
+    );
+    // On p95 where the verdict is on p95: haproxy is faster than sluice
+    // in two rounds at 300 users, though slower in the median.
+    let io = &mut results.groups[6];
+    for row in io.rows.iter_mut().filter(|r| r.system == "haproxy") {
+        if row.sweep.as_ref().is_some_and(|s| s.value == 300.0) {
+            row.rounds[0].latency.p95_us = 1;
+            row.rounds[2].latency.p95_us = 1;
+        }
+    }
+    let table = group_table(io);
+    assert!(
+        table.contains("users 300: sluice vs haproxy: 0.99x p95 (1/3 rounds agree)"),
+        "{table}"
+    );
+    assert!(
+        table.contains("users 5,000: sluice vs haproxy: 0.90x p95 (3/3 rounds agree)"),
+        "{table}"
+    );
+    // Markdown and HTML say the same.
+    assert!(markdown(&results).contains("(1/3 rounds agree)"));
+    assert!(html(&results).contains("(2/3 rounds agree)"));
+}
+
+/// Every bar of the throughput, latency and RSS charts names its row's
+/// system, once: "baseline: backend: petstore (sluice serve)", "lb-slow:
+/// sluice round_robin", "protocols: sluice: h1 -> h1".
+#[test]
+fn every_bar_names_its_system_once() {
+    let mut results = fixture();
+    // A baseline row labelled as the bench labels it.
+    let mut backend = results.groups[0].rows[0].clone();
+    backend.label = "petstore (sluice serve)".into();
+    results.groups[0].rows.push(backend);
+    let charts = [
+        ("throughput", html::throughput_bars(&results)),
+        ("latency", html::latency_bars(&results)),
+        ("RSS", html::rss_bars(&results)),
+    ];
+    let mut labels = Vec::new();
+    for (chart, bars) in &charts {
+        assert!(!bars.is_empty(), "{chart}");
+        for (system, bar) in bars {
+            let found = bar.label.matches(system).count();
+            assert_eq!(
+                found, 1,
+                "{chart}: {:?} names {system} {found} times",
+                bar.label
+            );
+            labels.push(bar.label.as_str());
+        }
+    }
+    for label in [
+        "baseline: backend: petstore (sluice serve)",
+        "baseline: nginx petstore body",
+        "protocols: sluice: h1 -> h1",
+        "lb-slow: sluice round_robin",
+        "lb-slow: haproxy least_conn",
+        "idle: nginx HTTP/2 @ 10000",
+        "lb: haproxy (highest over the sweep)",
+    ] {
+        assert!(labels.contains(&label), "no bar {label:?} in {labels:#?}");
+    }
+}
+
+/// The idle group compares memory per connection, not load it never ran.
+#[test]
+fn idle_rows_compare_bytes_per_connection() {
+    let results = fixture();
+    let idle = &results.groups[8];
+    assert_eq!(idle.name, "idle");
+    let table = group_table(idle);
+    for line in [
+        "HTTP/1.1 @ 1,000: sluice vs haproxy: 2.07x bytes per idle connection",
+        "HTTP/2 @ 10,000: sluice vs nginx: 3.05x bytes per idle connection",
+    ] {
+        assert!(table.contains(line), "{line} missing in:\n{table}");
+    }
+    assert!(!table.contains("req/s"), "{table}");
+}
+
+/// lb-slow sets each of sluice's policies against each peer's.
+#[test]
+fn each_sluice_policy_meets_each_peer_in_lb_slow() {
+    let results = fixture();
+    let slow = &results.groups[5];
+    assert_eq!(slow.name, "lb-slow");
+    let lines = compare::ratios(slow);
+    assert_eq!(lines.len(), 6, "{lines:#?}");
+    assert!(
+        lines.contains(
+            &"sluice least_request vs haproxy least_conn: 1.06x req/s (3/3 rounds agree), \
+              0.95x avg, 0.95x p99 latency"
+                .to_string()
+        ),
+        "{lines:#?}"
+    );
+    assert!(
+        !lines.iter().any(|l| l.starts_with("least_conn:")),
+        "{lines:#?}"
+    );
+}
+
+/// lb-slow's systems are policies of sluice, HAProxy and nginx: their bars
+/// take their proxy's colour, and the legend names each proxy once, so
+/// that no two legend entries share a colour.
+#[test]
+fn policy_bars_take_their_proxys_colour() {
+    let results = fixture();
+    let bars = html::rss_bars(&results);
+    for (system, bar) in bars.iter().filter(|(_, b)| b.label.starts_with("lb-slow")) {
+        let proxy = system.split(' ').next().unwrap_or_default();
+        assert_eq!(bar.bars[0].color, svg::system_color(proxy), "{system}");
+    }
+    let html = html(&results);
+    let rss = &html[html.find("Peak RSS of the system under test").unwrap()..];
+    let rss = &rss[..rss.find("</svg>").unwrap()];
+    for legend in [
+        "sluice round_robin",
+        "haproxy least_conn",
+        "nginx least_conn",
+    ] {
+        assert!(
+            !rss.contains(&format!(">{legend}<")),
+            "{legend} in the legend"
+        );
+    }
+}
+
 #[test]
 fn html_is_well_formed_self_contained_and_has_charts() {
     let results = fixture();
@@ -181,9 +362,9 @@ fn html_is_well_formed_self_contained_and_has_charts() {
         .descendants()
         .filter(|n| n.has_tag_name("table"))
         .count();
-    // Machine, settings, 2 summaries, 7 groups, 3 pivots; 4 runtimes
+    // Machine, settings, 2 summaries, 9 groups, 3 pivots; 4 runtimes
     // groups, each with its seed's table and its versions.
-    assert_eq!(tables, 26);
+    assert_eq!(tables, 28);
     let text: String = doc
         .descendants()
         .filter(|n| n.is_text())
@@ -240,8 +421,8 @@ fn results_json_matches_the_schema() {
 
     // And it reads back.
     let back: Results = serde_json::from_str(&json(&results).unwrap()).unwrap();
-    assert_eq!(back.groups.len(), 11);
-    assert_eq!(back.groups[7].rows[1].warmup_rounds, 1);
+    assert_eq!(back.groups.len(), 13);
+    assert_eq!(back.groups[9].rows[1].warmup_rounds, 1);
 }
 
 #[test]
@@ -307,6 +488,22 @@ mod svg_charts {
         assert_eq!(tick_label(1_500.0), "1.5k");
         assert_eq!(tick_label(0.2), "0.2");
         assert_eq!(tick_label(250.0), "250");
+    }
+
+    /// A seed chart's title takes two lines instead of running off both
+    /// ends of the chart; a short one stays whole.
+    #[test]
+    fn long_titles_wrap_within_the_chart() {
+        let title = "Each runtime's petstore, alone and behind a proxy (seeds/000 Q5): \
+                     requests/s alone and behind each proxy (log scale)";
+        let lines = title_lines(title);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert_eq!(lines.join(" "), title);
+        assert!(lines.iter().all(|l| l.chars().count() <= 92), "{lines:?}");
+        assert_eq!(
+            title_lines("Throughput per scenario"),
+            ["Throughput per scenario"]
+        );
     }
 
     #[test]

@@ -249,9 +249,9 @@ fn usual_start(runtime: Runtime) -> Duration {
 /// section's rows for every round, the JVM rows' discarded round, and
 /// each start (one per section, one per rate and round for seeds/004).
 /// First builds (minutes for the JVM apps) are not counted.
-pub(super) fn expected(bench: &Bench<'_>) -> Duration {
-    let options = bench.options;
-    let profile = bench.profile;
+pub(super) fn expected(outline: &super::Outline<'_>) -> Duration {
+    let options = outline.options;
+    let profile = outline.profile;
     let asked = |section: &Section| -> Vec<Runtime> {
         section
             .wanted()
@@ -262,7 +262,7 @@ pub(super) fn expected(bench: &Bench<'_>) -> Duration {
     let jvms = |runtimes: &[Runtime]| runtimes.iter().filter(|r| r.is_jvm()).count();
     let starts = |runtimes: &[Runtime]| runtimes.iter().map(|&r| usual_start(r)).sum::<Duration>();
     let rounds = options.rounds() as u32;
-    let peers = bench.peers.len();
+    let peers = outline.peers.len();
     let throughput = profile.warmup + profile.duration + ROW_OVERHEAD;
     let io = profile.io_warmup + profile.io_duration + ROW_OVERHEAD;
     let open = profile.duration + ROW_OVERHEAD;
@@ -277,7 +277,7 @@ pub(super) fn expected(bench: &Bench<'_>) -> Duration {
             + (jvms(&petstore) * per_backend) as u32)
         + starts(&petstore);
     let passthrough = asked(&sweeps::IO);
-    let points = options.io_points().len() as u32;
+    let points = outline.capped(options.io_points()).len() as u32;
     if !passthrough.is_empty() {
         let rows = (1 + 2 * passthrough.len()) as u32;
         let discarded = (2 * jvms(&passthrough)) as u32;

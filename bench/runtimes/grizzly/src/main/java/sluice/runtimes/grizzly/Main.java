@@ -8,6 +8,7 @@ import org.glassfish.jersey.jackson.JacksonFeature;
 import org.glassfish.jersey.server.ResourceConfig;
 import org.glassfish.jersey.server.ServerProperties;
 import sluice.runtimes.jaxrs.CustomersResource;
+import sluice.runtimes.jaxrs.ReadyResource;
 
 /** `java -jar grizzly.jar --port 8080 [--host 127.0.0.1]`: the customers API on Grizzly. */
 public final class Main {
@@ -23,7 +24,7 @@ public final class Main {
                 default -> throw new IllegalArgumentException("unknown flag " + args[i] + "; expected --port or --host");
             }
         }
-        ResourceConfig config = new ResourceConfig(CustomersResource.class)
+        ResourceConfig config = new ResourceConfig(CustomersResource.class, ReadyResource.class)
                 .register(JacksonFeature.class)
                 .property(ServerProperties.LOCATION_HEADER_RELATIVE_URI_RESOLUTION_DISABLED, true);
         HttpServer server = GrizzlyHttpServerFactory.createHttpServer(

@@ -7,13 +7,14 @@ import java.util.Set;
 import org.glassfish.jersey.jackson.JacksonFeature;
 import org.glassfish.jersey.server.ServerProperties;
 import sluice.runtimes.jaxrs.CustomersResource;
+import sluice.runtimes.jaxrs.ReadyResource;
 
 /** The customers API on Payara Micro's Jersey, with Jackson as seeds/004 had it (Payara's default is JSON-B). */
 @ApplicationPath("/")
 public class CustomersApplication extends Application {
     @Override
     public Set<Class<?>> getClasses() {
-        return Set.of(CustomersResource.class, JacksonFeature.class);
+        return Set.of(CustomersResource.class, ReadyResource.class, JacksonFeature.class);
     }
 
     @Override
