@@ -416,7 +416,7 @@ pub struct Forwarded {
     pub trust: bool,
 }
 
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Log {
     pub format: LogFormat,
