@@ -9,81 +9,10 @@
 
 mod support;
 
-use std::{
-    net::SocketAddr,
-    path::{Path, PathBuf},
-    sync::{
-        atomic::{AtomicI64, AtomicU64, Ordering},
-        Arc,
-    },
-    time::{Duration, Instant},
-};
+use std::{net::SocketAddr, sync::atomic::Ordering, time::Duration};
 
+use support::live::{admin_get, reload, scratch, start, until, Counted, HEAD};
 use testkit::RawConn;
-use tokio::net::TcpListener;
-
-/// An echo upstream that counts the connections it accepted and has open.
-struct Counted {
-    addr: SocketAddr,
-    accepted: Arc<AtomicU64>,
-    open: Arc<AtomicI64>,
-}
-
-impl Counted {
-    async fn start(name: &'static str, at: &str) -> Self {
-        let listener = TcpListener::bind(at).await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let accepted = Arc::new(AtomicU64::new(0));
-        let open = Arc::new(AtomicI64::new(0));
-        let (a, o) = (Arc::clone(&accepted), Arc::clone(&open));
-        tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                a.fetch_add(1, Ordering::SeqCst);
-                o.fetch_add(1, Ordering::SeqCst);
-                let o = Arc::clone(&o);
-                tokio::spawn(async move {
-                    support::echo(stream, name, Arc::new(AtomicU64::new(0))).await;
-                    o.fetch_sub(1, Ordering::SeqCst);
-                });
-            }
-        });
-        Self {
-            addr,
-            accepted,
-            open,
-        }
-    }
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("sluice-reload-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-const HEAD: &str =
-    "workers: 1\nlisteners: [{ address: 127.0.0.1:0 }]\nadmin: { address: 127.0.0.1:0 }\n";
-
-fn start(file: &Path) -> proxy::RunningProxy {
-    let config = proxy::config::load(file).unwrap();
-    let options = proxy::Options {
-        file: Some(file.to_path_buf()),
-        ..Default::default()
-    };
-    proxy::start_with(config, options).unwrap()
-}
-
-async fn reload(admin: SocketAddr) -> testkit::RawResponse {
-    let mut conn = RawConn::connect(admin).await;
-    conn.send("POST /reload HTTP/1.1\r\nhost: admin\r\ncontent-length: 0\r\n\r\n")
-        .await;
-    conn.read_response(false).await
-}
-
-async fn admin_get(admin: SocketAddr, path: &str) -> testkit::RawResponse {
-    RawConn::connect(admin).await.get(path).await
-}
 
 #[tokio::test]
 async fn a_reload_moves_a_route_for_new_requests_and_keeps_the_pools_of_hosts_that_stay() {
@@ -385,20 +314,4 @@ async fn a_listener_that_cannot_be_bound_fails_the_reload_and_changes_nothing() 
     assert!(metrics.contains("sluice_config_reloads_total{result=\"error\"} 1"));
     drop(taken);
     proxy.shutdown();
-}
-
-/// Polls `check` every 50 ms until it holds or `limit` passes.
-async fn until<F, Fut>(limit: Duration, mut check: F) -> bool
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        if check().await {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    false
 }

@@ -176,7 +176,8 @@ impl Reloader {
             .map_err(|err| err.to_string())?;
         let invalid = |err: anyhow::Error| format!("{}: {err:#}", path.display());
         let mut resolver = Resolver::new(&config.discovery);
-        let (answers, due) = discovery::resolve_all(&mut resolver, &config, &state.answers)
+        let failed = || self.metrics.discovery_failed();
+        let (answers, due) = discovery::resolve_all(&mut resolver, &config, &state.answers, failed)
             .await
             .map_err(invalid)?;
         let endpoints = super::endpoints(&config).map_err(invalid)?;
