@@ -28,4 +28,4 @@ mod telemetry;
 mod upstream;
 pub mod wire;
 
-pub use server::{check, start, start_with, LogLevelHook, Options, RunningProxy};
+pub use server::{check, start, start_with, LogHook, Options, RunningProxy};

@@ -9,81 +9,11 @@
 
 mod support;
 
-use std::{
-    net::SocketAddr,
-    path::{Path, PathBuf},
-    sync::{
-        atomic::{AtomicI64, AtomicU64, Ordering},
-        Arc,
-    },
-    time::{Duration, Instant},
-};
+use std::{net::SocketAddr, sync::atomic::Ordering, time::Duration};
 
+use support::live::{admin_get, reload, scratch, start, until, Counted, HEAD};
 use testkit::RawConn;
-use tokio::net::TcpListener;
-
-/// An echo upstream that counts the connections it accepted and has open.
-struct Counted {
-    addr: SocketAddr,
-    accepted: Arc<AtomicU64>,
-    open: Arc<AtomicI64>,
-}
-
-impl Counted {
-    async fn start(name: &'static str, at: &str) -> Self {
-        let listener = TcpListener::bind(at).await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let accepted = Arc::new(AtomicU64::new(0));
-        let open = Arc::new(AtomicI64::new(0));
-        let (a, o) = (Arc::clone(&accepted), Arc::clone(&open));
-        tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                a.fetch_add(1, Ordering::SeqCst);
-                o.fetch_add(1, Ordering::SeqCst);
-                let o = Arc::clone(&o);
-                tokio::spawn(async move {
-                    support::echo(stream, name, Arc::new(AtomicU64::new(0))).await;
-                    o.fetch_sub(1, Ordering::SeqCst);
-                });
-            }
-        });
-        Self {
-            addr,
-            accepted,
-            open,
-        }
-    }
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("sluice-reload-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-const HEAD: &str =
-    "workers: 1\nlisteners: [{ address: 127.0.0.1:0 }]\nadmin: { address: 127.0.0.1:0 }\n";
-
-fn start(file: &Path) -> proxy::RunningProxy {
-    let config = proxy::config::load(file).unwrap();
-    let options = proxy::Options {
-        file: Some(file.to_path_buf()),
-        ..Default::default()
-    };
-    proxy::start_with(config, options).unwrap()
-}
-
-async fn reload(admin: SocketAddr) -> testkit::RawResponse {
-    let mut conn = RawConn::connect(admin).await;
-    conn.send("POST /reload HTTP/1.1\r\nhost: admin\r\ncontent-length: 0\r\n\r\n")
-        .await;
-    conn.read_response(false).await
-}
-
-async fn admin_get(admin: SocketAddr, path: &str) -> testkit::RawResponse {
-    RawConn::connect(admin).await.get(path).await
-}
+use tokio::io::AsyncReadExt;
 
 #[tokio::test]
 async fn a_reload_moves_a_route_for_new_requests_and_keeps_the_pools_of_hosts_that_stay() {
@@ -262,18 +192,135 @@ async fn discovery_follows_a_name_whose_addresses_change_and_drains_the_removed_
     drop(client);
 }
 
-/// Polls `check` every 50 ms until it holds or `limit` passes.
-async fn until<F, Fut>(limit: Duration, mut check: F) -> bool
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        if check().await {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+/// Two loopback ports that nothing listens on (bound together, then released).
+fn two_free_ports() -> (u16, u16) {
+    let a = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let b = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    (
+        a.local_addr().unwrap().port(),
+        b.local_addr().unwrap().port(),
+    )
+}
+
+/// What a listener answers to the HTTP/2 connection preface: the first bytes.
+async fn answer_to_preface(addr: SocketAddr) -> Vec<u8> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream
+        .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        .await
+        .unwrap();
+    let mut first = vec![0; 9];
+    tokio::time::timeout(Duration::from_secs(5), stream.read_exact(&mut first))
+        .await
+        .unwrap()
+        .unwrap();
+    first
+}
+
+#[tokio::test]
+async fn a_reload_adds_changes_and_removes_listeners_and_the_removed_ones_drain() {
+    let slow = testkit::FakeServer::start(testkit::Behaviour::DelayEvery {
+        nth: 1,
+        delay: Duration::from_millis(800),
+    });
+    let (removed, added) = two_free_ports();
+    let dir = scratch("listeners");
+    let file = dir.join("sluice.yaml");
+    let rest = format!(
+        "admin: {{ address: 127.0.0.1:0 }}\nupstreams:\n  slow: {{ hosts: [\"http://{}\"] }}\nroutes: [{{ path: /, upstream: slow }}]\n",
+        slow.addr()
+    );
+    std::fs::write(
+        &file,
+        format!("workers: 2\nlisteners: [{{ address: 127.0.0.1:0 }}, {{ address: 127.0.0.1:{removed} }}]\n{rest}"),
+    )
+    .unwrap();
+    let proxy = start(&file);
+    let (kept, removed) = (proxy.listeners[0], proxy.listeners[1]);
+    // Served as HTTP/2 (a SETTINGS frame) while both versions are on.
+    assert_ne!(&answer_to_preface(kept).await[..5], b"HTTP/");
+
+    // An idle connection on the listener about to go, parked by now (it
+    // has sent nothing for over a second: crates/proxy/src/session/park.rs).
+    let mut parked = tokio::net::TcpStream::connect(removed).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1600)).await;
+    // A slow request in flight on the listener about to go.
+    let mut in_flight = RawConn::connect(removed).await;
+    in_flight.send("GET / HTTP/1.1\r\nhost: app\r\n\r\n").await;
+    let requests = || slow.requests();
+    assert!(
+        until(Duration::from_secs(3), || async { requests() == 1 }).await,
+        "the slow request never reached the upstream"
+    );
+
+    // One listener goes, one comes, one serves HTTP/1.1 only from now on.
+    std::fs::write(
+        &file,
+        format!("workers: 2\nlisteners: [{{ address: 127.0.0.1:0, protocols: [http1] }}, {{ address: 127.0.0.1:{added} }}]\n{rest}"),
+    )
+    .unwrap();
+    let answer = reload(proxy.admin.unwrap()).await;
+    assert_eq!(answer.status, 200, "{}", answer.text());
+
+    let added: SocketAddr = format!("127.0.0.1:{added}").parse().unwrap();
+    assert_eq!(RawConn::connect(added).await.get("/").await.status, 200);
+    // Refused on every worker's socket, not only on one.
+    for _ in 0..8 {
+        let refused = tokio::net::TcpStream::connect(removed).await;
+        assert!(refused.is_err(), "the removed listener still accepts");
     }
-    false
+    // The parked connection is closed with its listener.
+    let mut scratch = [0u8; 8];
+    let closed = tokio::time::timeout(Duration::from_secs(3), parked.read(&mut scratch)).await;
+    assert!(matches!(closed, Ok(Ok(0))), "parked connection: {closed:?}");
+    // The request in flight finishes, then its connection closes.
+    let finished = in_flight.read_response(false).await;
+    assert_eq!(finished.status, 200);
+    assert!(in_flight.is_closed_by_peer().await);
+    // The kept listener is the same port, now HTTP/1.1 only: the preface
+    // is an HTTP/1.1 request it refuses.
+    assert_eq!(&answer_to_preface(kept).await[..5], b"HTTP/");
+    assert_eq!(RawConn::connect(kept).await.get("/").await.status, 200);
+    proxy.shutdown();
+}
+
+#[tokio::test]
+async fn a_listener_that_cannot_be_bound_fails_the_reload_and_changes_nothing() {
+    let one = Counted::start("one", "127.0.0.1:0").await;
+    let dir = scratch("bind-fails");
+    let file = dir.join("sluice.yaml");
+    let good = format!("{HEAD}{}", support::one_upstream(one.addr, ""));
+    std::fs::write(&file, &good).unwrap();
+    let proxy = start(&file);
+    let admin = proxy.admin.unwrap();
+    // Held without SO_REUSEPORT: the proxy cannot share it.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken_addr = taken.local_addr().unwrap();
+    let listeners = format!("listeners: [{{ address: {taken_addr} }}]");
+    std::fs::write(
+        &file,
+        good.replace("listeners: [{ address: 127.0.0.1:0 }]", &listeners),
+    )
+    .unwrap();
+    let answer = reload(admin).await;
+    assert_eq!(answer.status, 422, "{}", answer.text());
+    assert!(
+        answer
+            .text()
+            .contains(&format!("cannot listen on {taken_addr}")),
+        "{}",
+        answer.text()
+    );
+    // The listener the file dropped still serves.
+    let mut client = RawConn::connect(proxy.listeners[0]).await;
+    assert!(client.get("/").await.text().contains("upstream: one"));
+    let config = admin_get(admin, "/config").await.json();
+    assert_eq!(config["reload"]["generation"], 0);
+    let error = config["reload"]["last_error"]["message"].as_str().unwrap();
+    assert!(error.contains("cannot listen on"), "{error}");
+    let metrics = admin_get(admin, "/metrics").await.text();
+    assert!(metrics.contains("sluice_config_reloads_total{result=\"error\"} 1"));
+    drop(taken);
+    proxy.shutdown();
 }

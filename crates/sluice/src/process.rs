@@ -1,52 +1,110 @@
 //! What every long-running subcommand does the same way: logging, and a
 //! graceful stop on SIGTERM or SIGINT (a second signal exits at once).
 
-use std::time::Duration;
+use std::{sync::Mutex, time::Duration};
 
 use anyhow::Context;
 use clap::ValueEnum;
 use tokio::signal::unix::{signal, Signal, SignalKind};
 use tracing::{info, warn};
+use tracing_subscriber::{
+    fmt,
+    layer::{Layered, SubscriberExt as _},
+    reload,
+    util::SubscriberInitExt as _,
+    EnvFilter, Layer, Registry,
+};
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum LogFormat {
     Text,
     Json,
 }
 
-/// Logs to stderr; `RUST_LOG` wins over `level`, which defaults to `info`.
-/// Returns what sets a new `level` (a configuration reload); it does
-/// nothing while `RUST_LOG` is set.
-pub(crate) fn init_logging(
-    format: LogFormat,
-    level: Option<&str>,
-) -> impl Fn(Option<&str>) + Send + Sync + 'static {
-    use tracing_subscriber::{
-        fmt, layer::SubscriberExt as _, reload, util::SubscriberInitExt as _, EnvFilter,
-    };
-    let from_env = EnvFilter::try_from_default_env().ok();
-    let fixed = from_env.is_some();
-    let filter = from_env.unwrap_or_else(|| EnvFilter::new(level.unwrap_or("info")));
-    let (filter, handle) = reload::Layer::new(filter);
-    let registry = tracing_subscriber::registry().with(filter);
+/// What the stderr output layer sees: the registry under the level filter.
+type Filtered = Layered<reload::Layer<EnvFilter, Registry>, Registry>;
+/// The stderr output in one format, boxed so that a reload can swap it.
+type Output = Box<dyn Layer<Filtered> + Send + Sync>;
+
+fn output(format: LogFormat) -> Output {
     match format {
-        LogFormat::Text => registry
-            .with(fmt::layer().with_writer(std::io::stderr))
-            .init(),
-        LogFormat::Json => registry
-            .with(fmt::layer().json().with_writer(std::io::stderr))
-            .init(),
+        LogFormat::Text => fmt::layer().with_writer(std::io::stderr).boxed(),
+        LogFormat::Json => fmt::layer().json().with_writer(std::io::stderr).boxed(),
     }
-    move |level: Option<&str>| {
-        if fixed {
+}
+
+/// The process's logging, as a configuration reload changes it.
+pub(crate) struct Logging {
+    level: reload::Handle<EnvFilter, Registry>,
+    output: reload::Handle<Output, Filtered>,
+    /// `RUST_LOG` is set: it wins over the configured level.
+    level_from_env: bool,
+    current: Mutex<(LogFormat, Option<String>)>,
+}
+
+/// Logs to stderr; `RUST_LOG` wins over `level`, which defaults to `info`.
+pub(crate) fn init_logging(format: LogFormat, level: Option<&str>) -> Logging {
+    let from_env = EnvFilter::try_from_default_env().ok();
+    let level_from_env = from_env.is_some();
+    let filter = from_env.unwrap_or_else(|| EnvFilter::new(level.unwrap_or("info")));
+    let (filter, level_handle) = reload::Layer::new(filter);
+    let (output, output_handle) = reload::Layer::new(output(format));
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(output)
+        .init();
+    Logging {
+        level: level_handle,
+        output: output_handle,
+        level_from_env,
+        current: Mutex::new((format, level.map(str::to_owned))),
+    }
+}
+
+impl Logging {
+    /// Applies a new format and level (a configuration reload); the level
+    /// does not change while `RUST_LOG` is set.
+    pub(crate) fn apply(&self, format: LogFormat, level: Option<&str>) {
+        let Ok(mut current) = self.current.lock() else {
             return;
+        };
+        if current.0 != format {
+            match self.output.reload(output(format)) {
+                Ok(()) => info!(?format, "log format changed"),
+                Err(err) => warn!(%err, "cannot change the log format"),
+            }
         }
-        let level = level.unwrap_or("info");
-        match handle.reload(EnvFilter::new(level)) {
-            Ok(()) => info!(level, "log level changed"),
-            Err(err) => warn!(%err, "cannot change the log level"),
+        if current.1.as_deref() != level && !self.level_from_env {
+            let level = level.unwrap_or("info");
+            match self.level.reload(EnvFilter::new(level)) {
+                Ok(()) => info!(level, "log level changed"),
+                Err(err) => warn!(%err, "cannot change the log level"),
+            }
         }
+        *current = (format, level.map(str::to_owned));
     }
+}
+
+impl std::fmt::Debug for Logging {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Logging")
+    }
+}
+
+/// Catches SIGHUP from here on, doing nothing with it until the proxy
+/// installs its reload handler: a `systemctl reload` while the proxy
+/// starts (reading its file, resolving host names) must not meet the
+/// default action, which ends the process. A handler, once installed,
+/// stays for the life of the process, so the runtime made for it may go.
+pub(crate) fn ignore_hangups() -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot build the signal runtime")?;
+    runtime.block_on(async {
+        let _installed = signal(SignalKind::hangup()).context("cannot listen for SIGHUP")?;
+        Ok(())
+    })
 }
 
 /// SIGTERM and SIGINT, caught from the moment this is made: make it

@@ -34,6 +34,10 @@ pub(crate) struct ProxyArgs {
 }
 
 pub(crate) fn run(args: ProxyArgs) -> ExitCode {
+    if let Err(err) = process::ignore_hangups() {
+        eprintln!("sluice: error: {err:#}");
+        return ExitCode::FAILURE;
+    }
     let config = match config::load(&args.config) {
         Ok(config) => config,
         Err(err) => {
@@ -53,16 +57,14 @@ pub(crate) fn run(args: ProxyArgs) -> ExitCode {
             }
         };
     }
-    let format = match config.log.format {
-        ConfigLogFormat::Text => LogFormat::Text,
-        ConfigLogFormat::Json => LogFormat::Json,
-    };
-    let log_level = process::init_logging(format, config.log.level.as_deref());
+    let logging = process::init_logging(log_format(config.log.format), config.log.level.as_deref());
     let _ = rlimit::increase_nofile_limit(u64::MAX);
     let options = proxy::Options {
         file: Some(args.config.clone()),
         watch: args.watch,
-        log_level: Some(Box::new(log_level)),
+        log: Some(Box::new(move |log: &config::Log| {
+            logging.apply(log_format(log.format), log.level.as_deref());
+        })),
     };
     let deadline = config.limits.shutdown_deadline;
     let schemes: Vec<&str> = config
@@ -107,5 +109,12 @@ pub(crate) fn run(args: ProxyArgs) -> ExitCode {
             eprintln!("sluice: error: {err:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+fn log_format(format: ConfigLogFormat) -> LogFormat {
+    match format {
+        ConfigLogFormat::Text => LogFormat::Text,
+        ConfigLogFormat::Json => LogFormat::Json,
     }
 }

@@ -1,7 +1,8 @@
 //! Live configuration as an operator meets it (issue 18): `sluice proxy`
 //! as a process, reloaded by SIGHUP or by `--watch` seeing a ConfigMap's
 //! symlink swap, 20 times under steady load, without a failed request or
-//! a leaked file descriptor; SIGHUP to a proxy without TLS listeners.
+//! a leaked file descriptor; SIGHUP to a proxy without TLS listeners; a
+//! reload that changes `log.level` and `log.format`.
 
 // Helpers below panic on any failure: that is what a test wants.
 #![allow(clippy::unwrap_used)]
@@ -120,13 +121,17 @@ fn config(backend: SocketAddr) -> String {
 
 /// `sluice proxy -c FILE ARGS`, its listener and admin addresses.
 fn spawn(file: &Path, args: &[&str]) -> (Child, SocketAddr, SocketAddr) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_sluice"));
+    command
         .args(["proxy", "-c", file.to_str().unwrap()])
         .args(args)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .env("RUST_LOG", "warn");
+    spawn_command(command)
+}
+
+/// Runs `command` (a `sluice proxy`) until it prints its addresses.
+fn spawn_command(mut command: Command) -> (Child, SocketAddr, SocketAddr) {
+    let mut child = command.stdout(Stdio::piped()).spawn().unwrap();
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
@@ -319,6 +324,77 @@ fn sighup_without_tls_listeners_keeps_the_proxy_serving() {
         "{text}"
     );
     assert!(child.try_wait().unwrap().is_none());
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    assert!(child.wait().unwrap().success());
+    let _ = std::fs::remove_dir_all(&map.dir);
+}
+
+/// The lines the proxy writes to stderr, as they come.
+fn stderr_lines(child: &mut Child) -> std::sync::mpsc::Receiver<String> {
+    let (lines, received) = std::sync::mpsc::channel();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    received
+}
+
+/// The next line holding `text`.
+fn wait_for_line(lines: &std::sync::mpsc::Receiver<String>, text: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let line = lines
+            .recv_timeout(left)
+            .unwrap_or_else(|_| panic!("no line with {text:?}"));
+        if line.contains(text) {
+            return line;
+        }
+    }
+}
+
+#[test]
+fn a_reload_changes_the_log_level_and_format() {
+    let upstream = backend("first");
+    let with_log = |log: &str| format!("{}log: {log}\n", config(upstream));
+    let mut map = ConfigMap::new("log", &with_log("{ level: warn }"));
+    let mut command = Command::new(env!("CARGO_BIN_EXE_sluice"));
+    command
+        .args(["proxy", "-c", map.file().to_str().unwrap()])
+        .env_remove("RUST_LOG")
+        .stderr(Stdio::piped());
+    let (mut child, _, admin) = spawn_command(command);
+    let lines = stderr_lines(&mut child);
+
+    // info and JSON: the reload's own line says so.
+    map.publish(&with_log("{ level: info, format: json }"));
+    hangup(&child);
+    let line = wait_for_line(&lines, "configuration reloaded");
+    let json: serde_json::Value =
+        serde_json::from_str(&line).unwrap_or_else(|err| panic!("not JSON ({err}): {line}"));
+    assert_eq!(json["level"], "INFO", "{line}");
+    assert_eq!(generation(admin), 1);
+
+    // Back to warn: this reload is not logged ...
+    map.publish(&with_log("{ level: warn, format: json }"));
+    hangup(&child);
+    while generation(admin) < 2 {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // ... so the next one, at info in text, is the next line that says so.
+    map.publish(&with_log("{ level: info, format: text }"));
+    hangup(&child);
+    let line = wait_for_line(&lines, "configuration reloaded");
+    assert!(
+        line.contains("INFO") && line.contains("generation") && !line.starts_with('{'),
+        "logged at level warn, or not in text: {line}"
+    );
     let _ = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status();

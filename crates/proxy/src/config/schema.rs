@@ -395,6 +395,10 @@ pub struct Discovery {
     pub max_interval: Duration,
     /// Names listed here answer before DNS; read again at each resolution.
     pub hosts_file: String,
+    /// The name servers, search domains and options (`timeout`,
+    /// `attempts`, `ndots`); read when the resolver is made. Without a
+    /// name server (or without the file) names resolve from `hosts_file` only.
+    pub resolv_conf: String,
 }
 
 impl Default for Discovery {
@@ -403,6 +407,7 @@ impl Default for Discovery {
             min_interval: Duration::from_secs(5),
             max_interval: Duration::from_secs(60),
             hosts_file: "/etc/hosts".into(),
+            resolv_conf: "/etc/resolv.conf".into(),
         }
     }
 }
@@ -416,7 +421,7 @@ pub struct Forwarded {
     pub trust: bool,
 }
 
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Log {
     pub format: LogFormat,

@@ -111,6 +111,27 @@ impl WorkerPlan {
             *held = self.current();
         }
     }
+
+    /// The current plan in an `Arc` of the caller's own, for a connection
+    /// whose requests each hold a count of it while they run (HTTP/2
+    /// streams, each a task): that count is touched by this connection's
+    /// streams only, not by every connection of the worker (nor by every
+    /// thread, under `runtime: multi_thread`). One allocation per
+    /// connection and per reload it sees.
+    pub(crate) fn current_own(&self) -> Arc<Snapshot> {
+        let shared = self.current();
+        Arc::new(Snapshot {
+            plan: Arc::clone(&shared.plan),
+            generation: shared.generation,
+        })
+    }
+
+    /// [`WorkerPlan::refresh`] for a plan taken with [`WorkerPlan::current_own`].
+    pub(crate) fn refresh_own(&self, held: &mut Arc<Snapshot>) {
+        if self.plans.generation() != held.generation {
+            *held = self.current_own();
+        }
+    }
 }
 
 #[cfg(test)]
@@ -141,5 +162,24 @@ mod tests {
         assert_eq!(in_flight.idle_timeout.as_secs(), 5);
         assert_eq!(held.idle_timeout.as_secs(), 7);
         assert_eq!(worker.current().idle_timeout.as_secs(), 7);
+    }
+
+    #[test]
+    fn an_own_plan_is_refreshed_only_after_a_reload() {
+        let plans = Arc::new(Plans::new(plan("5s")));
+        let worker = WorkerPlan::new(Arc::clone(&plans));
+        let mut held = worker.current_own();
+        let before = Arc::as_ptr(&held);
+        worker.refresh_own(&mut held);
+        assert_eq!(Arc::as_ptr(&held), before, "nothing changed: the same Arc");
+        assert!(
+            !Arc::ptr_eq(&held, &worker.current()),
+            "not the worker's Arc"
+        );
+        plans.store(plan("7s"));
+        let in_flight = Arc::clone(&held);
+        worker.refresh_own(&mut held);
+        assert_eq!(in_flight.idle_timeout.as_secs(), 5);
+        assert_eq!(held.idle_timeout.as_secs(), 7);
     }
 }

@@ -277,6 +277,7 @@ pub(super) fn effective(config: &Config) -> serde_json::Value {
             "min_interval": duration(config.discovery.min_interval),
             "max_interval": duration(config.discovery.max_interval),
             "hosts_file": config.discovery.hosts_file,
+            "resolv_conf": config.discovery.resolv_conf,
         },
         "log": {
             "format": match config.log.format { crate::config::LogFormat::Text => "text", crate::config::LogFormat::Json => "json" },

@@ -30,15 +30,16 @@ pub(crate) async fn serve<S>(
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let worker = &worker;
-    let plan = worker.plans.current();
-    let gateway = &plan;
-    let handshake = builder(gateway).handshake::<_, Bytes>(io);
-    let mut conn = match tokio::time::timeout(gateway.header_read_timeout, handshake).await {
+    // Each stream holds a count of this connection's own plan, refreshed
+    // when a reload stored a newer one: one atomic load per stream.
+    let mut plan = worker.plans.current_own();
+    let handshake = builder(&plan).handshake::<_, Bytes>(io);
+    let mut conn = match tokio::time::timeout(plan.header_read_timeout, handshake).await {
         Ok(Ok(conn)) => conn,
         Ok(Err(err)) => return debug!(peer = %origin.peer, %err, "HTTP/2 handshake failed"),
         Err(_) => return debug!(peer = %origin.peer, "HTTP/2 handshake timed out"),
     };
-    let idle = gateway.idle_timeout;
+    let idle = plan.idle_timeout;
     let idle_timer = tokio::time::sleep(idle);
     tokio::pin!(idle_timer);
     let mut streams = JoinSet::new();
@@ -50,7 +51,9 @@ pub(crate) async fn serve<S>(
                     worker.metrics().h2_stream();
                     idle_timer.as_mut().reset(tokio::time::Instant::now() + idle);
                     let worker = Arc::clone(worker);
-                    streams.spawn(serve_stream(request, respond, origin, worker));
+                    worker.plans.refresh_own(&mut plan);
+                    let plan = Arc::clone(&plan);
+                    streams.spawn(serve_stream(request, respond, origin, worker, plan));
                 }
                 Some(Err(err)) => {
                     if !err.is_remote() && !err.is_io() {

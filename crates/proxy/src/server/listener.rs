@@ -141,28 +141,23 @@ impl Endpoint {
     }
 }
 
-/// Starts serving a connection accepted by listener number `listener`, as
-/// a task of `sessions` that holds its connection `permit` until it ends.
+/// Starts serving a connection accepted by a listener serving `endpoint`,
+/// as a task of `sessions` that holds its connection `permit` until it ends.
 ///
 /// Each kind of connection is a task of its own type, so that the common
 /// one, plaintext HTTP/1.1 (perhaps h2c), costs only what `serve_h1` keeps
 /// while idle: no wrapper future around it, and nothing of TLS or HTTP/2.
 /// A tracker, not a `JoinSet`, keeps count of them: it costs a connection
 /// no entry of its own.
-#[allow(clippy::too_many_arguments)] // one call, in the accept loop
 pub(crate) fn spawn_connection(
     sessions: &TaskTracker,
     stream: TcpStream,
     peer: SocketAddr,
-    endpoints: &[Endpoint],
-    listener: usize,
+    endpoint: &Endpoint,
     worker: &Arc<Worker>,
     shutdown: &watch::Receiver<bool>,
     permit: OwnedSemaphorePermit,
 ) {
-    let Some(endpoint) = endpoints.get(listener) else {
-        return;
-    };
     let slot = ConnectionSlot::new(permit, worker);
     let origin = ClientOrigin {
         peer,

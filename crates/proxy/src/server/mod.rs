@@ -9,7 +9,9 @@
 //! which evens out uneven connections at the price of cross-core traffic.
 //! The admin listener, reloads and discovery share one more thread.
 
+mod accept;
 pub(crate) mod admin;
+mod bound;
 mod control;
 mod h2;
 mod health_checks;
@@ -17,7 +19,7 @@ pub(crate) mod listener;
 mod reload;
 mod upstreams;
 
-pub use reload::LogLevelHook;
+pub use reload::LogHook;
 
 use std::{
     net::{SocketAddr, TcpListener as StdListener},
@@ -28,18 +30,13 @@ use std::{
 };
 
 use anyhow::Context;
-use tokio::{
-    net::TcpListener,
-    sync::{mpsc, watch, Semaphore},
-    task::JoinSet,
-};
-use tokio_util::task::TaskTracker;
+use tokio::sync::{mpsc::UnboundedReceiver, watch, Semaphore};
 use tracing::{info, warn};
 
 use crate::{
     config::{Config, Runtime},
     plan::{Compile, Plan, Plans, WorkerPlan},
-    session::{run_parking_lot, serve_unparked, Parked, ParkingLot, Serving, Worker},
+    session::{run_parking_lot, Parked, ParkingLot, Worker},
     telemetry::Metrics,
     upstream::{
         discovery::{self, Answers},
@@ -47,10 +44,7 @@ use crate::{
         pool::Pool,
     },
 };
-use listener::{spawn_connection, Endpoint};
-
-/// Pause after an accept error such as EMFILE, so that the loop does not spin.
-const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(20);
+use listener::Endpoint;
 
 /// A proxy serving until [`RunningProxy::shutdown`].
 #[derive(Debug)]
@@ -86,14 +80,13 @@ pub fn check(config: &Config) -> anyhow::Result<()> {
 }
 
 /// What each configured listener serves, its TLS files read.
-fn endpoints(config: &Config) -> anyhow::Result<Arc<[Endpoint]>> {
-    let endpoints = config
+fn endpoints(config: &Config) -> anyhow::Result<Vec<Endpoint>> {
+    config
         .listeners
         .iter()
         .enumerate()
         .map(|(i, listener)| Endpoint::new(listener).with_context(|| format!("listeners[{i}].tls")))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    Ok(endpoints.into())
+        .collect()
 }
 
 /// Where the configuration came from, and what may change it.
@@ -103,8 +96,9 @@ pub struct Options {
     pub file: Option<PathBuf>,
     /// Reload when the file's directory changes (`--watch`).
     pub watch: bool,
-    /// Applies a new `log.level`; without it, a change is logged only.
-    pub log_level: Option<LogLevelHook>,
+    /// Applies new `log` settings (level, format); without it, a change
+    /// is logged only.
+    pub log: Option<LogHook>,
 }
 
 impl std::fmt::Debug for Options {
@@ -151,22 +145,8 @@ pub fn start_with(config: Config, options: Options) -> anyhow::Result<RunningPro
     let endpoints = endpoints(&config)?;
 
     // Bind everything first: a port in use must fail the start, not a worker.
-    let mut addresses = Vec::new();
-    let mut per_worker: Vec<Vec<StdListener>> = (0..runtimes).map(|_| Vec::new()).collect();
-    for listener in &config.listeners {
-        let wanted: SocketAddr = listener.address.value.parse()?;
-        let first =
-            http1::io::bind_shared(wanted).with_context(|| format!("cannot listen on {wanted}"))?;
-        let bound = first.local_addr()?;
-        addresses.push(bound);
-        per_worker[0].push(first);
-        for sockets in per_worker.iter_mut().skip(1) {
-            sockets.push(
-                http1::io::bind_shared(bound)
-                    .with_context(|| format!("cannot listen on {bound}"))?,
-            );
-        }
-    }
+    let (mut bound, per_worker) = bound::Bound::bind(&config, endpoints, runtimes)?;
+    let addresses = bound.addresses();
     let admin_listener = match &config.admin {
         Some(admin) => {
             let wanted: SocketAddr = admin.address.value.parse()?;
@@ -186,10 +166,13 @@ pub fn start_with(config: Config, options: Options) -> anyhow::Result<RunningPro
     let connections = Arc::new(Semaphore::new(config.limits.max_connections));
     let deadline = config.limits.shutdown_deadline;
     let mut threads = Vec::new();
+    let mut listener_changes = Vec::new();
     // Its thread starts last, when nothing can fail any more.
     let (parking, parking_poll) = ParkingLot::new().context("cannot make the parking lot")?;
     for (index, listeners) in per_worker.into_iter().enumerate() {
-        let (unparked, unparked_rx) = mpsc::unbounded_channel();
+        let (changes, changed) = tokio::sync::mpsc::unbounded_channel();
+        listener_changes.push(changes);
+        let (unparked, unparked_rx) = tokio::sync::mpsc::unbounded_channel();
         let worker = Arc::new(Worker {
             pool: Pool::new(index),
             h2_pool: H2Pool::new(index),
@@ -199,7 +182,6 @@ pub fn start_with(config: Config, options: Options) -> anyhow::Result<RunningPro
             parking: Arc::clone(&parking),
             unparked,
         });
-        let endpoints = Arc::clone(&endpoints);
         let shutdown = shutdown.subscribe();
         let connections = Arc::clone(&connections);
         // A multi-thread runtime runs its own workers; this thread only waits.
@@ -212,7 +194,7 @@ pub fn start_with(config: Config, options: Options) -> anyhow::Result<RunningPro
                         threads_in_runtime,
                         Accepting {
                             listeners,
-                            endpoints,
+                            changes: changed,
                             connections,
                             unparked: unparked_rx,
                         },
@@ -224,7 +206,7 @@ pub fn start_with(config: Config, options: Options) -> anyhow::Result<RunningPro
                 .context("cannot spawn a worker thread")?,
         );
     }
-    let tls_listeners: Vec<_> = endpoints.iter().filter_map(|e| e.tls.clone()).collect();
+    bound.connect(listener_changes);
     let watch_file = options.watch.then(|| options.file.clone()).flatten();
     let reloader = Arc::new(reload::Reloader::new(
         options.file,
@@ -233,9 +215,9 @@ pub fn start_with(config: Config, options: Options) -> anyhow::Result<RunningPro
         Arc::clone(&plans),
         Arc::clone(&metrics),
         runtimes,
-        tls_listeners,
+        bound,
         connections,
-        options.log_level,
+        options.log,
     ));
     {
         let control_shutdown = shutdown.subscribe();
@@ -298,14 +280,15 @@ pub fn start_with(config: Config, options: Options) -> anyhow::Result<RunningPro
     })
 }
 
-/// What a worker accepts connections with.
+/// What a worker accepts and serves connections with.
 struct Accepting {
-    listeners: Vec<StdListener>,
-    endpoints: Arc<[Endpoint]>,
+    listeners: bound::WorkerSockets,
+    /// Listeners a reload adds, changes or removes.
+    changes: UnboundedReceiver<accept::ListenerChanges>,
     /// Permits for `limits.max_connections`, shared by the workers.
     connections: Arc<Semaphore>,
     /// Parked connections whose clients sent again.
-    unparked: mpsc::UnboundedReceiver<Parked>,
+    unparked: UnboundedReceiver<Parked>,
 }
 
 /// Builds the worker's runtime (current-thread, or multi-thread with
@@ -328,115 +311,7 @@ fn run_worker(
             .build(),
     };
     match runtime {
-        Ok(runtime) => runtime.block_on(serve(accepting, worker, shutdown, deadline)),
+        Ok(runtime) => runtime.block_on(accept::serve(accepting, worker, shutdown, deadline)),
         Err(err) => warn!(%err, "cannot build a worker runtime"),
-    }
-}
-
-/// Accepts on the listeners and runs a session per client until shutdown,
-/// then drains the sessions until `deadline`.
-async fn serve(
-    accepting: Accepting,
-    worker: Arc<Worker>,
-    shutdown: watch::Receiver<bool>,
-    deadline: Duration,
-) {
-    let Accepting {
-        listeners,
-        endpoints,
-        connections,
-        unparked,
-    } = accepting;
-    let sessions = TaskTracker::new();
-    // Idle connections leave their tasks for the lot and come back as
-    // tasks of `sessions`, so that the drain below waits for them too.
-    sessions.spawn(serve_unparked(
-        unparked,
-        Serving {
-            worker: Arc::clone(&worker),
-            tasks: sessions.clone(),
-            shutdown: shutdown.clone(),
-            h2c: listener::serve_h2c,
-        },
-    ));
-    let mut accept_loops = JoinSet::new();
-    let (spawn_tx, mut spawn_rx) = tokio::sync::mpsc::unbounded_channel();
-    for (index, listener) in listeners.into_iter().enumerate() {
-        match TcpListener::from_std(listener) {
-            Ok(listener) => {
-                accept_loops.spawn(accept(
-                    listener,
-                    index,
-                    Arc::clone(&connections),
-                    spawn_tx.clone(),
-                    shutdown.clone(),
-                ));
-            }
-            Err(err) => warn!(%err, "cannot register a listener"),
-        }
-    }
-    drop(spawn_tx);
-    // Sessions are spawned here so that one JoinSet can drain them all.
-    while let Some((stream, peer, index, permit)) = spawn_rx.recv().await {
-        spawn_connection(
-            &sessions, stream, peer, &endpoints, index, &worker, &shutdown, permit,
-        );
-    }
-    sessions.close();
-    if tokio::time::timeout(deadline, sessions.wait())
-        .await
-        .is_err()
-    {
-        warn!(
-            ?deadline,
-            open = sessions.len(),
-            "shutdown deadline passed; closing the remaining connections"
-        );
-    }
-}
-
-/// A client, the index of the listener it came in by, and its permit.
-type Accepted = (
-    tokio::net::TcpStream,
-    SocketAddr,
-    usize,
-    tokio::sync::OwnedSemaphorePermit,
-);
-
-/// Accepts until shutdown, holding a connection permit per client: at the
-/// limit, new clients wait in the kernel's backlog.
-async fn accept(
-    listener: TcpListener,
-    index: usize,
-    connections: Arc<Semaphore>,
-    sessions: tokio::sync::mpsc::UnboundedSender<Accepted>,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    loop {
-        let permit = tokio::select! {
-            biased;
-            _ = shutdown.changed() => return,
-            permit = Arc::clone(&connections).acquire_owned() => match permit {
-                Ok(permit) => permit,
-                Err(_) => return,
-            },
-        };
-        tokio::select! {
-            biased;
-            _ = shutdown.changed() => return,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => {
-                    // Small answers must not wait for Nagle.
-                    let _ = stream.set_nodelay(true);
-                    if sessions.send((stream, peer, index, permit)).is_err() {
-                        return;
-                    }
-                }
-                Err(err) => {
-                    warn!(%err, "accept failed");
-                    tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
-                }
-            }
-        }
     }
 }

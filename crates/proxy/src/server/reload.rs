@@ -21,7 +21,7 @@ use serde_json::json;
 use tokio::sync::{Mutex, Notify, Semaphore};
 use tracing::{info, warn};
 
-use super::listener::TlsListener;
+use super::bound::Bound;
 use crate::{
     config::{self, Config},
     plan::{Compile, Plan, Plans},
@@ -29,8 +29,8 @@ use crate::{
     upstream::discovery::{self, Answers, Resolver},
 };
 
-/// Called with the new `log.level` after a reload that changed it.
-pub type LogLevelHook = Box<dyn Fn(Option<&str>) + Send + Sync>;
+/// Called with the new `log` settings after a reload that changed them.
+pub type LogHook = Box<dyn Fn(&config::Log) + Send + Sync>;
 
 /// The live configuration and how to change it.
 pub(crate) struct Reloader {
@@ -38,9 +38,8 @@ pub(crate) struct Reloader {
     plans: Arc<Plans>,
     metrics: Arc<Metrics>,
     shards: usize,
-    tls: Vec<Arc<TlsListener>>,
     connections: Arc<Semaphore>,
-    log_level: Option<LogLevelHook>,
+    log: Option<LogHook>,
     state: Mutex<State>,
     /// Wakes the discovery loop when a reload changed what is due.
     pub(super) rescheduled: Notify,
@@ -60,6 +59,8 @@ impl std::fmt::Debug for Reloader {
 #[derive(Debug)]
 struct State {
     config: Arc<Config>,
+    /// The open listeners.
+    bound: Bound,
     answers: Answers,
     /// When each name is to be resolved again.
     due: BTreeMap<String, Instant>,
@@ -79,16 +80,16 @@ pub(crate) enum ReloadError {
 
 impl Reloader {
     #[allow(clippy::too_many_arguments)] // Built once, in `start`.
-    pub(crate) fn new(
+    pub(super) fn new(
         file: Option<PathBuf>,
         config: Config,
         answers: Answers,
         plans: Arc<Plans>,
         metrics: Arc<Metrics>,
         shards: usize,
-        tls: Vec<Arc<TlsListener>>,
+        bound: Bound,
         connections: Arc<Semaphore>,
-        log_level: Option<LogLevelHook>,
+        log: Option<LogHook>,
     ) -> Self {
         let sha256 = file
             .as_ref()
@@ -99,6 +100,7 @@ impl Reloader {
         let due = answers.keys().map(|name| (name.clone(), soon)).collect();
         let state = State {
             config: Arc::new(config),
+            bound,
             answers,
             due,
             sha256,
@@ -110,9 +112,8 @@ impl Reloader {
             plans,
             metrics,
             shards,
-            tls,
             connections,
-            log_level,
+            log,
             shown: std::sync::Mutex::new(Arc::new(Vec::new())),
             state: Mutex::new(state),
             rescheduled: Notify::new(),
@@ -144,11 +145,11 @@ impl Reloader {
     /// what asked (for the log). Returns the new plan's generation.
     /// The TLS listeners' files are read again whatever the outcome.
     pub(crate) async fn reload(&self, trigger: &str) -> Result<u64, ReloadError> {
-        self.reload_tls();
+        let mut state = self.state.lock().await;
+        reload_tls(&state.bound);
         let Some(path) = &self.file else {
             return Err(ReloadError::NoFile);
         };
-        let mut state = self.state.lock().await;
         let outcome = self.reload_locked(&mut state, path).await;
         self.metrics.reload_done(outcome.is_ok());
         match &outcome {
@@ -175,11 +176,15 @@ impl Reloader {
             .map_err(|err| err.to_string())?;
         let invalid = |err: anyhow::Error| format!("{}: {err:#}", path.display());
         let mut resolver = Resolver::new(&config.discovery);
-        let (answers, due) = discovery::resolve_all(&mut resolver, &config, &state.answers)
+        let failed = || self.metrics.discovery_failed();
+        let (answers, due) = discovery::resolve_all(&mut resolver, &config, &state.answers, failed)
             .await
             .map_err(invalid)?;
-        super::endpoints(&config).map_err(invalid)?;
+        let endpoints = super::endpoints(&config).map_err(invalid)?;
+        // Bound before the plan is served: a port in use fails the reload.
+        let listeners = state.bound.prepare(&config, endpoints).map_err(invalid)?;
         let generation = self.swap(&config, &answers).map_err(invalid)?;
+        state.bound.commit(listeners).await;
         self.apply_fixed(&state.config, &config);
         state.config = Arc::new(config);
         state.answers = answers;
@@ -187,16 +192,6 @@ impl Reloader {
         state.sha256 = Some(sha256(&bytes));
         state.loaded_at = SystemTime::now();
         Ok(generation)
-    }
-
-    fn reload_tls(&self) {
-        for listener in &self.tls {
-            let cert = listener.cert_path().display();
-            match listener.reload() {
-                Ok(()) => info!(%cert, "TLS certificate reloaded"),
-                Err(err) => warn!(%err, "TLS reload failed; the previous certificate stays in use"),
-            }
-        }
     }
 
     /// Compiles `config` with `answers` over the plan in use and stores it;
@@ -224,7 +219,7 @@ impl Reloader {
     }
 
     /// Applies what changes outside the plan (connection limit, log
-    /// level) and logs what cannot change without a restart.
+    /// settings) and logs what cannot change without a restart.
     fn apply_fixed(&self, old: &Config, new: &Config) {
         let fixed = |what: &str, old: String, new: String| {
             if old != new {
@@ -241,7 +236,6 @@ impl Reloader {
             format!("{:?}", old.runtime),
             format!("{:?}", new.runtime),
         );
-        fixed("listeners", listeners(old), listeners(new));
         fixed(
             "admin.address",
             format!("{:?}", old.admin.as_ref().map(|a| &a.address.value)),
@@ -265,14 +259,10 @@ impl Reloader {
                 }
             });
         }
-        if old.log.level != new.log.level {
-            match &self.log_level {
-                Some(hook) => hook(new.log.level.as_deref()),
-                None => fixed(
-                    "log.level",
-                    format!("{:?}", old.log.level),
-                    format!("{:?}", new.log.level),
-                ),
+        if old.log != new.log {
+            match &self.log {
+                Some(hook) => hook(&new.log),
+                None => fixed("log", format!("{:?}", old.log), format!("{:?}", new.log)),
             }
         }
     }
@@ -350,20 +340,15 @@ impl Reloader {
     }
 }
 
-fn listeners(config: &Config) -> String {
-    let each: Vec<String> = config
-        .listeners
-        .iter()
-        .map(|l| {
-            format!(
-                "{} {:?} {:?}",
-                l.address.value,
-                l.protocols,
-                l.tls.as_ref().map(|t| (&t.cert.value, &t.key.value))
-            )
-        })
-        .collect();
-    each.join(", ")
+/// Reads the TLS listeners' files again; a failure keeps the ones in use.
+fn reload_tls(bound: &Bound) {
+    for listener in bound.tls() {
+        let cert = listener.cert_path().display();
+        match listener.reload() {
+            Ok(()) => info!(%cert, "TLS certificate reloaded"),
+            Err(err) => warn!(%err, "TLS reload failed; the previous certificate stays in use"),
+        }
+    }
 }
 
 /// The file's SHA-256, in hex.

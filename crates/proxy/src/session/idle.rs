@@ -147,7 +147,7 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Park + Unpin + Send> Idle<S> {
     /// preface.
     fn park(self, slot: ConnectionSlot, h2c: bool) {
         let deadline = self.conn.last_read() + self.plan.idle_timeout;
-        let (stream, _, _) = self.conn.into_parts();
+        let (stream, _, shutdown) = self.conn.into_parts();
         match stream.unregister() {
             Ok(Ok(stream)) => {
                 let parked = Parked {
@@ -156,6 +156,7 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Park + Unpin + Send> Idle<S> {
                     slot,
                     deadline,
                     h2c,
+                    shutdown,
                 };
                 // Not parked (shutting down, or the socket cannot be
                 // watched): it waits in a task again.

@@ -110,6 +110,9 @@ pub(crate) struct Parked {
     pub deadline: Instant,
     /// Nothing was read yet: the first bytes may be the HTTP/2 preface.
     pub h2c: bool,
+    /// Its listener's stop signal (removed by a reload, or shutdown): a
+    /// parked connection closes when it turns true, as an idle one does.
+    pub shutdown: watch::Receiver<bool>,
 }
 
 /// The token of the lot's own waker (connections' tokens have a use
@@ -168,7 +171,8 @@ impl ParkingLot {
 
 /// The parking lot's thread: gives a connection whose client sent
 /// something (or closed) back to its worker, closes those whose idle
-/// deadline passed, and closes all of them when stopped.
+/// deadline passed or whose listener stopped, and closes all of them
+/// when stopped.
 pub(crate) fn run(parking: &ParkingLot, mut poll: Poll) {
     let mut events = Events::with_capacity(EVENTS);
     let mut swept = Instant::now();
@@ -256,7 +260,7 @@ pub(crate) async fn serve_unparked(mut woken: mpsc::UnboundedReceiver<Parked>, s
             BytesMut::new(),
             origin,
             Arc::clone(&serving.worker),
-            serving.shutdown.clone(),
+            parked.shutdown,
             parked.h2c.then_some(serving.h2c),
             parked.slot,
         ));
@@ -318,14 +322,15 @@ impl Lot {
         Some(parked)
     }
 
-    /// Takes out the connections whose idle deadline is not after `now`.
+    /// Takes out the connections whose idle deadline is not after `now`,
+    /// or whose listener stopped.
     fn expire(&mut self, now: Instant, registry: &Registry) -> Vec<Parked> {
         let due: Vec<u32> = (0..self.slots.len())
             .filter(|&index| {
                 self.slots[index]
                     .1
                     .as_ref()
-                    .is_some_and(|parked| parked.deadline <= now)
+                    .is_some_and(|parked| parked.deadline <= now || *parked.shutdown.borrow())
             })
             .filter_map(|index| u32::try_from(index).ok())
             .collect();

@@ -20,6 +20,7 @@ use anyhow::{bail, Context as _};
 use hickory_resolver::{
     config::{ResolveHosts, ResolverConfig},
     name_server::TokioConnectionProvider,
+    system_conf::parse_resolv_conf,
     Hosts, TokioResolver,
 };
 use tracing::debug;
@@ -119,17 +120,24 @@ pub(crate) struct Answer {
 }
 
 impl Resolver {
-    /// With the system's name servers (`/etc/resolv.conf`), or none (the
-    /// hosts file only) when that cannot be read.
+    /// With the name servers of `discovery.resolv_conf`, or none (the
+    /// hosts file only) when it cannot be read or names none.
     pub(crate) fn new(settings: &Discovery) -> Self {
-        let builder = TokioResolver::builder_tokio().unwrap_or_else(|err| {
-            debug!(%err, "no system resolver configuration; names resolve from the hosts file only");
-            TokioResolver::builder_with_config(
-                ResolverConfig::new(),
-                TokioConnectionProvider::default(),
-            )
-        });
-        let mut builder = builder;
+        let read = std::fs::read(&settings.resolv_conf)
+            .map_err(|err| err.to_string())
+            .and_then(|text| parse_resolv_conf(text).map_err(|err| err.to_string()));
+        let provider = TokioConnectionProvider::default();
+        let mut builder = match read {
+            Ok((config, options)) => {
+                let mut builder = TokioResolver::builder_with_config(config, provider);
+                *builder.options_mut() = options;
+                builder
+            }
+            Err(err) => {
+                debug!(file = %settings.resolv_conf, %err, "no name servers; names resolve from the hosts file only");
+                TokioResolver::builder_with_config(ResolverConfig::new(), provider)
+            }
+        };
         builder.options_mut().use_hosts_file = ResolveHosts::Always;
         // The proxy keeps answers itself, as long as their TTL says.
         builder.options_mut().cache_size = 0;
@@ -211,11 +219,13 @@ impl Resolver {
 }
 
 /// Resolves every name of `config`; a name that fails keeps its answer in
-/// `known` when it has one, and is an error otherwise.
+/// `known` when it has one (and `failed` is called, to count it), and is
+/// an error otherwise.
 pub(crate) async fn resolve_all(
     resolver: &mut Resolver,
     config: &Config,
     known: &Answers,
+    failed: impl Fn(),
 ) -> anyhow::Result<(Answers, BTreeMap<String, Instant>)> {
     resolver.read_hosts_file();
     let mut answers = Answers::new();
@@ -228,6 +238,7 @@ pub(crate) async fn resolve_all(
             }
             Err(err) => match known.get(&written) {
                 Some(last) => {
+                    failed();
                     tracing::warn!(host = %written, err = %format!("{err:#}"), "resolution failed; the last answer stays");
                     due.insert(written.clone(), Instant::now() + resolver.retry_after());
                     answers.insert(written, last.clone());
@@ -259,7 +270,8 @@ pub(crate) fn resolve_blocking(config: &Config, known: &Answers) -> anyhow::Resu
                     .context("cannot build a runtime to resolve upstream hosts")?;
                 runtime.block_on(async {
                     let mut resolver = Resolver::new(&config.discovery);
-                    resolve_all(&mut resolver, config, known)
+                    // Only a start resolves this way: nothing known, nothing to count.
+                    resolve_all(&mut resolver, config, known, || {})
                         .await
                         .map(|(answers, _)| answers)
                 })
@@ -310,6 +322,7 @@ mod tests {
             min_interval: Duration::from_secs(1),
             max_interval: Duration::from_secs(2),
             hosts_file: file.display().to_string(),
+            resolv_conf: dir.join("resolv.conf").display().to_string(),
         };
         let mut resolver = Resolver::new(&settings);
         resolver.read_hosts_file();

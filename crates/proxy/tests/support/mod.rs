@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, dead_code)]
 
 pub(crate) mod lenient;
+pub(crate) mod live;
 
 use std::{
     net::SocketAddr,

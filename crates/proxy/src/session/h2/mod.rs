@@ -64,14 +64,15 @@ pub(super) struct Stream {
     pub outcome: Outcome,
 }
 
-/// Serves one stream until its response has gone out (or failed).
+/// Serves one stream until its response has gone out (or failed), on
+/// `plan`, the connection's plan when the stream opened.
 pub(crate) async fn serve_stream(
     request: Request<RecvStream>,
     respond: SendResponse<Bytes>,
     origin: ClientOrigin,
     worker: Arc<Worker>,
+    plan: Arc<Snapshot>,
 ) {
-    let plan = worker.plans.current();
     let mut stream = Stream {
         worker,
         plan,
@@ -382,7 +383,7 @@ async fn hold(body: RequestBody, max: usize) -> Result<RequestBody, Failure> {
 mod tests {
     use super::*;
 
-    fn returned<A, B, C, D, F: std::future::Future>(_: fn(A, B, C, D) -> F) -> usize {
+    fn returned<A, B, C, D, E, F: std::future::Future>(_: fn(A, B, C, D, E) -> F) -> usize {
         std::mem::size_of::<F>()
     }
 
@@ -390,7 +391,7 @@ mod tests {
     /// small (cold paths such as opening a connection are boxed).
     #[test]
     fn a_stream_future_stays_small() {
-        let size = returned(serve_stream as fn(_, _, _, _) -> _);
+        let size = returned(serve_stream as fn(_, _, _, _, _) -> _);
         assert!(size <= 1536, "serve_stream's future is {size} bytes");
     }
 }

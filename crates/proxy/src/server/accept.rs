@@ -1,0 +1,252 @@
+//! A worker's accept loops: one per listener, each on the worker's own
+//! `SO_REUSEPORT` socket. A reload adds, changes and removes listeners
+//! while the worker serves (`server/bound.rs` decides which): a removed
+//! listener's socket is closed at once, so new connections are refused,
+//! and its connections drain as they would at shutdown (the request in
+//! flight finishes, then the connection closes).
+
+use std::{collections::HashMap, net::SocketAddr, net::TcpListener as StdListener, sync::Arc};
+
+use arc_swap::ArcSwap;
+use tokio::{
+    net::{TcpListener, TcpStream},
+    sync::{mpsc, oneshot, watch, OwnedSemaphorePermit, Semaphore},
+    task::JoinHandle,
+    time::Duration,
+};
+use tokio_util::task::TaskTracker;
+use tracing::warn;
+
+use super::listener::{serve_h2c, spawn_connection, Endpoint};
+use super::Accepting;
+use crate::session::{serve_unparked, Serving, Worker};
+
+/// Pause after an accept error such as EMFILE, so that the loop does not spin.
+const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(20);
+
+/// Names one configured listener for as long as it is open, across reloads.
+pub(super) type ListenerId = u64;
+
+/// One change to a worker's listeners.
+#[derive(Debug)]
+pub(super) enum ListenerChange {
+    /// Accept on `socket`, this worker's own socket for the address.
+    Add {
+        id: ListenerId,
+        socket: StdListener,
+        endpoint: Arc<Endpoint>,
+    },
+    /// New connections are served as `endpoint` says (protocols or TLS
+    /// files changed); open ones keep what they started with.
+    Update {
+        id: ListenerId,
+        endpoint: Arc<Endpoint>,
+    },
+    /// Close the socket; the listener's connections drain.
+    Remove { id: ListenerId },
+}
+
+/// A reload's changes for one worker; `applied` is sent once they are in
+/// effect (a removed listener's socket closed), so that a reload answers
+/// only when its listeners are what it says.
+#[derive(Debug)]
+pub(super) struct ListenerChanges {
+    pub changes: Vec<ListenerChange>,
+    pub applied: oneshot::Sender<()>,
+}
+
+/// One listener as a worker serves it.
+#[derive(Debug)]
+struct Listening {
+    endpoint: ArcSwap<Endpoint>,
+    /// Turns true when the listener is removed or the proxy shuts down:
+    /// its connections take it as their shutdown signal. Never awaited
+    /// here, so that a clone given to a connection accepted after the
+    /// change still sees it.
+    stopped: watch::Receiver<bool>,
+}
+
+/// An open listener: what its connections share, and its accept loop.
+struct Open {
+    listening: Arc<Listening>,
+    stop: watch::Sender<bool>,
+    accepting: JoinHandle<()>,
+}
+
+/// A client, the listener it came in by, and its connection permit.
+type Accepted = (TcpStream, SocketAddr, Arc<Listening>, OwnedSemaphorePermit);
+
+/// The worker's listeners and what their accept loops share.
+struct Listeners {
+    open: HashMap<ListenerId, Open>,
+    accepted: mpsc::UnboundedSender<Accepted>,
+    connections: Arc<Semaphore>,
+}
+
+impl Listeners {
+    fn add(&mut self, id: ListenerId, socket: StdListener, endpoint: Arc<Endpoint>) {
+        let socket = match TcpListener::from_std(socket) {
+            Ok(socket) => socket,
+            Err(err) => return warn!(%err, "cannot register a listener"),
+        };
+        let (stop, stopped) = watch::channel(false);
+        let listening = Arc::new(Listening {
+            endpoint: ArcSwap::new(endpoint),
+            stopped,
+        });
+        let accepting = tokio::spawn(accept(
+            socket,
+            Arc::clone(&listening),
+            Arc::clone(&self.connections),
+            self.accepted.clone(),
+            stop.subscribe(),
+        ));
+        self.open.insert(
+            id,
+            Open {
+                listening,
+                stop,
+                accepting,
+            },
+        );
+    }
+
+    async fn apply(&mut self, change: ListenerChange) {
+        match change {
+            ListenerChange::Add {
+                id,
+                socket,
+                endpoint,
+            } => self.add(id, socket, endpoint),
+            ListenerChange::Update { id, endpoint } => {
+                if let Some(open) = self.open.get(&id) {
+                    open.listening.endpoint.store(endpoint);
+                }
+            }
+            ListenerChange::Remove { id } => {
+                if let Some(open) = self.open.remove(&id) {
+                    let _ = open.stop.send(true);
+                    // The loop ends at its next poll and drops the socket.
+                    let _ = open.accepting.await;
+                }
+            }
+        }
+    }
+}
+
+/// Accepts on the listeners (and those a reload adds) and runs a session
+/// per client until shutdown, then drains the sessions until `deadline`.
+/// A tracker, not a `JoinSet`, keeps count of the sessions: it costs a
+/// connection no entry of its own.
+pub(super) async fn serve(
+    accepting: Accepting,
+    worker: Arc<Worker>,
+    mut shutdown: watch::Receiver<bool>,
+    deadline: Duration,
+) {
+    let Accepting {
+        listeners,
+        mut changes,
+        connections,
+        unparked,
+    } = accepting;
+    let sessions = TaskTracker::new();
+    // Idle connections leave their tasks for the parking lot and come
+    // back as tasks of `sessions`, so that the drain below waits for them.
+    sessions.spawn(serve_unparked(
+        unparked,
+        Serving {
+            worker: Arc::clone(&worker),
+            tasks: sessions.clone(),
+            shutdown: shutdown.clone(),
+            h2c: serve_h2c,
+        },
+    ));
+    let (accepted, mut accepted_rx) = mpsc::unbounded_channel();
+    let mut open = Listeners {
+        open: HashMap::new(),
+        accepted,
+        connections,
+    };
+    for (id, socket, endpoint) in listeners {
+        open.add(id, socket, endpoint);
+    }
+    loop {
+        tokio::select! {
+            biased;
+            _ = shutdown.changed() => break,
+            // Sessions are spawned here so that one tracker drains them all.
+            Some((stream, peer, listening, permit)) = accepted_rx.recv() => {
+                let endpoint = listening.endpoint.load();
+                spawn_connection(
+                    &sessions,
+                    stream,
+                    peer,
+                    &endpoint,
+                    &worker,
+                    &listening.stopped,
+                    permit,
+                );
+            }
+            Some(batch) = changes.recv() => {
+                for change in batch.changes {
+                    open.apply(change).await;
+                }
+                let _ = batch.applied.send(());
+            }
+        }
+    }
+    for listener in open.open.values() {
+        let _ = listener.stop.send(true);
+    }
+    sessions.close();
+    if tokio::time::timeout(deadline, sessions.wait())
+        .await
+        .is_err()
+    {
+        warn!(
+            ?deadline,
+            open = sessions.len(),
+            "shutdown deadline passed; closing the remaining connections"
+        );
+    }
+}
+
+/// Accepts until the listener stops, holding a connection permit per
+/// client: at the limit, new clients wait in the kernel's backlog.
+async fn accept(
+    listener: TcpListener,
+    listening: Arc<Listening>,
+    connections: Arc<Semaphore>,
+    sessions: mpsc::UnboundedSender<Accepted>,
+    mut stop: watch::Receiver<bool>,
+) {
+    loop {
+        let permit = tokio::select! {
+            biased;
+            _ = stop.changed() => return,
+            permit = Arc::clone(&connections).acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => return,
+            },
+        };
+        tokio::select! {
+            biased;
+            _ = stop.changed() => return,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    // Small answers must not wait for Nagle.
+                    let _ = stream.set_nodelay(true);
+                    let listening = Arc::clone(&listening);
+                    if sessions.send((stream, peer, listening, permit)).is_err() {
+                        return;
+                    }
+                }
+                Err(err) => {
+                    warn!(%err, "accept failed");
+                    tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
+                }
+            }
+        }
+    }
+}

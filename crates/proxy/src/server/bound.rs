@@ -1,0 +1,268 @@
+//! The listeners the proxy has bound, and how a reload changes them.
+//!
+//! Each configured listener is bound once per worker (`SO_REUSEPORT`: the
+//! kernel spreads connections across the workers' sockets). A reload
+//! compares the new file's listeners with the open ones, by address:
+//! - a new address is bound for every worker *before* the new plan is
+//!   served, so that a port in use fails the reload and changes nothing;
+//! - an address whose settings changed (protocols, TLS files) keeps its
+//!   sockets, and its new connections are served with the new settings;
+//! - an address no longer listed is closed on every worker, and its
+//!   connections drain.
+//!
+//! Listeners with port 0 are matched by their place among the listeners
+//! of the same address, so that a reload does not move them to another port.
+
+use std::{
+    net::{SocketAddr, TcpListener as StdListener},
+    sync::Arc,
+};
+
+use anyhow::Context;
+use tokio::sync::{mpsc, oneshot};
+use tracing::{info, warn};
+
+use super::{
+    accept::{ListenerChange, ListenerChanges, ListenerId},
+    listener::{Endpoint, TlsListener},
+};
+use crate::config::{Config, Listener};
+
+/// What identifies a configured listener across reloads: its address,
+/// and its place among the listeners of that address (only port 0 repeats).
+type Key = (SocketAddr, usize);
+
+/// One open listener.
+#[derive(Debug)]
+struct OpenListener {
+    id: ListenerId,
+    key: Key,
+    /// Its settings, as compared between reloads.
+    settings: String,
+    bound: SocketAddr,
+    endpoint: Arc<Endpoint>,
+}
+
+/// The open listeners, and the channels to each worker's accept loops.
+#[derive(Debug)]
+pub(super) struct Bound {
+    open: Vec<OpenListener>,
+    workers: Vec<mpsc::UnboundedSender<ListenerChanges>>,
+    next_id: ListenerId,
+}
+
+/// What each worker starts accepting on.
+pub(super) type WorkerSockets = Vec<(ListenerId, StdListener, Arc<Endpoint>)>;
+
+/// A reload's listeners, bound and read, not yet in use.
+#[derive(Debug)]
+pub(super) struct Prepared {
+    open: Vec<OpenListener>,
+    per_worker: Vec<Vec<ListenerChange>>,
+    /// What the log says about the change.
+    added: Vec<SocketAddr>,
+    changed: Vec<SocketAddr>,
+    removed: Vec<SocketAddr>,
+}
+
+impl Bound {
+    /// Binds every listener of `config` for each of `workers`, with the
+    /// `endpoints` read for them (in the same order). Returns the set
+    /// (without worker channels yet) and each worker's sockets.
+    pub(super) fn bind(
+        config: &Config,
+        endpoints: Vec<Endpoint>,
+        workers: usize,
+    ) -> anyhow::Result<(Self, Vec<WorkerSockets>)> {
+        let mut bound = Self {
+            open: Vec::new(),
+            workers: Vec::new(),
+            next_id: 0,
+        };
+        let mut per_worker: Vec<WorkerSockets> = (0..workers).map(|_| Vec::new()).collect();
+        for ((listener, key), endpoint) in keyed(config)?.into_iter().zip(endpoints) {
+            let (address, sockets) = bind_per_worker(key.0, workers)?;
+            let open = bound.opened(listener, key, address, Arc::new(endpoint));
+            for (mine, socket) in per_worker.iter_mut().zip(sockets) {
+                mine.push((open.id, socket, Arc::clone(&open.endpoint)));
+            }
+            bound.open.push(open);
+        }
+        Ok((bound, per_worker))
+    }
+
+    /// Where each worker's accept loops take changes from.
+    pub(super) fn connect(&mut self, workers: Vec<mpsc::UnboundedSender<ListenerChanges>>) {
+        self.workers = workers;
+    }
+
+    /// The bound addresses, in configuration order (real ports for port 0).
+    pub(super) fn addresses(&self) -> Vec<SocketAddr> {
+        self.open.iter().map(|open| open.bound).collect()
+    }
+
+    /// The TLS listeners, whose files every reload reads again.
+    pub(super) fn tls(&self) -> impl Iterator<Item = &Arc<TlsListener>> {
+        self.open
+            .iter()
+            .filter_map(|open| open.endpoint.tls.as_ref())
+    }
+
+    fn opened(
+        &mut self,
+        listener: &Listener,
+        key: Key,
+        bound: SocketAddr,
+        endpoint: Arc<Endpoint>,
+    ) -> OpenListener {
+        self.next_id += 1;
+        OpenListener {
+            id: self.next_id,
+            key,
+            settings: settings(listener),
+            bound,
+            endpoint,
+        }
+    }
+
+    /// Binds what `config` adds and reads what it changes, with `endpoints`
+    /// read for each of its listeners; nothing changes for the workers
+    /// until [`Bound::commit`]. Fails on a port that cannot be bound.
+    pub(super) fn prepare(
+        &mut self,
+        config: &Config,
+        endpoints: Vec<Endpoint>,
+    ) -> anyhow::Result<Prepared> {
+        let workers = self.workers.len().max(1);
+        let mut prepared = Prepared {
+            open: Vec::new(),
+            per_worker: (0..workers).map(|_| Vec::new()).collect(),
+            added: Vec::new(),
+            changed: Vec::new(),
+            removed: Vec::new(),
+        };
+        for ((listener, key), endpoint) in keyed(config)?.into_iter().zip(endpoints) {
+            let Some(old) = self.open.iter().find(|open| open.key == key) else {
+                let (address, sockets) = bind_per_worker(key.0, workers)?;
+                let open = self.opened(listener, key, address, Arc::new(endpoint));
+                for (changes, socket) in prepared.per_worker.iter_mut().zip(sockets) {
+                    changes.push(ListenerChange::Add {
+                        id: open.id,
+                        socket,
+                        endpoint: Arc::clone(&open.endpoint),
+                    });
+                }
+                prepared.added.push(address);
+                prepared.open.push(open);
+                continue;
+            };
+            let settings = settings(listener);
+            let endpoint = if settings == old.settings {
+                Arc::clone(&old.endpoint)
+            } else {
+                let endpoint = Arc::new(endpoint);
+                for changes in &mut prepared.per_worker {
+                    changes.push(ListenerChange::Update {
+                        id: old.id,
+                        endpoint: Arc::clone(&endpoint),
+                    });
+                }
+                prepared.changed.push(old.bound);
+                endpoint
+            };
+            prepared.open.push(OpenListener {
+                id: old.id,
+                key,
+                settings,
+                bound: old.bound,
+                endpoint,
+            });
+        }
+        for old in &self.open {
+            if !prepared.open.iter().any(|open| open.id == old.id) {
+                for changes in &mut prepared.per_worker {
+                    changes.push(ListenerChange::Remove { id: old.id });
+                }
+                prepared.removed.push(old.bound);
+            }
+        }
+        Ok(prepared)
+    }
+
+    /// Hands the prepared changes to the workers and waits until each has
+    /// applied them (removed sockets closed).
+    pub(super) async fn commit(&mut self, prepared: Prepared) {
+        let Prepared {
+            open,
+            per_worker,
+            added,
+            changed,
+            removed,
+        } = prepared;
+        self.open = open;
+        if added.is_empty() && changed.is_empty() && removed.is_empty() {
+            return;
+        }
+        let mut applied = Vec::new();
+        for (worker, changes) in self.workers.iter().zip(per_worker) {
+            let (done, waiting) = oneshot::channel();
+            if worker
+                .send(ListenerChanges {
+                    changes,
+                    applied: done,
+                })
+                .is_ok()
+            {
+                applied.push(waiting);
+            } else {
+                warn!("a worker is gone; its listeners did not change");
+            }
+        }
+        for waiting in applied {
+            let _ = waiting.await;
+        }
+        info!(?added, ?changed, ?removed, "listeners changed");
+    }
+}
+
+/// The listeners of `config` with their keys.
+fn keyed(config: &Config) -> anyhow::Result<Vec<(&Listener, Key)>> {
+    let mut keyed: Vec<(&Listener, Key)> = Vec::new();
+    for listener in &config.listeners {
+        let address: SocketAddr = listener.address.value.parse()?;
+        let nth = keyed.iter().filter(|(_, key)| key.0 == address).count();
+        keyed.push((listener, (address, nth)));
+    }
+    Ok(keyed)
+}
+
+/// A listener's settings, as compared between reloads.
+fn settings(listener: &Listener) -> String {
+    let tls = listener.tls.as_ref().map(|tls| {
+        (
+            &tls.cert.value,
+            &tls.key.value,
+            tls.client_ca.as_ref().map(|ca| &ca.value),
+            tls.handshake_timeout,
+        )
+    });
+    format!("{:?} {tls:?}", listener.protocols)
+}
+
+/// Binds `wanted` once per worker: the first socket picks the port when
+/// `wanted` asks for port 0, the others share it (`SO_REUSEPORT`).
+fn bind_per_worker(
+    wanted: SocketAddr,
+    workers: usize,
+) -> anyhow::Result<(SocketAddr, Vec<StdListener>)> {
+    let first =
+        http1::io::bind_shared(wanted).with_context(|| format!("cannot listen on {wanted}"))?;
+    let bound = first.local_addr()?;
+    let mut sockets = vec![first];
+    for _ in 1..workers {
+        sockets.push(
+            http1::io::bind_shared(bound).with_context(|| format!("cannot listen on {bound}"))?,
+        );
+    }
+    Ok((bound, sockets))
+}

@@ -1,0 +1,94 @@
+//! What the tests of live configuration share: a proxy started from a
+//! file it reloads, `POST /reload`, an upstream that counts connections.
+
+use std::{
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    sync::{
+        atomic::{AtomicI64, AtomicU64, Ordering},
+        Arc,
+    },
+    time::{Duration, Instant},
+};
+
+use testkit::RawConn;
+use tokio::net::TcpListener;
+
+/// An echo upstream that counts the connections it accepted and has open.
+pub(crate) struct Counted {
+    pub(crate) addr: SocketAddr,
+    pub(crate) accepted: Arc<AtomicU64>,
+    pub(crate) open: Arc<AtomicI64>,
+}
+
+impl Counted {
+    pub(crate) async fn start(name: &'static str, at: &str) -> Self {
+        let listener = TcpListener::bind(at).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let accepted = Arc::new(AtomicU64::new(0));
+        let open = Arc::new(AtomicI64::new(0));
+        let (a, o) = (Arc::clone(&accepted), Arc::clone(&open));
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                a.fetch_add(1, Ordering::SeqCst);
+                o.fetch_add(1, Ordering::SeqCst);
+                let o = Arc::clone(&o);
+                tokio::spawn(async move {
+                    super::echo(stream, name, Arc::new(AtomicU64::new(0))).await;
+                    o.fetch_sub(1, Ordering::SeqCst);
+                });
+            }
+        });
+        Self {
+            addr,
+            accepted,
+            open,
+        }
+    }
+}
+
+pub(crate) fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sluice-reload-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+pub(crate) const HEAD: &str =
+    "workers: 1\nlisteners: [{ address: 127.0.0.1:0 }]\nadmin: { address: 127.0.0.1:0 }\n";
+
+pub(crate) fn start(file: &Path) -> proxy::RunningProxy {
+    let config = proxy::config::load(file).unwrap();
+    let options = proxy::Options {
+        file: Some(file.to_path_buf()),
+        ..Default::default()
+    };
+    proxy::start_with(config, options).unwrap()
+}
+
+pub(crate) async fn reload(admin: SocketAddr) -> testkit::RawResponse {
+    let mut conn = RawConn::connect(admin).await;
+    conn.send("POST /reload HTTP/1.1\r\nhost: admin\r\ncontent-length: 0\r\n\r\n")
+        .await;
+    conn.read_response(false).await
+}
+
+pub(crate) async fn admin_get(admin: SocketAddr, path: &str) -> testkit::RawResponse {
+    RawConn::connect(admin).await.get(path).await
+}
+
+/// Polls `check` every 50 ms until it holds or `limit` passes.
+pub(crate) async fn until<F, Fut>(limit: Duration, mut check: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if check().await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
