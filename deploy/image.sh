@@ -70,10 +70,18 @@ cp specs/petstore.yaml "$context/specs/"
 cp "$binary" "$context/sluice"
 
 echo "== $engine build $tag (version $version, revision $revision)" >&2
-"$engine" build --target runtime --build-arg BINARY=prebuilt \
+# --no-cache: podman 4.3 (buildah) reuses a cached LABEL step whose build
+# arguments changed, so the image kept the revision of an earlier build;
+# the stage is a few COPYs, nothing worth caching.
+"$engine" build --no-cache --target runtime --build-arg BINARY=prebuilt \
   --build-arg VERSION="$version" --build-arg REVISION="$revision" \
   --build-arg SOURCE="$source_url" \
   --iidfile "$context/iid" -t "$tag" -f "$context/Dockerfile" "$context" >&2
+labelled="$("$engine" image inspect --format '{{ index .Config.Labels "org.opencontainers.image.revision" }}' "$tag")"
+if [[ "$labelled" != "$revision" ]]; then
+  echo "image.sh: $tag is labelled revision $labelled, not $revision" >&2
+  exit 1
+fi
 python3 deploy/check-image.py --engine "$engine" "$tag" >&2
 cat "$context/iid"
 echo
