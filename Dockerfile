@@ -7,15 +7,19 @@
 # Offline (no registry), deploy/image.sh builds the same runtime stage from a
 # binary built on the host: it passes --build-arg BINARY=prebuilt and a
 # context holding that binary, so the Rust stage is never built or pulled.
+# Needs BuildKit or buildah (podman), which build only the stages the
+# target uses: the legacy builder (DOCKER_BUILDKIT=0) builds every stage,
+# and `prebuilt` fails there, since the repository has no ./sluice.
 
 ARG BINARY=build
 
 # The Rust builder. The binary is static (glibc, crt-static): the runtime
-# stage has no shared libraries. Static glibc resolves names from
-# /etc/hosts and /etc/resolv.conf itself (its files and dns lookups are
-# built in), so no NSS module is needed; getrandom is told to use the
-# system call, not /dev/urandom; debug info is left out. deploy/image.sh
-# uses the same flags.
+# stage has no shared libraries. Upstream names are resolved by
+# hickory-resolver, without NSS; what still calls getaddrinfo (a jwt
+# handler's jwks_url, `sluice load`) gets static glibc's built-in files
+# and dns lookups, so no NSS module is needed either (docs/DEPLOY.md,
+# "Name resolution"). getrandom is told to use the system call, not
+# /dev/urandom; debug info is left out. deploy/image.sh uses the same flags.
 FROM docker.io/library/rust:1-bookworm AS build
 WORKDIR /src
 COPY . .
@@ -43,17 +47,16 @@ LABEL org.opencontainers.image.title="sluice" \
       org.opencontainers.image.source="${SOURCE}"
 # /etc/passwd and /etc/group name the non-root user 65532 (as distroless's
 # "nonroot"); the numeric USER lets Kubernetes check runAsNonRoot.
+# /etc/sluice/sluice.yaml, the default configuration, is the petstore
+# example without its jwt handler: the example's key set has its private
+# key in the repository, so the image trusts no key set. Mount your own
+# configuration over /etc/sluice (a ConfigMap, a volume).
 COPY deploy/rootfs/ /
-# The default configuration is examples/petstore.yaml with its key set and
-# spec; mount your own over /etc/sluice (a ConfigMap, a volume).
-COPY examples/petstore.yaml /etc/sluice/sluice.yaml
-COPY examples/keys/jwks.json /etc/sluice/keys/jwks.json
 COPY specs/petstore.yaml /etc/sluice/specs/petstore.yaml
 COPY --from=binary /sluice /usr/local/bin/sluice
 ENV PATH=/usr/local/bin \
     SLUICE_LISTEN=0.0.0.0:8000 \
     SLUICE_ADMIN=0.0.0.0:9901 \
-    SLUICE_JWKS=/etc/sluice/keys/jwks.json \
     SLUICE_SPEC=/etc/sluice/specs/petstore.yaml
 USER 65532:65532
 # 8000: the example's listener; 9901: the admin listener (/health, /ready,

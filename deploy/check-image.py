@@ -11,11 +11,17 @@ there is no shell. Then, where chroot is allowed (root), the unpacked image
 is started the way a runtime would (the image's environment, user 65532, the
 root read-only, an /etc/hosts as a runtime writes one, no /dev, no /proc):
 `proxy --check` on the default config, whose upstream is named only in
-/etc/hosts, and then the proxy itself, until its admin listener answers
-/health and it stops cleanly on SIGTERM.
+/etc/hosts (hickory-resolver reads it); `proxy --check` on a config whose
+jwt handler fetches its key set from a jwks_url named only in /etc/hosts
+(static glibc's getaddrinfo, without NSS modules); then the proxy itself,
+until its admin listener answers /health (also to `sluice load`, through
+a name only in /etc/hosts: getaddrinfo again), and it stops cleanly on
+SIGTERM.
 """
 
 import argparse
+import functools
+import http.server
 import json
 import os
 import pathlib
@@ -25,6 +31,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
 import urllib.request
 
 USER = "65532:65532"
@@ -33,6 +40,21 @@ CMD = ["proxy", "-c", "/etc/sluice/sluice.yaml"]
 PORTS = {"8000/tcp", "9901/tcp"}
 LABELS = ["title", "version", "revision", "source", "licenses"]
 UPSTREAM_NAME = "petstore.sluice-image-check"
+# Names that only the image's /etc/hosts knows, for what resolves through
+# glibc's getaddrinfo: a jwks_url, and `sluice load`'s target.
+JWKS_NAME = "jwks.sluice-image-check"
+ADMIN_NAME = "admin.sluice-image-check"
+# Test data only: the demo key set, which the image must not hold.
+DEMO_JWKS = pathlib.Path(__file__).resolve().parent.parent / "examples/keys"
+# A configuration whose jwt handler fetches its keys at start (so --check
+# fetches them): the URL's host is resolved by getaddrinfo.
+JWKS_URL_CONFIG = """\
+listeners: [{{ address: 127.0.0.1:0 }}]
+upstreams: {{ app: {{ hosts: ["http://127.0.0.1:9"] }} }}
+middleware: {{ jwt: {{ jwks_url: "http://{name}:{port}/jwks.json", algorithms: [RS256] }} }}
+chains: {{ default: [jwt] }}
+routes: [{{ path: /, chain: default, upstream: app }}]
+"""
 
 failures = []
 
@@ -92,6 +114,8 @@ def check_rootfs(rootfs, version):
     shown = run(str(binary), "--version").stdout.strip()
     check(shown == f"sluice {version}", f"extracted binary --version: {shown!r} (label {version!r})")
     check(not (rootfs / "bin/sh").exists(), "no shell in the image")
+    trusted = [str(p.relative_to(rootfs)) for p in rootfs.rglob("*.json") if '"keys"' in p.read_text(errors="replace")]
+    check(not trusted, f"no JWKS in the image (a default that trusts a key set): {trusted}")
     files = sorted(str(p.relative_to(rootfs)) for p in rootfs.rglob("*") if p.is_file())
     print(f"      files: {', '.join(files)}")
 
@@ -113,7 +137,12 @@ def check_started(rootfs, config):
     if os.geteuid() != 0 or not chroot_path:
         print("skip  starting the unpacked image: needs root for chroot and a read-only bind mount")
         return
-    (rootfs / "etc/hosts").write_text(f"127.0.0.1 localhost\n127.0.0.1 {UPSTREAM_NAME}\n")
+    names = " ".join([UPSTREAM_NAME, JWKS_NAME, ADMIN_NAME])
+    (rootfs / "etc/hosts").write_text(f"127.0.0.1 localhost\n127.0.0.1 {names}\n")
+    jwks_server = serve_demo_jwks()
+    (rootfs / "check").mkdir()
+    jwks_url_config = JWKS_URL_CONFIG.format(name=JWKS_NAME, port=jwks_server.server_address[1])
+    (rootfs / "check/jwks-url.yaml").write_text(jwks_url_config)
     # The root read-only, as with readOnlyRootFilesystem.
     subprocess.run(["mount", "--bind", str(rootfs), str(rootfs)], check=True)
     try:
@@ -128,9 +157,34 @@ def check_started(rootfs, config):
             f"proxy --check on the image's config as {USER}, upstream from /etc/hosts: "
             + (checked.stdout + checked.stderr).strip(),
         )
+        checked = subprocess.run(
+            chroot + ENTRYPOINT + ["proxy", "-c", "/check/jwks-url.yaml", "--check"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        check(
+            checked.returncode == 0,
+            f"proxy --check with a jwks_url named in /etc/hosts only (getaddrinfo, no NSS module): "
+            + (checked.stdout + checked.stderr).strip(),
+        )
         serve(chroot, env)
     finally:
+        jwks_server.shutdown()
         subprocess.run(["umount", str(rootfs)], check=True)
+
+
+def serve_demo_jwks():
+    """Serves examples/keys/jwks.json on 127.0.0.1 (the chroot shares the network)."""
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(DEMO_JWKS)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
 
 
 def serve(chroot, env):
@@ -144,6 +198,20 @@ def serve(chroot, env):
             with urllib.request.urlopen(admin + "/health", timeout=5) as answer:
                 body = answer.read().decode()
             check(answer.status == 200, f"GET {admin}/health: {answer.status} {body}")
+            by_name = admin.replace("127.0.0.1", ADMIN_NAME) + "/health"
+            loaded = subprocess.run(
+                chroot + ENTRYPOINT + ["load", "-c1", "-n1", "-q", by_name],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
+            said = (loaded.stdout + loaded.stderr).strip()
+            check(
+                loaded.returncode == 0 and "1 requests" in said,
+                f"sluice load {by_name} (getaddrinfo, /etc/hosts): exit {loaded.returncode}, "
+                + (said.splitlines() or [""])[0],
+            )
         proxy.send_signal(signal.SIGTERM)
         code = proxy.wait(timeout=20)
         check(code == 0, f"SIGTERM: exit status {code}")

@@ -31,10 +31,11 @@ engine="$(bash deploy/container-engine.sh)" || exit 3
 
 # The static build: glibc with crt-static (the toolchain's own target, so it
 # needs nothing from outside). --target keeps RUSTFLAGS off build scripts
-# and proc macros. Static glibc resolves names from /etc/hosts and
-# /etc/resolv.conf without NSS modules; getrandom would look for the
-# system call through dlsym (which a static binary cannot do) and fall back
-# to /dev/urandom, so it is told to call it directly.
+# and proc macros. Upstream names go through hickory-resolver; the rest
+# (jwks_url, `sluice load`) through static glibc, whose files and dns
+# lookups need no NSS module. getrandom would look for the system call
+# through dlsym (which a static binary cannot do) and fall back to
+# /dev/urandom, so it is told to call it directly.
 if [[ -z "$binary" ]]; then
   target="$(uname -m)-unknown-linux-gnu"
   # No debug info: the image gets the code (symbols stay for backtraces).
@@ -45,7 +46,7 @@ if [[ -z "$binary" ]]; then
     cargo build --locked -p sluice --profile "$profile" --target "$target" >&2
   dir="$profile"
   [[ "$profile" == dev ]] && dir=debug
-  binary="target/$target/$dir/sluice"
+  binary="${CARGO_TARGET_DIR:-target}/$target/$dir/sluice"
 fi
 
 if ! ldd "$binary" 2>&1 | grep -Eq 'statically linked|not a dynamic executable'; then
@@ -62,19 +63,25 @@ tag="${tag:-sluice:$version}"
 # as in the repository, and the binary at its root.
 context="$(mktemp -d)"
 trap 'rm -rf "$context"' EXIT
-mkdir -p "$context/examples/keys" "$context/specs" "$context/deploy"
+mkdir -p "$context/specs" "$context/deploy"
 cp Dockerfile "$context/"
 cp -r deploy/rootfs "$context/deploy/"
-cp examples/petstore.yaml "$context/examples/"
-cp examples/keys/jwks.json "$context/examples/keys/"
 cp specs/petstore.yaml "$context/specs/"
 cp "$binary" "$context/sluice"
 
 echo "== $engine build $tag (version $version, revision $revision)" >&2
-"$engine" build --target runtime --build-arg BINARY=prebuilt \
+# --no-cache: podman 4.3 (buildah) reuses a cached LABEL step whose build
+# arguments changed, so the image kept the revision of an earlier build;
+# the stage is a few COPYs, nothing worth caching.
+"$engine" build --no-cache --target runtime --build-arg BINARY=prebuilt \
   --build-arg VERSION="$version" --build-arg REVISION="$revision" \
   --build-arg SOURCE="$source_url" \
   --iidfile "$context/iid" -t "$tag" -f "$context/Dockerfile" "$context" >&2
+labelled="$("$engine" image inspect --format '{{ index .Config.Labels "org.opencontainers.image.revision" }}' "$tag")"
+if [[ "$labelled" != "$revision" ]]; then
+  echo "image.sh: $tag is labelled revision $labelled, not $revision" >&2
+  exit 1
+fi
 python3 deploy/check-image.py --engine "$engine" "$tag" >&2
 cat "$context/iid"
 echo

@@ -10,7 +10,7 @@
 #   bash deploy/validate.sh --no-image  # everything but the image build
 #
 # SLUICE=PATH names the binary for --check (default target/debug/sluice,
-# built when missing).
+# under $CARGO_TARGET_DIR when set; built when missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -61,7 +61,7 @@ if $install; then
   fi
 fi
 
-sluice="${SLUICE:-target/debug/sluice}"
+sluice="${SLUICE:-${CARGO_TARGET_DIR:-target}/debug/sluice}"
 [[ -x "$sluice" ]] || cargo build --locked -p sluice
 rendered="$(mktemp -d)"
 trap 'rm -rf "$rendered"' EXIT
@@ -71,7 +71,8 @@ while IFS= read -r file; do manifests+=("$file"); done < <(find deploy/kubernete
 step "yamllint"
 if have yamllint; then
   yamllint --version
-  yamllint -s .yamllint.yaml docker-compose.yml deploy examples
+  # -c names the settings; -s (strict) fails on warnings too.
+  yamllint -s -c .yamllint.yaml docker-compose.yml deploy examples
 else
   skip "yamllint is not installed"
 fi
@@ -104,12 +105,14 @@ else
   skip "kubernetes-validate is not installed"
 fi
 
-step "sluice proxy --check on every ConfigMap"
+step "sluice proxy --check on every ConfigMap and the image's default configuration"
 if python3 -c 'import yaml' 2>/dev/null; then
   python3 deploy/check-configs.py "$sluice" "${manifests[@]}" "$rendered"/*.yaml
 else
   skip "PyYAML is not installed"
 fi
+# The spec is at /etc/sluice/specs in the image, in specs/ here.
+SLUICE_SPEC=specs/petstore.yaml "$sluice" proxy -c deploy/rootfs/etc/sluice/sluice.yaml --check
 
 step "docker-compose.yml"
 if have docker-compose; then

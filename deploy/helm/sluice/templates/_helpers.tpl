@@ -48,6 +48,16 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if not (hasSuffix (printf ":%v" .Values.ports.admin) $admin) }}
 {{- fail (printf "config.admin.address (%q) must listen on ports.admin (%v): the probes and metrics use it" $admin .Values.ports.admin) }}
 {{- end }}
+{{- $http := printf ":%v" .Values.ports.http }}
+{{- $listening := false }}
+{{- range (.Values.config.listeners | default list) }}
+{{- if hasSuffix $http ((. | default dict).address | default "" | toString) }}
+{{- $listening = true }}
+{{- end }}
+{{- end }}
+{{- if not $listening }}
+{{- fail (printf "config.listeners has no listener on ports.http (%v): the Service sends its traffic there" .Values.ports.http) }}
+{{- end }}
 {{- if hasKey .Values.files "sluice.yaml" }}
 {{- fail "files must not hold sluice.yaml: it is made from config" }}
 {{- end }}
@@ -90,7 +100,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
     {{- toYaml .Values.securityContext | nindent 4 }}
   volumeMounts:
     # The whole directory, not a subPath: only then does a changed
-    # ConfigMap reach the file (live reload will need it).
+    # ConfigMap reach the file, for `--watch` to see.
     - name: config
       mountPath: /etc/sluice
       readOnly: true
