@@ -16,7 +16,7 @@ use bench::{
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::load::{parse_duration, parse_think, watch_ctrl_c};
+use crate::load::{parse_duration, parse_think, watch_interrupts};
 
 /// Run the whole benchmark on loopback: the backend alone, behind sluice,
 /// each middleware handler, HTTP/1.1 vs HTTP/2 vs TLS, load balancing
@@ -151,7 +151,7 @@ pub(crate) fn run(args: BenchArgs) -> ExitCode {
         eprintln!("sluice bench: error: {message}");
         return ExitCode::from(2);
     }
-    watch_ctrl_c(Arc::clone(&options.interrupt));
+    watch_interrupts(Arc::clone(&options.interrupt));
     let mut terminal = Terminal::new(args.quiet);
     eprintln!(
         "sluice bench: results in {}; groups: {}",

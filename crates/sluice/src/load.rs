@@ -157,7 +157,7 @@ pub(crate) fn run(args: LoadArgs) -> ExitCode {
         Err(err) => return usage_error(&err),
     };
     let interrupt = Arc::new(AtomicBool::new(false));
-    watch_ctrl_c(Arc::clone(&interrupt));
+    watch_interrupts(Arc::clone(&interrupt));
     let bar = (!args.quiet && std::io::stderr().is_terminal()).then(progress_bar);
     let control = RunControl {
         interrupt,
@@ -278,8 +278,10 @@ fn progress_callback(bar: ProgressBar) -> Box<dyn FnMut(Progress) + Send> {
     })
 }
 
-/// The first Ctrl-C ends the run and prints what was measured; a second exits at once.
-pub(crate) fn watch_ctrl_c(interrupt: Arc<AtomicBool>) {
+/// The first Ctrl-C (SIGINT) or SIGTERM ends the run and prints what was
+/// measured (a bench run also stops its components); a second exits at
+/// once.
+pub(crate) fn watch_interrupts(interrupt: Arc<AtomicBool>) {
     std::thread::spawn(move || {
         let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -288,11 +290,22 @@ pub(crate) fn watch_ctrl_c(interrupt: Arc<AtomicBool>) {
             return;
         };
         runtime.block_on(async {
-            if tokio::signal::ctrl_c().await.is_ok() {
+            use tokio::signal::unix::{signal, SignalKind};
+            let (Ok(mut int), Ok(mut term)) = (
+                signal(SignalKind::interrupt()),
+                signal(SignalKind::terminate()),
+            ) else {
+                return;
+            };
+            for round in 0.. {
+                let code = tokio::select! {
+                    _ = int.recv() => 130,
+                    _ = term.recv() => 143,
+                };
+                if round > 0 {
+                    std::process::exit(code);
+                }
                 interrupt.store(true, Ordering::Relaxed);
-            }
-            if tokio::signal::ctrl_c().await.is_ok() {
-                std::process::exit(130);
             }
         });
     });

@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::{path::Path, process::Command};
+use std::{path::Path, process::Command, time::Duration};
 
 use common::{bench, leftovers, schema_errors, scratch, sluice, text};
 
@@ -355,4 +355,59 @@ fn a_relative_out_folder_works_with_the_real_peers_in_rounds() {
         leftovers("relative")
     );
     let _ = std::fs::remove_dir_all(&cwd);
+}
+
+/// SIGTERM (a `kill`, a CI job's timeout) ends a run as Ctrl-C does: the
+/// row in progress stops, the partial report is written and every
+/// component is stopped, none left behind.
+#[test]
+fn sigterm_ends_the_run_and_leaves_no_process() {
+    let out = scratch("sigterm");
+    let mark = "sigterm";
+    let mut child = Command::new(sluice())
+        .args([
+            "bench",
+            "--only",
+            "baseline",
+            "--duration",
+            "30s",
+            "--warmup",
+            "0s",
+            "-q",
+        ])
+        .args(["--out", &out.display().to_string()])
+        .env("SLUICE_BENCH_TEST_MARK", mark)
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run sluice bench");
+    // Its components are up (a process other than the bench carries the mark).
+    let started = std::time::Instant::now();
+    while leftovers(mark).len() < 2 {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no component started"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let status = child.wait().expect("wait for the bench");
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().expect("stderr"), &mut stderr)
+        .expect("read stderr");
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "the row was not cut short"
+    );
+    assert!(leftovers(mark).is_empty(), "{:?}", leftovers(mark));
+    assert!(out.join("results.json").exists(), "no partial report");
+    let _ = std::fs::remove_dir_all(&out);
 }
