@@ -26,7 +26,7 @@ use support::{
 use testkit::{H2Server, RawConn};
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
-    net::TcpListener,
+    net::{TcpListener, TcpStream},
 };
 
 fn two_hosts(a: SocketAddr, b: SocketAddr, extra: &str) -> String {
@@ -252,4 +252,73 @@ async fn two_workers_check_each_host_once_per_interval() {
     // One checker: about 10 in 2 s; one per worker would make about 20.
     assert!((6..=13).contains(&checks), "{checks} checks in 2 s");
     drop(proxy);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_h2_client_get_is_retried_on_503_and_a_post_is_not() {
+    // `/healthz` of `bad` answers 503; `good` answers anything 200.
+    let bad = Checked::start("bad").await;
+    bad.health.store(503, Ordering::SeqCst);
+    let good = Echo::start("good").await;
+    let proxy = Proxy::start(&two_hosts(
+        bad.addr,
+        good.addr,
+        "    retries: 1\n    retry_on: [reset, 503]\n    retry_backoff: 1ms\n",
+    ));
+    let client = support::h2_client(TcpStream::connect(proxy.addr()).await.unwrap()).await;
+    let request = |method: &str| {
+        http::Request::builder()
+            .method(method)
+            .uri("http://lb.test/healthz")
+            .body(())
+            .unwrap()
+    };
+    // Round robin: bad, good, bad.
+    let (post, _, _) = support::h2_exchange(&client, request("POST"), b"").await;
+    assert_eq!(post.status(), 503, "a POST is not retried");
+    assert_eq!(bad.checks.load(Ordering::SeqCst), 1);
+    for _ in 0..2 {
+        let (get, body, _) = support::h2_exchange(&client, request("GET"), b"").await;
+        assert_eq!(get.status(), 200);
+        assert!(body.starts_with(b"upstream: good"));
+    }
+    assert_eq!(
+        bad.checks.load(Ordering::SeqCst),
+        2,
+        "the second GET went to bad first"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_h2_client_get_is_retried_after_a_reset_and_a_post_is_not() {
+    // A host that reads a request head and closes without answering.
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let reset = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let _ = stream.read(&mut [0u8; 4096]).await;
+        }
+    });
+    let good = Echo::start("good").await;
+    let proxy = Proxy::start(&two_hosts(
+        reset,
+        good.addr,
+        "    retries: 1\n    retry_on: [reset]\n    retry_backoff: 1ms\n",
+    ));
+    let client = support::h2_client(TcpStream::connect(proxy.addr()).await.unwrap()).await;
+    let request = |method: &str| {
+        http::Request::builder()
+            .method(method)
+            .uri("http://lb.test/")
+            .body(())
+            .unwrap()
+    };
+    // Round robin: reset, good, reset.
+    let (post, _, _) = support::h2_exchange(&client, request("POST"), b"").await;
+    assert_eq!(post.status(), 502, "a POST is not retried");
+    for _ in 0..2 {
+        let (get, body, _) = support::h2_exchange(&client, request("GET"), b"").await;
+        assert_eq!(get.status(), 200);
+        assert!(body.starts_with(b"upstream: good"));
+    }
 }
