@@ -20,20 +20,15 @@ use std::{
 };
 
 use support::{
+    first_lines,
     live::{admin_get, reload, scratch, start, until, HEAD},
-    Echo, Proxy,
+    two_hosts, Echo, Proxy,
 };
 use testkit::{H2Server, RawConn};
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
     net::{TcpListener, TcpStream},
 };
-
-fn two_hosts(a: SocketAddr, b: SocketAddr, extra: &str) -> String {
-    format!(
-        "upstreams:\n  two:\n    hosts: [\"http://{a}\", \"http://{b}\"]\n{extra}routes:\n  - {{ path: /, upstream: two }}\n"
-    )
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sticky_cookie_without_a_key_still_pins_after_a_reload() {
@@ -194,18 +189,7 @@ async fn a_health_path_answering_503_takes_the_host_out_until_it_answers_200() {
     })
     .await;
     assert!(back, "{:?}", host_states(proxy, "two").await);
-    let mut seen = HashSet::new();
-    for _ in 0..4 {
-        seen.insert(
-            conn.get("/")
-                .await
-                .text()
-                .lines()
-                .next()
-                .unwrap()
-                .to_string(),
-        );
-    }
+    let seen = first_lines(&mut conn, 4).await;
     assert!(seen.contains("upstream: sick"), "{seen:?}");
 }
 
@@ -266,13 +250,7 @@ async fn an_h2_client_get_is_retried_on_503_and_a_post_is_not() {
         "    retries: 1\n    retry_on: [reset, 503]\n    retry_backoff: 1ms\n",
     ));
     let client = support::h2_client(TcpStream::connect(proxy.addr()).await.unwrap()).await;
-    let request = |method: &str| {
-        http::Request::builder()
-            .method(method)
-            .uri("http://lb.test/healthz")
-            .body(())
-            .unwrap()
-    };
+    let request = |method: &str| h2_request(method, "http://lb.test/healthz");
     // Round robin: bad, good, bad.
     let (post, _, _) = support::h2_exchange(&client, request("POST"), b"").await;
     assert_eq!(post.status(), 503, "a POST is not retried");
@@ -306,13 +284,7 @@ async fn an_h2_client_get_is_retried_after_a_reset_and_a_post_is_not() {
         "    retries: 1\n    retry_on: [reset]\n    retry_backoff: 1ms\n",
     ));
     let client = support::h2_client(TcpStream::connect(proxy.addr()).await.unwrap()).await;
-    let request = |method: &str| {
-        http::Request::builder()
-            .method(method)
-            .uri("http://lb.test/")
-            .body(())
-            .unwrap()
-    };
+    let request = |method: &str| h2_request(method, "http://lb.test/");
     // Round robin: reset, good, reset.
     let (post, _, _) = support::h2_exchange(&client, request("POST"), b"").await;
     assert_eq!(post.status(), 502, "a POST is not retried");
@@ -321,4 +293,12 @@ async fn an_h2_client_get_is_retried_after_a_reset_and_a_post_is_not() {
         assert_eq!(get.status(), 200);
         assert!(body.starts_with(b"upstream: good"));
     }
+}
+
+fn h2_request(method: &str, uri: &str) -> http::Request<()> {
+    http::Request::builder()
+        .method(method)
+        .uri(uri)
+        .body(())
+        .unwrap()
 }
