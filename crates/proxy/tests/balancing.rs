@@ -10,7 +10,7 @@ mod support;
 
 use std::{collections::HashSet, net::SocketAddr, time::Duration};
 
-use support::{Echo, Proxy};
+use support::{first_lines, two_hosts, Echo, Proxy};
 use testkit::{closed_port, Behaviour, FakeServer, RawConn};
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
@@ -30,12 +30,6 @@ async fn resetting_host() -> SocketAddr {
         }
     });
     addr
-}
-
-fn two_hosts(a: SocketAddr, b: SocketAddr, extra: &str) -> String {
-    format!(
-        "upstreams:\n  two:\n    hosts: [\"http://{a}\", \"http://{b}\"]\n{extra}routes:\n  - {{ path: /, upstream: two }}\n"
-    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -189,24 +183,8 @@ async fn active_checks_take_a_host_out_and_bring_it_back() {
     });
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(state(&upstreams().await, 1), "healthy");
-    let seen: HashSet<String> = futures_lines(&mut conn, 4).await;
+    let seen: HashSet<String> = first_lines(&mut conn, 4).await;
     assert!(seen.contains("upstream: back"), "{seen:?}");
-}
-
-async fn futures_lines(conn: &mut RawConn, n: usize) -> HashSet<String> {
-    let mut seen = HashSet::new();
-    for _ in 0..n {
-        seen.insert(
-            conn.get("/")
-                .await
-                .text()
-                .lines()
-                .next()
-                .unwrap()
-                .to_string(),
-        );
-    }
-    seen
 }
 
 /// A host that answers every request 503 (keep-alive).

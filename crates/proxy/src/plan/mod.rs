@@ -117,8 +117,12 @@ impl Plan {
             index.insert(name.clone(), upstreams.len());
             upstream_ids.push(UpstreamId::counted(upstreams.len(), slot));
             let mut upstream = Upstream::new(name, settings, with.answers, with.shards)?;
-            if let Some(old) = with.previous.and_then(|p| p.upstream_named(name)) {
-                upstream.carry_over(old);
+            // A new upstream's hosts are all new: none ramps against
+            // another, so none is held back.
+            if let Some(previous) = with.previous {
+                if let Some(old) = previous.upstream_named(name) {
+                    upstream.carry_over(old, previous.clock());
+                }
             }
             upstreams.push(upstream);
         }

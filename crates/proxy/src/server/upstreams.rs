@@ -105,11 +105,15 @@ pub(super) fn host_metrics(plan: &Plan, out: &mut String) {
     );
 }
 
+/// `upstream`, `host` as written and the `address` it resolved to: a
+/// name with several addresses is several hosts, and each needs a label
+/// set of its own.
 fn labels(plan: &Plan, upstream: usize, host: usize) -> String {
     let upstream = &plan.upstreams[upstream];
     format!(
-        "upstream=\"{}\",host=\"{}\"",
+        "upstream=\"{}\",host=\"{}\",address=\"{}\"",
         telemetry::escape(&upstream.name),
-        telemetry::escape(upstream.host_name(HostId::new(host)))
+        telemetry::escape(upstream.host_name(HostId::new(host))),
+        upstream.hosts[host]
     )
 }

@@ -67,6 +67,25 @@ impl Drop for Proxy {
     }
 }
 
+/// Upstream `two` with hosts `a` and `b` (then `extra`, its further
+/// keys, each line indented by four spaces) and a catch-all route.
+pub(crate) fn two_hosts(a: SocketAddr, b: SocketAddr, extra: &str) -> String {
+    format!(
+        "upstreams:\n  two:\n    hosts: [\"http://{a}\", \"http://{b}\"]\n{extra}routes:\n  - {{ path: /, upstream: two }}\n"
+    )
+}
+
+/// The first line of the answers to `n` GETs of `/` on `conn` (with
+/// [`Echo`], which upstream answered).
+pub(crate) async fn first_lines(conn: &mut RawConn, n: usize) -> std::collections::HashSet<String> {
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..n {
+        let text = conn.get("/").await.text();
+        seen.insert(text.lines().next().unwrap_or_default().to_string());
+    }
+    seen
+}
+
 /// One upstream `echo` at `addr` with a catch-all route.
 pub(crate) fn one_upstream(addr: SocketAddr, extra: &str) -> String {
     format!("upstreams:\n  echo:\n    hosts: [\"http://{addr}\"]\n{extra}routes:\n  - {{ path: /, upstream: echo }}\n")

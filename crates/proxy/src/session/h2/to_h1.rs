@@ -4,7 +4,9 @@
 //! known, while the upstream's answer is read and relayed (`pump_h1`),
 //! so an early answer is relayed at once and a bidirectional stream
 //! interleaves. The response body goes back as DATA frames, its chunked
-//! trailers as HTTP/2 trailers.
+//! trailers as HTTP/2 trailers. An idempotent request whose body is empty
+//! or held is retried as `retry_on` says: on a reset before any byte of
+//! an answer, and on a listed status (as the HTTP/1.1 clients' path).
 
 use std::{sync::Arc, time::Instant};
 
@@ -14,14 +16,14 @@ use super::{
     RequestBody, Stream,
 };
 use crate::{
-    ids::UpstreamId,
+    ids::{HostId, UpstreamId},
     middleware::Outcome,
     session::{
-        send::{replay_after_stale, Sender},
+        send::{is_idempotent, replay_after_stale, Sender},
         Failure, UPSTREAM_LIMITS,
     },
     telemetry::UpstreamError,
-    upstream::{h2_pool::send_data, pool::UpstreamConn},
+    upstream::{h2_pool::send_data, pool::UpstreamConn, retry::Attempt},
     wire::{
         fields::Fields,
         head::{self, Framing, Outgoing, RequestContext},
@@ -50,6 +52,7 @@ pub(super) async fn forward(
     let mut request = Vec::with_capacity(1024);
     head::request_head(&mut request, outgoing, context);
     let replayable = body.in_hand();
+    let safe = replayable && is_idempotent(outgoing.method);
     let (held, mut client) = match body {
         RequestBody::Empty => (None, None),
         // Sent with its length: HTTP/1.1 carries no trailers then.
@@ -65,7 +68,7 @@ pub(super) async fn forward(
     let mut fresh_only = false;
     let mut attempts = 0;
     let mut host = sender.pick(outgoing).await?;
-    let (mut conn, (response, fields), sent_at, mut pump) = loop {
+    let (mut conn, (response, fields), mut pump) = loop {
         let mut conn = match sender.connection(host, fresh_only, Instant::now()).await {
             Ok(conn) => conn,
             Err(failure) => {
@@ -80,16 +83,41 @@ pub(super) async fn forward(
                 fresh_only = true;
                 continue;
             }
-            return Err(sender.broken(host, "cannot send the request", !replayable));
+            let failure = sender.broken(host, "cannot send the request", !replayable);
+            if conn.reused {
+                return Err(failure);
+            }
+            (host, fresh_only) = retry_reset(&sender, host, &mut attempts, safe, failure).await?;
+            continue;
         }
         let mut pump = BodyPump::new(client.as_mut(), chunked, max_body);
         match read_head(&mut conn, &mut pump, head_request, timeout).await {
-            Ok(response) => break (conn, response, sent_at, pump),
+            Ok(response) => {
+                let status = response.0.status;
+                sender.answered(host, sent_at, status);
+                if sender.retries_status(status) {
+                    let attempt = Attempt::Status(status.as_u16());
+                    if let Some(next) = sender.retry(host, attempt, &mut attempts, safe).await {
+                        // The answer is dropped with its connection.
+                        worker.metrics().upstream_open(upstream, -1);
+                        (host, fresh_only) = (next, false);
+                        continue;
+                    }
+                }
+                break (conn, response, pump);
+            }
             Err(HeadError::Stale)
                 if conn.reused && replay_after_stale(outgoing.method, replayable, fresh_only) =>
             {
                 worker.metrics().upstream_open(upstream, -1);
                 fresh_only = true;
+            }
+            // Closed or reset before a byte of an answer (`retry_on: reset`).
+            Err(HeadError::Reset(what)) => {
+                worker.metrics().upstream_open(upstream, -1);
+                let failure = sender.broken(host, &what, !replayable);
+                (host, fresh_only) =
+                    retry_reset(&sender, host, &mut attempts, safe, failure).await?;
             }
             Err(err) => {
                 worker.metrics().upstream_open(upstream, -1);
@@ -105,12 +133,13 @@ pub(super) async fn forward(
                         "the upstream closed the connection before answering",
                         !replayable,
                     ),
-                    HeadError::Broken(what) => sender.broken(host, &what, !replayable),
+                    HeadError::Broken(what) | HeadError::Reset(what) => {
+                        sender.broken(host, &what, !replayable)
+                    }
                 });
             }
         }
     };
-    sender.answered(host, sent_at, response.status);
     sender.learn_cookies(
         host,
         Fields::H1 {
@@ -176,10 +205,27 @@ pub(super) async fn forward(
     Ok(())
 }
 
+/// Where a request goes after a reset (`retry_on: reset`), or `failure`
+/// (already counted against `host`) when it does not go again.
+async fn retry_reset(
+    sender: &Sender<'_>,
+    host: HostId,
+    attempts: &mut u32,
+    safe: bool,
+    failure: Failure,
+) -> Result<(HostId, bool), Failure> {
+    match sender.retry(host, Attempt::Reset, attempts, safe).await {
+        Some(next) => Ok((next, false)),
+        None => Err(failure),
+    }
+}
+
 /// Why no response head came.
 enum HeadError {
     /// A pooled connection the upstream had closed: nothing was answered.
     Stale,
+    /// A new connection closed or failed before any byte of an answer.
+    Reset(String),
     TimedOut,
     TooLarge,
     Client,
@@ -215,6 +261,14 @@ async fn read_head(
                 if conn.reused && conn.buf.is_empty() && pump.sent == 0 =>
             {
                 return Err(HeadError::Stale)
+            }
+            Ok(0) if !conn.reused && conn.buf.is_empty() => {
+                return Err(HeadError::Reset(
+                    "the upstream closed the connection before answering".into(),
+                ))
+            }
+            Err(PumpStop::Read(err)) if !conn.reused && conn.buf.is_empty() => {
+                return Err(HeadError::Reset(format!("read failed: {err}")))
             }
             Ok(0) => {
                 return Err(HeadError::Broken(

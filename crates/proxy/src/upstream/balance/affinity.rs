@@ -3,7 +3,11 @@
 //! signed cookie `sticky.cookie` inserts, and the values of the
 //! application's own cookie that `sticky.app_cookie` learned.
 
-use std::{collections::HashMap, net::IpAddr, sync::Mutex};
+use std::{
+    collections::HashMap,
+    net::IpAddr,
+    sync::{Mutex, OnceLock},
+};
 
 use ring::{hmac, rand::SecureRandom};
 
@@ -59,18 +63,33 @@ pub(super) struct StickyCookie {
     set_cookie: Vec<http::HeaderValue>,
 }
 
+/// The key of every sticky cookie without `sticky.key`: made once per
+/// process, so that a reload or a discovery round, which compiles the
+/// upstreams anew, keeps the cookies clients hold valid.
+static GENERATED_KEY: OnceLock<hmac::Key> = OnceLock::new();
+
+fn generated_key() -> anyhow::Result<hmac::Key> {
+    if let Some(key) = GENERATED_KEY.get() {
+        return Ok(key.clone());
+    }
+    let mut secret = [0u8; 32];
+    ring::rand::SystemRandom::new()
+        .fill(&mut secret)
+        .map_err(|_| anyhow::anyhow!("no random source for the sticky cookie key"))?;
+    // Two compiles at once: the first key stored is the one both use.
+    let _ = GENERATED_KEY.set(hmac::Key::new(hmac::HMAC_SHA256, &secret));
+    GENERATED_KEY
+        .get()
+        .cloned()
+        .ok_or_else(|| anyhow::anyhow!("the sticky cookie key was not stored"))
+}
+
 impl StickyCookie {
-    /// `key`: the configured secret, or `None` for a random one.
+    /// `key`: the configured secret, or `None` for the process's random one.
     pub(super) fn new(name: &str, key: Option<&str>, urls: &[&str]) -> anyhow::Result<Self> {
         let key = match key {
             Some(secret) => hmac::Key::new(hmac::HMAC_SHA256, secret.as_bytes()),
-            None => {
-                let mut secret = [0u8; 32];
-                ring::rand::SystemRandom::new()
-                    .fill(&mut secret)
-                    .map_err(|_| anyhow::anyhow!("no random source for the sticky cookie key"))?;
-                hmac::Key::new(hmac::HMAC_SHA256, &secret)
-            }
+            None => generated_key()?,
         };
         let tokens: Vec<String> = urls
             .iter()
@@ -131,6 +150,25 @@ impl AppCookie {
         let value = cookie(request, &self.name)?;
         let learned = self.learned.lock().ok()?;
         learned.get(value).map(|&h| h as usize)
+    }
+
+    /// Takes over what `old` (the same upstream in the plan before) learned,
+    /// for the hosts this plan keeps: `moved[h]` is old host `h`'s index
+    /// here. What the old plan's requests learn after this is lost (a
+    /// fresh pick for those clients, as after a forgotten value).
+    pub(super) fn take_over(&self, old: &AppCookie, moved: &[Option<usize>]) {
+        if old.name != self.name {
+            return;
+        }
+        let (Ok(old), Ok(mut learned)) = (old.learned.lock(), self.learned.lock()) else {
+            return;
+        };
+        for (value, &host) in old.iter() {
+            let here = moved.get(host as usize).copied().flatten();
+            if let Some(here) = here.and_then(|h| u32::try_from(h).ok()) {
+                learned.insert(value.clone(), here);
+            }
+        }
     }
 
     /// Learns from one `Set-Cookie` field of `host`'s answer.
@@ -218,5 +256,31 @@ mod tests {
         assert_eq!(app.host(&request(&map, None)), Some(2));
         map.insert("cookie", HeaderValue::from_static("JSESSIONID=zzz"));
         assert_eq!(app.host(&request(&map, None)), None);
+    }
+
+    #[test]
+    fn without_a_key_every_compile_signs_alike() {
+        let urls = ["http://a:1@127.0.0.1:1", "http://b:1@127.0.0.1:2"];
+        let before = StickyCookie::new("lb", None, &urls).unwrap();
+        let after = StickyCookie::new("lb", None, &urls[1..]).unwrap();
+        assert_eq!(before.set_cookie(1), after.set_cookie(0));
+    }
+
+    #[test]
+    fn learned_values_follow_their_host_into_the_next_plan() {
+        let old = AppCookie::new("sid");
+        old.learn(b"sid=kept", 1);
+        old.learn(b"sid=gone", 0);
+        let new = AppCookie::new("sid");
+        // Old host 0 was dropped; old host 1 is host 0 now.
+        new.take_over(&old, &[None, Some(0)]);
+        let mut map = HeaderMap::new();
+        map.insert("cookie", HeaderValue::from_static("sid=kept"));
+        assert_eq!(new.host(&request(&map, None)), Some(0));
+        map.insert("cookie", HeaderValue::from_static("sid=gone"));
+        assert_eq!(new.host(&request(&map, None)), None);
+        let renamed = AppCookie::new("other");
+        renamed.take_over(&old, &[None, Some(0)]);
+        assert_eq!(renamed.learned.lock().unwrap().len(), 0);
     }
 }

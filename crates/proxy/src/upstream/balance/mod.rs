@@ -378,6 +378,25 @@ impl Balancer {
         self.hosts[to.index()].take_over(&old.hosts[from.index()]);
     }
 
+    /// Takes over what `old` (the same upstream in the plan before)
+    /// learned about application cookies; `moved[h]` is old host `h`'s
+    /// index here, if this plan keeps it.
+    pub(crate) fn carry_persistence(&self, old: &Balancer, moved: &[Option<usize>]) {
+        if let (Some(Persistence::App(app)), Some(Persistence::App(before))) =
+            (&self.persistence, &old.persistence)
+        {
+            app.take_over(before, moved);
+        }
+    }
+
+    /// `host` is new at `now` (a reload or a discovery round added it): it
+    /// ramps up like a host that came back (`slow_start`).
+    pub(crate) fn arrived(&self, host: HostId, now: u64) {
+        self.hosts[host.index()]
+            .back_since
+            .store(now.max(1), Relaxed);
+    }
+
     /// Counts a response head from `host` on `worker`'s shard.
     pub(crate) fn answered(&self, host: HostId, worker: usize) {
         self.hosts[host.index()].count(worker, 0);
