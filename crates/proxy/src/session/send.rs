@@ -23,14 +23,14 @@ pub(super) use super::sender::Sender;
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Sends the request upstream (retrying where safe) and streams the answer back.
     pub(super) async fn forward(&mut self, head: &Head, route: RouteId) -> Result<Next, Failure> {
-        let gateway = Arc::clone(&self.plan);
+        let plan = Arc::clone(&self.plan);
         let worker = Arc::clone(&self.worker);
-        let upstream_index = gateway.route(route).upstream;
-        let upstream = &gateway.upstream(upstream_index);
+        let upstream_index = plan.route(route).upstream;
+        let upstream = &plan.upstream(upstream_index);
         if upstream.protocol != Protocol::Http1 {
             return self.forward_h2(head, route).await;
         }
-        let sender = Sender::new(&gateway, &worker, upstream_index, self.peer);
+        let sender = Sender::new(&plan, &worker, upstream_index, self.peer);
         // Picked while the client's head is at hand (hash keys, cookies);
         // a 503 is answered once the head is consumed.
         let (rbuf, fields) = (&self.conn.rbuf, &self.fields);
