@@ -235,6 +235,7 @@ pub(super) fn is_idempotent(method: &Method) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::upstream::retry::tests::policy;
 
     #[test]
     fn only_idempotent_requests_with_their_body_in_hand_replay_once() {
@@ -258,12 +259,6 @@ mod tests {
         assert!(!resend_after_refused(2, 2, true));
         assert!(!resend_after_refused(0, 2, false), "the body is gone");
         assert!(!resend_after_refused(0, 0, true), "no retries");
-    }
-
-    fn policy(yaml: &str) -> RetryPolicy {
-        let settings: crate::config::UpstreamSettings =
-            serde_saphyr::from_str(&format!("hosts: [\"http://a:1\"]\n{yaml}")).unwrap();
-        RetryPolicy::new(&settings)
     }
 
     #[test]
