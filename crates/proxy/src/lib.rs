@@ -15,7 +15,7 @@
 //! | 6 | `server` | workers, listeners, TLS, HTTP/2 connections, admin |
 //!
 //! A request reads top-down in about five files: `server/listener.rs`,
-//! `session/mod.rs`, `session/admit.rs`, `session/upstream_h1.rs` (or
+//! `session/client_h1.rs`, `session/admit.rs`, `session/upstream_h1.rs` (or
 //! `upstream_h2.rs`) and `session/respond.rs`.
 
 pub mod config;

@@ -24,7 +24,7 @@ use support::{h2_client, h2_exchange, Proxy};
 use testkit::{Behaviour, FakeServer, H2Server, TestCerts};
 use tls::rustls::pki_types::ServerName;
 use tokio::{
-    io::{AsyncWrite, AsyncWriteExt},
+    io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt},
     net::{TcpListener, TcpStream},
     task::JoinHandle,
 };
@@ -478,43 +478,80 @@ async fn an_early_answer_from_an_http2_upstream_reaches_an_http2_client() {
     }
 }
 
-/// An HTTP/1.1 client POSTs a large body, chunks `pause` apart, to an
-/// HTTP/1.1 upstream that behaves as `behaviour`; its early 413 must reach
-/// the client while it is still sending.
-async fn h1_client_gets_the_early_answer(behaviour: Behaviour, pause: Duration) {
-    let upstream = FakeServer::start(behaviour);
-    let proxy = Proxy::start(&support::one_upstream(upstream.addr(), ""));
+/// An HTTP/1.1 client POSTs a large body to `path`, chunks `pause` apart;
+/// the upstream's early 413 (body `early`) must reach it while it is
+/// still sending, and then the proxy closes the connection (RFC 9112
+/// §9.6: the rest of the body is not read as a next request). The answer.
+async fn h1_client_gets_the_early_answer(proxy: &Proxy, path: &str, pause: Duration) -> String {
     let stream = TcpStream::connect(proxy.addr()).await.unwrap();
     let (mut reader, mut writer) = stream.into_split();
-    let head = format!("POST /upload HTTP/1.1\r\nhost: a\r\ncontent-length: {BODY}\r\n\r\n");
+    let head = format!("POST {path} HTTP/1.1\r\nhost: a\r\ncontent-length: {BODY}\r\n\r\n");
     writer.write_all(head.as_bytes()).await.unwrap();
     let sent = Arc::new(AtomicUsize::new(0));
     let writing = send_h1(writer, pause, Arc::clone(&sent));
     let answer = tokio::time::timeout(Duration::from_secs(4), support::read_head(&mut reader))
         .await
-        .unwrap_or_else(|_| panic!("{behaviour:?}: no early answer within 4 s"));
+        .unwrap_or_else(|_| panic!("{path}: no early answer within 4 s"));
     let sent_then = sent.load(Ordering::SeqCst);
+    assert!(answer.starts_with("HTTP/1.1 413"), "{path}: {answer}");
+    assert!(sent_then < BODY, "{path}: the client had sent all");
     assert!(
-        answer.starts_with("HTTP/1.1 413"),
-        "{behaviour:?}: {answer}"
+        answer.to_ascii_lowercase().contains("connection: close"),
+        "{path}: the answer does not say the connection closes: {answer}"
     );
+    // The proxy half-closes after the answer and drains what the client
+    // still sends (or, past its linger, resets): either way the client
+    // sees the end, while it is still writing.
+    let rest = tokio::time::timeout(Duration::from_secs(4), read_until_closed(&mut reader))
+        .await
+        .unwrap_or_else(|_| panic!("{path}: the connection stayed open after the answer"));
+    let answer = answer + &rest;
+    assert!(answer.ends_with("\r\n\r\nearly"), "{path}: {answer}");
+    writing.abort();
+    answer
+}
+
+/// What `reader` yields until the peer closes (end of stream or reset).
+async fn read_until_closed<R: AsyncRead + Unpin>(reader: &mut R) -> String {
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 1024];
+    while let Ok(n @ 1..) = reader.read(&mut buf).await {
+        seen.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8_lossy(&seen).into_owned()
+}
+
+/// [`h1_client_gets_the_early_answer`] to an HTTP/1.1 upstream that
+/// behaves as `behaviour`; the answer is the upstream's, not the proxy's.
+async fn h1_client_gets_the_early_answer_from_h1(behaviour: Behaviour, pause: Duration) {
+    let upstream = FakeServer::start(behaviour);
+    let proxy = Proxy::start(&support::one_upstream(upstream.addr(), ""));
+    let answer = h1_client_gets_the_early_answer(&proxy, "/upload", pause).await;
     assert!(
         answer.contains("x-early: upstream"),
         "{behaviour:?}: {answer}"
     );
-    assert!(sent_then < BODY, "{behaviour:?}: the client had sent all");
-    writing.abort();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_early_answer_from_an_http11_upstream_reaches_an_http11_client() {
     for (behaviour, pause) in &EARLY_ANSWERS[..2] {
-        h1_client_gets_the_early_answer(*behaviour, *pause).await;
+        h1_client_gets_the_early_answer_from_h1(*behaviour, *pause).await;
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_late_early_answer_from_an_upstream_that_stops_reading_reaches_an_http11_client() {
     let (behaviour, pause) = EARLY_ANSWERS[2];
-    h1_client_gets_the_early_answer(behaviour, pause).await;
+    h1_client_gets_the_early_answer_from_h1(behaviour, pause).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_early_answer_from_an_http2_upstream_reaches_an_http11_client() {
+    let upstream = H2Server::start();
+    let proxy = Proxy::start(&h2_upstream(&upstream.url(""), None));
+    // The upstream resets the rest of the request (NO_ERROR), or reads it on.
+    for path in ["/early/413", "/early-then-read/413"] {
+        h1_client_gets_the_early_answer(&proxy, path, SLOWLY).await;
+    }
 }

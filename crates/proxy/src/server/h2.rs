@@ -81,8 +81,8 @@ pub(crate) async fn serve<S>(
 }
 
 /// The connection settings and flood limits from the `http2` section.
-fn builder(gateway: &crate::plan::Plan) -> Builder {
-    let settings = &gateway.http2;
+fn builder(plan: &crate::plan::Plan) -> Builder {
+    let settings = &plan.http2;
     let mut builder = Builder::new();
     builder
         .max_concurrent_streams(settings.max_concurrent_streams)

@@ -1,6 +1,7 @@
 //! The session's hook into request normalisation (`wire::normalize`):
-//! from a parsed head to a route and what the upstream is to receive. HTTP/2
-//! streams reach the session as HTTP/1.1 heads, so this covers both.
+//! from a parsed head to a route and what the upstream is to receive. Both
+//! codecs come here: HTTP/1.1 heads through [`raw_h1`], HTTP/2 streams
+//! (`session/h2/mod.rs`) from their pseudo-headers, to the same [`admit`].
 
 use std::{net::SocketAddr, sync::Arc};
 

@@ -208,7 +208,7 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
     /// Routes one request, forwards it and its answer.
     pub(super) async fn exchange(&mut self, head: &Head) -> Next {
         self.body_abandoned = false;
-        let gateway = Arc::clone(&self.plan);
+        let plan = Arc::clone(&self.plan);
         // Request normalisation (issue 15): routing, the chain and the
         // upstream all see the one normal spelling of the target and Host.
         let fields = Fields::H1 {
@@ -216,7 +216,7 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
             fields: &self.fields,
         };
         let admission = match admit::raw_h1(&self.conn.rbuf, head, self.secure) {
-            Ok(raw) => admit::admit(&gateway, &raw, head.upgrade.then_some(fields)),
+            Ok(raw) => admit::admit(&plan, &raw, head.upgrade.then_some(fields)),
             Err(refusal) => Admission::Refused(refusal),
         };
         let route = match admission {
@@ -251,8 +251,8 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
                 return self.answer_unrouted(head, status, Some(detail), &allow);
             }
         };
-        self.max_body = gateway.limits.max_body;
-        let chain = &gateway.route(route).chain;
+        self.max_body = plan.limits.max_body;
+        let chain = &plan.route(route).chain;
         if !chain.is_empty() {
             if let Some(next) = self.run_chain(head, route, Arc::clone(chain)).await {
                 return next;

@@ -4,6 +4,7 @@
 //! failures against hosts, the retry rules, and answering for them
 //! (502, 503, 504).
 
+use super::send::{after_connect_failure, may_retry, retry_host, AfterConnectFailure};
 use super::{Failure, Worker};
 use crate::ids::{HostId, UpstreamId};
 use crate::plan::Plan;
@@ -198,18 +199,21 @@ impl<'a> Sender<'a> {
         safe: bool,
     ) -> Option<HostId> {
         let config = self.config();
-        if *attempts >= config.retries || !config.retry.allows(attempt, safe, safe) {
-            return None;
-        }
-        if !config.retry.spend(self.plan.clock()) {
+        if !may_retry(
+            &config.retry,
+            attempt,
+            *attempts,
+            config.retries,
+            safe,
+            self.plan.clock(),
+        ) {
             return None;
         }
         *attempts += 1;
         tokio::time::sleep(config.retry.backoff(*attempts)).await;
         let now = self.plan.clock();
-        let next = config.balancer.pick_after(host, now).or_else(|| {
-            // The only host left: again, unless it was ejected meanwhile.
-            (attempt != Attempt::ConnectFailure && config.balancer.healthy(now) > 0).then_some(host)
+        let next = retry_host(host, attempt, config.balancer.pick_after(host, now), || {
+            config.balancer.healthy(now)
         })?;
         self.hold(next).await.ok()?;
         Some(next)
@@ -226,20 +230,23 @@ impl<'a> Sender<'a> {
         let config = self.config();
         // A 502 is a refused or failed connection; a 504 a connect timeout.
         self.count(host, failure.status == StatusCode::BAD_GATEWAY);
-        if *attempts >= config.retries {
-            *attempts += 1;
-            return Err(failure);
+        let another = || {
+            config
+                .balancer
+                .pick_after(host, self.plan.clock())
+                .is_some()
+        };
+        match after_connect_failure(*attempts, config.retries, another) {
+            AfterConnectFailure::GiveUp => {
+                *attempts += 1;
+                Err(failure)
+            }
+            AfterConnectFailure::NoHealthyHost => Err(no_healthy_host(&config.name)),
+            AfterConnectFailure::Retry => self
+                .retry(host, Attempt::ConnectFailure, attempts, true)
+                .await
+                .ok_or(failure),
         }
-        if config
-            .balancer
-            .pick_after(host, self.plan.clock())
-            .is_none()
-        {
-            return Err(no_healthy_host(&config.name));
-        }
-        self.retry(host, Attempt::ConnectFailure, attempts, true)
-            .await
-            .ok_or(failure)
     }
 
     /// Counts a soft failure against `host`'s health (and in its metrics).

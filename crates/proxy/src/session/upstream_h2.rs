@@ -56,11 +56,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         head: &Head,
         route: RouteId,
     ) -> Result<Next, Failure> {
-        let gateway = Arc::clone(&self.plan);
+        let plan = Arc::clone(&self.plan);
         let worker = Arc::clone(&self.worker);
-        let upstream_index = gateway.route(route).upstream;
-        let upstream = &gateway.upstream(upstream_index);
-        let picker = Sender::new(&gateway, &worker, upstream_index, self.peer);
+        let upstream_index = plan.route(route).upstream;
+        let upstream = &plan.upstream(upstream_index);
+        let picker = Sender::new(&plan, &worker, upstream_index, self.peer);
         let context = self.request_context(head, upstream.host_header.as_ref())?;
         let scheme = if upstream.tls.is_some() {
             "https"
@@ -86,7 +86,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 upstream,
                 upstream_index,
                 host,
-                u32::try_from(gateway.limits.max_head).unwrap_or(u32::MAX),
+                u32::try_from(plan.limits.max_head).unwrap_or(u32::MAX),
                 &h2_pool::Counted {
                     metrics: Arc::clone(&self.worker.metrics),
                     shard: self.worker.index,

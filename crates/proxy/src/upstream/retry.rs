@@ -126,10 +126,12 @@ impl Budget {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn policy(yaml: &str) -> RetryPolicy {
+    /// The policy of an upstream with one host and the keys in `yaml`
+    /// (`retry_on`, `retry_budget`, `retry_backoff`).
+    pub(crate) fn policy(yaml: &str) -> RetryPolicy {
         let settings: UpstreamSettings =
             serde_saphyr::from_str(&format!("hosts: [\"http://a:1\"]\n{yaml}")).unwrap();
         RetryPolicy::new(&settings)
