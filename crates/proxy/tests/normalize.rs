@@ -560,3 +560,21 @@ async fn connect_is_refused_as_a_target_form() {
         assert!(metrics.contains(line), "{line} in\n{metrics}");
     }
 }
+
+/// Raw bytes in the path that are not UTF-8 are refused like escaped
+/// ones, by the HTTP/1.1 parser (so counted as `malformed`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn raw_bytes_that_are_not_utf8_are_refused() {
+    let upstream = Lenient::start().await;
+    let proxy = guarded(upstream.addr, ADMIN_ROUTES);
+    let mut conn = proxy.conn().await;
+    conn.send(&b"GET /adm\xc0\xaein HTTP/1.1\r\nHost: t\r\n\r\n"[..])
+        .await;
+    assert_eq!(conn.read_response(false).await.status, 400);
+    assert_eq!(upstream.count(), 0);
+    let metrics = admin_get(&proxy, "/metrics").await;
+    assert!(
+        metrics.contains("sluice_requests_refused_total{reason=\"malformed\"} 1\n"),
+        "{metrics}"
+    );
+}

@@ -56,7 +56,7 @@ pub(super) fn raw_h1<'a>(
     secure: bool,
 ) -> Result<normalize::Raw<'a>, Refusal> {
     let text = |range: std::ops::Range<usize>| std::str::from_utf8(&buf[range]).ok();
-    let path = text(head.path.clone()).ok_or(Refusal::Malformed)?;
+    let path = text(head.path.clone()).ok_or(Refusal::NotUtf8)?;
     Ok(normalize::Raw {
         method: &head.method,
         target: &buf[head.target.clone()],

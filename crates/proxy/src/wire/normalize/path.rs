@@ -366,10 +366,10 @@ fn parameters_at(segment: &str) -> usize {
 /// segments merged with `merge_slashes`, as [`rewrite`] merges them).
 fn without_parameters(path: &str, merge_slashes: bool) -> String {
     let mut out = String::with_capacity(path.len());
-    let segments: Vec<&str> = path[1..].split('/').collect();
-    for (k, segment) in segments.iter().enumerate() {
+    let mut segments = path[1..].split('/').peekable();
+    while let Some(segment) = segments.next() {
         let name = &segment[..parameters_at(segment)];
-        if name.is_empty() && k + 1 < segments.len() && merge_slashes {
+        if name.is_empty() && segments.peek().is_some() && merge_slashes {
             continue;
         }
         out.push('/');
