@@ -22,11 +22,13 @@ pub(crate) const HOP_BY_HOP: [&str; 7] = [
 ];
 
 /// Request fields that make lenient frameworks serve another path or
-/// method than the one the proxy routed: IIS URL Rewrite, Symfony (before
-/// 5.x) and Laminas take the path from `X-Original-URL` or
-/// `X-Rewrite-URL`; many frameworks take the method from the others
-/// (Spring's `HiddenHttpMethodFilter` family, ASP.NET, Rails' Rack
-/// middleware, Laravel). Removed unless `paths.override_headers: keep`.
+/// method than the one the proxy routed: Symfony before the
+/// CVE-2018-14773 fix, Zend Framework before ZF2018-01 and applications
+/// behind IIS URL Rewrite take the path from `X-Original-URL` or
+/// `X-Rewrite-URL`; Symfony and Laravel (on POST), Rack's
+/// `MethodOverride`, Express's `method-override`, ASP.NET Core's
+/// `UseHttpMethodOverride` and OData services take the method from the
+/// others. Removed unless `paths.override_headers: keep`.
 pub(crate) const OVERRIDES: [&str; 5] = [
     "x-original-url",
     "x-rewrite-url",

@@ -241,6 +241,15 @@ fn host_table() {
         ("[fe80::1%25eth0]", 80, Err("host")),
         ("a b", 80, Err("host")),
         (":80", 80, Err("host")),
+        // Found by fuzzing: UTS 46 maps `˜` to a space (and a combining
+        // tilde), which made `xn--a b-tdc`, a Host with a space in it.
+        ("a\u{2dc}b", 80, Err("host")),
+        ("a\u{3002}\u{3002}b", 80, Err("host")),
+        (
+            "b\u{fc}cher\u{3002}example",
+            80,
+            named("xn--bcher-kva.example", "xn--bcher-kva.example"),
+        ),
     ];
     for (raw, port, expected) in table {
         assert_eq!(&host(raw, *port), expected, "{raw:?}");

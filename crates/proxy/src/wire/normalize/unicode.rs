@@ -64,10 +64,10 @@ impl Utf8 {
 /// Characters whose case mapping is ASCII, as escapes in normal form
 /// (upper-case hex), and the ASCII letters they fold to. A backend that
 /// compares paths without case in Java (`equalsIgnoreCase`, Spring's
-/// case-insensitive `PathPattern`), .NET (`OrdinalIgnoreCase`) or with
-/// full Unicode case folding (Python's `casefold`, ICU) serves
-/// `/adm%C4%B1n` (dotless ı, upper-case `I`) or `/%E2%84%AAey` (the
-/// Kelvin sign, lower-case `k`) as `/admin` and `/key`.
+/// case-insensitive `PathPattern`), .NET (`OrdinalIgnoreCase`: `ı` and
+/// `ſ` only) or with full Unicode case folding (Python's `casefold`, ICU)
+/// serves `/adm%C4%B1n` (dotless ı, upper-case `I`) or `/%E2%84%AAey`
+/// (the Kelvin sign, lower-case `k`) as `/admin` and `/key`.
 const FOLDS: [(&str, &str); 13] = [
     ("%C3%9F", "ss"),     // ß, full folding
     ("%C4%B0", "i"),      // İ, simple lower-case
