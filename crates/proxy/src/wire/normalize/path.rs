@@ -43,8 +43,8 @@ pub fn normalize<'a>(path: &'a str, paths: &Paths) -> Result<NormalPath<'a>, Ref
         } => (Cow::Borrowed(path), parameters, non_ascii),
         Scan::Rewrite => {
             let rewritten = rewrite(path.as_bytes(), paths)?;
-            let parameters =
-                paths.semicolon == Semicolon::StripForMatching && rewritten.contains([';', '%']);
+            let parameters = paths.semicolon == Semicolon::StripForMatching
+                && parameters_at(&rewritten) < rewritten.len();
             (Cow::Owned(rewritten), parameters, true)
         }
     };
@@ -292,7 +292,7 @@ fn decode(path: &[u8], paths: &Paths) -> Result<String, Refusal> {
     while i < path.len() {
         let b = path[i];
         i += 1;
-        if b != b'%' && !utf8.push(b) {
+        if b != b'%' && (b >= 0x80 || utf8.pending()) && !utf8.push(b) {
             return Err(Refusal::NotUtf8);
         }
         match b {
@@ -358,8 +358,18 @@ fn escape(out: &mut String, b: u8) {
 /// (to a backend that decodes before it strips parameters, `%3B` is `;`),
 /// else its end.
 fn parameters_at(segment: &str) -> usize {
-    let semicolon = segment.find(';').unwrap_or(segment.len());
-    segment[..semicolon].find("%3B").unwrap_or(semicolon)
+    // By hand: a substring search (`find("%3B")`) costs more to set up
+    // than the segment takes to scan.
+    let bytes = segment.as_bytes();
+    let mut from = 0;
+    while let Some(at) = bytes[from..].iter().position(|&b| b == b';' || b == b'%') {
+        let at = from + at;
+        if bytes[at] == b';' || bytes[at + 1..].starts_with(b"3B") {
+            return at;
+        }
+        from = at + 1;
+    }
+    bytes.len()
 }
 
 /// `path` with each segment's `;…` (or `%3B…`) removed (its empty
