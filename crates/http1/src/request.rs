@@ -78,6 +78,9 @@ pub struct Head {
 pub struct Rejection {
     pub status: StatusCode,
     pub detail: String,
+    /// The request-target is not origin-, absolute- or asterisk-form
+    /// (authority-form, as CONNECT sends, or no form at all).
+    pub target_form: bool,
 }
 
 impl Rejection {
@@ -85,6 +88,7 @@ impl Rejection {
         Self {
             status,
             detail: detail.into(),
+            target_form: false,
         }
     }
 
@@ -201,7 +205,10 @@ fn split_target(
         // path is empty (served as `/`) and still a slice of `buf`.
         &rest[rest.find(['/', '?']).unwrap_or(rest.len())..]
     } else {
-        return Err(Rejection::bad(format!("invalid request target `{target}`")));
+        return Err(Rejection {
+            target_form: true,
+            ..Rejection::bad(format!("invalid request target `{target}`"))
+        });
     };
     let start = offset(buf, origin.as_bytes());
     Ok(match origin.find('?') {
@@ -441,6 +448,10 @@ mod tests {
         assert_eq!(status("GET / HTTP/1.1\r\n\r\n"), 400); // no Host
         assert_eq!(status("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"), 400);
         assert_eq!(status("GET nowhere HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+        let target_form = |raw: &str| parse(raw).unwrap_err().target_form;
+        assert!(target_form("CONNECT h:443 HTTP/1.1\r\nHost: h:443\r\n\r\n"));
+        assert!(target_form("GET nowhere HTTP/1.1\r\nHost: x\r\n\r\n"));
+        assert!(!target_form("GET / HTTP/1.1\r\n\r\n"));
         assert_eq!(
             status("GET / HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n"),
             400

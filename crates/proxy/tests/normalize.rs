@@ -12,7 +12,7 @@ mod support;
 
 use support::{
     h2_client, h2_exchange,
-    lenient::{admin_get, guarded, Lenient, ADMIN_ROUTES, DENY_ALL},
+    lenient::{admin_get, guarded, resolves_to_guarded, Lenient, ADMIN_ROUTES, DENY_ALL},
     Proxy,
 };
 use tokio::net::TcpStream;
@@ -83,8 +83,36 @@ const SPELLINGS: &[(&str, Expect, Expect)] = &[
     ("/Admin", Guarded, Guarded),
     ("/adminx", Passes("/adminx"), Passes("/adminx")),
     ("/admin..", Passes("/admin.."), Passes("/admin..")),
-    ("/admin%3B", Passes("/admin%3B"), Passes("/admin%3B")),
     ("/%2561dmin", Passes("/%2561dmin"), Passes("/%2561dmin")),
+    (
+        "/x/%252e%252e/admin",
+        Passes("/x/%252e%252e/admin"),
+        Passes("/x/%252e%252e/admin"),
+    ),
+    // Letters that backends comparing without case fold to ASCII ones
+    // (Java, .NET: ı is I, İ is i, ſ is S, the Kelvin sign is k; full
+    // case folding: ß is ss, ﬁ is fi).
+    ("/adm%C4%B1n", Guarded, Guarded),
+    ("/adm%c4%b0n/users", Guarded, Guarded),
+    ("/ADM%C4%B1N", Guarded, Guarded),
+    ("/admın", Guarded, NotSent),
+    ("/%E2%84%AAeys", Guarded, Guarded),
+    ("/%E2%84%AAey%C5%BF", Guarded, Guarded),
+    ("/caf%C3%A9", Passes("/caf%C3%A9"), Passes("/caf%C3%A9")),
+    // Escapes that are not UTF-8: overlong forms (`.`, `/`, NUL to legacy
+    // decoders), stray and truncated sequences.
+    ("/x/%C0%AE%C0%AE/admin", Refused, Refused),
+    ("/x/%c0%ae./admin", Refused, Refused),
+    ("/%C0%AFadmin", Refused, Refused),
+    ("/x/%E0%80%AE%E0%80%AE/admin", Refused, Refused),
+    ("/admin%C0%80", Refused, Refused),
+    ("/adm%FFin", Refused, Refused),
+    ("/admin%C3", Refused, Refused),
+    // `%3B` is `;` to a router that decodes before it drops parameters.
+    ("/admin%3B", Guarded, Guarded),
+    ("/x/..%3B/admin", Guarded, Guarded),
+    ("/x/..%3bfoo/admin", Guarded, Guarded),
+    ("/admin%3Bx/users", Guarded, Guarded),
     ("/admin/..", Passes("/"), Passes("/")),
     ("/x/../y", Passes("/y"), Passes("/y")),
     ("/x/..;/y", Passes("/y"), Passes("/y")),
@@ -105,6 +133,35 @@ const SPELLINGS: &[(&str, Expect, Expect)] = &[
     ),
     ("/x/%2e", Passes("/x/"), Passes("/x/")),
 ];
+
+/// The recording upstream's model catches each bypass these tests are
+/// about: sent unchanged, every one would reach a guarded path.
+#[test]
+fn the_lenient_model_sees_every_bypass() {
+    for spelling in [
+        "//admin",
+        "/%61dmin",
+        "/x/..;/admin",
+        "/x/..%2fadmin",
+        "/%5cadmin",
+        "/ADMIN",
+        "/adm%C4%B1n",
+        "/adm%c4%b0n/users",
+        "/%E2%84%AAeys",
+        "/%E2%84%AAey%C5%BF",
+        "/x/%C0%AE%C0%AE/admin",
+        "/%C0%AFadmin",
+        "/x/%E0%80%AE%E0%80%AE/admin",
+        "/admin%3B",
+        "/x/..%3B/admin",
+        "/admin%3Bx/users",
+    ] {
+        assert!(resolves_to_guarded(spelling), "{spelling}");
+    }
+    for harmless in ["/adminx", "/caf%C3%A9", "/%2561dmin", "/x/../y"] {
+        assert!(!resolves_to_guarded(harmless), "{harmless}");
+    }
+}
 
 fn check(
     protocol: &str,
@@ -184,6 +241,7 @@ async fn no_spelling_of_a_guarded_path_reaches_the_upstream() {
         "control",
         "fragment",
         "bad_escape",
+        "not_utf8",
         "target_form",
     ] {
         let line = format!("sluice_requests_refused_total{{reason=\"{reason}\"}} ");
@@ -221,6 +279,8 @@ async fn host_forms_meet_their_route() {
         ("admin.example:80:80", 400),
         ("admin example", 400),
         ("[::1", 400),
+        // UTS 46 maps `˜` to a space: no host name (found by fuzzing).
+        ("a\u{2dc}b.example", 400),
     ];
     for (host, status) in hosts {
         let before = upstream.count();
@@ -259,6 +319,38 @@ async fn host_forms_meet_their_route() {
             "HTTP/2 :authority {authority}"
         );
     }
+    // Without `:authority` the `host` field names the host, as over
+    // HTTP/1.1: the same forms meet the same routes, and one that is not
+    // text, or is missing or doubled, is refused rather than routed
+    // without a host (which would skip the host's routes and reach the
+    // upstream with no Host).
+    let host_fields: [(&[&[u8]], u16); 8] = [
+        (&[b"admin.example"], 403),
+        (&[b"ADMIN.example.:80"], 403),
+        (&["bücher.example".as_bytes()], 403),
+        (&[b"b\xfccher.example"], 400),
+        (&[b"admin.example\xff"], 400),
+        (&[], 400),
+        (&[b"other.example", b"admin.example"], 400),
+        (&[b"other.example"], 200),
+    ];
+    for (values, status) in host_fields {
+        let before = upstream.count();
+        let mut request = http::Request::get("/x").body(()).unwrap();
+        for value in values {
+            let value = http::HeaderValue::from_bytes(value).unwrap();
+            request.headers_mut().append(http::header::HOST, value);
+        }
+        let (response, _, _) = h2_exchange(&sender, request, b"").await;
+        let context = format!("HTTP/2 without :authority, host {values:?}");
+        assert_eq!(response.status().as_u16(), status, "{context}");
+        assert_eq!(
+            upstream.count(),
+            before + usize::from(status == 200),
+            "{context}"
+        );
+    }
+    assert_eq!(upstream.last().host, "other.example");
     upstream.assert_admin_never_reached();
 }
 
@@ -329,5 +421,163 @@ fn routes_must_be_written_in_normal_form() {
         err.to_string()
             .contains("routes[0].upgrades[1]: h2c is never relayed"),
         "{err}"
+    );
+}
+
+/// `%25` is the character `%` (RFC 3986): one decoding, so `/%2561dmin`
+/// is not `/admin` and goes on as sent. A backend that decodes twice reads
+/// `/admin` there (the recording upstream shows it); in front of such a
+/// backend, `paths.double_encoding: reject` refuses every `%25` that
+/// would become an escape.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn double_encoding_is_refused_for_backends_that_decode_twice() {
+    let upstream = Lenient::start().await;
+    let proxy = guarded(upstream.addr, ADMIN_ROUTES);
+    let mut conn = proxy.conn().await;
+    assert_eq!(conn.get("/%2561dmin").await.status, 200);
+    let received = upstream.last();
+    assert_eq!(received.target, "/%2561dmin");
+    assert_eq!(received.double_decoded, "/admin");
+    drop(proxy);
+
+    let proxy = Proxy::start(&format!(
+        "{DENY_ALL}paths: {{ double_encoding: reject }}\nupstreams:\n  app: {{ hosts: [\"http://{}\"] }}\nroutes:\n{ADMIN_ROUTES}",
+        upstream.addr
+    ));
+    let sender = h2_client(TcpStream::connect(proxy.addr()).await.unwrap()).await;
+    for (spelling, status) in [
+        ("/%2561dmin", 400),
+        ("/x/%252e%252e/admin", 400),
+        ("/%25%36%31dmin", 400),
+        ("/%252561dmin", 400),
+        ("/100%25", 200),
+        ("/100%25off", 200),
+    ] {
+        let mut conn = proxy.conn().await;
+        assert_eq!(
+            conn.get(spelling).await.status,
+            status,
+            "HTTP/1.1 {spelling}"
+        );
+        let request = http::Request::get(format!("http://t{spelling}"))
+            .body(())
+            .unwrap();
+        let (response, _, _) = h2_exchange(&sender, request, b"").await;
+        assert_eq!(response.status().as_u16(), status, "HTTP/2 {spelling}");
+    }
+    let reached: Vec<String> = upstream
+        .all()
+        .into_iter()
+        .skip(1)
+        .map(|received| received.double_decoded)
+        .collect();
+    assert_eq!(reached, ["/100%", "/100%", "/100%off", "/100%off"]);
+    let metrics = admin_get(&proxy, "/metrics").await;
+    assert!(
+        metrics.contains("sluice_requests_refused_total{reason=\"double_encoding\"} 8\n"),
+        "{metrics}"
+    );
+}
+
+/// Fields that make lenient frameworks serve another path or method than
+/// the one routed are removed (IIS URL Rewrite and old Symfony take the
+/// path from `X-Original-URL`), and counted; `paths.override_headers:
+/// keep` forwards them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn override_fields_never_reach_the_upstream() {
+    let upstream = Lenient::start().await;
+    let proxy = guarded(upstream.addr, ADMIN_ROUTES);
+    let overrides = [
+        ("X-Original-URL", "/admin"),
+        ("X-Rewrite-URL", "/admin/users"),
+        ("X-HTTP-Method-Override", "DELETE"),
+        ("X-HTTP-Method", "PUT"),
+        ("X-Method-Override", "PATCH"),
+    ];
+    let mut conn = proxy.conn().await;
+    for (name, value) in overrides {
+        conn.send(format!(
+            "GET /public HTTP/1.1\r\nHost: t\r\n{name}: {value}\r\nX-Other: kept\r\n\r\n"
+        ))
+        .await;
+        let response = conn.read_response(false).await;
+        assert_eq!(response.status, 200, "{name}");
+        assert_eq!(upstream.last().overrides, Vec::<String>::new(), "{name}");
+    }
+    let sender = h2_client(TcpStream::connect(proxy.addr()).await.unwrap()).await;
+    let mut request = http::Request::get("http://t/public").body(()).unwrap();
+    for (name, value) in overrides {
+        request
+            .headers_mut()
+            .insert(name, http::HeaderValue::from_static(value));
+    }
+    let (response, _, _) = h2_exchange(&sender, request, b"").await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(upstream.last().overrides, Vec::<String>::new());
+    upstream.assert_admin_never_reached();
+    let metrics = admin_get(&proxy, "/metrics").await;
+    assert!(
+        metrics.contains("sluice_override_headers_removed_total 6\n"),
+        "{metrics}"
+    );
+    // A request without them is not counted.
+    assert_eq!(conn.get("/public").await.status, 200);
+    let metrics = admin_get(&proxy, "/metrics").await;
+    assert!(metrics.contains("sluice_override_headers_removed_total 6\n"));
+    drop(proxy);
+
+    let proxy = Proxy::start(&format!(
+        "{DENY_ALL}paths: {{ override_headers: keep }}\nupstreams:\n  app: {{ hosts: [\"http://{}\"] }}\nroutes:\n{ADMIN_ROUTES}",
+        upstream.addr
+    ));
+    let mut conn = proxy.conn().await;
+    conn.send("GET /public HTTP/1.1\r\nHost: t\r\nX-HTTP-Method-Override: DELETE\r\n\r\n")
+        .await;
+    let response = conn.read_response(false).await;
+    assert_eq!(response.status, 200);
+    assert_eq!(upstream.last().overrides, ["x-http-method-override"]);
+    let metrics = admin_get(&proxy, "/metrics").await;
+    assert!(metrics.contains("sluice_override_headers_removed_total 0\n"));
+}
+
+/// CONNECT (authority-form) is refused with 400 and counted as
+/// `target_form` over both protocols.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connect_is_refused_as_a_target_form() {
+    let upstream = Lenient::start().await;
+    let proxy = guarded(upstream.addr, ADMIN_ROUTES);
+    let mut conn = proxy.conn().await;
+    conn.send("CONNECT t:443 HTTP/1.1\r\nHost: t:443\r\n\r\n")
+        .await;
+    assert_eq!(conn.read_response(false).await.status, 400);
+    let sender = h2_client(TcpStream::connect(proxy.addr()).await.unwrap()).await;
+    let request = http::Request::connect("t:443").body(()).unwrap();
+    let (response, _, _) = h2_exchange(&sender, request, b"").await;
+    assert_eq!(response.status(), 400);
+    assert_eq!(upstream.count(), 0);
+    let metrics = admin_get(&proxy, "/metrics").await;
+    for line in [
+        "sluice_requests_refused_total{reason=\"target_form\"} 2\n",
+        "sluice_requests_refused_total{reason=\"malformed\"} 0\n",
+    ] {
+        assert!(metrics.contains(line), "{line} in\n{metrics}");
+    }
+}
+
+/// Raw bytes in the path that are not UTF-8 are refused like escaped
+/// ones, by the HTTP/1.1 parser (so counted as `malformed`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn raw_bytes_that_are_not_utf8_are_refused() {
+    let upstream = Lenient::start().await;
+    let proxy = guarded(upstream.addr, ADMIN_ROUTES);
+    let mut conn = proxy.conn().await;
+    conn.send(&b"GET /adm\xc0\xaein HTTP/1.1\r\nHost: t\r\n\r\n"[..])
+        .await;
+    assert_eq!(conn.read_response(false).await.status, 400);
+    assert_eq!(upstream.count(), 0);
+    let metrics = admin_get(&proxy, "/metrics").await;
+    assert!(
+        metrics.contains("sluice_requests_refused_total{reason=\"malformed\"} 1\n"),
+        "{metrics}"
     );
 }

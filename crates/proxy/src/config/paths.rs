@@ -17,6 +17,11 @@ pub struct Paths {
     pub semicolon: Semicolon,
     /// Whether routes match paths whatever their letter case.
     pub case: Case,
+    /// `%25` followed by two hex digits (`/%2561dmin`).
+    pub double_encoding: DoubleEncoding,
+    /// Request fields that make some frameworks route to another path or
+    /// method (`X-Original-URL`, `X-HTTP-Method-Override`, ...).
+    pub override_headers: OverrideHeaders,
 }
 
 impl Default for Paths {
@@ -27,6 +32,8 @@ impl Default for Paths {
             escaped_slash: EscapedSlash::Reject,
             semicolon: Semicolon::StripForMatching,
             case: Case::Insensitive,
+            double_encoding: DoubleEncoding::Keep,
+            override_headers: OverrideHeaders::Strip,
         }
     }
 }
@@ -80,4 +87,31 @@ pub enum Case {
     Insensitive,
     /// Letter case counts, as in Envoy's, nginx's and HAProxy's defaults.
     Sensitive,
+}
+
+/// What to do with an encoded `%` that, decoded once more, would be an
+/// escape itself (`%2561` is `%61`, which is `a`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DoubleEncoding {
+    /// Kept as `%25` (RFC 3986: it is the character `%`, not an escape);
+    /// only a backend that decodes twice reads it otherwise.
+    #[default]
+    Keep,
+    /// 400, for backends that decode twice.
+    Reject,
+}
+
+/// What to do with the request fields that make lenient frameworks serve
+/// another path or method than the one routed (`X-Original-URL`,
+/// `X-Rewrite-URL`, `X-HTTP-Method-Override`, `X-HTTP-Method`,
+/// `X-Method-Override`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OverrideHeaders {
+    /// Removed from every request before it goes upstream.
+    #[default]
+    Strip,
+    /// Forwarded (a backend that needs them, behind routes without guards).
+    Keep,
 }

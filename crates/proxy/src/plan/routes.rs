@@ -76,7 +76,13 @@ impl RouteTable {
                         Ok(Some(normal)) => normal.name.into_owned(),
                         _ => h.to_ascii_lowercase(),
                     }),
-                path: route.path.value.clone(),
+                // Matched without case: folded as request paths are
+                // (`/adm%C4%B1n` meets a route for `/admin`).
+                path: match case {
+                    Case::Insensitive => normalize::unicode::fold_case(&route.path.value)
+                        .unwrap_or_else(|| route.path.value.clone()),
+                    Case::Sensitive => route.path.value.clone(),
+                },
                 exact: route.match_kind == PathMatch::Exact,
                 methods: route
                     .methods
@@ -226,6 +232,12 @@ mod tests {
         assert_eq!(upstream(&t, None, Method::GET, "/ADMIN"), "a");
         assert_eq!(upstream(&t, None, Method::GET, "/Admin/x"), "a");
         assert_eq!(upstream(&t, None, Method::GET, "/administrator"), "b");
+        // Route paths are folded as request paths are for matching
+        // (`/STRA%C3%9FE` is matched as `/STRAsse`).
+        let t = table("  - { path: /stra%C3%9Fe, upstream: a }\n  - { path: /, upstream: b }\n");
+        assert_eq!(upstream(&t, None, Method::GET, "/STRAsse"), "a");
+        assert_eq!(upstream(&t, None, Method::GET, "/strasse/1"), "a");
+        assert_eq!(upstream(&t, None, Method::GET, "/stra%C3%9Fe"), "b");
         let text = "listeners: [{ address: 127.0.0.1:1 }]\nupstreams:\n  a: { hosts: [\"http://h:1\"] }\n  b: { hosts: [\"http://h:2\"] }\npaths: { case: sensitive }\nroutes:\n  - { path: /admin, upstream: a }\n  - { path: /, upstream: b }\n";
         let config = crate::config::parse(text, Path::new("t.yaml"), |_| None).unwrap();
         let t = (

@@ -1,7 +1,7 @@
 //! The session's hook into request normalisation (`wire::normalize`):
 //! from a parsed head to a route and what the upstream is to receive. Both
-//! codecs come here: HTTP/1.1 heads through [`raw_h1`], HTTP/2 streams
-//! (`session/h2/mod.rs`) from their pseudo-headers, to the same [`admit`].
+//! protocols come through here: an HTTP/1.1 head by way of [`raw_h1`], an
+//! HTTP/2 stream by way of `h2::raw_h2`.
 
 use std::{net::SocketAddr, sync::Arc};
 
@@ -11,12 +11,14 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{Failure, Next, Session};
 
+use crate::config::OverrideHeaders;
 use crate::wire::fields::Fields;
 use crate::{
     ids::RouteId,
     middleware::{Chain, RequestView},
     plan::routes::RouteMatch,
     plan::Plan,
+    wire::head::is_override,
     wire::normalize::{self, upgrade::Offer, Normal, Refusal, Rewrites},
 };
 
@@ -25,6 +27,10 @@ use crate::{
 pub(super) struct Decided {
     pub rewrites: Rewrites,
     pub upgrade: Offer,
+    /// The request carries fields that make lenient frameworks serve
+    /// another path or method (`X-Original-URL`, ...), to be removed
+    /// (`paths.override_headers: strip`).
+    pub strip_overrides: bool,
 }
 
 /// Where a request head goes.
@@ -50,7 +56,7 @@ pub(super) fn raw_h1<'a>(
     secure: bool,
 ) -> Result<normalize::Raw<'a>, Refusal> {
     let text = |range: std::ops::Range<usize>| std::str::from_utf8(&buf[range]).ok();
-    let path = text(head.path.clone()).ok_or(Refusal::Malformed)?;
+    let path = text(head.path.clone()).ok_or(Refusal::NotUtf8)?;
     Ok(normalize::Raw {
         method: &head.method,
         target: &buf[head.target.clone()],
@@ -65,11 +71,12 @@ pub(super) fn raw_h1<'a>(
 }
 
 /// Normalises a request's target and Host, then routes it; `upgrade`:
-/// the head's fields when it asks for an upgrade (HTTP/1.1 only).
+/// the head asks for an upgrade (HTTP/1.1 only).
 pub(super) fn admit(
     plan: &Plan,
     raw: &normalize::Raw<'_>,
-    upgrade: Option<Fields<'_>>,
+    fields: Fields<'_>,
+    upgrade: bool,
 ) -> Admission {
     let normal = match normalize::request(raw, &plan.paths) {
         Ok(Normal::Request(normal)) => normal,
@@ -88,16 +95,19 @@ pub(super) fn admit(
         RouteMatch::MethodNotAllowed { allow } => return Admission::MethodNotAllowed(allow),
     };
     let upgrade = match upgrade {
-        Some(fields) => {
-            normalize::upgrade::offer(fields.get_all("upgrade"), &plan.route(route).upgrades)
-        }
-        None => Offer::default(),
+        true => normalize::upgrade::offer(fields.get_all("upgrade"), &plan.route(route).upgrades),
+        false => Offer::default(),
     };
+    let mut strip_overrides = false;
+    if plan.paths.override_headers == OverrideHeaders::Strip {
+        fields.for_each(|name, _| strip_overrides |= is_override(name));
+    }
     Admission::Route {
         route,
         decided: Decided {
             rewrites: normal.into_rewrites(plan.paths.forward),
             upgrade,
+            strip_overrides,
         },
     }
 }

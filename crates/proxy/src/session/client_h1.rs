@@ -175,7 +175,14 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
                     Ok(None) => return Some(self.suspend()),
                     Err(rejection) => {
                         if rejection.status == StatusCode::BAD_REQUEST {
-                            self.worker.metrics().refused(Refusal::Malformed);
+                            // Authority-form (CONNECT) and other targets
+                            // that are neither origin- nor absolute-form
+                            // count as such, as over HTTP/2.
+                            let reason = match rejection.target_form {
+                                true => Refusal::TargetForm,
+                                false => Refusal::Malformed,
+                            };
+                            self.worker.metrics().refused(reason);
                         }
                         let failure = Failure::new(rejection.status, rejection.detail);
                         debug!(peer = %self.peer, status = %failure.status, detail = %failure.detail, "rejected request");
@@ -216,13 +223,16 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
             fields: &self.fields,
         };
         let admission = match admit::raw_h1(&self.conn.rbuf, head, self.secure) {
-            Ok(raw) => admit::admit(&plan, &raw, head.upgrade.then_some(fields)),
+            Ok(raw) => admit::admit(&plan, &raw, fields, head.upgrade),
             Err(refusal) => Admission::Refused(refusal),
         };
         let route = match admission {
             Admission::Route { route, decided } => {
                 if decided.upgrade.removed > 0 {
                     self.worker.metrics().upgrade_removed();
+                }
+                if decided.strip_overrides {
+                    self.worker.metrics().overrides_removed();
                 }
                 self.decided = decided;
                 route

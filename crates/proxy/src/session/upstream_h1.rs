@@ -74,6 +74,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 0 => Some(Offered::AsSent),
                 _ => Some(Offered::Only(upgrade)),
             },
+            strip_overrides: self.decided.strip_overrides,
             framing,
             edits: self
                 .chain

@@ -130,6 +130,8 @@ pub(crate) struct Shard {
     refused: [AtomicU64; Refusal::ALL.len()],
     /// Upgrade offers removed from requests (h2c, or not listed on the route).
     upgrades_removed: AtomicU64,
+    /// Requests whose path or method override fields were removed.
+    overrides_removed: AtomicU64,
 }
 
 /// Why an upstream exchange failed, for `sluice_upstream_errors_total`.
@@ -156,6 +158,7 @@ impl Metrics {
                 h2_connection_errors: AtomicU64::new(0),
                 refused: Default::default(),
                 upgrades_removed: AtomicU64::new(0),
+                overrides_removed: AtomicU64::new(0),
             })
             .collect();
         let metrics = Self {
@@ -298,6 +301,11 @@ impl Metrics {
         );
         let _ = writeln!(
             out,
+            "# HELP sluice_override_headers_removed_total Requests whose X-Original-URL, X-Rewrite-URL or method override fields were removed (paths.override_headers).\n# TYPE sluice_override_headers_removed_total counter\nsluice_override_headers_removed_total {}",
+            sum(&|s| s.overrides_removed.load(Relaxed))
+        );
+        let _ = writeln!(
+            out,
             "# HELP sluice_open_connections Client connections open.\n# TYPE sluice_open_connections gauge\nsluice_open_connections {}",
             self.open_connections()
         );
@@ -394,6 +402,10 @@ impl Shard {
 
     pub(crate) fn upgrade_removed(&self) {
         self.upgrades_removed.fetch_add(1, Relaxed);
+    }
+
+    pub(crate) fn overrides_removed(&self) {
+        self.overrides_removed.fetch_add(1, Relaxed);
     }
 
     pub(crate) fn connection_opened(&self) {

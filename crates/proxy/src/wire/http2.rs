@@ -248,6 +248,7 @@ mod tests {
             path: Some("/b"),
             host: None,
             upgrade: None,
+            strip_overrides: false,
             framing: Framing::Length(5),
             edits: None,
         };

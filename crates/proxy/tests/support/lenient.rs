@@ -20,8 +20,15 @@ use super::Proxy;
 pub(crate) struct Received {
     pub(crate) target: String,
     pub(crate) host: String,
-    /// Every way a lenient framework could resolve its path.
+    /// Every way a lenient framework could resolve its path (and the
+    /// path in `X-Original-URL` or `X-Rewrite-URL`, as IIS and old
+    /// Symfony take it).
     pub(crate) resolved: Vec<String>,
+    /// Its path decoded twice: a backend out of the default model (see
+    /// `paths.double_encoding`).
+    pub(crate) double_decoded: String,
+    /// The path and method override fields it carried, by name.
+    pub(crate) overrides: Vec<String>,
     pub(crate) upgrade: Option<String>,
     pub(crate) http2_settings: bool,
 }
@@ -59,13 +66,17 @@ impl Lenient {
         self.seen.lock().unwrap().last().cloned().unwrap()
     }
 
-    /// The test's invariant: nothing that resolves to `/admin` got here.
+    pub(crate) fn all(&self) -> Vec<Received> {
+        self.seen.lock().unwrap().clone()
+    }
+
+    /// The test's invariant: nothing that resolves to a guarded path
+    /// (`/admin`, `/keys`), compared with or without case, got here.
     pub(crate) fn assert_admin_never_reached(&self) {
         for received in self.seen.lock().unwrap().iter() {
             for path in &received.resolved {
-                let admin = path == "/admin" || path.starts_with("/admin/");
                 assert!(
-                    !admin,
+                    !is_guarded(path),
                     "the upstream resolved {received:?} to the guarded {path}"
                 );
             }
@@ -98,8 +109,22 @@ async fn serve(mut stream: TcpStream, seen: Arc<Mutex<Vec<Received>>>) {
                 .map(|(_, v)| text(v.clone()))
         };
         let target = text(head.target.clone());
+        let mut resolved = resolutions(&target);
+        let overrides: Vec<String> = OVERRIDES
+            .into_iter()
+            .filter(|name| field(name).is_some())
+            .map(String::from)
+            .collect();
+        for name in ["x-original-url", "x-rewrite-url"] {
+            resolved.extend(field(name).iter().flat_map(|path| resolutions(path)));
+        }
         let received = Received {
-            resolved: resolutions(&target),
+            resolved,
+            double_decoded: {
+                let once = String::from_utf8_lossy(&decode(path_of(&target))).into_owned();
+                dots(&String::from_utf8_lossy(&decode(&once)))
+            },
+            overrides,
             host: field("host").unwrap_or_default(),
             upgrade: field("upgrade"),
             http2_settings: field("http2-settings").is_some(),
@@ -147,10 +172,78 @@ async fn serve(mut stream: TcpStream, seen: Arc<Mutex<Vec<Received>>>) {
     }
 }
 
+/// The fields some frameworks take a path or method from: the model's own
+/// list, so that a name dropped from the proxy's shows here.
+pub(crate) const OVERRIDES: [&str; 5] = [
+    "x-original-url",
+    "x-rewrite-url",
+    "x-http-method-override",
+    "x-http-method",
+    "x-method-override",
+];
+
+/// The paths the guarded routes of [`ADMIN_ROUTES`] cover.
+const GUARDED: [&str; 2] = ["/admin", "/keys"];
+
+/// Whether `path` is under a guarded path, for a backend that compares
+/// paths as sent, ignoring case as Java's `equalsIgnoreCase` does (simple
+/// case mappings, char by char: `ı` is `i`, the Kelvin sign is `k`), or
+/// after full Unicode case folding (Python's `casefold`: `ß` is `ss`).
+fn is_guarded(path: &str) -> bool {
+    let simple: String = path
+        .chars()
+        .map(|c| {
+            let mut upper = c.to_uppercase();
+            let upper = match (upper.next(), upper.next()) {
+                (Some(u), None) => u,
+                _ => c,
+            };
+            upper.to_lowercase().next().unwrap_or(upper)
+        })
+        .collect();
+    let full = path.to_lowercase().to_uppercase().to_lowercase();
+    [path.to_string(), simple, full].iter().any(|path| {
+        GUARDED
+            .iter()
+            .any(|g| path == g || path.starts_with(&format!("{g}/")))
+    })
+}
+
+/// Whether some lenient framework of the model serves `target` from a
+/// guarded path: what the model must see in each bypass it is to catch.
+pub(crate) fn resolves_to_guarded(target: &str) -> bool {
+    resolutions(target).iter().any(|path| is_guarded(path))
+}
+
 /// How lenient frameworks resolve a target's path: a servlet container
-/// (path parameters dropped from the raw path, then decoded, `\` as `/`),
-/// and a decode-first router (everything decoded, `%2F` a separator).
+/// (path parameters dropped from the raw path, then decoded, `\` as `/`);
+/// a decode-first router (everything decoded, `%2F` a separator); one
+/// that decodes, then drops path parameters (so `%3B` is `;`); and a
+/// legacy UTF-8 decoder that takes overlong forms (`%C0%AE` is `.`).
 fn resolutions(target: &str) -> Vec<String> {
+    let path = path_of(target);
+    let servlet: Vec<&str> = path
+        .split('/')
+        .map(|s| s.split(';').next().unwrap_or_default())
+        .collect();
+    let text = |bytes: Vec<u8>| String::from_utf8_lossy(&bytes).replace('\\', "/");
+    let servlet = text(decode(&servlet.join("/")));
+    let decoded = text(decode(path));
+    let stripped: Vec<&str> = decoded
+        .split('/')
+        .map(|s| s.split(';').next().unwrap_or_default())
+        .collect();
+    let legacy = legacy_utf8(&decode(path)).replace('\\', "/");
+    vec![
+        dots(&servlet),
+        dots(&decoded),
+        dots(&stripped.join("/")),
+        dots(&legacy),
+    ]
+}
+
+/// A target's path: origin-form, or after an absolute-form authority.
+fn path_of(target: &str) -> &str {
     let path = match target.find("://") {
         Some(scheme) => {
             let rest = &target[scheme + 3..];
@@ -158,16 +251,40 @@ fn resolutions(target: &str) -> Vec<String> {
         }
         None => target,
     };
-    let path = path.split(['?', '#']).next().unwrap_or_default();
-    let servlet: Vec<&str> = path
-        .split('/')
-        .map(|s| s.split(';').next().unwrap_or_default())
-        .collect();
-    let servlet = decode(&servlet.join("/")).replace('\\', "/");
-    vec![dots(&servlet), dots(&decode(path).replace('\\', "/"))]
+    path.split(['?', '#']).next().unwrap_or_default()
 }
 
-fn decode(path: &str) -> String {
+/// Bytes as a UTF-8 decoder from before RFC 3629 read them (Tomcat before
+/// CVE-2008-2938, IIS 4 and 5): a sequence's payload bits taken whatever
+/// its length, so overlong forms decode (`C0 AE` is `.`, `C0 AF` is `/`).
+fn legacy_utf8(bytes: &[u8]) -> String {
+    let mut out = String::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let (len, bits) = match bytes[i] {
+            b @ 0xC0..=0xDF => (2, b & 0x1F),
+            b @ 0xE0..=0xEF => (3, b & 0x0F),
+            b => (1, b),
+        };
+        let tail = bytes.get(i + 1..i + len).unwrap_or_default();
+        if len > 1 && tail.len() == len - 1 && tail.iter().all(|&c| c & 0xC0 == 0x80) {
+            let code = tail
+                .iter()
+                .fold(u32::from(bits), |code, &c| code << 6 | u32::from(c & 0x3F));
+            out.push(char::from_u32(code).unwrap_or(char::REPLACEMENT_CHARACTER));
+            i += len;
+        } else {
+            out.push(match bytes[i] {
+                b @ 0..=0x7F => char::from(b),
+                _ => char::REPLACEMENT_CHARACTER,
+            });
+            i += 1;
+        }
+    }
+    out
+}
+
+fn decode(path: &str) -> Vec<u8> {
     let bytes = path.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
@@ -187,7 +304,7 @@ fn decode(path: &str) -> String {
             }
         }
     }
-    String::from_utf8_lossy(&out).into_owned()
+    out
 }
 
 /// Dot segments resolved (clamped at the root) and empty segments merged.
@@ -214,7 +331,7 @@ pub(crate) fn guarded(upstream: SocketAddr, routes: &str) -> Proxy {
     ))
 }
 
-pub(crate) const ADMIN_ROUTES: &str = "  - { path: /admin, chain: [deny_all], upstream: app }\n  - { path: /nows, upgrades: [], upstream: app }\n  - { path: /, upstream: app }\n";
+pub(crate) const ADMIN_ROUTES: &str = "  - { path: /admin, chain: [deny_all], upstream: app }\n  - { path: /keys, chain: [deny_all], upstream: app }\n  - { path: /nows, upgrades: [], upstream: app }\n  - { path: /, upstream: app }\n";
 
 /// The admin listener's answer to `GET path`.
 pub(crate) async fn admin_get(proxy: &Proxy, path: &str) -> String {

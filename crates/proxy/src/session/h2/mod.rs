@@ -30,7 +30,7 @@ use crate::{
         edits::HeaderEdits,
         fields::Fields,
         head::{Framing, Outgoing, RequestContext},
-        normalize,
+        normalize::{self, Refusal},
     },
 };
 
@@ -101,31 +101,54 @@ pub(crate) async fn serve_stream(
     }
 }
 
+/// An HTTP/2 request as normalisation reads it. CONNECT (authority-form)
+/// is refused as over HTTP/1.1.
+fn raw_h2(parts: &Parts, secure: bool) -> Result<normalize::Raw<'_>, Refusal> {
+    if parts.method == Method::CONNECT {
+        return Err(Refusal::TargetForm);
+    }
+    let host = match host_of(parts) {
+        Some(host) => Some(std::str::from_utf8(host).map_err(|_| Refusal::Host)?),
+        None => return Err(Refusal::Host),
+    };
+    Ok(normalize::Raw {
+        method: &parts.method,
+        target: parts
+            .uri
+            .path_and_query()
+            .map_or(b"/", |pq| pq.as_str().as_bytes()),
+        path: parts.uri.path(),
+        query: parts.uri.query().map(str::as_bytes),
+        host,
+        secure,
+    })
+}
+
+/// Where an HTTP/2 request names its host: `:authority`, or without one
+/// the `host` field (RFC 9113 8.3.1), which, like an HTTP/1.1 Host, must
+/// be there once. `None` when it names none (or several): such a request
+/// is refused, so that it neither skips the routes for a host nor reaches
+/// an upstream without a Host.
+fn host_of(parts: &Parts) -> Option<&[u8]> {
+    if let Some(authority) = parts.uri.authority() {
+        return Some(authority.as_str().as_bytes());
+    }
+    let mut hosts = parts.headers.get_all(header::HOST).iter();
+    match (hosts.next(), hosts.next()) {
+        (Some(host), None) => Some(host.as_bytes()),
+        _ => None,
+    }
+}
+
 impl Stream {
     async fn exchange_with(&mut self, parts: &Parts, body: RecvStream) -> Result<(), Failure> {
-        if parts.method == Method::CONNECT {
-            return Err(Failure::new(
-                StatusCode::NOT_IMPLEMENTED,
-                "CONNECT is not supported over HTTP/2",
-            ));
-        }
         let plan = Arc::clone(&self.plan);
         let fields = Fields::Map(&parts.headers);
-        let target = parts.uri.path_and_query().map_or("/", |pq| pq.as_str());
-        let host = parts
-            .uri
-            .authority()
-            .map(|a| a.as_str())
-            .or_else(|| parts.headers.get(header::HOST)?.to_str().ok());
-        let raw = normalize::Raw {
-            method: &parts.method,
-            target: target.as_bytes(),
-            path: parts.uri.path(),
-            query: parts.uri.query().map(str::as_bytes),
-            host,
-            secure: self.origin.secure,
+        let admission = match raw_h2(parts, self.origin.secure) {
+            Ok(raw) => admit::admit(&plan, &raw, fields, false),
+            Err(refusal) => Admission::Refused(refusal),
         };
-        let (route, decided) = match admit::admit(&plan, &raw, None) {
+        let (route, decided) = match admission {
             Admission::Route { route, decided } => (route, decided),
             Admission::Refused(refusal) => {
                 self.worker.metrics().refused(refusal);
@@ -147,6 +170,9 @@ impl Stream {
             }
         };
         self.route = Some(route);
+        if decided.strip_overrides {
+            self.worker.metrics().overrides_removed();
+        }
         let length = content_length(parts);
         let mut max_body = plan.limits.max_body;
         let mut body = if body.is_end_stream() {
@@ -208,6 +234,7 @@ impl Stream {
             path: decided.rewrites.path.as_deref(),
             host: decided.rewrites.host.as_deref(),
             upgrade: None,
+            strip_overrides: decided.strip_overrides,
             framing,
             edits: edits.as_ref(),
         };
@@ -215,7 +242,7 @@ impl Stream {
             method: &parts.method,
             path: parts.uri.path().as_bytes(),
             query: parts.uri.query().map(str::as_bytes),
-            host: host.map(str::as_bytes),
+            host: host_of(parts),
             fields,
         };
         match config.protocol {

@@ -21,6 +21,32 @@ pub(crate) const HOP_BY_HOP: [&str; 7] = [
     "upgrade",
 ];
 
+/// Request fields that make lenient frameworks serve another path or
+/// method than the one the proxy routed: Symfony before the
+/// CVE-2018-14773 fix, Zend Framework before ZF2018-01 and applications
+/// behind IIS URL Rewrite take the path from `X-Original-URL` or
+/// `X-Rewrite-URL`; Symfony and Laravel (on POST), Rack's
+/// `MethodOverride`, Express's `method-override`, ASP.NET Core's
+/// `UseHttpMethodOverride` and OData services take the method from the
+/// others. Removed unless `paths.override_headers: keep`.
+pub(crate) const OVERRIDES: [&str; 5] = [
+    "x-original-url",
+    "x-rewrite-url",
+    "x-http-method-override",
+    "x-http-method",
+    "x-method-override",
+];
+
+/// Whether a field called `name` is one of [`OVERRIDES`].
+pub(crate) fn is_override(name: &[u8]) -> bool {
+    // Most names end here: none of the list is shorter or starts otherwise.
+    name.len() >= 13
+        && name[..2].eq_ignore_ascii_case(b"x-")
+        && OVERRIDES
+            .iter()
+            .any(|o| name.eq_ignore_ascii_case(o.as_bytes()))
+}
+
 /// How a body is framed on the side we write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Framing {
@@ -72,6 +98,8 @@ pub(crate) struct RequestContext<'a> {
     pub host: Option<&'a str>,
     /// The protocols offered upstream (`Upgrade`); `None`: a plain request.
     pub upgrade: Option<Offered<'a>>,
+    /// Remove [`OVERRIDES`] (set only when the request has one).
+    pub strip_overrides: bool,
     pub framing: Framing,
     /// Changes from the route's middleware.
     pub edits: Option<&'a HeaderEdits>,
@@ -130,6 +158,7 @@ impl<'a> RequestRules<'a> {
             || lower("http2-settings")
             || (lower("host") && (context.host_header.is_some() || context.host.is_some()))
             || context.edits.is_some_and(|edits| edits.drops(name))
+            || (context.strip_overrides && is_override(name))
             || lower("x-forwarded-for")
             || ((lower("x-forwarded-proto") || lower("x-forwarded-host")) && !context.trust_forwarded)
             // HTTP/2 may split cookies across fields; they go as one.

@@ -22,6 +22,7 @@ fn forward(raw: &str, trust: bool, host_header: Option<&HeaderValue>) -> String 
         path: None,
         host: None,
         upgrade: head.upgrade.then_some(Offered::AsSent),
+        strip_overrides: true,
         framing: Framing::None,
         edits: None,
     };
@@ -110,4 +111,20 @@ fn response_heads_reframe() {
         String::from_utf8(out).unwrap(),
         "HTTP/1.1 200 OK\r\nX-Keep: 2\r\ntransfer-encoding: chunked\r\n\r\n"
     );
+}
+
+#[test]
+fn override_fields_are_removed() {
+    let out = forward(
+        "POST /public HTTP/1.1\r\nHost: h\r\nX-Original-URL: /admin\r\nx-rewrite-url: /admin\r\nX-HTTP-Method-Override: DELETE\r\nX-HTTP-Method: PUT\r\nX-Method-Override: PATCH\r\nX-Original-Host: kept\r\n\r\n",
+        false,
+        None,
+    );
+    assert!(!out.to_ascii_lowercase().contains("/admin"), "{out}");
+    assert!(!out.to_ascii_lowercase().contains("method"), "{out}");
+    assert!(out.contains("X-Original-Host: kept"), "{out}");
+    for name in OVERRIDES {
+        assert!(is_override(name.to_ascii_uppercase().as_bytes()));
+    }
+    assert!(!is_override(b"x-original-urls") && !is_override(b"x-http"));
 }

@@ -169,6 +169,16 @@ fn reg_name(name: &str) -> Result<Cow<'_, str>, Refusal> {
         (true, false) if trimmed.len() == name.len() => Cow::Borrowed(name),
         (true, false) => Cow::Borrowed(trimmed),
         (true, true) => Cow::Owned(trimmed.to_ascii_lowercase()),
-        (false, _) => Cow::Owned(idna::domain_to_ascii(trimmed).map_err(|_| Refusal::Host)?),
+        (false, _) => {
+            let ascii = idna::domain_to_ascii(trimmed).map_err(|_| Refusal::Host)?;
+            // UTS 46 mapping can make what the rules above refuse (`˜` maps
+            // to a space and a combining tilde, `。。` to an empty label):
+            // the result must pass them, else it is no host name (and would
+            // not come back the same if normalised again).
+            match reg_name(&ascii) {
+                Ok(Cow::Borrowed(valid)) => Cow::Owned(valid.to_owned()),
+                _ => return Err(Refusal::Host),
+            }
+        }
     })
 }

@@ -1,6 +1,7 @@
 //! Request normalisation: one step between parsing a request head and
-//! routing it, the same for HTTP/1.1 and HTTP/2 clients (whose streams
-//! reach the session as HTTP/1.1). It gives each request one spelling, so
+//! routing it, the same for HTTP/1.1 heads and HTTP/2 streams (each
+//! protocol's session builds the [`Raw`] view this reads). It gives each
+//! request one spelling, so
 //! that every way of writing a guarded resource (`//admin`, `/%61dmin`,
 //! `/x/../admin`, `Host: admin.example.`) meets that resource's route and
 //! chain, and refuses (400) what has no unambiguous spelling. See
@@ -10,6 +11,7 @@
 
 pub mod host;
 pub mod path;
+pub mod unicode;
 pub mod upgrade;
 
 use std::borrow::Cow;
@@ -32,6 +34,11 @@ pub enum Refusal {
     Fragment,
     /// `%` not followed by two hex digits.
     BadEscape,
+    /// Escapes that decode to bytes that are not UTF-8: overlong forms
+    /// (`%C0%AE`, a `.` to legacy decoders), surrogates, stray bytes.
+    NotUtf8,
+    /// `%25` and two hex digits, with `paths.double_encoding: reject`.
+    DoubleEncoding,
     /// A control character, raw or percent-encoded (`%00`-`%1F`, `%7F`).
     Control,
     /// A raw `\` in the path.
@@ -40,18 +47,20 @@ pub enum Refusal {
     EscapedSlash,
     /// `..` segments that climb above the root.
     AboveRoot,
-    /// A `;` in the path, with `paths.semicolon: reject`.
+    /// A `;` or `%3B` in the path, with `paths.semicolon: reject`.
     Semicolon,
     /// A Host (or authority) that is not a valid `host[:port]`.
     Host,
 }
 
 impl Refusal {
-    pub const ALL: [Self; 10] = [
+    pub const ALL: [Self; 12] = [
         Self::Malformed,
         Self::TargetForm,
         Self::Fragment,
         Self::BadEscape,
+        Self::NotUtf8,
+        Self::DoubleEncoding,
         Self::Control,
         Self::Backslash,
         Self::EscapedSlash,
@@ -67,6 +76,8 @@ impl Refusal {
             Self::TargetForm => "target_form",
             Self::Fragment => "fragment",
             Self::BadEscape => "bad_escape",
+            Self::NotUtf8 => "not_utf8",
+            Self::DoubleEncoding => "double_encoding",
             Self::Control => "control",
             Self::Backslash => "backslash",
             Self::EscapedSlash => "escaped_slash",
@@ -85,11 +96,17 @@ impl Refusal {
             }
             Self::Fragment => "a request target cannot carry a `#` fragment",
             Self::BadEscape => "`%` in the path must be followed by two hex digits",
+            Self::NotUtf8 => {
+                "escapes in the path must decode to UTF-8 (no overlong or invalid sequences)"
+            }
+            Self::DoubleEncoding => {
+                "an encoded `%` before two hex digits (double encoding) is not allowed in the path"
+            }
             Self::Control => "control characters are not allowed in the path, raw or encoded",
             Self::Backslash => "`\\` is not allowed in the path",
             Self::EscapedSlash => "an encoded `/` or `\\` (%2F, %5C) is not allowed in the path",
             Self::AboveRoot => "`..` segments climb above the root",
-            Self::Semicolon => "`;` path parameters are not allowed",
+            Self::Semicolon => "`;` path parameters (or `%3B`) are not allowed",
             Self::Host => "the Host is not a valid host[:port]",
         }
     }
@@ -201,6 +218,11 @@ impl NormalRequest<'_> {
 /// requests are matched in (else no request could match them); the error
 /// says what to write instead.
 pub fn check_route(path: &str, host: Option<&str>, paths: &Paths) -> Result<(), String> {
+    // Case folding is the route table's own (it folds route paths too).
+    let paths = &Paths {
+        case: crate::config::Case::Sensitive,
+        ..*paths
+    };
     let normal = path::normalize(path, paths)
         .map_err(|refusal| format!("`{path}` can never match: {}", refusal.detail()))?;
     if normal.matching.is_some() {
@@ -224,5 +246,7 @@ pub fn check_route(path: &str, host: Option<&str>, paths: &Paths) -> Result<(), 
     }
 }
 
+#[cfg(test)]
+mod properties;
 #[cfg(test)]
 mod tests;

@@ -9,8 +9,11 @@
 
 use std::borrow::Cow;
 
-use super::Refusal;
-use crate::config::{EscapedSlash, Paths, Semicolon};
+use super::{
+    unicode::{fold_case, Utf8},
+    Refusal,
+};
+use crate::config::{Case, DoubleEncoding, EscapedSlash, Paths, Semicolon};
 
 /// A path in normal form.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,7 +21,9 @@ pub struct NormalPath<'a> {
     /// The normal path (sent upstream with `paths.forward: normalized`).
     pub path: Cow<'a, str>,
     /// What routes match when it differs from `path`: `path` without its
-    /// segments' `;` parameters (`paths.semicolon: strip_for_matching`).
+    /// segments' `;` parameters (`paths.semicolon: strip_for_matching`),
+    /// and with the non-ASCII letters that fold to ASCII ones folded
+    /// (`paths.case: insensitive`).
     pub matching: Option<String>,
 }
 
@@ -31,23 +36,35 @@ impl NormalPath<'_> {
 
 /// The normal form of an origin-form path (no query), or why it has none.
 pub fn normalize<'a>(path: &'a str, paths: &Paths) -> Result<NormalPath<'a>, Refusal> {
-    let (path, parameters) = match scan(path.as_bytes(), paths) {
-        Scan::Normal { parameters } => (Cow::Borrowed(path), parameters),
+    let (path, parameters, non_ascii) = match scan(path.as_bytes(), paths) {
+        Scan::Normal {
+            parameters,
+            non_ascii,
+        } => (Cow::Borrowed(path), parameters, non_ascii),
         Scan::Rewrite => {
             let rewritten = rewrite(path.as_bytes(), paths)?;
-            let parameters =
-                paths.semicolon == Semicolon::StripForMatching && rewritten.contains(';');
-            (Cow::Owned(rewritten), parameters)
+            let parameters = paths.semicolon == Semicolon::StripForMatching
+                && parameters_at(&rewritten) < rewritten.len();
+            (Cow::Owned(rewritten), parameters, true)
         }
     };
-    let matching = parameters.then(|| without_parameters(&path, paths.merge_slashes));
+    let mut matching = parameters
+        .then(|| without_parameters(&path, paths.merge_slashes))
+        .filter(|stripped| *stripped != path);
+    if non_ascii && paths.case == Case::Insensitive {
+        if let Some(folded) = fold_case(matching.as_deref().unwrap_or(&path)) {
+            matching = Some(folded);
+        }
+    }
     Ok(NormalPath { path, matching })
 }
 
 /// What one scan found.
 pub(super) enum Scan {
-    /// Already normal; `parameters`: it has `;` parameters to strip for matching.
-    Normal { parameters: bool },
+    /// Already normal. `parameters`: it may have `;` (or `%3B`) parameters
+    /// to strip for matching; `non_ascii`: it has escapes of non-ASCII
+    /// bytes (letters that may fold to ASCII ones).
+    Normal { parameters: bool, non_ascii: bool },
     /// Something to decode, encode, remove or refuse.
     Rewrite,
 }
@@ -111,10 +128,20 @@ fn is_control(b: u8) -> bool {
 
 /// Whether `b`, written `%XX`, is in normal form under `paths`.
 fn escape_stays(b: u8, paths: &Paths) -> bool {
-    if b == b'/' || b == b'\\' {
-        return paths.escaped_slash == EscapedSlash::Keep;
+    match b {
+        b'/' | b'\\' => paths.escaped_slash == EscapedSlash::Keep,
+        // `%3B` is `;` to a backend that decodes before it strips path
+        // parameters: rejected like `;`.
+        b';' => paths.semicolon != Semicolon::Reject,
+        _ => !is_unreserved(b) && !is_control(b),
     }
-    !is_unreserved(b) && !is_control(b)
+}
+
+/// `%25` before two hex digits (`after`: what follows it): what a backend
+/// that decodes twice reads as an escape.
+fn double_encoded(after: &[u8], paths: &Paths) -> bool {
+    paths.double_encoding == DoubleEncoding::Reject
+        && matches!(after, [hi, lo, ..] if hi.is_ascii_hexdigit() && lo.is_ascii_hexdigit())
 }
 
 fn upper_hex(b: u8) -> Option<u8> {
@@ -137,6 +164,10 @@ pub(super) fn scan(path: &[u8], paths: &Paths) -> Scan {
     }
     let strip = paths.semicolon == Semicolon::StripForMatching;
     let mut parameters = false;
+    let mut non_ascii = false;
+    let mut utf8 = Utf8::default();
+    // Where an escape must be for the character begun to go on.
+    let mut continues_at = 0;
     let mut segment = 1;
     let mut name_end: Option<usize> = None;
     let mut i = 1;
@@ -164,20 +195,36 @@ pub(super) fn scan(path: &[u8], paths: &Paths) -> Scan {
                     (Some(&hi), Some(&lo)) => upper_hex(hi).zip(upper_hex(lo)),
                     _ => None,
                 };
-                match escaped {
-                    Some((hi, lo)) if escape_stays(hi << 4 | lo, paths) => i += 2,
+                let byte = match escaped {
+                    Some((hi, lo)) if escape_stays(hi << 4 | lo, paths) => hi << 4 | lo,
                     _ => return Scan::Rewrite,
+                };
+                if byte >= 0x80 || utf8.pending() {
+                    if (utf8.pending() && i != continues_at) || !utf8.push(byte) {
+                        return Scan::Rewrite;
+                    }
+                    continues_at = i + 3;
+                    non_ascii = true;
+                } else if byte == b';' && strip {
+                    parameters = true;
+                    name_end.get_or_insert(i);
+                } else if byte == b'%' && double_encoded(&path[i + 3..], paths) {
+                    return Scan::Rewrite;
                 }
+                i += 2;
             }
             Class::Other => return Scan::Rewrite,
         }
         i += 1;
     }
     let last = &path[segment..name_end.filter(|_| strip).unwrap_or(path.len())];
-    if is_dot(last) {
+    if is_dot(last) || utf8.pending() {
         return Scan::Rewrite;
     }
-    Scan::Normal { parameters }
+    Scan::Normal {
+        parameters,
+        non_ascii,
+    }
 }
 
 fn is_dot(name: &[u8]) -> bool {
@@ -204,7 +251,7 @@ pub(super) fn rewrite(path: &[u8], paths: &Paths) -> Result<String, Refusal> {
     for (k, segment) in segments.iter().enumerate() {
         let last = k + 1 == segments.len();
         let name = if strip {
-            segment.split(';').next().unwrap_or_default()
+            &segment[..parameters_at(segment)]
         } else {
             segment
         };
@@ -237,10 +284,17 @@ pub(super) fn rewrite(path: &[u8], paths: &Paths) -> Result<String, Refusal> {
 /// The result is ASCII: `%XX` only where the byte must stay encoded.
 fn decode(path: &[u8], paths: &Paths) -> Result<String, Refusal> {
     let mut out = String::with_capacity(path.len() + 8);
+    // What the escapes decode to, with the raw bytes around them, must be
+    // UTF-8: a raw byte between an escaped lead byte and its continuation
+    // counts as much as an escaped one.
+    let mut utf8 = Utf8::default();
     let mut i = 0;
     while i < path.len() {
         let b = path[i];
         i += 1;
+        if b != b'%' && (b >= 0x80 || utf8.pending()) && !utf8.push(b) {
+            return Err(Refusal::NotUtf8);
+        }
         match b {
             b'%' => {
                 let value = match (path.get(i), path.get(i + 1)) {
@@ -252,6 +306,12 @@ fn decode(path: &[u8], paths: &Paths) -> Result<String, Refusal> {
                 let decoded = hi << 4 | lo;
                 if is_control(decoded) {
                     return Err(Refusal::Control);
+                }
+                if !utf8.push(decoded) {
+                    return Err(Refusal::NotUtf8);
+                }
+                if decoded == b';' && paths.semicolon == Semicolon::Reject {
+                    return Err(Refusal::Semicolon);
                 }
                 if is_unreserved(decoded) {
                     out.push(char::from(decoded));
@@ -273,6 +333,16 @@ fn decode(path: &[u8], paths: &Paths) -> Result<String, Refusal> {
             _ => out.push(char::from(b)),
         }
     }
+    if utf8.pending() {
+        return Err(Refusal::NotUtf8);
+    }
+    // Looked for in the result: decoding `%36%31` after `%25` makes `%2561`.
+    if paths.double_encoding == DoubleEncoding::Reject
+        && (out.match_indices("%25"))
+            .any(|(at, _)| double_encoded(&out.as_bytes()[at + 3..], paths))
+    {
+        return Err(Refusal::DoubleEncoding);
+    }
     Ok(out)
 }
 
@@ -284,14 +354,32 @@ fn escape(out: &mut String, b: u8) {
     out.push(char::from(HEX[usize::from(b & 15)]));
 }
 
-/// `path` with each segment's `;…` removed (its empty segments merged
-/// with `merge_slashes`, as [`rewrite`] merges them).
+/// Where a normal segment's parameters begin: at its first `;` or `%3B`
+/// (to a backend that decodes before it strips parameters, `%3B` is `;`),
+/// else its end.
+fn parameters_at(segment: &str) -> usize {
+    // By hand: a substring search (`find("%3B")`) costs more to set up
+    // than the segment takes to scan.
+    let bytes = segment.as_bytes();
+    let mut from = 0;
+    while let Some(at) = bytes[from..].iter().position(|&b| b == b';' || b == b'%') {
+        let at = from + at;
+        if bytes[at] == b';' || bytes[at + 1..].starts_with(b"3B") {
+            return at;
+        }
+        from = at + 1;
+    }
+    bytes.len()
+}
+
+/// `path` with each segment's `;…` (or `%3B…`) removed (its empty
+/// segments merged with `merge_slashes`, as [`rewrite`] merges them).
 fn without_parameters(path: &str, merge_slashes: bool) -> String {
     let mut out = String::with_capacity(path.len());
-    let segments: Vec<&str> = path[1..].split('/').collect();
-    for (k, segment) in segments.iter().enumerate() {
-        let name = segment.split(';').next().unwrap_or_default();
-        if name.is_empty() && k + 1 < segments.len() && merge_slashes {
+    let mut segments = path[1..].split('/').peekable();
+    while let Some(segment) = segments.next() {
+        let name = &segment[..parameters_at(segment)];
+        if name.is_empty() && segments.peek().is_some() && merge_slashes {
             continue;
         }
         out.push('/');

@@ -1,0 +1,174 @@
+//! Properties of the normaliser over generated paths and settings.
+
+#![allow(clippy::unwrap_used)]
+
+use std::borrow::Cow;
+
+use proptest::prelude::*;
+
+use super::{host, path, Paths};
+use crate::config::{Case, DoubleEncoding, EscapedSlash, Semicolon};
+
+/// Every way of writing a path these properties try: the pieces that
+/// matter to normalisation, in any order.
+fn spelling() -> impl Strategy<Value = String> {
+    let piece = prop::sample::select(vec![
+        "/",
+        "//",
+        "a",
+        "B",
+        ".",
+        "..",
+        "%2e",
+        "%2E",
+        "%2f",
+        "%5C",
+        "%41",
+        "%7e",
+        "%7E",
+        "%20",
+        "%c3%a9",
+        "é",
+        ";",
+        ";v=1",
+        "%3B",
+        "%00",
+        "%",
+        "%g",
+        "\\",
+        "#",
+        "{",
+        "~",
+        ":",
+        "@",
+        "%25",
+        "x",
+        "%C4%B1",
+        "%c0%ae",
+        "%C3",
+        "%A9",
+        "%3b",
+        "%2561",
+        "%E2%84%AA",
+        "%F0%9F%98%80",
+    ]);
+    prop::collection::vec(piece, 0..12).prop_map(|pieces| format!("/{}", pieces.concat()))
+}
+
+fn settings() -> impl Strategy<Value = Paths> {
+    (
+        any::<bool>(),
+        prop::sample::select(vec![
+            EscapedSlash::Reject,
+            EscapedSlash::Decode,
+            EscapedSlash::Keep,
+        ]),
+        prop::sample::select(vec![
+            Semicolon::Keep,
+            Semicolon::StripForMatching,
+            Semicolon::Reject,
+        ]),
+        prop::sample::select(vec![Case::Insensitive, Case::Sensitive]),
+        prop::sample::select(vec![DoubleEncoding::Keep, DoubleEncoding::Reject]),
+    )
+        .prop_map(
+            |(merge_slashes, escaped_slash, semicolon, case, double_encoding)| Paths {
+                merge_slashes,
+                escaped_slash,
+                semicolon,
+                case,
+                double_encoding,
+                ..Paths::default()
+            },
+        )
+}
+
+/// A normal path's bytes with its escapes decoded.
+fn decoded(path: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut rest = path.as_bytes();
+    while let Some((&b, tail)) = rest.split_first() {
+        let hex = tail.get(..2).and_then(|h| std::str::from_utf8(h).ok());
+        match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+            Some(decoded) if b == b'%' => {
+                out.push(decoded);
+                rest = &tail[2..];
+            }
+            _ => {
+                out.push(b);
+                rest = tail;
+            }
+        }
+    }
+    out
+}
+
+fn has_encoded_unreserved(path: &str) -> bool {
+    path.as_bytes().windows(3).any(|w| {
+        w[0] == b'%'
+            && std::str::from_utf8(&w[1..])
+                .ok()
+                .and_then(|hex| u8::from_str_radix(hex, 16).ok())
+                .is_some_and(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b))
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// Normalising twice changes nothing, and the second time takes the
+    /// fast path (an already-normal path comes back borrowed).
+    #[test]
+    fn normalising_is_idempotent(raw in spelling(), paths in settings()) {
+        if let Ok(once) = path::normalize(&raw, &paths) {
+            let twice = path::normalize(&once.path, &paths).unwrap();
+            prop_assert!(matches!(twice.path, Cow::Borrowed(_)), "{raw:?} -> {:?}", once.path);
+            prop_assert_eq!(&twice.path, &once.path);
+            prop_assert_eq!(twice.for_matching(), once.for_matching());
+        }
+    }
+
+    /// No dot segment, no encoded unreserved character, no lower-case
+    /// escape, no `//` when merging, in what is sent or matched.
+    #[test]
+    fn the_normal_form_has_no_ambiguity(raw in spelling(), paths in settings()) {
+        if let Ok(normal) = path::normalize(&raw, &paths) {
+            for path in [&*normal.path, normal.for_matching()] {
+                prop_assert!(path.starts_with('/'));
+                prop_assert!(!path.contains("/./") && !path.contains("/../"), "{path}");
+                prop_assert!(!path.ends_with("/.") && !path.ends_with("/.."), "{path}");
+                prop_assert!(!has_encoded_unreserved(path), "{path}");
+                prop_assert!(!path.contains('\\') && !path.contains('#'), "{path}");
+                if paths.merge_slashes {
+                    prop_assert!(!path.contains("//"), "{raw:?} -> {path}");
+                }
+                prop_assert!(std::str::from_utf8(&decoded(path)).is_ok(), "{raw:?} -> {path}");
+                let escapes = path.split('%').skip(1);
+                prop_assert!(escapes.clone().all(|e| e.len() >= 2 && e[..2].bytes().all(|b| b.is_ascii_digit() || (b'A'..=b'F').contains(&b))), "{path}");
+            }
+        }
+    }
+
+    /// The fast path says "normal" only for what the slow path leaves as it is.
+    #[test]
+    fn the_fast_path_agrees_with_the_slow_one(raw in spelling(), paths in settings()) {
+        if let path::Scan::Normal { .. } = path::scan(raw.as_bytes(), &paths) {
+            prop_assert_eq!(path::rewrite(raw.as_bytes(), &paths).unwrap(), raw);
+        }
+    }
+
+    /// Host normalisation is idempotent and keeps a normal Host borrowed;
+    /// the one-scan fast path agrees with the slow one.
+    #[test]
+    fn host_normalising_is_idempotent(raw in "[a-zA-Z0-9.é:_~\\[\\]-]{0,20}") {
+        if let Some(name) = host::already_normal(raw.as_bytes(), 80) {
+            let slow = host::slow(&raw, 80).unwrap().unwrap();
+            prop_assert_eq!((&*slow.name, &*slow.authority), (&raw[..name], &*raw));
+        }
+        if let Ok(Some(once)) = host::normalize(&raw, 80) {
+            let twice = host::normalize(&once.authority, 80).unwrap().unwrap();
+            prop_assert!(matches!(twice.authority, Cow::Borrowed(_)), "{raw:?}");
+            prop_assert_eq!(twice.name, once.name);
+        }
+    }
+}
