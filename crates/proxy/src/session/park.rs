@@ -185,7 +185,7 @@ pub(crate) fn run(parking: &ParkingLot, mut poll: Poll) {
         }
         if parking.stopped.load(Ordering::Relaxed) {
             let parked = match parking.lot.lock() {
-                Ok(mut lot) => lot.take_all(&parking.registry),
+                Ok(mut lot) => lot.take_where(|_| true, &parking.registry),
                 Err(_) => Vec::new(),
             };
             parked.into_iter().for_each(close);
@@ -203,7 +203,11 @@ pub(crate) fn run(parking: &ParkingLot, mut poll: Poll) {
         if now >= swept + SWEEP_EVERY {
             swept = now;
             let expired = match parking.lot.lock() {
-                Ok(mut lot) => lot.expire(now, &parking.registry),
+                // Past its idle deadline, or its listener stopped.
+                Ok(mut lot) => lot.take_where(
+                    |parked| parked.deadline <= now || *parked.shutdown.borrow(),
+                    &parking.registry,
+                ),
                 Err(_) => Vec::new(),
             };
             expired.into_iter().for_each(close);
@@ -322,28 +326,19 @@ impl Lot {
         Some(parked)
     }
 
-    /// Takes out the connections whose idle deadline is not after `now`,
-    /// or whose listener stopped.
-    fn expire(&mut self, now: Instant, registry: &Registry) -> Vec<Parked> {
-        let due: Vec<u32> = (0..self.slots.len())
-            .filter(|&index| {
-                self.slots[index]
-                    .1
-                    .as_ref()
-                    .is_some_and(|parked| parked.deadline <= now || *parked.shutdown.borrow())
-            })
-            .filter_map(|index| u32::try_from(index).ok())
-            .collect();
-        due.into_iter()
-            .filter_map(|index| self.remove(index, None, registry))
-            .collect()
-    }
-
-    fn take_all(&mut self, registry: &Registry) -> Vec<Parked> {
-        (0..self.slots.len())
-            .filter_map(|index| u32::try_from(index).ok())
-            .filter_map(|index| self.remove(index, None, registry))
-            .collect()
+    /// Takes out the connections `due` picks, in one pass over the slots.
+    fn take_where(&mut self, due: impl Fn(&Parked) -> bool, registry: &Registry) -> Vec<Parked> {
+        let mut taken = Vec::new();
+        for index in 0..self.slots.len() {
+            if !self.slots[index].1.as_ref().is_some_and(&due) {
+                continue;
+            }
+            let parked = u32::try_from(index)
+                .ok()
+                .and_then(|index| self.remove(index, None, registry));
+            taken.extend(parked);
+        }
+        taken
     }
 }
 
