@@ -28,7 +28,7 @@ use tokio::{
     time::{sleep_until, Instant, Sleep},
 };
 
-use crate::io::{write_bounded, Prefaced};
+use crate::io::{write_within, Prefaced, WriteEnd};
 
 /// What a read asks the buffer to have room for.
 pub const READ_RESERVE: usize = 16 * 1024;
@@ -141,6 +141,11 @@ pub fn read_buffer() -> BytesMut {
         .unwrap_or_default()
 }
 
+/// `time` in whole milliseconds, at most `u32::MAX` (49 days).
+fn millis(time: Duration) -> u32 {
+    u32::try_from(time.as_millis()).unwrap_or(u32::MAX)
+}
+
 /// One HTTP/1 server connection: the stream, its buffers, its timer.
 pub struct ServerConnection<S> {
     pub stream: S,
@@ -158,6 +163,12 @@ pub struct ServerConnection<S> {
     /// Since when answers have waited in `wbuf` for a later one of their
     /// batch (pipelined answers leave together); reset by each flush.
     waiting_since: Option<Instant>,
+    /// A peer that takes nothing of a pending write for this many
+    /// milliseconds is dropped (milliseconds: an idle connection's future
+    /// holds this struct, and is kept small).
+    send_timeout_ms: u32,
+    /// A write was given up because the peer stopped reading.
+    stalled: bool,
 }
 
 impl<S: std::fmt::Debug> std::fmt::Debug for ServerConnection<S> {
@@ -189,7 +200,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin> ServerConnection<S> {
             last_read: now,
             request_started: None,
             waiting_since: None,
+            send_timeout_ms: millis(WRITE_TIMEOUT),
+            stalled: false,
         }
+    }
+
+    /// How long a write may wait for a peer that takes nothing (default
+    /// [`WRITE_TIMEOUT`]).
+    pub fn set_send_timeout(&mut self, timeout: Duration) {
+        self.send_timeout_ms = millis(timeout);
+    }
+
+    /// Whether a flush failed because the peer stopped reading.
+    pub fn stalled(&self) -> bool {
+        self.stalled
     }
 
     /// The stream, what was read and not used, and the shutdown signal:
@@ -245,9 +269,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> ServerConnection<S> {
         if self.wbuf.is_empty() {
             return true;
         }
-        let written = write_bounded(&mut self.stream, &self.wbuf, WRITE_TIMEOUT).await;
+        let send_timeout = Duration::from_millis(u64::from(self.send_timeout_ms));
+        let written = write_within(&mut self.stream, &self.wbuf, send_timeout).await;
         self.wbuf.clear();
-        written
+        self.stalled = written == WriteEnd::Stalled;
+        written == WriteEnd::Written
     }
 
     /// A connection that once carried a large message must not keep its

@@ -31,30 +31,64 @@ pub fn bind_shared(addr: SocketAddr) -> io::Result<TcpListener> {
     Ok(socket.into())
 }
 
-/// Writes (and flushes) all of `bytes`, giving up on a peer that has
-/// not taken them within `timeout`. Usually one non-blocking attempt
-/// suffices and no timer is armed. Any stream: TCP, TLS or in-memory.
+/// Writes (and flushes) all of `bytes`, giving up on a peer that takes
+/// nothing for `timeout`. Usually one non-blocking attempt suffices and
+/// no timer is armed. Any stream: TCP, TLS or in-memory.
 pub async fn write_bounded<S: AsyncWrite + Unpin>(
     stream: &mut S,
     bytes: &[u8],
     timeout: Duration,
 ) -> bool {
+    write_within(stream, bytes, timeout).await == WriteEnd::Written
+}
+
+/// How a bounded write ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteEnd {
+    Written,
+    /// The stream failed or was closed.
+    Failed,
+    /// The peer took no byte for the whole timeout (it stopped reading).
+    Stalled,
+}
+
+/// [`write_bounded`], saying how it ended.
+pub async fn write_within<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    bytes: &[u8],
+    timeout: Duration,
+) -> WriteEnd {
     let mut written = 0;
     let attempt = poll_fn(|cx| Poll::Ready(try_write_all(stream, bytes, &mut written, cx))).await;
-    if let Some(done) = attempt {
-        return done;
+    match attempt {
+        Some(true) => return WriteEnd::Written,
+        Some(false) => return WriteEnd::Failed,
+        None => {}
     }
     // The slow path on the heap: inline, its timer and write would make
     // every connection's future (which may flush while idle) larger.
     Box::pin(write_rest(stream, &bytes[written..], timeout)).await
 }
 
-async fn write_rest<S: AsyncWrite + Unpin>(stream: &mut S, rest: &[u8], timeout: Duration) -> bool {
-    let rest = async {
-        stream.write_all(rest).await?;
-        stream.flush().await
-    };
-    matches!(tokio::time::timeout(timeout, rest).await, Ok(Ok(())))
+/// The rest of a write, each step bounded by `timeout`: a slow reader
+/// that keeps taking bytes is served, one that takes none is not.
+async fn write_rest<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    mut rest: &[u8],
+    timeout: Duration,
+) -> WriteEnd {
+    while !rest.is_empty() {
+        match tokio::time::timeout(timeout, stream.write(rest)).await {
+            Err(_) => return WriteEnd::Stalled,
+            Ok(Ok(0) | Err(_)) => return WriteEnd::Failed,
+            Ok(Ok(n)) => rest = &rest[n..],
+        }
+    }
+    match tokio::time::timeout(timeout, stream.flush()).await {
+        Err(_) => WriteEnd::Stalled,
+        Ok(Err(_)) => WriteEnd::Failed,
+        Ok(Ok(())) => WriteEnd::Written,
+    }
 }
 
 /// One pass of writes and a flush: `Some(ok)` when finished either way,

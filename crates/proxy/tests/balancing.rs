@@ -108,7 +108,9 @@ async fn max_pending_answers_503_past_the_limit() {
         Some("application/problem+json")
     );
     assert!(
-        second.text().contains("max_connections"),
+        second
+            .text()
+            .contains("every connection to the upstream is in use"),
         "{}",
         second.text()
     );

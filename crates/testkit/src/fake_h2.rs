@@ -73,6 +73,10 @@ struct Counters {
     refused: AtomicU64,
     body_bytes: AtomicU64,
     max_streams: AtomicUsize,
+    /// Streams whose client reset them while their answer waited.
+    cancelled: AtomicU64,
+    /// Streams being answered now.
+    in_flight: AtomicUsize,
     request_trailers: Mutex<Option<HeaderMap>>,
 }
 
@@ -160,6 +164,16 @@ impl H2Server {
     }
 
     /// The trailers of the last request that ended with trailers.
+    /// Streams the client reset while their answer waited (`/delay/MS`).
+    pub fn cancelled(&self) -> u64 {
+        self.counters.cancelled.load(Ordering::SeqCst)
+    }
+
+    /// Streams being answered now, on all connections.
+    pub fn in_flight(&self) -> usize {
+        self.counters.in_flight.load(Ordering::SeqCst)
+    }
+
     pub fn request_trailers(&self) -> Option<HeaderMap> {
         self.counters
             .request_trailers
@@ -235,11 +249,13 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(io: S, counters: Arc<Counters>
         counters.requests.fetch_add(1, Ordering::SeqCst);
         let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         counters.max_streams.fetch_max(now, Ordering::SeqCst);
+        counters.in_flight.fetch_add(1, Ordering::SeqCst);
         let counters = Arc::clone(&counters);
         let in_flight = Arc::clone(&in_flight);
         tokio::spawn(async move {
             answer(request, respond, &counters).await;
             in_flight.fetch_sub(1, Ordering::SeqCst);
+            counters.in_flight.fetch_sub(1, Ordering::SeqCst);
         });
     }
 }
@@ -288,8 +304,30 @@ async fn answer(
         let _ = respond.send_response(response, true);
         return;
     }
-    let (status, payload) = route(&path).await;
-    send(&mut respond, status, payload);
+    if let Some(count) = path.strip_prefix("/interim/") {
+        // `103 Early Hints` this many times, then the answer.
+        for _ in 0..count.parse::<u32>().unwrap_or(0) {
+            let hints = Response::builder()
+                .status(StatusCode::EARLY_HINTS)
+                .header("link", "</style.css>; rel=preload")
+                .body(())
+                .expect("a valid interim head");
+            if respond.send_informational(hints).is_err() {
+                return;
+            }
+        }
+        send(&mut respond, StatusCode::OK, Bytes::from_static(b"FIRST"));
+        return;
+    }
+    // Answered unless the client resets the stream first.
+    let routed = route(&path);
+    let reset = std::future::poll_fn(|cx| respond.poll_reset(cx));
+    tokio::select! {
+        (status, payload) = routed => send(&mut respond, status, payload),
+        _ = reset => {
+            counters.cancelled.fetch_add(1, Ordering::SeqCst);
+        }
+    }
 }
 
 /// A whole answer with a Content-Length.

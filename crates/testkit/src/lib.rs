@@ -15,6 +15,7 @@
 pub mod certs;
 pub mod fake;
 pub mod fake_h2;
+pub mod hostile;
 mod raw;
 
 use std::net::SocketAddr;
@@ -23,6 +24,7 @@ pub use backends::{Backend, RunningServer, ServeOptions};
 pub use certs::TestCerts;
 pub use fake::{Behaviour, FakeServer};
 pub use fake_h2::{H2Options, H2Server};
+pub use hostile::{HostileUpstream, Step};
 pub use raw::{request_bytes, RawConn, RawResponse, IO_TIMEOUT};
 
 /// A backend running in this process on 127.0.0.1 with a free port; shut

@@ -141,6 +141,11 @@ pub struct Http2 {
     pub max_pending_accept_resets: usize,
     /// Streams we may have to reset for a client's protocol errors; past it, GOAWAY.
     pub max_local_error_resets: usize,
+    /// Streams a client may reset before their response completes within
+    /// `premature_reset_window`; past it, GOAWAY (ENHANCE_YOUR_CALM).
+    pub max_premature_resets: u32,
+    #[serde(deserialize_with = "duration")]
+    pub premature_reset_window: Duration,
 }
 
 impl Default for Http2 {
@@ -153,6 +158,8 @@ impl Default for Http2 {
             connection_window: 4 * 1024 * 1024,
             max_pending_accept_resets: 20,
             max_local_error_resets: 256,
+            max_premature_resets: 100,
+            premature_reset_window: Duration::from_secs(10),
         }
     }
 }
@@ -328,6 +335,23 @@ pub struct Route {
     /// others are removed from the request, and `h2c` always is.
     #[serde(default = "default_upgrades")]
     pub upgrades: Vec<Spanned<String>>,
+    /// What becomes of an HTTP/2 client's request trailers.
+    #[serde(default)]
+    pub request_trailers: TrailerPolicy,
+}
+
+/// Where an HTTP/2 client's request trailers go (the fields the head
+/// rules control never pass, whatever this says).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TrailerPolicy {
+    /// To HTTP/2 upstreams (gRPC), not to HTTP/1.1 ones (as Envoy).
+    #[default]
+    Auto,
+    /// To every upstream: a chunked HTTP/1.1 body carries them.
+    Forward,
+    /// Nowhere.
+    Drop,
 }
 
 fn default_upgrades() -> Vec<Spanned<String>> {
@@ -365,6 +389,10 @@ pub struct Limits {
     #[serde(deserialize_with = "size")]
     pub max_body_bytes: u64,
     pub max_connections: usize,
+    /// A response that makes no progress towards the client for this long
+    /// (a client that stops reading) ends its connection (HTTP/1.1) or stream (HTTP/2).
+    #[serde(deserialize_with = "duration")]
+    pub send_timeout: Duration,
     /// In-flight requests may finish for this long after SIGTERM.
     #[serde(deserialize_with = "duration")]
     pub shutdown_deadline: Duration,
@@ -378,6 +406,7 @@ impl Default for Limits {
             max_header_bytes: 32 * 1024,
             max_body_bytes: 10 * 1024 * 1024,
             max_connections: 10_000,
+            send_timeout: Duration::from_secs(30),
             shutdown_deadline: Duration::from_secs(10),
         }
     }

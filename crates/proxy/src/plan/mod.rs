@@ -37,6 +37,8 @@ pub struct Http2Settings {
     pub connection_window: u32,
     pub max_pending_accept_resets: usize,
     pub max_local_error_resets: usize,
+    pub max_premature_resets: u32,
+    pub premature_reset_window: Duration,
 }
 
 /// One route as a request needs it.
@@ -46,6 +48,8 @@ pub(crate) struct Route {
     /// The protocols its requests may upgrade to (lower case).
     pub upgrades: Vec<String>,
     pub chain: Arc<Chain>,
+    /// Where an HTTP/2 client's request trailers go.
+    pub request_trailers: crate::config::TrailerPolicy,
 }
 
 /// Everything a request needs, compiled from one configuration.
@@ -65,6 +69,8 @@ pub struct Plan {
     pub limits: http1::Limits,
     pub header_read_timeout: Duration,
     pub idle_timeout: Duration,
+    /// A client that takes no response bytes for this long is dropped.
+    pub send_timeout: Duration,
     pub trust_forwarded: bool,
     /// Every route's middleware, for the admin API's metrics.
     pub(crate) chains: Chains,
@@ -165,6 +171,7 @@ impl Plan {
                     .map(|p| p.value.to_ascii_lowercase())
                     .collect(),
                 chain: Arc::clone(chain),
+                request_trailers: route.request_trailers,
             })
             .collect();
         let limits = &config.limits;
@@ -188,6 +195,8 @@ impl Plan {
                 connection_window: as_u32(http2.connection_window),
                 max_pending_accept_resets: http2.max_pending_accept_resets,
                 max_local_error_resets: http2.max_local_error_resets,
+                max_premature_resets: http2.max_premature_resets,
+                premature_reset_window: http2.premature_reset_window,
             },
             limits: http1::Limits {
                 max_head: usize::try_from(limits.max_header_bytes).unwrap_or(usize::MAX),
@@ -195,6 +204,7 @@ impl Plan {
             },
             header_read_timeout: limits.header_read_timeout,
             idle_timeout: limits.idle_timeout,
+            send_timeout: limits.send_timeout,
             trust_forwarded: config.forwarded.trust,
             chains,
             epoch: with.previous.map_or_else(Instant::now, |p| p.epoch),

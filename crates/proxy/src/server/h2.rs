@@ -3,18 +3,22 @@
 //! set here. Each stream is served as its own exchange by
 //! `session::serve_stream`, straight from the decoded frames.
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 use bytes::Bytes;
-use h2::server::Builder;
+use h2::{server::Builder, Reason};
 use tokio::{
     io::{AsyncRead, AsyncWrite},
     sync::watch,
     task::JoinSet,
+    time::Instant,
 };
 use tracing::debug;
 
-use crate::session::{serve_stream, ClientOrigin, Worker};
+use crate::{
+    session::{serve_stream, ClientOrigin, Worker},
+    telemetry::Event,
+};
 
 /// Response bytes the `h2` crate may buffer per stream beyond the peer's window.
 const SEND_BUFFER: usize = 256 * 1024;
@@ -44,6 +48,10 @@ pub(crate) async fn serve<S>(
     tokio::pin!(idle_timer);
     let mut streams = JoinSet::new();
     let mut draining = false;
+    let mut resets = PrematureResets::new(
+        plan.http2.max_premature_resets,
+        plan.http2.premature_reset_window,
+    );
     loop {
         tokio::select! {
             accepted = conn.accept() => match accepted {
@@ -63,7 +71,18 @@ pub(crate) async fn serve<S>(
                 }
                 None => return,
             },
-            Some(_) = streams.join_next(), if !streams.is_empty() => {}
+            Some(ended) = streams.join_next(), if !streams.is_empty() => {
+                // A stream its client reset before its answer was complete
+                // (its upstream work was cancelled then): many of them is
+                // the rapid-reset attack on accepted streams.
+                if ended.unwrap_or(false) && resets.flood(tokio::time::Instant::now()) {
+                    worker.metrics().event(Event::ResetFlood);
+                    debug!(peer = %origin.peer, "too many premature stream resets: GOAWAY");
+                    conn.abrupt_shutdown(Reason::ENHANCE_YOUR_CALM);
+                    streams.abort_all();
+                    draining = true;
+                }
+            }
             _ = shutdown.changed(), if !draining => {
                 draining = true;
                 conn.graceful_shutdown();
@@ -77,6 +96,36 @@ pub(crate) async fn serve<S>(
                 }
             }
         }
+    }
+}
+
+/// Streams a client reset before their answers were complete, counted
+/// in fixed windows (`http2.max_premature_resets` per
+/// `http2.premature_reset_window`).
+struct PrematureResets {
+    max: u32,
+    window: Duration,
+    count: u32,
+    since: Option<Instant>,
+}
+
+impl PrematureResets {
+    fn new(max: u32, window: Duration) -> Self {
+        Self {
+            max,
+            window,
+            count: 0,
+            since: None,
+        }
+    }
+
+    /// Counts one at `now`; true once the window holds more than `max`.
+    fn flood(&mut self, now: Instant) -> bool {
+        match self.since {
+            Some(since) if now.duration_since(since) < self.window => self.count += 1,
+            _ => (self.since, self.count) = (Some(now), 1),
+        }
+        self.count > self.max
     }
 }
 
@@ -94,4 +143,34 @@ fn builder(plan: &crate::plan::Plan) -> Builder {
         .max_local_error_reset_streams(Some(settings.max_local_error_resets))
         .max_send_buffer_size(SEND_BUFFER);
     builder
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn premature_resets_past_the_limit_in_a_window_are_a_flood() {
+        let start = Instant::now();
+        let second = Duration::from_secs(1);
+        let mut resets = PrematureResets::new(3, 10 * second);
+        for n in 0..3 {
+            assert!(
+                !resets.flood(start + n * second),
+                "reset {n} is within the limit"
+            );
+        }
+        assert!(resets.flood(start + 4 * second), "the fourth in 10 s");
+        // A new window starts the count again.
+        let mut resets = PrematureResets::new(3, 10 * second);
+        for n in 0..3 {
+            assert!(!resets.flood(start + n * second));
+        }
+        assert!(!resets.flood(start + 11 * second), "the window has passed");
+        assert!(!resets.flood(start + 12 * second));
+        assert!(!resets.flood(start + 13 * second));
+        assert!(resets.flood(start + 14 * second));
+        // 0 allows none.
+        assert!(PrematureResets::new(0, second).flood(start));
+    }
 }

@@ -9,7 +9,9 @@ use super::{admit, Failure, Next, Worker, READ_RESERVE, SHRINK_ABOVE};
 use crate::ids::RouteId;
 use crate::middleware::{Chain, Exchange, Outcome};
 use crate::plan::Snapshot;
+use crate::telemetry::Event;
 use crate::wire::fields::Fields;
+use crate::wire::interim::InterimAnswers;
 use crate::wire::normalize::Refusal;
 use http1::chunked::body_too_large;
 use http1::conn::{Deadlines, ReadEnd, ReadReady, ServerConnection};
@@ -70,6 +72,8 @@ pub(crate) struct Session<S> {
     /// The upstream answered before the request body ended: the rest of
     /// the body was not sent, and the connection closes after the answer.
     pub(super) body_abandoned: bool,
+    /// The current request's interim (1xx) answers so far.
+    pub(super) interim: InterimAnswers,
     /// See [`Idle`].
     chatty: bool,
 }
@@ -107,6 +111,7 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
             max_body: 0,
             decided: Decided::default(),
             body_abandoned: false,
+            interim: InterimAnswers::default(),
             chatty: idle.chatty,
         }
     }
@@ -145,6 +150,7 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
                 self.fields.clear();
                 // A request takes the plan current when its head is parsed.
                 self.worker.plans.refresh(&mut self.plan);
+                self.conn.set_send_timeout(self.plan.send_timeout);
                 let limits = self.plan.limits;
                 let parsed = http1::parse_head_into(&self.conn.rbuf, &limits, &mut self.fields);
                 let head = match parsed {
@@ -197,17 +203,20 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
                 }
                 self.release_large_buffers();
                 match next {
-                    Next::KeepAlive if !self.conn.shutting_down() => {}
+                    Next::KeepAlive if !self.conn.shutting_down() => continue,
                     Next::KeepAlive | Next::Close => {
                         let linger = !self.conn.rbuf.is_empty();
                         self.conn.close(linger).await;
-                        return None;
                     }
                     Next::Abort => {
                         let _ = self.conn.flush().await;
-                        return None;
                     }
                 }
+                if self.conn.stalled() {
+                    // It stopped reading its answer (`limits.send_timeout`).
+                    self.worker.metrics().event(Event::SendTimeout);
+                }
+                return None;
             }
         }
     }
@@ -215,6 +224,7 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
     /// Routes one request, forwards it and its answer.
     pub(super) async fn exchange(&mut self, head: &Head) -> Next {
         self.body_abandoned = false;
+        self.interim = InterimAnswers::default();
         let plan = Arc::clone(&self.plan);
         // Request normalisation (issue 15): routing, the chain and the
         // upstream all see the one normal spelling of the target and Host.

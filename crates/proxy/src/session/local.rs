@@ -1,9 +1,10 @@
 //! Answers of the proxy's own: problem+json for failures, `405` with
 //! `Allow`, `204` for `OPTIONS *`, and a handler's early answer.
 
-use super::{Failure, Next, Session};
+use super::{Failure, Next, Session, CLIENT_CLOSED};
 use crate::ids::RouteId;
 use crate::middleware::{Answer, Outcome};
+use crate::telemetry::Event;
 use crate::wire::edits::HeaderEdits;
 use http1::{Framing as RequestFraming, Head, Persistence, Problem};
 
@@ -19,6 +20,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         route: Option<RouteId>,
         failure: Failure,
     ) -> Next {
+        if failure.status == CLIENT_CLOSED {
+            // Nobody to answer: the upstream exchange was dropped with it.
+            self.count(route, failure.status);
+            self.worker.metrics().event(Event::ClientClosed);
+            return Next::Abort;
+        }
         let close = failure.body_unread
             || !head.keep_alive
             || failure.status == StatusCode::BAD_REQUEST

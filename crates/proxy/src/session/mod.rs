@@ -8,7 +8,13 @@ use std::{net::SocketAddr, time::Duration};
 
 use http::StatusCode;
 
+use crate::{
+    telemetry::{Event, Shard},
+    wire::{edits::HeaderEdits, trailers},
+};
+
 mod admit;
+mod body_h1;
 mod client_h1;
 mod h2;
 mod idle;
@@ -44,6 +50,13 @@ pub(super) const UPSTREAM_LIMITS: http1::Limits = http1::Limits {
     max_body: usize::MAX,
 };
 
+/// The status logged and counted for a request whose client went away
+/// before its answer was complete (nginx's 499; no client ever sees it).
+const CLIENT_CLOSED: StatusCode = match StatusCode::from_u16(499) {
+    Ok(status) => status,
+    Err(_) => StatusCode::BAD_REQUEST,
+};
+
 /// What happens to the client connection after an exchange.
 enum Next {
     KeepAlive,
@@ -69,6 +82,19 @@ impl Failure {
             body_unread: false,
         }
     }
+}
+
+/// `trailers` as they may cross the proxy (`wire::trailers`), each field
+/// removed counted.
+fn passable_trailers(
+    mut trailers: http::HeaderMap,
+    edits: Option<&HeaderEdits>,
+    metrics: &Shard,
+) -> http::HeaderMap {
+    for _ in 0..trailers::remove_controlled(&mut trailers, edits) {
+        metrics.event(Event::TrailerFieldRemoved);
+    }
+    trailers
 }
 
 /// Where a session's client comes from.

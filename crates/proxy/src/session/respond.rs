@@ -122,7 +122,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let timeout = self.plan.upstream(conn.upstream).timeouts.request;
         let deadline = tokio::time::Instant::now() + timeout;
         while conn.buf.len() < end {
-            match self.read_upstream(conn, deadline).await {
+            match self.read_upstream(conn, deadline, false).await {
                 UpstreamRead::Done(Ok(read)) if read > 0 => {}
                 _ => return,
             }
@@ -197,14 +197,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 return false;
             }
             let deadline = tokio::time::Instant::now() + read_timeout;
-            match self.read_upstream(conn, deadline).await {
+            match self.read_upstream(conn, deadline, false).await {
                 UpstreamRead::Done(Ok(0)) if from == BodyFraming::UntilClose => {
                     if to == Framing::Chunked {
                         self.conn.wbuf.extend_from_slice(LAST_CHUNK);
                     }
                     return true;
                 }
-                UpstreamRead::ClientGone => return false,
+                UpstreamRead::ClientGone | UpstreamRead::ClientClosed => return false,
                 UpstreamRead::Done(Ok(0) | Err(_)) | UpstreamRead::TimedOut => {
                     let config = &self.plan.upstream(conn.upstream);
                     self.worker

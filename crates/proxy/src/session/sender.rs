@@ -100,7 +100,7 @@ impl<'a> Sender<'a> {
         let pick = config
             .balancer
             .pick(|| (request(), self.peer.ip()), now)
-            .ok_or_else(|| no_healthy_host(&config.name))?;
+            .ok_or_else(no_healthy_host)?;
         if pick.set_cookie {
             self.set_cookie.store(true, Relaxed);
         }
@@ -124,13 +124,11 @@ impl<'a> Sender<'a> {
         if let Some(limits) = balancer.limits() {
             let wait = self.config().timeouts.connect;
             if limits.acquire(host, wait).await.is_err() {
+                let config = self.config();
+                warn!(upstream = %config.name, host = %config.host_name(host), "host at max_connections and max_pending");
                 return Err(Failure::new(
                     StatusCode::SERVICE_UNAVAILABLE,
-                    format!(
-                        "upstream `{}`: host {} is at max_connections and max_pending",
-                        self.config().name,
-                        self.config().host_name(host)
-                    ),
+                    "every connection to the upstream is in use",
                 ));
             }
         } else if !balancer.tracks_in_flight() {
@@ -241,7 +239,7 @@ impl<'a> Sender<'a> {
                 *attempts += 1;
                 Err(failure)
             }
-            AfterConnectFailure::NoHealthyHost => Err(no_healthy_host(&config.name)),
+            AfterConnectFailure::NoHealthyHost => Err(no_healthy_host()),
             AfterConnectFailure::Retry => self
                 .retry(host, Attempt::ConnectFailure, attempts, true)
                 .await
@@ -306,7 +304,11 @@ impl<'a> Sender<'a> {
         }
     }
 
-    /// Counts and logs a failed exchange; the answer is 502.
+    /// Counts and logs a failed exchange; the answer is 502. What went
+    /// wrong (`what`: names, addresses, errnos, a certificate's names) goes
+    /// to the log only: the client learns the kind of failure, never an
+    /// internal name (the correlation id, if the route sets one, ties the
+    /// two together).
     pub(crate) fn failure(
         &self,
         host: HostId,
@@ -317,12 +319,14 @@ impl<'a> Sender<'a> {
         let config = self.config();
         self.worker.metrics().upstream_error(self.upstream, kind);
         warn!(upstream = %config.name, host = %config.host_name(host), peer = %self.peer, "{what}");
+        let detail = match kind {
+            UpstreamError::Connect => "the upstream could not be reached",
+            UpstreamError::Broken => "the upstream failed to answer",
+            UpstreamError::Timeout => "no response within the upstream's timeout",
+        };
         Failure {
             body_unread,
-            ..Failure::new(
-                StatusCode::BAD_GATEWAY,
-                format!("upstream `{}`: {what}", config.name),
-            )
+            ..Failure::new(StatusCode::BAD_GATEWAY, detail)
         }
     }
 
@@ -375,10 +379,10 @@ impl<'a> Sender<'a> {
     }
 }
 
-pub(crate) fn no_healthy_host(upstream: &str) -> Failure {
+pub(crate) fn no_healthy_host() -> Failure {
     Failure::new(
         StatusCode::SERVICE_UNAVAILABLE,
-        format!("upstream `{upstream}` has no healthy host"),
+        "the upstream has no healthy host",
     )
 }
 

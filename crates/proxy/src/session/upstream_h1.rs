@@ -2,22 +2,23 @@
 //! when it is all here) in one write, the rest of the body streamed, then
 //! the response head, reading while earlier pipelined answers still wait.
 
-use super::{Failure, Session, BATCH_WINDOW, READ_RESERVE, UPSTREAM_LIMITS};
+use super::{Failure, Session, BATCH_WINDOW, CLIENT_CLOSED, READ_RESERVE, UPSTREAM_LIMITS};
+use crate::telemetry::Event;
 use crate::upstream::pool::UpstreamConn;
 use crate::wire::head;
+use crate::wire::interim::{self, ClientVersion, Interim, InterimAnswers, TooMany};
 use crate::wire::{
     fields::Fields,
     head::{Framing, Offered, Outgoing, RequestContext},
 };
-use http1::chunked::{encode_chunk, LAST_CHUNK};
 use http1::io::write_bounded;
 use http1::{Framing as RequestFraming, Head, ResponseHead};
 
 use std::{
     future::{poll_fn, Future},
-    pin::{pin, Pin},
+    pin::pin,
     task::Poll,
-    time::{Duration, Instant},
+    time::Instant,
 };
 
 use bytes::Buf;
@@ -84,45 +85,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         })
     }
 
-    /// Moves as much of the body as the client already sent into `ubuf`;
-    /// true when that is all of it (the request can be sent again).
-    pub(super) fn buffer_body(&mut self, head: &Head) -> Result<bool, Failure> {
-        match head.framing {
-            RequestFraming::Empty => Ok(true),
-            RequestFraming::Length(len) => {
-                let take = len.min(self.conn.rbuf.len());
-                self.ubuf.extend_from_slice(&self.conn.rbuf[..take]);
-                self.conn.rbuf.advance(take);
-                self.body_left = len - take;
-                Ok(self.body_left == 0)
-            }
-            RequestFraming::Chunked => {
-                self.chunked.reset();
-                self.decode_chunks()
-            }
-        }
-    }
-
-    /// Re-chunks what `rbuf` holds of a chunked body into `ubuf`; true at its end.
-    pub(super) fn decode_chunks(&mut self) -> Result<bool, Failure> {
-        let limits = self.body_limits();
-        let ubuf = &mut self.ubuf;
-        let decoded = self
-            .chunked
-            .decode(&self.conn.rbuf, &limits, |data| encode_chunk(ubuf, data))
-            .map_err(|rejection| Failure {
-                body_unread: true,
-                ..Failure::new(rejection.status, rejection.detail)
-            })?;
-        self.conn.rbuf.advance(decoded.consumed);
-        if decoded.done {
-            self.ubuf.extend_from_slice(LAST_CHUNK);
-        }
-        Ok(decoded.done)
-    }
-
     /// Writes the request (streaming the rest of its body) and reads the
-    /// response head, skipping `100 Continue`.
+    /// final response head (interim answers as `final_head` says).
     pub(super) async fn send_and_read_head(
         &mut self,
         head: &Head,
@@ -151,29 +115,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             debug!(peer = %self.peer, "the upstream answered before the request body ended");
         }
         loop {
-            self.response_fields.clear();
-            let head_request = head.method == Method::HEAD;
-            match http1::parse_response_head(
-                &conn.buf,
-                UPSTREAM_LIMITS.max_head,
-                head_request,
-                &mut self.response_fields,
-            ) {
-                Ok(Some(response)) if response.status == StatusCode::CONTINUE => {
-                    conn.buf.advance(response.len);
-                    continue;
-                }
+            match self.final_head(head, conn) {
                 Ok(Some(response)) => return Ok(response),
                 Ok(None) => {}
-                Err(rejection) => {
-                    return Err(SendFailed(self.broken(conn, &rejection.detail, false)))
-                }
+                Err(failure) => return Err(SendFailed(failure)),
             }
-            match self.read_upstream(conn, deadline).await {
-                UpstreamRead::ClientGone => {
+            match self.read_upstream(conn, deadline, true).await {
+                UpstreamRead::ClientGone | UpstreamRead::ClientClosed => {
                     return Err(SendFailed(Failure::new(
-                        StatusCode::BAD_REQUEST,
-                        "client gone",
+                        CLIENT_CLOSED,
+                        "the client closed its connection",
                     )))
                 }
                 UpstreamRead::Done(Ok(0) | Err(_)) if conn.reused && conn.buf.is_empty() => {
@@ -208,6 +159,74 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
     }
 
+    /// The final response head if `conn.buf` starts with one, after the
+    /// interim (1xx) answers before it, each forwarded to the client or
+    /// dropped as the interim rule says (`wire::interim`); `None` while
+    /// the buffer holds nothing more than the start of a head.
+    pub(super) fn final_head(
+        &mut self,
+        head: &Head,
+        conn: &mut UpstreamConn,
+    ) -> Result<Option<ResponseHead>, Failure> {
+        self.past_interim(head, conn)
+            .map_err(|detail| self.broken(conn, &detail, false))
+    }
+
+    /// [`Session::final_head`], with what is wrong with the head.
+    pub(super) fn past_interim(
+        &mut self,
+        head: &Head,
+        conn: &mut UpstreamConn,
+    ) -> Result<Option<ResponseHead>, String> {
+        loop {
+            self.response_fields.clear();
+            let head_request = head.method == Method::HEAD;
+            let response = match http1::parse_response_head(
+                &conn.buf,
+                UPSTREAM_LIMITS.max_head,
+                head_request,
+                &mut self.response_fields,
+            ) {
+                Ok(Some(response)) => response,
+                Ok(None) => return Ok(None),
+                Err(rejection) => return Err(rejection.detail),
+            };
+            let fields = Fields::H1 {
+                buf: &conn.buf,
+                fields: &self.response_fields,
+            };
+            let (wbuf, interim) = (&mut self.conn.wbuf, &mut self.interim);
+            match interim_for(wbuf, interim, head, response.status, fields) {
+                Ok(true) => return Ok(Some(response)),
+                Ok(false) => conn.buf.advance(response.len),
+                Err(TooMany) => {
+                    self.worker.metrics().event(Event::InterimFlood);
+                    return Err(TooMany::DETAIL.into());
+                }
+            }
+        }
+    }
+
+    /// [`interim_for`] an HTTP/2 upstream's interim answer; past the
+    /// bound the exchange fails with `failed` (the stream is dropped:
+    /// reset).
+    pub(super) fn take_interim(
+        &mut self,
+        head: &Head,
+        status: StatusCode,
+        fields: Fields<'_>,
+        failed: impl FnOnce(&Self) -> Failure,
+    ) -> Result<(), Failure> {
+        let (wbuf, interim) = (&mut self.conn.wbuf, &mut self.interim);
+        match interim_for(wbuf, interim, head, status, fields) {
+            Ok(_) => Ok(()),
+            Err(TooMany) => {
+                self.worker.metrics().event(Event::InterimFlood);
+                Err(failed(self))
+            }
+        }
+    }
+
     /// Reads from the upstream until data arrives or `deadline` passes.
     /// Answers already waiting in `wbuf` leave when the batch window closes,
     /// so that a slow upstream holds back neither earlier pipelined answers
@@ -216,6 +235,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         &mut self,
         conn: &mut UpstreamConn,
         deadline: tokio::time::Instant,
+        watch_client: bool,
     ) -> UpstreamRead {
         conn.buf.reserve(READ_RESERVE);
         loop {
@@ -224,10 +244,32 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             let batch_ends = self.conn.batch_ends(BATCH_WINDOW);
             self.conn
                 .arm_timer(batch_ends.map_or(deadline, |ends| ends.min(deadline)));
-            tokio::select! {
-                biased;
-                read = conn.stream.read_buf(&mut conn.buf) => return UpstreamRead::Done(read),
-                () = self.conn.timer() => {}
+            // With `watch_client` (while the answer's head is awaited), the
+            // client is watched too: one that closes its connection (or
+            // resets it) cancels the exchange at once, as nginx does. What
+            // a pipelining client sends meanwhile is kept, up to a head's size.
+            let watch_client = watch_client && self.conn.rbuf.len() < self.plan.limits.max_head;
+            let client = &mut self.conn;
+            let woke = poll_fn(|cx| {
+                if let Poll::Ready(read) = pin!(conn.stream.read_buf(&mut conn.buf)).poll(cx) {
+                    return Poll::Ready(Woke::Upstream(read));
+                }
+                if watch_client {
+                    client.rbuf.reserve(READ_RESERVE);
+                    match pin!(client.stream.read_buf(&mut client.rbuf)).poll(cx) {
+                        Poll::Ready(Ok(0) | Err(_)) => return Poll::Ready(Woke::ClientClosed),
+                        Poll::Ready(Ok(_)) => return Poll::Ready(Woke::Client),
+                        Poll::Pending => {}
+                    }
+                }
+                client.timer().poll(cx).map(|()| Woke::Timer)
+            })
+            .await;
+            match woke {
+                Woke::Upstream(read) => return UpstreamRead::Done(read),
+                Woke::ClientClosed => return UpstreamRead::ClientClosed,
+                Woke::Client => continue,
+                Woke::Timer => {}
             }
             let now = tokio::time::Instant::now();
             if batch_ends.is_some_and(|ends| now >= ends) {
@@ -239,112 +281,29 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
         }
     }
+}
 
-    /// Streams the part of the request body the client has not sent yet.
-    pub(super) async fn stream_body(
-        &mut self,
-        head: &Head,
-        conn: &mut UpstreamConn,
-    ) -> Result<(), Failure> {
-        if head.expect_continue {
-            self.conn
-                .wbuf
-                .extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
-        }
-        let write_timeout = self.plan.upstream(conn.upstream).timeouts.request;
-        loop {
-            // The upstream may answer before the body ends: watch it while
-            // waiting for the client.
-            conn.buf.reserve(READ_RESERVE);
-            let upstream_spoke = tokio::select! {
-                biased;
-                _ = conn.stream.read_buf(&mut conn.buf) => true,
-                part = self.read_body_part() => {
-                    part?;
-                    false
-                }
-            };
-            if upstream_spoke {
-                self.body_abandoned = true;
-                return Ok(());
-            }
-            self.ubuf.clear();
-            let done = match head.framing {
-                RequestFraming::Chunked => self.decode_chunks()?,
-                _ => {
-                    let take = self.body_left.min(self.conn.rbuf.len());
-                    self.ubuf.extend_from_slice(&self.conn.rbuf[..take]);
-                    self.conn.rbuf.advance(take);
-                    self.body_left -= take;
-                    self.body_left == 0
-                }
-            };
-            match write_or_hear(conn, &self.ubuf, write_timeout).await {
-                Written::All => {}
-                // It answered (or closed) while this part was going out:
-                // what it said is read next.
-                Written::Heard => {
-                    self.body_abandoned = !done;
-                    return Ok(());
-                }
-                Written::Failed if done => {
-                    return Err(self.broken(conn, "cannot send the request body", false));
-                }
-                Written::Failed => {
-                    // Closed on us mid-body: it may have answered first.
-                    self.body_abandoned = true;
-                    return Ok(());
-                }
-            }
-            if done {
-                return Ok(());
-            }
-        }
+/// Applies the interim rule (`wire::interim`) to a response head with
+/// `status` from the upstream (either protocol): true when it is the
+/// final one; an interim one goes into `wbuf` for the client, or not.
+fn interim_for(
+    wbuf: &mut Vec<u8>,
+    interim: &mut InterimAnswers,
+    head: &Head,
+    status: StatusCode,
+    fields: Fields<'_>,
+) -> Result<bool, TooMany> {
+    let client = if head.http10 {
+        ClientVersion::Http10
+    } else {
+        ClientVersion::Http11
+    };
+    match interim.classify(status, client)? {
+        Interim::Final => return Ok(true),
+        Interim::Drop => {}
+        Interim::Forward => interim::interim_head(wbuf, status, fields),
     }
-}
-
-/// How writing a part of the body upstream ended.
-enum Written {
-    All,
-    /// The upstream spoke (or closed) while the write could not go on.
-    Heard,
-    /// The write failed or timed out.
-    Failed,
-}
-
-/// Writes `bytes` upstream, unless the upstream speaks while the write
-/// is blocked: an upstream that answers early may stop reading the body
-/// (RFC 9112 9.6), and its answer must not wait behind our write.
-async fn write_or_hear(conn: &mut UpstreamConn, bytes: &[u8], timeout: Duration) -> Written {
-    let mut written = 0;
-    let mut flushed = false;
-    let turn = poll_fn(|cx| {
-        while written < bytes.len() {
-            match Pin::new(&mut conn.stream).poll_write(cx, &bytes[written..]) {
-                Poll::Ready(Ok(n)) if n > 0 => written += n,
-                Poll::Ready(_) => return Poll::Ready(Written::Failed),
-                Poll::Pending => break,
-            }
-        }
-        if written == bytes.len() && !flushed {
-            match Pin::new(&mut conn.stream).poll_flush(cx) {
-                Poll::Ready(Ok(())) => flushed = true,
-                Poll::Ready(Err(_)) => return Poll::Ready(Written::Failed),
-                Poll::Pending => {}
-            }
-        }
-        if flushed {
-            return Poll::Ready(Written::All);
-        }
-        conn.buf.reserve(READ_RESERVE);
-        match pin!(conn.stream.read_buf(&mut conn.buf)).poll(cx) {
-            Poll::Ready(_) => Poll::Ready(Written::Heard),
-            Poll::Pending => Poll::Pending,
-        }
-    });
-    tokio::time::timeout(timeout, turn)
-        .await
-        .unwrap_or(Written::Failed)
+    Ok(false)
 }
 
 /// How waiting for upstream bytes ended.
@@ -353,6 +312,17 @@ pub(super) enum UpstreamRead {
     TimedOut,
     /// Flushing waiting answers found the client gone.
     ClientGone,
+    /// The client closed its connection while the upstream was awaited.
+    ClientClosed,
+}
+
+/// What woke a wait for the upstream.
+enum Woke {
+    Upstream(std::io::Result<usize>),
+    /// The client sent more (pipelined requests).
+    Client,
+    ClientClosed,
+    Timer,
 }
 
 /// Why sending a request or reading its response head failed.

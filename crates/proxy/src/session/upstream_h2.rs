@@ -21,7 +21,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::warn;
 
 use super::{
-    persistence,
+    passable_trailers, persistence,
     send::{resend_after_refused, Sender},
     upstream_h1::outgoing,
     Failure, Next, Session,
@@ -30,11 +30,12 @@ use crate::{
     ids::{HostId, RouteId, UpstreamId},
     middleware::Outcome,
     telemetry::UpstreamError,
-    upstream::h2_pool::{self, send_data, StreamLease},
+    upstream::h2_pool::{self, send_data, StreamLease, UpstreamHead},
     wire::{
         fields::Fields,
         head::{self, Framing},
         http2,
+        interim::TooMany,
     },
 };
 
@@ -161,6 +162,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 head.framing != RequestFraming::Empty,
             ))
         };
+        let too_many = |this: &Self| {
+            this.upstream_failure(
+                upstream,
+                host,
+                UpstreamError::Broken,
+                TooMany::DETAIL,
+                head.framing != RequestFraming::Empty,
+            )
+        };
         let mut sender = match sender.ready().await {
             Ok(sender) => sender,
             Err(err) => return Err(refused_or(self, err, "the connection is closed")),
@@ -184,7 +194,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 self.body_abandoned = true;
                 Some(answered)
             }
-            None => self.wait(response, timeout).await,
+            None => {
+                self.wait_head(head, &mut response, timeout, &too_many)
+                    .await?
+            }
         };
         match response {
             Some(Ok(response)) => Ok(response),
@@ -200,6 +213,34 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 failure.status = StatusCode::GATEWAY_TIMEOUT;
                 self.sender(upstream).count_failure(host);
                 Err(StreamFailure::Failed(failure))
+            }
+        }
+    }
+
+    /// The final response head, the interim ones before it forwarded or
+    /// dropped (`wire::interim`); `None` when none came within `timeout`
+    /// (counted afresh after each interim answer).
+    async fn wait_head(
+        &mut self,
+        head: &Head,
+        response: &mut ResponseFuture,
+        timeout: Duration,
+        failed: &(dyn Fn(&Self) -> Failure + Sync),
+    ) -> Result<Option<Answered>, StreamFailure> {
+        loop {
+            let next = poll_fn(|cx| h2_pool::poll_head(response, cx));
+            match self.wait(next, timeout).await {
+                None => return Ok(None),
+                Some(Ok(UpstreamHead::Interim(interim))) => self
+                    .take_interim(
+                        head,
+                        interim.status(),
+                        Fields::Map(interim.headers()),
+                        failed,
+                    )
+                    .map_err(StreamFailure::Failed)?,
+                Some(Ok(UpstreamHead::Final(answered))) => return Ok(Some(Ok(answered))),
+                Some(Err(err)) => return Ok(Some(Err(err))),
             }
         }
     }
@@ -245,19 +286,22 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 true,
             )
         };
+        let too_many = |this: &Self| {
+            this.upstream_failure(upstream, host, UpstreamError::Broken, TooMany::DETAIL, true)
+        };
         if let RequestFraming::Length(len) = head.framing {
             let mut left = len;
             loop {
                 let take = left.min(self.conn.rbuf.len());
                 left -= take;
                 let data = self.conn.rbuf.split_to(take).freeze();
-                if send_data(send, data, left == 0).await.is_err() {
+                if send_data(send, data, left == 0, None).await.is_err() {
                     return Err(broken(self));
                 }
                 if left == 0 {
                     return Ok(None);
                 }
-                if let Some(answered) = self.more_body_or_answer(response).await? {
+                if let Some(answered) = self.more_body_or_answer(head, response, &too_many).await? {
                     return Ok(Some(answered));
                 }
             }
@@ -276,7 +320,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     ..Failure::new(rejection.status, rejection.detail)
                 })?;
             let _ = self.conn.rbuf.split_to(decoded.consumed);
-            if send_data(send, data.freeze(), decoded.done).await.is_err() {
+            if send_data(send, data.freeze(), decoded.done, None)
+                .await
+                .is_err()
+            {
                 return Err(broken(self));
             }
             if decoded.done {
@@ -289,21 +336,34 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     ..Failure::new(rejection.status, rejection.detail)
                 });
             }
-            if let Some(answered) = self.more_body_or_answer(response).await? {
+            if let Some(answered) = self.more_body_or_answer(head, response, &too_many).await? {
                 return Ok(Some(answered));
             }
         }
     }
 
-    /// Reads more of the request body, unless the upstream answers first.
+    /// Reads more of the request body, unless the upstream answers first
+    /// (its interim answers are taken as they come, and the body goes on).
     async fn more_body_or_answer(
         &mut self,
+        head: &Head,
         response: &mut ResponseFuture,
+        failed: &(dyn Fn(&Self) -> Failure + Sync),
     ) -> Result<Option<Answered>, Failure> {
-        tokio::select! {
-            biased;
-            answered = response => Ok(Some(answered)),
-            part = self.read_body_part() => part.map(|()| None),
+        loop {
+            let answered = tokio::select! {
+                biased;
+                answered = poll_fn(|cx| h2_pool::poll_head(response, cx)) => answered,
+                part = self.read_body_part() => return part.map(|()| None),
+            };
+            match answered {
+                Ok(UpstreamHead::Interim(interim)) => {
+                    let fields = Fields::Map(interim.headers());
+                    self.take_interim(head, interim.status(), fields, failed)?;
+                }
+                Ok(UpstreamHead::Final(answered)) => return Ok(Some(Ok(answered))),
+                Err(err) => return Ok(Some(Err(err))),
+            }
         }
     }
 
@@ -401,6 +461,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 None => return self.body_broke(upstream, "timed out"),
                 Some(Err(err)) => return self.body_broke(upstream, &err.to_string()),
             };
+            let edits = Some(&self.exchange.response_headers).filter(|e| !e.is_empty());
+            let trailers = passable_trailers(trailers, edits, self.worker.metrics());
             encode_last_chunk(
                 &mut self.conn.wbuf,
                 trailers

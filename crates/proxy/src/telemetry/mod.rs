@@ -27,6 +27,10 @@ use crate::{
     wire::normalize::Refusal,
 };
 
+mod events;
+pub(crate) use events::Event;
+use events::EventCells;
+
 /// Upper bounds of the upstream latency buckets, in seconds.
 const BUCKETS: [f64; 14] = [
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
@@ -132,6 +136,7 @@ pub(crate) struct Shard {
     upgrades_removed: AtomicU64,
     /// Requests whose path or method override fields were removed.
     overrides_removed: AtomicU64,
+    events: EventCells,
 }
 
 /// Why an upstream exchange failed, for `sluice_upstream_errors_total`.
@@ -159,6 +164,7 @@ impl Metrics {
                 refused: Default::default(),
                 upgrades_removed: AtomicU64::new(0),
                 overrides_removed: AtomicU64::new(0),
+                events: Default::default(),
             })
             .collect();
         let metrics = Self {
@@ -329,6 +335,7 @@ impl Metrics {
             "# HELP sluice_h2_connection_errors_total HTTP/2 client connections closed for a protocol error or flood (GOAWAY).\n# TYPE sluice_h2_connection_errors_total counter\nsluice_h2_connection_errors_total {}",
             sum(&|s| s.h2_connection_errors.load(Relaxed))
         );
+        events::render(&mut out, self.shards.iter().map(|s| &s.events));
         out.push_str("# HELP sluice_config_reloads_total Configuration reloads, by result (error: the configuration in use stayed).\n# TYPE sluice_config_reloads_total counter\n");
         for (i, result) in ["success", "error"].iter().enumerate() {
             let n = self.reloads[i].load(Relaxed);
@@ -431,6 +438,10 @@ impl Shard {
 
     pub(crate) fn h2_connection_error(&self) {
         self.h2_connection_errors.fetch_add(1, Relaxed);
+    }
+
+    pub(crate) fn event(&self, event: Event) {
+        self.events[event as usize].fetch_add(1, Relaxed);
     }
 
     pub(crate) fn pool_idle(&self, upstream: UpstreamId, delta: i64) {

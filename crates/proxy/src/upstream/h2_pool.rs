@@ -12,6 +12,8 @@ use std::{
         atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed},
         Arc, Mutex,
     },
+    task::Poll,
+    time::Duration,
 };
 
 use bytes::Bytes;
@@ -199,34 +201,89 @@ async fn open(
 }
 
 /// Why sending data on a stream stopped.
-#[derive(Debug)]
-pub(crate) struct StreamBroken;
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StreamBroken {
+    /// The stream was reset or its connection closed.
+    Closed,
+    /// The peer granted no window for `within` (a client that stopped reading).
+    TimedOut,
+}
 
 /// Sends `data` as the peer's flow-control window allows, never buffering
-/// more than the window (so a large body costs no memory here).
+/// more than the window (so a large body costs no memory here). With
+/// `within`, a peer that grants no window for that long fails the send
+/// (the timer is armed only when a send has to wait).
 pub(crate) async fn send_data(
     send: &mut SendStream<Bytes>,
     mut data: Bytes,
     end: bool,
+    within: Option<Duration>,
 ) -> Result<(), StreamBroken> {
     let mut ended = false;
     while !data.is_empty() {
         send.reserve_capacity(data.len());
-        let granted = match poll_fn(|cx| send.poll_capacity(cx)).await {
+        let granted = match capacity(send, within).await? {
             Some(Ok(granted)) => granted,
-            Some(Err(_)) | None => return Err(StreamBroken),
+            Some(Err(_)) | None => return Err(StreamBroken::Closed),
         };
         if granted == 0 {
             continue;
         }
         let chunk = data.split_to(granted.min(data.len()));
         ended = end && data.is_empty();
-        send.send_data(chunk, ended).map_err(|_| StreamBroken)?;
+        send.send_data(chunk, ended)
+            .map_err(|_| StreamBroken::Closed)?;
     }
     if end && !ended {
         // No data was left to carry the end flag.
         send.send_data(Bytes::new(), true)
-            .map_err(|_| StreamBroken)?;
+            .map_err(|_| StreamBroken::Closed)?;
     }
     Ok(())
+}
+
+/// The window the peer grants next, waiting at most `within` for it.
+async fn capacity(
+    send: &mut SendStream<Bytes>,
+    within: Option<Duration>,
+) -> Result<Option<Result<usize, h2::Error>>, StreamBroken> {
+    if let Poll::Ready(granted) = poll_fn(|cx| Poll::Ready(send.poll_capacity(cx))).await {
+        return Ok(granted);
+    }
+    let granted = poll_fn(|cx| send.poll_capacity(cx));
+    match within {
+        None => Ok(granted.await),
+        Some(within) => tokio::time::timeout(within, granted)
+            .await
+            .map_err(|_| StreamBroken::TimedOut),
+    }
+}
+
+/// A response head from an HTTP/2 upstream: an interim (1xx) one, or the
+/// final one with its body.
+pub(crate) enum UpstreamHead {
+    Interim(http::Response<()>),
+    Final(http::Response<h2::RecvStream>),
+}
+
+/// The next head of a stream's answer: its interim answers first, in
+/// order, then the final one (polling the response alone would skip the
+/// interim ones). `101` is not an HTTP/2 answer (RFC 9113 8.6): an error.
+pub(crate) fn poll_head(
+    response: &mut h2::client::ResponseFuture,
+    cx: &mut std::task::Context<'_>,
+) -> std::task::Poll<Result<UpstreamHead, h2::Error>> {
+    use std::{future::Future, pin::Pin};
+    match response.poll_informational(cx) {
+        Poll::Ready(Some(Ok(interim)))
+            if interim.status() == http::StatusCode::SWITCHING_PROTOCOLS =>
+        {
+            Poll::Ready(Err(h2::Error::from(h2::Reason::PROTOCOL_ERROR)))
+        }
+        Poll::Ready(Some(Ok(interim))) => Poll::Ready(Ok(UpstreamHead::Interim(interim))),
+        Poll::Ready(Some(Err(err))) => Poll::Ready(Err(err)),
+        Poll::Ready(None) | Poll::Pending => Pin::new(response)
+            .poll(cx)
+            .map(|answered| answered.map(UpstreamHead::Final)),
+    }
 }

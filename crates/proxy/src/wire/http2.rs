@@ -158,6 +158,13 @@ fn upstream_uri(
         .ok()
 }
 
+/// Whether a field value starts or ends with whitespace: HTTP/2 makes a
+/// message carrying one malformed (RFC 9113 8.2.1), since an HTTP/1.1
+/// hop would strip or keep it depending on the parser.
+pub(crate) fn padded(value: &[u8]) -> bool {
+    matches!(value.first(), Some(b' ' | b'\t')) || matches!(value.last(), Some(b' ' | b'\t'))
+}
+
 /// The response for an HTTP/2 client: the upstream's fields under the
 /// rules, `Content-Length` kept when the body's length is known.
 pub(crate) fn client_response(
@@ -225,6 +232,16 @@ mod tests {
     use http::Method;
 
     use super::*;
+
+    #[test]
+    fn values_with_leading_or_trailing_whitespace_are_padded() {
+        for value in [&b" a"[..], b"a ", b"\ta", b"a\t", b" ", b"\t"] {
+            assert!(padded(value), "{value:?}");
+        }
+        for value in [&b"a"[..], b"a b", b"a\tb", b""] {
+            assert!(!padded(value), "{value:?}");
+        }
+    }
 
     #[test]
     fn the_same_rules_in_http2_form() {

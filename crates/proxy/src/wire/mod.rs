@@ -9,4 +9,6 @@ pub(crate) mod edits;
 pub(crate) mod fields;
 pub(crate) mod head;
 pub(crate) mod http2;
+pub(crate) mod interim;
 pub mod normalize;
+pub(crate) mod trailers;

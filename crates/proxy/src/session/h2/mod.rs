@@ -7,11 +7,14 @@
 //! response bodies flow at the same time, so bidirectional streams
 //! (gRPC) interleave and an early answer reaches the client.
 
+mod client_side;
 mod pump_h1;
 mod to_h1;
 mod to_h2;
 
-use std::sync::Arc;
+use client_side::{unless_reset, TrailerRules};
+
+use std::{future::Future, sync::Arc};
 
 use bytes::{Bytes, BytesMut};
 use h2::{server::SendResponse, RecvStream, SendStream};
@@ -20,16 +23,20 @@ use http1::Problem;
 
 use super::{
     admit::{self, Admission},
-    ClientOrigin, Failure, Worker,
+    ClientOrigin, Failure, Worker, CLIENT_CLOSED,
 };
 use crate::{
+    config::TrailerPolicy,
     ids::RouteId,
     middleware::{Answer, Chain, Exchange, Outcome, RequestView},
     plan::Snapshot,
+    telemetry::Event,
     wire::{
         edits::HeaderEdits,
         fields::Fields,
         head::{Framing, Outgoing, RequestContext},
+        http2,
+        interim::{ClientVersion, Interim, InterimAnswers, TooMany},
         normalize::{self, Refusal},
     },
 };
@@ -62,17 +69,23 @@ pub(super) struct Stream {
     chain: Option<Arc<Chain>>,
     pub exchange: Exchange,
     pub outcome: Outcome,
+    /// This stream's interim (1xx) answers so far.
+    interim: InterimAnswers,
+    /// The client reset the stream before its response was complete.
+    pub reset: bool,
 }
 
 /// Serves one stream until its response has gone out (or failed), on
-/// `plan`, the connection's plan when the stream opened.
+/// `plan`, the connection's plan when the stream opened. True when the
+/// client reset the stream before its response was complete (its
+/// upstream exchange was cancelled then): the connection counts those.
 pub(crate) async fn serve_stream(
     request: Request<RecvStream>,
     respond: SendResponse<Bytes>,
     origin: ClientOrigin,
     worker: Arc<Worker>,
     plan: Arc<Snapshot>,
-) {
+) -> bool {
     let mut stream = Stream {
         worker,
         plan,
@@ -86,19 +99,31 @@ pub(crate) async fn serve_stream(
             upstream: None,
             body_bytes: 0,
         },
+        interim: InterimAnswers::default(),
+        reset: false,
     };
     let (parts, body) = request.into_parts();
     // Boxed: the task's future stays a few hundred bytes, and the task
     // machinery moves it (spawn, each change of stage) without copying
     // the exchange's large state.
     if let Err(failure) = Box::pin(stream.exchange_with(&parts, body)).await {
-        stream.answer_failure(failure);
+        if !stream.reset {
+            stream.answer_failure(failure);
+        }
+    }
+    if stream.reset {
+        stream.worker.metrics().event(Event::StreamReset);
+        if stream.respond.is_some() {
+            // No head went out: logged as nginx does.
+            stream.outcome.status = CLIENT_CLOSED;
+        }
     }
     let status = stream.outcome.status;
     stream.count(status);
     if let Some(chain) = stream.chain.take() {
         chain.done(&mut stream.exchange, &stream.outcome);
     }
+    stream.reset
 }
 
 /// An HTTP/2 request as normalisation reads it. CONNECT (authority-form)
@@ -106,6 +131,9 @@ pub(crate) async fn serve_stream(
 fn raw_h2(parts: &Parts, secure: bool) -> Result<normalize::Raw<'_>, Refusal> {
     if parts.method == Method::CONNECT {
         return Err(Refusal::TargetForm);
+    }
+    if parts.headers.values().any(|v| http2::padded(v.as_bytes())) {
+        return Err(Refusal::Malformed);
     }
     let host = match host_of(parts) {
         Some(host) => Some(std::str::from_utf8(host).map_err(|_| Refusal::Host)?),
@@ -256,6 +284,13 @@ impl Stream {
         }
     }
 
+    /// Where the route sends the client's request trailers.
+    fn request_trailers(&self) -> TrailerPolicy {
+        self.route.map_or(TrailerPolicy::Auto, |route| {
+            self.plan.route(route).request_trailers
+        })
+    }
+
     /// The chain's edits to the request head, if it made any.
     fn take_request_edits(&mut self) -> Option<HeaderEdits> {
         self.chain.as_ref()?;
@@ -270,6 +305,38 @@ impl Stream {
             return None;
         }
         Some(std::mem::take(&mut self.exchange.response_headers))
+    }
+
+    /// An interim answer from the upstream (either protocol), sent on as
+    /// a non-final HEADERS frame or dropped, as `wire::interim` says.
+    pub(super) fn interim(
+        &mut self,
+        status: StatusCode,
+        fields: Fields<'_>,
+    ) -> Result<(), TooMany> {
+        if self.interim.classify(status, ClientVersion::Http2)? == Interim::Forward {
+            if let Some(respond) = self.respond.as_mut() {
+                let _ =
+                    respond.send_informational(http2::client_response(status, fields, false, None));
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `work` unless the client resets the stream first: then `work`
+    /// is dropped at once (with it the upstream connection, closed, or
+    /// the upstream stream, reset) and the answer is [`Stream::cancelled`].
+    pub(super) async fn unless_reset<F: Future>(&mut self, work: F) -> Result<F::Output, Failure> {
+        match unless_reset(&mut self.respond, work).await {
+            Some(done) => Ok(done),
+            None => Err(self.cancelled()),
+        }
+    }
+
+    /// The client reset its stream: nothing more goes to it.
+    pub(super) fn cancelled(&mut self) -> Failure {
+        self.reset = true;
+        Failure::new(CLIENT_CLOSED, "the client reset the stream")
     }
 
     /// Sends the response head; the stream for its body unless `end`.

@@ -16,6 +16,7 @@ use http::HeaderMap;
 use http1::chunked::{encode_chunk, encode_last_chunk};
 use tokio::io::{AsyncReadExt, AsyncWrite};
 
+use super::TrailerRules;
 use crate::{
     session::READ_RESERVE,
     upstream::pool::{UpstreamConn, UpstreamStream},
@@ -59,11 +60,19 @@ pub(super) struct BodyPump<'a> {
     data_ended: bool,
     /// The whole body was framed (the rest of `out` still goes out).
     ended: bool,
+    /// What becomes of the client's trailers.
+    trailer_rules: TrailerRules<'a>,
 }
 
 impl<'a> BodyPump<'a> {
-    pub(super) fn new(client: Option<&'a mut RecvStream>, chunked: bool, max_body: usize) -> Self {
+    pub(super) fn new(
+        client: Option<&'a mut RecvStream>,
+        chunked: bool,
+        max_body: usize,
+        trailer_rules: TrailerRules<'a>,
+    ) -> Self {
         Self {
+            trailer_rules,
             ended: client.is_none(),
             client,
             chunked,
@@ -113,7 +122,9 @@ impl<'a> BodyPump<'a> {
                 Turn::Data(None) if self.chunked => self.data_ended = true,
                 Turn::Data(None) => self.end(),
                 Turn::Trailers(Ok(trailers)) => {
-                    let trailers = trailers.unwrap_or_default();
+                    let trailers = trailers
+                        .and_then(|trailers| self.trailer_rules.passable(trailers))
+                        .unwrap_or_default();
                     let fields = trailers
                         .iter()
                         .map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes()));

@@ -12,22 +12,29 @@ use std::{sync::Arc, time::Instant};
 
 use super::{
     pump_h1::{BodyPump, PumpStop},
-    to_h2::without_framing,
-    RequestBody, Stream,
+    unless_reset, RequestBody, Stream, TrailerRules,
 };
 use crate::{
+    config::TrailerPolicy,
     ids::{HostId, UpstreamId},
     middleware::Outcome,
     session::{
+        passable_trailers,
         send::{is_idempotent, replay_after_stale, Sender},
         Failure, UPSTREAM_LIMITS,
     },
-    telemetry::UpstreamError,
-    upstream::{h2_pool::send_data, pool::UpstreamConn, retry::Attempt},
+    telemetry::{Event, Shard, UpstreamError},
+    upstream::{
+        h2_pool::{send_data, StreamBroken},
+        pool::UpstreamConn,
+        retry::Attempt,
+    },
     wire::{
+        edits::HeaderEdits,
         fields::Fields,
         head::{self, Framing, Outgoing, RequestContext},
         http2,
+        interim::TooMany,
     },
 };
 use bytes::{Buf, Bytes, BytesMut};
@@ -69,7 +76,8 @@ pub(super) async fn forward(
     let mut attempts = 0;
     let mut host = sender.pick(outgoing).await?;
     let (mut conn, (response, fields), mut pump) = loop {
-        let mut conn = match sender.connection(host, fresh_only, Instant::now()).await {
+        let connected = sender.connection(host, fresh_only, Instant::now());
+        let mut conn = match stream.unless_reset(connected).await? {
             Ok(conn) => conn,
             Err(failure) => {
                 host = sender.after_failure(host, &mut attempts, failure).await?;
@@ -77,7 +85,10 @@ pub(super) async fn forward(
             }
         };
         let sent_at = Instant::now();
-        if !write_bounded(&mut conn.stream, &request, timeout).await {
+        let written = write_bounded(&mut conn.stream, &request, timeout);
+        if !stream.unless_reset(written).await.inspect_err(|_| {
+            worker.metrics().upstream_open(upstream, -1);
+        })? {
             worker.metrics().upstream_open(upstream, -1);
             if conn.reused && replay_after_stale(outgoing.method, replayable, fresh_only) {
                 fresh_only = true;
@@ -90,8 +101,36 @@ pub(super) async fn forward(
             (host, fresh_only) = retry_reset(&sender, host, &mut attempts, safe, failure).await?;
             continue;
         }
-        let mut pump = BodyPump::new(client.as_mut(), chunked, max_body);
-        match read_head(&mut conn, &mut pump, head_request, timeout).await {
+        let trailer_rules = TrailerRules {
+            // A chunked body can carry them; one sent with its length cannot.
+            forward: chunked && stream.request_trailers() == TrailerPolicy::Forward,
+            edits: context.edits,
+            metrics: worker.metrics(),
+        };
+        let mut pump = BodyPump::new(client.as_mut(), chunked, max_body, trailer_rules);
+        let deadline = tokio::time::Instant::now() + timeout;
+        let read = loop {
+            let read = read_head(&mut conn, &mut pump, head_request, deadline);
+            let read = stream.unless_reset(read).await.inspect_err(|_| {
+                worker.metrics().upstream_open(upstream, -1);
+            })?;
+            match read {
+                Ok(Parsed::Interim(interim, fields)) => {
+                    let fields = Fields::H1 {
+                        buf: &conn.buf,
+                        fields: &fields,
+                    };
+                    if stream.interim(interim.status, fields).is_err() {
+                        worker.metrics().event(Event::InterimFlood);
+                        break Err(HeadError::Broken(TooMany::DETAIL.into()));
+                    }
+                    conn.buf.advance(interim.len);
+                }
+                Ok(Parsed::Final(response, fields)) => break Ok((response, fields)),
+                Err(err) => break Err(err),
+            }
+        };
+        match read {
             Ok(response) => {
                 let status = response.0.status;
                 sender.answered(host, sent_at, status);
@@ -180,7 +219,11 @@ pub(super) async fn forward(
     let relayed = if end {
         Ok(0)
     } else {
-        relay_body(&mut conn, &mut pump, framing, send, timeout).await
+        let send_timeout = plan.send_timeout;
+        let edits = Some(&stream.exchange.response_headers).filter(|e| !e.is_empty());
+        let trailer_rules = (edits, worker.metrics());
+        let timeouts = (timeout, send_timeout);
+        relay_body(&mut conn, &mut pump, framing, send, timeouts, trailer_rules).await
     };
     match relayed {
         Ok(bytes) => {
@@ -194,12 +237,18 @@ pub(super) async fn forward(
                 worker.metrics().upstream_open(upstream, -1);
             }
         }
-        Err(what) => {
+        Err(stop) => {
             worker.metrics().upstream_open(upstream, -1);
-            worker
-                .metrics()
-                .upstream_error(upstream, UpstreamError::Broken);
-            tracing::warn!(upstream = %config.name, host = %config.host_name(host), "the upstream broke off a response body: {what}");
+            match stop {
+                RelayStop::Client => stream.reset = true,
+                RelayStop::SendTimedOut => worker.metrics().event(Event::SendTimeout),
+                RelayStop::Upstream(what) => {
+                    worker
+                        .metrics()
+                        .upstream_error(upstream, UpstreamError::Broken);
+                    tracing::warn!(upstream = %config.name, host = %config.host_name(host), "the upstream broke off a response body: {what}");
+                }
+            }
         }
     }
     Ok(())
@@ -232,14 +281,20 @@ enum HeadError {
     Broken(String),
 }
 
-/// Reads the response head while the pump sends the client's body.
+/// A response head read from the upstream.
+enum Parsed {
+    /// An interim (1xx) one, still at the front of the buffer.
+    Interim(ResponseHead, Vec<http1::Field>),
+    Final(ResponseHead, Vec<http1::Field>),
+}
+
+/// Reads the next response head while the pump sends the client's body.
 async fn read_head(
     conn: &mut UpstreamConn,
     pump: &mut BodyPump<'_>,
     head_request: bool,
-    timeout: std::time::Duration,
-) -> Result<(ResponseHead, Vec<http1::Field>), HeadError> {
-    let deadline = tokio::time::Instant::now() + timeout;
+    deadline: tokio::time::Instant,
+) -> Result<Parsed, HeadError> {
     loop {
         let mut fields = Vec::new();
         match http1::parse_response_head(
@@ -248,11 +303,13 @@ async fn read_head(
             head_request,
             &mut fields,
         ) {
-            Ok(Some(head)) if head.status == StatusCode::CONTINUE => {
-                conn.buf.advance(head.len);
-                continue;
+            Ok(Some(head))
+                if head.status.is_informational()
+                    && head.status != StatusCode::SWITCHING_PROTOCOLS =>
+            {
+                return Ok(Parsed::Interim(head, fields))
             }
-            Ok(Some(head)) => return Ok((head, fields)),
+            Ok(Some(head)) => return Ok(Parsed::Final(head, fields)),
             Ok(None) => {}
             Err(rejection) => return Err(HeadError::Broken(rejection.detail)),
         }
@@ -286,6 +343,17 @@ async fn read_head(
     }
 }
 
+/// Why relaying a response body stopped early.
+pub(super) enum RelayStop {
+    /// The client reset its stream.
+    Client,
+    /// The client granted no window for `limits.send_timeout`: its
+    /// stream is reset.
+    SendTimedOut,
+    /// The upstream broke off, or the request body failed meanwhile.
+    Upstream(String),
+}
+
 /// Relays an HTTP/1.1 response body as DATA frames; chunked trailers
 /// become HTTP/2 trailers. The bytes relayed, or why it broke off.
 async fn relay_body(
@@ -293,8 +361,9 @@ async fn relay_body(
     pump: &mut BodyPump<'_>,
     framing: BodyFraming,
     mut send: SendStream<Bytes>,
-    timeout: std::time::Duration,
-) -> Result<u64, String> {
+    (timeout, send_timeout): (std::time::Duration, std::time::Duration),
+    (edits, metrics): (Option<&HeaderEdits>, &Shard),
+) -> Result<u64, RelayStop> {
     let mut left = match framing {
         BodyFraming::Length(n) => n,
         _ => u64::MAX,
@@ -318,7 +387,7 @@ async fn relay_body(
                         }
                     }
                 })
-                .map_err(|rejection| rejection.detail)?;
+                .map_err(|rejection| RelayStop::Upstream(rejection.detail))?;
             conn.buf.advance(decoded.consumed);
             (data.freeze(), decoded.done)
         } else {
@@ -330,18 +399,22 @@ async fn relay_body(
         };
         relayed += data.len() as u64;
         let last = done && trailers.is_empty();
-        if (!data.is_empty() || last) && send_data(&mut send, data, last).await.is_err() {
-            return Err("the client went away".into());
+        if !data.is_empty() || last {
+            sent(&mut send, data, last, send_timeout).await?;
         }
         if done {
             if !trailers.is_empty() {
-                let _ = send.send_trailers(without_framing(trailers));
+                let _ = send.send_trailers(passable_trailers(trailers, edits, metrics));
             }
             return Ok(relayed);
         }
-        let broke = match pump.read(conn, tokio::time::Instant::now() + timeout).await {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let Some(read) = unless_reset(&mut send, pump.read(conn, deadline)).await else {
+            return Err(RelayStop::Client);
+        };
+        let broke = match read {
             Ok(0) if framing == BodyFraming::UntilClose => {
-                let _ = send_data(&mut send, Bytes::new(), true).await;
+                sent(&mut send, Bytes::new(), true, send_timeout).await?;
                 return Ok(relayed);
             }
             Ok(0) => "the upstream closed the connection mid-body".to_string(),
@@ -352,6 +425,23 @@ async fn relay_body(
             Err(PumpStop::Client) => "the client broke off its request body".into(),
         };
         send.send_reset(Reason::INTERNAL_ERROR);
-        return Err(broke);
+        return Err(RelayStop::Upstream(broke));
+    }
+}
+
+/// Sends response body bytes to the client within `send_timeout`.
+pub(super) async fn sent(
+    send: &mut SendStream<Bytes>,
+    data: Bytes,
+    last: bool,
+    send_timeout: std::time::Duration,
+) -> Result<(), RelayStop> {
+    match send_data(send, data, last, Some(send_timeout)).await {
+        Ok(()) => Ok(()),
+        Err(StreamBroken::Closed) => Err(RelayStop::Client),
+        Err(StreamBroken::TimedOut) => {
+            send.send_reset(Reason::CANCEL);
+            Err(RelayStop::SendTimedOut)
+        }
     }
 }

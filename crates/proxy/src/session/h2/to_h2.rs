@@ -7,20 +7,28 @@ use std::{future::poll_fn, sync::Arc, time::Instant};
 
 use bytes::Bytes;
 use h2::{client::ResponseFuture, Reason, RecvStream, SendStream};
-use http::{header, HeaderMap, Request, StatusCode, Uri};
+use http::{Request, StatusCode, Uri};
 
-use super::{RequestBody, Stream};
+use super::{
+    to_h1::{sent, RelayStop},
+    unless_reset, RequestBody, Stream, TrailerRules,
+};
 use crate::{
+    config::TrailerPolicy,
     ids::{HostId, UpstreamId},
     session::{
+        passable_trailers,
         send::{resend_after_refused, Sender},
         Failure,
     },
-    telemetry::UpstreamError,
-    upstream::h2_pool::{self, send_data, Counted},
+    telemetry::{Event, Shard, UpstreamError},
+    upstream::h2_pool::{self, send_data, Counted, UpstreamHead},
     wire::{
+        edits::HeaderEdits,
+        fields::Fields,
         head::{Outgoing, RequestContext},
         http2,
+        interim::TooMany,
     },
 };
 
@@ -78,16 +86,15 @@ pub(super) async fn forward(
     let mut host = sender.pick(outgoing).await?;
     let mut attempts = 0;
     let (response, upstream_body, lease, sent_at) = loop {
-        let (send, lease) = match h2_pool::stream(
+        let taken = h2_pool::stream(
             &worker.h2_pool,
             config,
             upstream,
             host,
             max_header_list,
             &counted,
-        )
-        .await
-        {
+        );
+        let (send, lease) = match stream.unless_reset(taken).await? {
             Ok(found) => found,
             Err(err) => {
                 let failure = sender.connect_failure(host, err);
@@ -99,7 +106,7 @@ pub(super) async fn forward(
             Some(built) => built,
             None => build()?,
         };
-        match open(send, this, empty).await {
+        match stream.unless_reset(open(send, this, empty)).await? {
             Ok((response, body)) => break (response, body, lease, Instant::now()),
             Err(err)
                 if refused(&err) && resend_after_refused(attempts, config.retries, in_hand) =>
@@ -117,7 +124,12 @@ pub(super) async fn forward(
         }
     };
     let timeout = config.timeouts.request;
-    let pump = pump(body, upstream_body, max_body);
+    let trailer_rules = TrailerRules {
+        forward: stream.request_trailers() != TrailerPolicy::Drop,
+        edits: context.edits,
+        metrics: worker.metrics(),
+    };
+    let pump = pump(body, upstream_body, max_body, trailer_rules);
     let relay = relay(stream, &sender, host, response, sent_at, timeout);
     tokio::pin!(pump, relay);
     let mut pumped = false;
@@ -158,16 +170,19 @@ fn refused(err: &h2::Error) -> bool {
 
 /// Sends the request body upstream: the held bytes, or the client's DATA
 /// frames as they come (their flow-control credit returned to the client
-/// only once the upstream took them), then the client's trailers.
+/// only once the upstream took them), then the client's trailers as the
+/// route's `request_trailers` and the trailer rules allow.
 pub(super) async fn pump(
     body: RequestBody,
     mut upstream: SendStream<Bytes>,
     max_body: usize,
+    trailer_rules: TrailerRules<'_>,
 ) -> Result<(), PumpError> {
     let mut client = match body {
         RequestBody::Empty => return Ok(()),
         RequestBody::Held(bytes, trailers) => {
-            send_data(&mut upstream, bytes, trailers.is_none())
+            let trailers = trailers.and_then(|t| trailer_rules.passable(t));
+            send_data(&mut upstream, bytes, trailers.is_none(), None)
                 .await
                 .map_err(|_| PumpError::Upstream)?;
             return match trailers {
@@ -192,7 +207,7 @@ pub(super) async fn pump(
             return Err(PumpError::TooLarge);
         }
         let last = client.is_end_stream();
-        send_data(&mut upstream, data, last)
+        send_data(&mut upstream, data, last, None)
             .await
             .map_err(|_| PumpError::Upstream)?;
         let _ = client.flow_control().release_capacity(len);
@@ -201,10 +216,15 @@ pub(super) async fn pump(
         }
     }
     match client.trailers().await {
-        Ok(Some(trailers)) => upstream
-            .send_trailers(trailers)
-            .map_err(|_| PumpError::Upstream),
-        Ok(None) => send_data(&mut upstream, Bytes::new(), true)
+        Ok(Some(trailers)) => match trailer_rules.passable(trailers) {
+            Some(trailers) => upstream
+                .send_trailers(trailers)
+                .map_err(|_| PumpError::Upstream),
+            None => send_data(&mut upstream, Bytes::new(), true, None)
+                .await
+                .map_err(|_| PumpError::Upstream),
+        },
+        Ok(None) => send_data(&mut upstream, Bytes::new(), true, None)
             .await
             .map_err(|_| PumpError::Upstream),
         Err(_) => {
@@ -214,24 +234,38 @@ pub(super) async fn pump(
     }
 }
 
-/// Waits for the response head, then relays the response to the client.
+/// Waits for the response head (sending interim answers on), then
+/// relays the response to the client.
 async fn relay(
     stream: &mut Stream,
     sender: &Sender<'_>,
     host: HostId,
-    response: ResponseFuture,
+    mut response: ResponseFuture,
     sent_at: Instant,
     timeout: std::time::Duration,
 ) -> Result<(), Failure> {
-    let response = match tokio::time::timeout(timeout, response).await {
-        Ok(Ok(response)) => response,
-        Ok(Err(err)) => {
-            return Err(sender.broken(host, &format!("the stream failed: {err}"), false));
+    let response = loop {
+        let next = poll_fn(|cx| h2_pool::poll_head(&mut response, cx));
+        match stream
+            .unless_reset(tokio::time::timeout(timeout, next))
+            .await?
+        {
+            Ok(Ok(UpstreamHead::Interim(interim))) => {
+                let fields = Fields::Map(interim.headers());
+                if stream.interim(interim.status(), fields).is_err() {
+                    sender.worker.metrics().event(Event::InterimFlood);
+                    return Err(sender.broken(host, TooMany::DETAIL, false));
+                }
+            }
+            Ok(Ok(UpstreamHead::Final(response))) => break response,
+            Ok(Err(err)) => {
+                return Err(sender.broken(host, &format!("the stream failed: {err}"), false));
+            }
+            Err(_) => return Err(sender.timed_out(host, timeout)),
         }
-        Err(_) => return Err(sender.timed_out(host, timeout)),
     };
     sender.answered(host, sent_at, response.status());
-    sender.learn_cookies(host, crate::wire::fields::Fields::Map(response.headers()));
+    sender.learn_cookies(host, Fields::Map(response.headers()));
     let (parts, body) = response.into_parts();
     let status = parts.status;
     stream.outcome = crate::middleware::Outcome {
@@ -253,88 +287,75 @@ async fn relay(
     if end {
         return Ok(());
     }
-    let relayed = relay_body(body, send, timeout).await;
-    stream.outcome.body_bytes = relayed.bytes;
-    if let Some(what) = relayed.broken {
-        sender
-            .worker
-            .metrics()
-            .upstream_error(sender.upstream, UpstreamError::Broken);
-        tracing::debug!(upstream = %sender.plan.upstream(sender.upstream).name, %what, "an HTTP/2 response body broke off");
+    let send_timeout = stream.plan.send_timeout;
+    let edits = Some(&stream.exchange.response_headers).filter(|e| !e.is_empty());
+    let trailer_rules = (edits, sender.worker.metrics());
+    let (bytes, stopped) = relay_body(body, send, timeout, send_timeout, trailer_rules).await;
+    stream.outcome.body_bytes = bytes;
+    match stopped {
+        None => {}
+        Some(RelayStop::Client) => stream.reset = true,
+        Some(RelayStop::SendTimedOut) => sender.worker.metrics().event(Event::SendTimeout),
+        Some(RelayStop::Upstream(what)) => {
+            sender
+                .worker
+                .metrics()
+                .upstream_error(sender.upstream, UpstreamError::Broken);
+            tracing::debug!(upstream = %sender.plan.upstream(sender.upstream).name, %what, "an HTTP/2 response body broke off");
+        }
     }
     Ok(())
 }
 
-/// How relaying a body went.
-pub(super) struct Relayed {
-    pub bytes: u64,
-    /// Why it broke off, if it did (the client's stream was reset).
-    pub broken: Option<String>,
-}
-
-/// Relays DATA frames and trailers from the upstream to the client.
+/// Relays DATA frames and trailers from the upstream to the client: the
+/// bytes relayed, and why it stopped early if it did.
 async fn relay_body(
     mut body: RecvStream,
     mut client: SendStream<Bytes>,
     timeout: std::time::Duration,
-) -> Relayed {
+    send_timeout: std::time::Duration,
+    (edits, metrics): (Option<&HeaderEdits>, &Shard),
+) -> (u64, Option<RelayStop>) {
     let mut bytes = 0;
     let broke = |client: &mut SendStream<Bytes>, bytes, what: String| {
         client.send_reset(Reason::INTERNAL_ERROR);
-        Relayed {
-            bytes,
-            broken: Some(what),
-        }
+        (bytes, Some(RelayStop::Upstream(what)))
     };
     loop {
-        let next = tokio::time::timeout(timeout, poll_fn(|cx| body.poll_data(cx))).await;
-        let data = match next {
-            Err(_) => return broke(&mut client, bytes, "timed out".into()),
-            Ok(None) => break,
-            Ok(Some(Err(err))) => return broke(&mut client, bytes, err.to_string()),
-            Ok(Some(Ok(data))) => data,
+        let next = tokio::time::timeout(timeout, poll_fn(|cx| body.poll_data(cx)));
+        let data = match unless_reset(&mut client, next).await {
+            None => return (bytes, Some(RelayStop::Client)),
+            Some(Err(_)) => return broke(&mut client, bytes, "timed out".into()),
+            Some(Ok(None)) => break,
+            Some(Ok(Some(Err(err)))) => return broke(&mut client, bytes, err.to_string()),
+            Some(Ok(Some(Ok(data)))) => data,
         };
         let len = data.len();
         bytes += len as u64;
         // The upstream's last frame ends the client's stream too: one
         // frame, not the data and then an empty one.
         let last = body.is_end_stream();
-        if send_data(&mut client, data, last).await.is_err() {
-            // The client went away: nothing more to send it.
-            return Relayed {
-                bytes,
-                broken: None,
-            };
+        if let Err(stop) = sent(&mut client, data, last, send_timeout).await {
+            return (bytes, Some(stop));
         }
         let _ = body.flow_control().release_capacity(len);
         if last {
-            return Relayed {
-                bytes,
-                broken: None,
-            };
+            return (bytes, None);
         }
     }
-    let trailers = tokio::time::timeout(timeout, poll_fn(|cx| body.poll_trailers(cx))).await;
-    match trailers {
-        Ok(Ok(Some(trailers))) => {
-            let _ = client.send_trailers(without_framing(trailers));
+    let trailers = tokio::time::timeout(timeout, poll_fn(|cx| body.poll_trailers(cx)));
+    match unless_reset(&mut client, trailers).await {
+        None => return (bytes, Some(RelayStop::Client)),
+        Some(Ok(Ok(Some(trailers)))) => {
+            let _ = client.send_trailers(passable_trailers(trailers, edits, metrics));
         }
-        Ok(Ok(None)) => {
-            let _ = send_data(&mut client, Bytes::new(), true).await;
+        Some(Ok(Ok(None))) => {
+            if let Err(stop) = sent(&mut client, Bytes::new(), true, send_timeout).await {
+                return (bytes, Some(stop));
+            }
         }
-        Ok(Err(err)) => return broke(&mut client, bytes, err.to_string()),
-        Err(_) => return broke(&mut client, bytes, "timed out".into()),
+        Some(Ok(Err(err))) => return broke(&mut client, bytes, err.to_string()),
+        Some(Err(_)) => return broke(&mut client, bytes, "timed out".into()),
     }
-    Relayed {
-        bytes,
-        broken: None,
-    }
-}
-
-/// Trailers may not carry framing or routing fields (RFC 9110 6.5.1).
-pub(super) fn without_framing(mut trailers: HeaderMap) -> HeaderMap {
-    trailers.remove(header::CONTENT_LENGTH);
-    trailers.remove(header::TRANSFER_ENCODING);
-    trailers.remove(header::HOST);
-    trailers
+    (bytes, None)
 }
