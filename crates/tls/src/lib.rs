@@ -18,9 +18,12 @@ pub use rustls;
 pub use tokio_rustls;
 
 mod config;
+mod policy;
 pub use config::{
-    client_config, provider, server_config, Identity, TlsError, Trust, ALPN_H2, ALPN_HTTP11,
+    client_config, client_config_with, provider, server_config, server_config_with, Identity,
+    TlsError, Trust, ALPN_H2, ALPN_HTTP11,
 };
+pub use policy::{cipher_suite, kx_group, MinVersion, Policy};
 
 /// A certificate and its private key, PEM-encoded.
 #[derive(Debug, Clone)]
