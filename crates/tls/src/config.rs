@@ -8,6 +8,7 @@ use std::{
     sync::Arc,
 };
 
+use crate::Policy;
 use rustls::{
     client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier},
     crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider},
@@ -38,7 +39,7 @@ impl TlsError {
         }
     }
 
-    fn setup(what: impl fmt::Display) -> Self {
+    pub(crate) fn setup(what: impl fmt::Display) -> Self {
         Self {
             path: None,
             what: what.to_string(),
@@ -79,10 +80,21 @@ pub fn server_config(
     client_ca: Option<&Path>,
     alpn: &[&[u8]],
 ) -> Result<ServerConfig, TlsError> {
+    server_config_with(identity, client_ca, alpn, &Policy::default())
+}
+
+/// [`server_config`] with the versions, cipher suites and key-exchange
+/// groups `policy` allows.
+pub fn server_config_with(
+    identity: Identity<'_>,
+    client_ca: Option<&Path>,
+    alpn: &[&[u8]],
+    policy: &Policy,
+) -> Result<ServerConfig, TlsError> {
     let (chain, key) = load_identity(identity)?;
-    let provider = provider();
+    let provider = policy.provider()?;
     let builder = ServerConfig::builder_with_provider(Arc::clone(&provider))
-        .with_safe_default_protocol_versions()
+        .with_protocol_versions(policy.min_version.versions())
         .map_err(TlsError::setup)?;
     let builder = match client_ca {
         None => builder.with_no_client_auth(),
@@ -120,9 +132,20 @@ pub fn client_config(
     identity: Option<Identity<'_>>,
     alpn: &[&[u8]],
 ) -> Result<ClientConfig, TlsError> {
-    let provider = provider();
+    client_config_with(trust, identity, alpn, &Policy::default())
+}
+
+/// [`client_config`] with the versions, cipher suites and key-exchange
+/// groups `policy` allows.
+pub fn client_config_with(
+    trust: Trust<'_>,
+    identity: Option<Identity<'_>>,
+    alpn: &[&[u8]],
+    policy: &Policy,
+) -> Result<ClientConfig, TlsError> {
+    let provider = policy.provider()?;
     let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
-        .with_safe_default_protocol_versions()
+        .with_protocol_versions(policy.min_version.versions())
         .map_err(TlsError::setup)?;
     let builder = match trust {
         Trust::WebRoots => builder.with_root_certificates(RootCertStore {

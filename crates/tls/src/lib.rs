@@ -18,9 +18,12 @@ pub use rustls;
 pub use tokio_rustls;
 
 mod config;
+mod policy;
 pub use config::{
-    client_config, provider, server_config, Identity, TlsError, Trust, ALPN_H2, ALPN_HTTP11,
+    client_config, client_config_with, provider, server_config, server_config_with, Identity,
+    TlsError, Trust, ALPN_H2, ALPN_HTTP11,
 };
+pub use policy::{cipher_suite, kx_group, MinVersion, Policy};
 
 /// A certificate and its private key, PEM-encoded.
 #[derive(Debug, Clone)]
@@ -98,7 +101,12 @@ impl LocalCa {
         self.sign(params)
     }
 
+    /// Signs a leaf: not a CA (basic constraints say so), with a Subject
+    /// Key Identifier and an Authority Key Identifier (the CA's SKI), which
+    /// RFC 5280 asks for and strict verifiers (pyca/cryptography) require.
     fn sign(&self, mut params: CertificateParams) -> Result<Issued, Error> {
+        params.is_ca = IsCa::ExplicitNoCa;
+        params.use_authority_key_identifier_extension = true;
         params.key_usages = vec![
             KeyUsagePurpose::DigitalSignature,
             KeyUsagePurpose::KeyEncipherment,
@@ -140,5 +148,46 @@ mod tests {
             LocalCa::from_pem(&ca.ca.cert_pem, &ca.ca.key_pem, Duration::from_secs(60)).unwrap();
         assert!(again.server(&["example.test".into()]).is_ok());
         assert!(LocalCa::from_pem("not a cert", &ca.ca.key_pem, Duration::from_secs(60)).is_err());
+    }
+
+    /// The Subject and Authority Key Identifiers of a PEM certificate,
+    /// and whether it is a CA.
+    fn key_ids(pem: &str) -> (Option<Vec<u8>>, Option<Vec<u8>>, bool) {
+        use x509_parser::{extensions::ParsedExtension, pem::parse_x509_pem};
+        let (_, pem) = parse_x509_pem(pem.as_bytes()).unwrap();
+        let cert = pem.parse_x509().unwrap();
+        let (mut ski, mut aki) = (None, None);
+        for ext in cert.extensions() {
+            match ext.parsed_extension() {
+                ParsedExtension::SubjectKeyIdentifier(id) => ski = Some(id.0.to_vec()),
+                ParsedExtension::AuthorityKeyIdentifier(id) => {
+                    aki = id.key_identifier.as_ref().map(|id| id.0.to_vec());
+                }
+                _ => {}
+            }
+        }
+        (ski, aki, cert.is_ca())
+    }
+
+    #[test]
+    fn issued_certificates_carry_subject_and_authority_key_identifiers() {
+        let ca = LocalCa::generate("test CA", Duration::from_secs(86_400)).unwrap();
+        let (ca_ski, _, is_ca) = key_ids(&ca.ca.cert_pem);
+        let ca_ski = ca_ski.expect("the CA has a Subject Key Identifier");
+        assert!(is_ca);
+        let server = ca.server(&["localhost".into()]).unwrap();
+        let client = ca.client("c1").unwrap();
+        for leaf in [&server, &client] {
+            let (ski, aki, is_ca) = key_ids(&leaf.cert_pem);
+            let ski = ski.expect("a leaf has a Subject Key Identifier");
+            assert_ne!(ski, ca_ski);
+            assert_eq!(aki.as_ref(), Some(&ca_ski), "AKI is the CA's SKI");
+            assert!(!is_ca);
+        }
+        // A CA read back from its files signs with the same identifier.
+        let again =
+            LocalCa::from_pem(&ca.ca.cert_pem, &ca.ca.key_pem, Duration::from_secs(60)).unwrap();
+        let (_, aki, _) = key_ids(&again.server(&["example.test".into()]).unwrap().cert_pem);
+        assert_eq!(aki, Some(ca_ski));
     }
 }

@@ -11,6 +11,7 @@ use super::{
         default_max_ejected_percent, default_retry_backoff, default_retry_on, optional_duration,
         ActiveHealth, Balance, HashSettings, HostEntry, RetryBudget, RetryOn, Sticky,
     },
+    listener_tls::ListenerTls,
     middleware::{ChainRef, Chains, Middleware},
     paths::Paths,
 };
@@ -93,27 +94,6 @@ pub enum HttpVersion {
 
 fn both_versions() -> Vec<HttpVersion> {
     vec![HttpVersion::H2, HttpVersion::Http1]
-}
-
-/// A TLS listener's certificate and client verification.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ListenerTls {
-    /// PEM certificate chain, leaf first; re-read on SIGHUP.
-    pub cert: Spanned<String>,
-    /// PEM private key; re-read on SIGHUP.
-    pub key: Spanned<String>,
-    /// PEM CA certificates: when set, clients must present a certificate
-    /// they signed (mTLS).
-    #[serde(default)]
-    pub client_ca: Option<Spanned<String>>,
-    /// A client must finish the handshake within this.
-    #[serde(default = "default_handshake_timeout", deserialize_with = "duration")]
-    pub handshake_timeout: Duration,
-}
-
-fn default_handshake_timeout() -> Duration {
-    Duration::from_secs(10)
 }
 
 /// HTTP/2 limits for client connections (RFC 9113 settings, and the

@@ -37,6 +37,9 @@ pub(crate) fn check(config: &Config) -> Result<(), Problem> {
                 "name at least one of http1, h2".into(),
             ));
         }
+        if let Some(tls) = &listener.tls {
+            tls.check(&format!("listeners[{i}].tls"))?;
+        }
         let key = format!("listeners[{i}].address");
         let address = socket_addr(&listener.address.value)
             .map_err(|message| (listener.address.referenced, key.clone(), message))?;

@@ -5,7 +5,7 @@
 //! compares the new file's listeners with the open ones, by address:
 //! - a new address is bound for every worker *before* the new plan is
 //!   served, so that a port in use fails the reload and changes nothing;
-//! - an address whose settings changed (protocols, TLS files) keeps its
+//! - an address whose settings changed (protocols, TLS files or policy) keeps its
 //!   sockets, and its new connections are served with the new settings;
 //! - an address no longer listed is closed on every worker, and its
 //!   connections drain.
@@ -244,6 +244,7 @@ fn settings(listener: &Listener) -> String {
             &tls.key.value,
             tls.client_ca.as_ref().map(|ca| &ca.value),
             tls.handshake_timeout,
+            tls.policy(),
         )
     });
     format!("{:?} {tls:?}", listener.protocols)

@@ -42,6 +42,8 @@ pub(crate) struct TlsListener {
     client_ca: Option<PathBuf>,
     /// ALPN ids offered, in order of preference.
     alpn: Vec<&'static [u8]>,
+    /// The versions, cipher suites and key-exchange groups allowed.
+    policy: tls::Policy,
     pub handshake_timeout: Duration,
     current: ArcSwap<ServerConfig>,
 }
@@ -64,6 +66,7 @@ impl TlsListener {
             .filter(|(version, _)| versions.contains(version))
             .map(|(_, id)| id)
             .collect(),
+            policy: settings.policy(),
             handshake_timeout: settings.handshake_timeout,
             current: ArcSwap::from_pointee(empty_config()?),
         };
@@ -76,7 +79,12 @@ impl TlsListener {
             cert: &self.cert,
             key: &self.key,
         };
-        tls::server_config(identity, self.client_ca.as_deref(), &self.alpn)
+        tls::server_config_with(
+            identity,
+            self.client_ca.as_deref(),
+            &self.alpn,
+            &self.policy,
+        )
     }
 
     /// Re-reads the files; on failure the configuration in use stays.

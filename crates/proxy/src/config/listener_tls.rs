@@ -1,0 +1,127 @@
+//! A TLS listener's settings: its certificate, client verification, and
+//! what it allows (the oldest TLS version, cipher suites, key-exchange
+//! groups), each name read when the file is.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_saphyr::{Location, Spanned};
+use tls::{
+    rustls::{CipherSuite, NamedGroup},
+    MinVersion, Policy,
+};
+
+use super::{
+    schema::duration,
+    typed::{Parsed, Setting},
+    validate::Problem,
+};
+
+/// A TLS listener's certificate, client verification and protocol policy.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListenerTls {
+    /// PEM certificate chain, leaf first; re-read on SIGHUP.
+    pub cert: Spanned<String>,
+    /// PEM private key; re-read on SIGHUP.
+    pub key: Spanned<String>,
+    /// PEM CA certificates: when set, clients must present a certificate
+    /// they signed (mTLS).
+    #[serde(default)]
+    pub client_ca: Option<Spanned<String>>,
+    /// A client must finish the handshake within this.
+    #[serde(default = "default_handshake_timeout", deserialize_with = "duration")]
+    pub handshake_timeout: Duration,
+    /// The oldest TLS version accepted: `"1.2"` or `"1.3"`.
+    #[serde(default = "default_min_version")]
+    pub min_version: Parsed<MinVersion>,
+    /// The cipher suites allowed (IANA or rustls names); absent: all that
+    /// rustls offers.
+    #[serde(default)]
+    pub cipher_suites: Option<Vec<Parsed<CipherSuite>>>,
+    /// The key-exchange groups allowed (`X25519`, `secp256r1`,
+    /// `secp384r1`); absent: all three.
+    #[serde(default)]
+    pub kx_groups: Option<Vec<Parsed<NamedGroup>>>,
+}
+
+fn default_handshake_timeout() -> Duration {
+    Duration::from_secs(10)
+}
+
+fn default_min_version() -> Parsed<MinVersion> {
+    Parsed(MinVersion::Tls12)
+}
+
+impl ListenerTls {
+    /// What the listener's TLS configuration allows.
+    pub fn policy(&self) -> Policy {
+        Policy {
+            min_version: self.min_version.0,
+            cipher_suites: self.cipher_suites.as_deref().map(listed),
+            kx_groups: self.kx_groups.as_deref().map(listed),
+        }
+    }
+
+    /// The lists are not empty and leave a cipher suite for the versions
+    /// allowed; `key` is the listener's `tls` key.
+    pub(super) fn check(&self, key: &str) -> Result<(), Problem> {
+        for (empty, name) in [
+            (
+                self.cipher_suites.as_ref().map(Vec::is_empty),
+                "cipher_suites",
+            ),
+            (self.kx_groups.as_ref().map(Vec::is_empty), "kx_groups"),
+        ] {
+            if empty == Some(true) {
+                return Err((
+                    Location::UNKNOWN,
+                    format!("{key}.{name}"),
+                    "list at least one, or leave the key out for all".into(),
+                ));
+            }
+        }
+        self.policy().provider().map(drop).map_err(|err| {
+            (
+                Location::UNKNOWN,
+                format!("{key}.cipher_suites"),
+                err.to_string(),
+            )
+        })
+    }
+}
+
+/// The values of a list.
+fn listed<T: Copy>(list: &[Parsed<T>]) -> Vec<T> {
+    list.iter().map(|parsed| parsed.0).collect()
+}
+
+impl Setting for MinVersion {
+    fn parse(text: &str) -> anyhow::Result<Self> {
+        MinVersion::parse(text).map_err(anyhow::Error::msg)
+    }
+
+    fn text(&self) -> String {
+        self.as_str().into()
+    }
+}
+
+impl Setting for CipherSuite {
+    fn parse(text: &str) -> anyhow::Result<Self> {
+        tls::cipher_suite(text).map_err(anyhow::Error::msg)
+    }
+
+    fn text(&self) -> String {
+        self.as_str().unwrap_or_default().into()
+    }
+}
+
+impl Setting for NamedGroup {
+    fn parse(text: &str) -> anyhow::Result<Self> {
+        tls::kx_group(text).map_err(anyhow::Error::msg)
+    }
+
+    fn text(&self) -> String {
+        self.as_str().unwrap_or_default().into()
+    }
+}
