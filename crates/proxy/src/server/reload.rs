@@ -271,6 +271,9 @@ impl Reloader {
                 }
             });
         }
+        for warning in config::warnings(new) {
+            warn!("{warning}");
+        }
         if old.log != new.log {
             match &self.log {
                 Some(hook) => hook(&new.log),

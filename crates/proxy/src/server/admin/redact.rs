@@ -65,14 +65,18 @@ pub(crate) fn secret_name(name: &str) -> bool {
 }
 
 /// `path` holds the keys from the root to a value; items of a list are
-/// under the list's key.
+/// under the list's key. Keys are looked at as values under their parent.
 fn walk(value: &mut Value, path: &mut Vec<String>, substituted: &[FromEnv]) {
     match value {
         Value::Object(map) => {
-            for (key, item) in map.iter_mut() {
+            for (key, mut item) in std::mem::take(map) {
                 path.push(key.clone());
-                walk(item, path, substituted);
+                walk(&mut item, path, substituted);
                 path.pop();
+                // A key is a name, not a value, unless it holds a URL or a
+                // value from the environment (`reload.resolved`'s host URLs).
+                let key = leaf(&key, false, path, substituted).unwrap_or(key);
+                map.insert(key, item);
             }
         }
         Value::Array(items) => {
@@ -97,9 +101,9 @@ fn walk(value: &mut Value, path: &mut Vec<String>, substituted: &[FromEnv]) {
     }
 }
 
-/// `text` as it may be shown, or `None` when all of it may. Bools are
-/// never secrets by their key's name (`credentials: true`), only when the
-/// environment gave them (`secret_by_name` false).
+/// `text` as it may be shown, or `None` when all of it may. Bools (and
+/// keys) are never secrets by their key's name (`credentials: true`),
+/// only when the environment gave them (`secret_by_name` false).
 fn leaf(text: &str, secret_by_name: bool, path: &[String], from: &[FromEnv]) -> Option<String> {
     let own = path.last().map(String::as_str).unwrap_or_default();
     let parent = path.len().checked_sub(2).map(|i| path[i].as_str());
@@ -286,7 +290,10 @@ mod tests {
             "listeners": [{ "address": "0.0.0.0:80" }],
             "limits": { "max_connections": 80 },
             "log": { "level": "debug" },
-            "reload": { "last_error": { "message": "t.yaml:3:9: bad value `0123456789-secret`" } },
+            "reload": {
+                "last_error": { "message": "t.yaml:3:9: bad value `0123456789-secret`" },
+                "resolved": { "http://10.0.0.7:8080": ["10.0.0.7:8080"], "http://u:p@db:80": [] },
+            },
         });
         let from = [
             env(Some("workers"), "2"),
@@ -315,6 +322,16 @@ mod tests {
         assert_eq!(
             message,
             format!("t.yaml:3:9: bad value `{}`", marker("0123456789-secret"))
+        );
+        let resolved = doc["reload"]["resolved"].as_object().unwrap();
+        let keys: Vec<&str> = resolved.keys().map(String::as_str).collect();
+        assert!(
+            keys.contains(&marker("http://10.0.0.7:8080").as_str()),
+            "{keys:?}"
+        );
+        assert!(
+            keys.contains(&format!("http://{}@db:80", marker("u:p")).as_str()),
+            "{keys:?}"
         );
     }
 
