@@ -6,7 +6,9 @@ read it.
     python3 deploy/check-configs.py SLUICE_BINARY MANIFEST...
 
 Each ConfigMap's files are written to a directory standing in for
-/etc/sluice (paths in the config are rewritten to it). `--check` resolves
+/etc/sluice (paths in the config are rewritten to it); an admin token
+file mounted from a Secret elsewhere (`admin.token_file`) is a stand-in
+token written there too. `--check` resolves
 upstream host names, which name cluster Services here: the check runs in a
 private mount namespace whose /etc/hosts maps every such name to 127.0.0.1
 (`unshare`, root only; skipped with a line otherwise). Needs PyYAML.
@@ -49,6 +51,12 @@ def host_names(config):
 
 def check(binary, name, data, scratch):
     directory = pathlib.Path(tempfile.mkdtemp(dir=scratch))
+    data = dict(data)
+    token_file = ((yaml.safe_load(data["sluice.yaml"]) or {}).get("admin") or {}).get("token_file")
+    if token_file and not token_file.startswith(MOUNT):
+        # The Secret's file, as the pod would see it; the token is a stand-in.
+        data["sluice.yaml"] = data["sluice.yaml"].replace(token_file, f"{MOUNT}admin-token.stand-in")
+        data["admin-token.stand-in"] = "stand-in-admin-token-0123456789abcdef\n"
     for file, content in data.items():
         (directory / file).write_text(content.replace(MOUNT, f"{directory}/"))
     names = host_names(yaml.safe_load(data["sluice.yaml"]))

@@ -199,8 +199,11 @@ def serve(chroot, env):
                 body = answer.read().decode()
             check(answer.status == 200, f"GET {admin}/health: {answer.status} {body}")
             by_name = admin.replace("127.0.0.1", ADMIN_NAME) + "/health"
+            # The name is resolved by getaddrinfo; the request says
+            # `Host: localhost`, since the admin listener answers IP
+            # literals, localhost and admin.hosts only (DNS rebinding).
             loaded = subprocess.run(
-                chroot + ENTRYPOINT + ["load", "-c1", "-n1", "-q", by_name],
+                chroot + ENTRYPOINT + ["load", "-c1", "-n1", "-q", "-H", "Host: localhost", by_name],
                 env=env,
                 capture_output=True,
                 text=True,

@@ -181,11 +181,7 @@ async fn discovery_follows_a_name_whose_addresses_change_and_drains_the_removed_
     })
     .await;
     assert!(both, "both addresses of the name serve");
-    let config = RawConn::connect(proxy.admin())
-        .await
-        .get("/config")
-        .await
-        .json();
+    let config = admin_get(proxy.admin(), "/config").await.json();
     let resolved = &config["reload"]["resolved"][format!("http://svc.test:{port}")];
     assert_eq!(resolved.as_array().map(Vec::len), Some(2), "{config}");
     assert!(second.accepted.load(Ordering::SeqCst) > 0);

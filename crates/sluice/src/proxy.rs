@@ -48,6 +48,10 @@ pub(crate) fn run(args: ProxyArgs) -> ExitCode {
     if args.check {
         return match proxy::check(&config) {
             Ok(_) => {
+                // Legal but unsafe (an open admin listener): said, not fatal.
+                for warning in config::warnings(&config) {
+                    eprintln!("sluice: warning: {}: {warning}", args.config.display());
+                }
                 println!("{}: OK", args.config.display());
                 ExitCode::SUCCESS
             }

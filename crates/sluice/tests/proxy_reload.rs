@@ -148,7 +148,7 @@ fn spawn_command(mut command: Command) -> (Child, SocketAddr, SocketAddr) {
 
 fn admin_get(admin: SocketAddr, path: &str) -> String {
     let mut stream = TcpStream::connect(admin).unwrap();
-    write!(stream, "GET {path} HTTP/1.1\r\nhost: admin\r\n\r\n").unwrap();
+    write!(stream, "GET {path} HTTP/1.1\r\nhost: localhost\r\n\r\n").unwrap();
     let mut text = String::new();
     stream.read_to_string(&mut text).unwrap();
     text.split_once("\r\n\r\n").unwrap().1.to_string()

@@ -1,6 +1,8 @@
 //! `${VAR}`, `${VAR:default}` and `${VAR:?message}` filled from the
 //! environment before the YAML is parsed, line by line so that line
-//! numbers stay true. `$$` is a literal `$`.
+//! numbers stay true. `$$` is a literal `$`. What the environment gave is
+//! remembered, with the key it was written under, so that `/config` can
+//! keep it out of sight (server/admin/redact.rs).
 
 /// Why a substitution failed, at a 1-based line and column.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -10,16 +12,36 @@ pub(crate) struct EnvError {
     pub message: String,
 }
 
-/// Substitutes every reference in `text`, reading variables through `lookup`.
+/// A value that came from the environment (not a `${VAR:default}`'s
+/// default, which is in the file), and the YAML key written before it on
+/// its line, if any (`token` in `token: "${ADMIN_TOKEN}"`).
+#[derive(Clone, PartialEq, Eq)]
+pub struct FromEnv {
+    pub key: Option<String>,
+    pub value: String,
+}
+
+/// Never the value: a `Config` may be logged with `{:?}`.
+impl std::fmt::Debug for FromEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FromEnv")
+            .field("key", &self.key)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Substitutes every reference in `text`, reading variables through
+/// `lookup`; returns the text and the values the environment gave.
 pub(crate) fn substitute(
     text: &str,
     lookup: impl Fn(&str) -> Option<String>,
-) -> Result<String, EnvError> {
+) -> Result<(String, Vec<FromEnv>), EnvError> {
     let mut out = String::with_capacity(text.len());
+    let mut seen = Vec::new();
     for (index, line) in text.split_inclusive('\n').enumerate() {
-        substitute_line(line, index + 1, &lookup, &mut out)?;
+        substitute_line(line, index + 1, &lookup, &mut out, &mut seen)?;
     }
-    Ok(out)
+    Ok((out, seen))
 }
 
 fn substitute_line(
@@ -27,6 +49,7 @@ fn substitute_line(
     number: usize,
     lookup: &impl Fn(&str) -> Option<String>,
     out: &mut String,
+    seen: &mut Vec<FromEnv>,
 ) -> Result<(), EnvError> {
     let fail = |column: usize, message: String| EnvError {
         line: number,
@@ -63,7 +86,13 @@ fn substitute_line(
             ));
         }
         let value = match (lookup(name), fallback) {
-            (Some(value), _) => value,
+            (Some(value), _) => {
+                seen.push(FromEnv {
+                    key: key_before(&line[..column - 1]),
+                    value: value.clone(),
+                });
+                value
+            }
             (None, Some(message)) if message.starts_with('?') => {
                 let message = message[1..].trim();
                 let message = if message.is_empty() { "is required" } else { message };
@@ -90,6 +119,23 @@ fn substitute_line(
     Ok(())
 }
 
+/// The last `KEY:` (a colon followed by a space) in `prefix`,
+/// without quotes: `address` in `- address: `, `rate` in
+/// `{ key: client_ip, rate: "`; not `http` in `url: http://`.
+fn key_before(prefix: &str) -> Option<String> {
+    let bytes = prefix.as_bytes();
+    let name_char = |c: char| c.is_ascii_alphanumeric() || "_-.".contains(c);
+    (0..bytes.len())
+        .rev()
+        .filter(|&i| bytes[i] == b':' && bytes.get(i + 1).is_some_and(u8::is_ascii_whitespace))
+        .find_map(|i| {
+            let before = prefix[..i].trim_end_matches(['"', '\'']);
+            let start = before.rfind(|c: char| !name_char(c)).map_or(0, |p| p + 1);
+            let name = &before[start..];
+            (!name.is_empty()).then(|| name.to_string())
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,11 +151,40 @@ mod tests {
     #[test]
     fn substitutes_values_defaults_and_escapes() {
         let text = "a: ${PORT}\nb: ${MISSING:9000}\nc: $${PORT} costs $5\nd: ${PORT:1}\n";
+        let (out, seen) = substitute(text, env).unwrap();
+        assert_eq!(out, "a: 8080\nb: 9000\nc: ${PORT} costs $5\nd: 8080\n");
+        // Defaults are in the file; only what the environment gave is kept.
+        let keys: Vec<_> = seen
+            .iter()
+            .map(|s| (s.key.as_deref(), s.value.as_str()))
+            .collect();
+        assert_eq!(keys, [(Some("a"), "8080"), (Some("d"), "8080")]);
+        assert_eq!(substitute("e: ${MISSING:}", env).unwrap().0, "e: ");
+    }
+
+    #[test]
+    fn remembers_the_key_each_value_was_written_under() {
+        let key = |line: &str| {
+            let (_, seen) = substitute(line, env).unwrap();
+            seen.into_iter().next().and_then(|s| s.key)
+        };
+        assert_eq!(key("  - address: ${PORT}").as_deref(), Some("address"));
         assert_eq!(
-            substitute(text, env).unwrap(),
-            "a: 8080\nb: 9000\nc: ${PORT} costs $5\nd: 8080\n"
+            key("  address: 0.0.0.0:${PORT}").as_deref(),
+            Some("address")
         );
-        assert_eq!(substitute("e: ${MISSING:}", env).unwrap(), "e: ");
+        assert_eq!(key("url: http://h:${PORT}").as_deref(), Some("url"));
+        assert_eq!(
+            key("x: { key: ip, rate: \"${PORT}/s\" }").as_deref(),
+            Some("rate")
+        );
+        assert_eq!(
+            key("\"x-api-key\": \"${PORT}\"").as_deref(),
+            Some("x-api-key")
+        );
+        assert_eq!(key("hosts: [\"${PORT}\"]").as_deref(), Some("hosts"));
+        assert_eq!(key("  - ${PORT}"), None);
+        assert!(!format!("{:?}", substitute("a: ${PORT}", env).unwrap().1).contains("8080"));
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! schema (unknown keys rejected with a did-you-mean), then the checks that
 //! need more than one key (a route's upstream exists, addresses parse).
 
+mod admin;
 mod balance;
 mod env;
 mod error;
@@ -19,7 +20,9 @@ mod validate;
 
 use std::path::Path;
 
+pub use admin::*;
 pub use balance::*;
+pub use env::FromEnv;
 pub use error::ConfigError;
 pub use handlers::*;
 pub use listener_tls::ListenerTls;
@@ -53,10 +56,14 @@ pub fn parse(
         key,
         message,
     };
-    let text = env::substitute(text, lookup)
+    let (text, substituted) = env::substitute(text, lookup)
         .map_err(|err| at(err.line, err.column, String::new(), err.message))?;
+    // An error quoting a value never shows one the environment gave.
+    let at = |line: usize, column: usize, key: String, message: String| {
+        at(line, column, key, scrub(message, &substituted))
+    };
     let mut key = String::new();
-    let config: Config = serde_saphyr::with_deserializer_from_str(&text, |de| {
+    let mut config: Config = serde_saphyr::with_deserializer_from_str(&text, |de| {
         serde_path_to_error::deserialize(de).map_err(|err| {
             key = err.path().to_string();
             err.into_inner()
@@ -79,7 +86,9 @@ pub fn parse(
             error::with_suggestion(message),
         )
     })?;
-    validate::check(&config).map_err(|(location, key, message)| {
+    let checked = validate::check(&config);
+    let checked = checked.and_then(|()| config.admin.as_mut().map_or(Ok(()), admin::check));
+    checked.map_err(|(location, key, message)| {
         at(
             location.line() as usize,
             location.column() as usize,
@@ -87,7 +96,19 @@ pub fn parse(
             message,
         )
     })?;
+    config.substituted = Substituted(substituted);
     Ok(config)
+}
+
+/// `message` with every value of `substituted` (of 4 characters or more:
+/// shorter ones are too common to replace) written as `(redacted)`.
+fn scrub(mut message: String, substituted: &[FromEnv]) -> String {
+    for value in substituted.iter().map(|s| &s.value) {
+        if value.len() >= 4 {
+            message = message.replace(value.as_str(), "(redacted)");
+        }
+    }
+    message
 }
 
 /// serde_path_to_error writes `.` for the document root.

@@ -7,6 +7,7 @@ use serde::{de::Error as _, Deserialize, Deserializer};
 use serde_saphyr::Spanned;
 
 use super::{
+    admin::{Admin, Substituted},
     balance::{
         default_max_ejected_percent, default_retry_backoff, default_retry_on, optional_duration,
         ActiveHealth, Balance, HashSettings, HostEntry, RetryBudget, RetryOn, Sticky,
@@ -54,6 +55,9 @@ pub struct Config {
     /// How upstream host names are re-resolved.
     #[serde(default)]
     pub discovery: Discovery,
+    /// What `${VAR}` took from the environment (not a key of the file).
+    #[serde(skip)]
+    pub substituted: Substituted,
 }
 
 /// How worker threads share the work (docs/PERFORMANCE.md has the measurements).
@@ -345,12 +349,6 @@ pub enum PathMatch {
     #[default]
     Prefix,
     Exact,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Admin {
-    pub address: Spanned<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

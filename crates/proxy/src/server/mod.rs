@@ -125,6 +125,9 @@ pub fn start_with(config: Config, options: Options) -> anyhow::Result<RunningPro
     if workers == 0 {
         anyhow::bail!("workers must be at least 1");
     }
+    for warning in crate::config::warnings(&config) {
+        warn!("{warning}");
+    }
     // Runtimes, each with its own listeners, pools and metrics shard.
     let runtimes = match config.runtime {
         Runtime::PerCore => workers,

@@ -45,6 +45,8 @@ pub(crate) struct Reloader {
     pub(super) rescheduled: Notify,
     /// What `/config` shows, rendered after each change.
     shown: std::sync::Mutex<Arc<Vec<u8>>>,
+    /// The configuration in use, for the admin API's own settings.
+    in_use: std::sync::Mutex<Arc<Config>>,
 }
 
 impl std::fmt::Debug for Reloader {
@@ -98,8 +100,9 @@ impl Reloader {
         // Names are asked again soon, to learn their TTLs.
         let soon = Instant::now() + config.discovery.min_interval;
         let due = answers.keys().map(|name| (name.clone(), soon)).collect();
+        let config = Arc::new(config);
         let state = State {
-            config: Arc::new(config),
+            config: Arc::clone(&config),
             bound,
             answers,
             due,
@@ -115,6 +118,7 @@ impl Reloader {
             connections,
             log,
             shown: std::sync::Mutex::new(Arc::new(Vec::new())),
+            in_use: std::sync::Mutex::new(config),
             state: Mutex::new(state),
             rescheduled: Notify::new(),
         };
@@ -130,6 +134,14 @@ impl Reloader {
             .lock()
             .map(|shown| Arc::clone(&shown))
             .unwrap_or_default()
+    }
+
+    /// The configuration in use (what the last successful reload read).
+    pub(crate) fn config(&self) -> Arc<Config> {
+        match self.in_use.lock() {
+            Ok(config) => Arc::clone(&config),
+            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
+        }
     }
 
     /// The file's content differs from the one last loaded (or cannot be read).
@@ -259,6 +271,9 @@ impl Reloader {
                 }
             });
         }
+        for warning in config::warnings(new) {
+            warn!("{warning}");
+        }
         if old.log != new.log {
             match &self.log {
                 Some(hook) => hook(&new.log),
@@ -333,9 +348,13 @@ impl Reloader {
             "last_error": state.last_error.as_ref().map(|(at, message)| json!({ "at": time(*at), "message": message })),
             "resolved": state.answers.iter().map(|(name, addrs)| (name.clone(), addrs.iter().map(ToString::to_string).collect::<Vec<_>>())).collect::<BTreeMap<_, _>>(),
         });
+        super::admin::redact(&mut body, &state.config.substituted.0);
         let rendered = serde_json::to_vec_pretty(&body).unwrap_or_default();
         if let Ok(mut shown) = self.shown.lock() {
             *shown = Arc::new(rendered);
+        }
+        if let Ok(mut in_use) = self.in_use.lock() {
+            *in_use = Arc::clone(&state.config);
         }
     }
 }

@@ -68,13 +68,18 @@ pub(crate) fn start(file: &Path) -> proxy::RunningProxy {
 
 pub(crate) async fn reload(admin: SocketAddr) -> testkit::RawResponse {
     let mut conn = RawConn::connect(admin).await;
-    conn.send("POST /reload HTTP/1.1\r\nhost: admin\r\ncontent-length: 0\r\n\r\n")
+    conn.send("POST /reload HTTP/1.1\r\nhost: localhost\r\ncontent-length: 0\r\n\r\n")
         .await;
     conn.read_response(false).await
 }
 
+/// `GET path` on the admin listener, which answers `Host: localhost`
+/// (and IP literals, and `admin.hosts`; not `RawConn`'s `Host: test`).
 pub(crate) async fn admin_get(admin: SocketAddr, path: &str) -> testkit::RawResponse {
-    RawConn::connect(admin).await.get(path).await
+    let mut conn = RawConn::connect(admin).await;
+    conn.send(format!("GET {path} HTTP/1.1\r\nhost: localhost\r\n\r\n"))
+        .await;
+    conn.read_response(false).await
 }
 
 /// Polls `check` every 50 ms until it holds or `limit` passes.

@@ -32,10 +32,13 @@ impl Proxy {
         Self::start_with("workers: 1", upstreams_and_routes)
     }
 
-    /// With `settings` (top-level keys such as `workers`) in front.
+    /// With `settings` (top-level keys such as `workers`) in front. The
+    /// admin listener answers the name `test`, the `Host` testkit's
+    /// `RawConn` sends (it answers IP literals, localhost and
+    /// `admin.hosts` only).
     pub(crate) fn start_with(settings: &str, upstreams_and_routes: &str) -> Self {
         Self::start_yaml(&format!(
-            "{settings}\nlisteners: [{{ address: 127.0.0.1:0 }}]\nadmin: {{ address: 127.0.0.1:0 }}\n{upstreams_and_routes}"
+            "{settings}\nlisteners: [{{ address: 127.0.0.1:0 }}]\nadmin: {{ address: 127.0.0.1:0, hosts: [test] }}\n{upstreams_and_routes}"
         ))
     }
 

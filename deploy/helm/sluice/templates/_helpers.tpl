@@ -58,6 +58,13 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if not $listening }}
 {{- fail (printf "config.listeners has no listener on ports.http (%v): the Service sends its traffic there" .Values.ports.http) }}
 {{- end }}
+{{- $tokenFile := (.Values.config.admin | default dict).token_file | default "" }}
+{{- if and .Values.adminToken.enabled (ne $tokenFile "/etc/sluice-admin/token") }}
+{{- fail (printf "adminToken.enabled mounts the admin token at /etc/sluice-admin/token: config.admin.token_file must name it, not %q" $tokenFile) }}
+{{- end }}
+{{- if and (not .Values.adminToken.enabled) (hasPrefix "/etc/sluice-admin/" $tokenFile) }}
+{{- fail "adminToken.enabled is false, so nothing is mounted at /etc/sluice-admin: set config.admin.token_file to null (or to a file you mount)" }}
+{{- end }}
 {{- if hasKey .Values.files "sluice.yaml" }}
 {{- fail "files must not hold sluice.yaml: it is made from config" }}
 {{- end }}
@@ -104,4 +111,14 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
     - name: config
       mountPath: /etc/sluice
       readOnly: true
+    {{- if .Values.adminToken.enabled }}
+    - name: admin-token
+      mountPath: /etc/sluice-admin
+      readOnly: true
+    {{- end }}
+{{- end }}
+
+{{/* The Secret holding the admin token. */}}
+{{- define "sluice.adminSecret" -}}
+{{- .Values.adminToken.existingSecret | default (printf "%s-admin" (include "sluice.fullname" .)) }}
 {{- end }}
