@@ -392,3 +392,67 @@ fn sighup_reloads_the_tls_certificate_and_a_bad_one_keeps_the_old() {
     let _ = child.wait();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An upstream TLS failure reaches the client as a kind of failure only;
+/// the names, addresses and rustls's reason go to the log (issue 26).
+#[test]
+fn an_upstream_tls_failure_names_no_internal_host_to_the_client_but_to_the_log() {
+    let certs = testkit::TestCerts::generate();
+    let upstream = testkit::FakeServer::start_tls(testkit::Behaviour::Normal, &certs);
+    let config = write_config(
+        "tls-mismatch.yaml",
+        &format!(
+            "workers: 1\nlisteners: [{{ address: 127.0.0.1:0 }}]\nupstreams:\n  payments:\n    hosts: [\"https://127.0.0.1:{}\"]\n    retries: 0\n    tls: {{ ca: \"{}\", server_name: payments.internal.corp }}\nroutes:\n  - {{ path: /, upstream: payments }}\n",
+            upstream.addr().port(),
+            certs.ca_path.display()
+        ),
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["proxy", "-c", config.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn sluice proxy");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr: SocketAddr = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("http://"))
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("no address in {line:?}"));
+    let mut client = TcpStream::connect(addr).unwrap();
+    client
+        .write_all(b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut answer = String::new();
+    client.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 502"), "{answer}");
+    for internal in [
+        "payments",
+        "internal.corp",
+        "127.0.0.1",
+        "localhost",
+        "certificate",
+    ] {
+        assert!(
+            !answer.contains(internal),
+            "{internal} reached the client: {answer}"
+        );
+    }
+    child.kill().unwrap();
+    let _ = child.wait();
+    let mut log = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut log)
+        .unwrap();
+    assert!(log.contains("payments"), "{log}");
+    assert!(
+        log.contains("payments.internal.corp"),
+        "the log keeps the reason: {log}"
+    );
+}
