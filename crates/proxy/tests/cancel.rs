@@ -303,3 +303,67 @@ async fn http2_field_values_with_leading_or_trailing_whitespace_are_refused() {
     let raw = String::from_utf8(upstream.requests().pop().unwrap()).unwrap();
     assert!(raw.contains("x-a: a b\r\n"), "{raw}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http1_client_that_closes_mid_request_resets_the_http2_upstream_stream() {
+    let upstream = H2Server::start();
+    let proxy = Proxy::start(&route_to(&upstream.url(""), "h2c", ""));
+    let mut client = TcpStream::connect(proxy.addr()).await.unwrap();
+    client
+        .write_all(b"GET /delay/10000 HTTP/1.1\r\nHost: test\r\n\r\n")
+        .await
+        .unwrap();
+    assert!(
+        until(Duration::from_secs(3), || async {
+            upstream.in_flight() == 1
+        })
+        .await,
+        "the request never reached the upstream"
+    );
+    drop(client);
+    assert!(
+        until(Duration::from_secs(3), || async {
+            upstream.in_flight() == 0 && upstream.cancelled() == 1
+        })
+        .await,
+        "the upstream stream outlived its client"
+    );
+    assert_eq!(guard_events(&proxy, "client_closed").await, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_that_stop_reading_an_http2_upstream_answer_are_dropped_after_the_send_timeout() {
+    let upstream = H2Server::start();
+    let settings = "limits: { send_timeout: 1s }\n";
+    let proxy = Proxy::start(&route_to(&upstream.url(""), "h2c", settings));
+    // An HTTP/1.1 client that reads nothing: its connection is closed.
+    let mut client = TcpStream::connect(proxy.addr()).await.unwrap();
+    client
+        .write_all(b"GET /size/16777216 HTTP/1.1\r\nHost: test\r\n\r\n")
+        .await
+        .unwrap();
+    assert!(
+        until(Duration::from_secs(10), || async {
+            guard_events(&proxy, "send_timeout").await == 1
+        })
+        .await,
+        "the proxy still writes to a client that reads nothing"
+    );
+    drop(client);
+    // An HTTP/2 client that grants no window: its stream is reset.
+    let io = TcpStream::connect(proxy.addr()).await.unwrap();
+    let (sender, connection) = h2::client::Builder::new()
+        .initial_window_size(0)
+        .handshake::<_, Bytes>(io)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let request = Request::get("http://test/size/65536").body(()).unwrap();
+    let mut sender = sender.ready().await.unwrap();
+    let (response, _) = sender.send_request(request, true).unwrap();
+    let mut body = response.await.unwrap().into_body();
+    let ended = tokio::time::timeout(Duration::from_secs(10), body.data()).await;
+    let err = ended.unwrap().unwrap().unwrap_err();
+    assert_eq!(err.reason(), Some(h2::Reason::CANCEL), "{err}");
+    assert_eq!(guard_events(&proxy, "send_timeout").await, 2);
+}

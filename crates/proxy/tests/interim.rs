@@ -386,3 +386,30 @@ async fn an_upstream_100_continue_does_not_cut_the_request_body_short() {
         "the upstream's 100 is dropped: {text}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn response_trailers_of_an_http2_upstream_lose_the_fields_the_head_rules_control() {
+    let upstream = H2Server::start();
+    let config = format!(
+        "{SET_INTERNAL}upstreams:\n  up:\n    hosts: [\"{}\"]\n    protocol: h2c\nroutes:\n  - {{ path: /, upstream: up, chain: [edit] }}\n",
+        upstream.url("")
+    );
+    let proxy = Proxy::start(&config);
+    // An HTTP/2 client gets them as trailers.
+    let sender = h2_client(TcpStream::connect(proxy.addr()).await.unwrap()).await;
+    let request = Request::get("http://test/forged-trailers")
+        .body(())
+        .unwrap();
+    let (response, body, trailers) = support::h2_exchange(&sender, request, b"").await;
+    assert_eq!((response.status(), &body[..]), (StatusCode::OK, &b"ok"[..]));
+    assert_eq!(response.headers()["x-served-by"], "sluice");
+    let trailers = trailers.expect("trailers");
+    let names: Vec<_> = trailers.keys().map(|n| n.as_str().to_string()).collect();
+    assert_eq!(names, ["grpc-status"], "{trailers:?}");
+    // An HTTP/1.1 client gets them after the last chunk.
+    let mut client = send(&proxy, &get("/forged-trailers")).await;
+    let text = read_until(&mut client, "\r\n0\r\n").await;
+    let text = text.clone() + &read_until(&mut client, "\r\n\r\n").await;
+    let trailer_section = text.split("\r\n0\r\n").nth(1).unwrap();
+    assert_eq!(trailer_section, "grpc-status: 0\r\n\r\n", "{text}");
+}

@@ -304,6 +304,28 @@ async fn answer(
         let _ = respond.send_response(response, true);
         return;
     }
+    if path == "/forged-trailers" {
+        // `ok`, then trailers that forge fields a proxy controls in heads.
+        let response = Response::builder()
+            .status(StatusCode::OK)
+            .body(())
+            .expect("a valid response head");
+        let Ok(mut stream) = respond.send_response(response, false) else {
+            return;
+        };
+        let _ = stream.send_data(Bytes::from_static(b"ok"), false);
+        let mut trailers = HeaderMap::new();
+        for (name, value) in [
+            ("grpc-status", "0"),
+            ("x-forwarded-for", "6.6.6.6"),
+            ("set-cookie", "session=forged"),
+            ("x-served-by", "forged"),
+        ] {
+            trailers.insert(name, HeaderValue::from_static(value));
+        }
+        let _ = stream.send_trailers(trailers);
+        return;
+    }
     if let Some(count) = path.strip_prefix("/interim/") {
         // `103 Early Hints` this many times, then the answer.
         for _ in 0..count.parse::<u32>().unwrap_or(0) {

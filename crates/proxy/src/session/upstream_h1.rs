@@ -12,7 +12,7 @@ use crate::wire::{
     head::{Framing, Offered, Outgoing, RequestContext},
 };
 use http1::io::write_bounded;
-use http1::{Framing as RequestFraming, Head, ResponseHead};
+use http1::{conn::ServerConnection, Framing as RequestFraming, Head, ResponseHead};
 
 use std::{
     future::{poll_fn, Future},
@@ -248,19 +248,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             // client is watched too: one that closes its connection (or
             // resets it) cancels the exchange at once, as nginx does. What
             // a pipelining client sends meanwhile is kept, up to a head's size.
-            let watch_client = watch_client && self.conn.rbuf.len() < self.plan.limits.max_head;
+            let max_buffered = self.plan.limits.max_head;
             let client = &mut self.conn;
             let woke = poll_fn(|cx| {
                 if let Poll::Ready(read) = pin!(conn.stream.read_buf(&mut conn.buf)).poll(cx) {
                     return Poll::Ready(Woke::Upstream(read));
                 }
-                if watch_client {
-                    client.rbuf.reserve(READ_RESERVE);
-                    match pin!(client.stream.read_buf(&mut client.rbuf)).poll(cx) {
-                        Poll::Ready(Ok(0) | Err(_)) => return Poll::Ready(Woke::ClientClosed),
-                        Poll::Ready(Ok(_)) => return Poll::Ready(Woke::Client),
-                        Poll::Pending => {}
-                    }
+                if watch_client && poll_client_gone(client, max_buffered, cx).is_ready() {
+                    return Poll::Ready(Woke::ClientClosed);
                 }
                 client.timer().poll(cx).map(|()| Woke::Timer)
             })
@@ -268,7 +263,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             match woke {
                 Woke::Upstream(read) => return UpstreamRead::Done(read),
                 Woke::ClientClosed => return UpstreamRead::ClientClosed,
-                Woke::Client => continue,
                 Woke::Timer => {}
             }
             let now = tokio::time::Instant::now();
@@ -319,10 +313,28 @@ pub(super) enum UpstreamRead {
 /// What woke a wait for the upstream.
 enum Woke {
     Upstream(std::io::Result<usize>),
-    /// The client sent more (pipelined requests).
-    Client,
     ClientClosed,
     Timer,
+}
+
+/// Reads what the client sends while its answer is awaited (pipelined
+/// requests, kept for later, up to `max_buffered` bytes); ready once the
+/// client has closed or reset its connection. Past `max_buffered` the
+/// client is no longer watched (nothing more is read from it).
+pub(super) fn poll_client_gone<S: AsyncRead + Unpin>(
+    client: &mut ServerConnection<S>,
+    max_buffered: usize,
+    cx: &mut std::task::Context<'_>,
+) -> Poll<()> {
+    while client.rbuf.len() < max_buffered {
+        client.rbuf.reserve(READ_RESERVE);
+        match pin!(client.stream.read_buf(&mut client.rbuf)).poll(cx) {
+            Poll::Ready(Ok(0) | Err(_)) => return Poll::Ready(()),
+            Poll::Ready(Ok(_)) => {}
+            Poll::Pending => return Poll::Pending,
+        }
+    }
+    Poll::Pending
 }
 
 /// Why sending a request or reading its response head failed.

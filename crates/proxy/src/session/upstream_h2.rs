@@ -24,7 +24,8 @@ use super::{
     passable_trailers, persistence,
     send::{resend_after_refused, Sender},
     upstream_h1::outgoing,
-    Failure, Next, Session,
+    upstream_h1::poll_client_gone,
+    Failure, Next, Session, CLIENT_CLOSED,
 };
 use crate::{
     ids::{HostId, RouteId, UpstreamId},
@@ -41,6 +42,14 @@ use crate::{
 
 /// What the upstream said to a request on a stream.
 type Answered = Result<Response<RecvStream>, h2::Error>;
+
+/// How a wait for the upstream ended.
+enum Waited<T> {
+    Done(T),
+    TimedOut,
+    /// The client closed its connection (or a flush to it failed).
+    ClientGone,
+}
 
 /// How sending a request on a stream failed.
 enum StreamFailure {
@@ -229,9 +238,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     ) -> Result<Option<Answered>, StreamFailure> {
         loop {
             let next = poll_fn(|cx| h2_pool::poll_head(response, cx));
-            match self.wait(next, timeout).await {
-                None => return Ok(None),
-                Some(Ok(UpstreamHead::Interim(interim))) => self
+            match self.wait(next, timeout, true).await {
+                Waited::TimedOut => return Ok(None),
+                Waited::ClientGone => {
+                    let gone = Failure::new(CLIENT_CLOSED, "the client closed its connection");
+                    return Err(StreamFailure::Failed(gone));
+                }
+                Waited::Done(Ok(UpstreamHead::Interim(interim))) => self
                     .take_interim(
                         head,
                         interim.status(),
@@ -239,27 +252,42 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                         failed,
                     )
                     .map_err(StreamFailure::Failed)?,
-                Some(Ok(UpstreamHead::Final(answered))) => return Ok(Some(Ok(answered))),
-                Some(Err(err)) => return Ok(Some(Err(err))),
+                Waited::Done(Ok(UpstreamHead::Final(answered))) => return Ok(Some(Ok(answered))),
+                Waited::Done(Err(err)) => return Ok(Some(Err(err))),
             }
         }
     }
 
     /// Awaits `future` for at most `timeout`; answers already waiting for
-    /// the client are written first if it is not ready at once.
+    /// the client are written first if it is not ready at once. With
+    /// `watch_client` (while the answer's head is awaited), a client that
+    /// closes its connection ends the wait, as in `read_upstream`.
     async fn wait<F: std::future::Future + Unpin>(
         &mut self,
         mut future: F,
         timeout: Duration,
-    ) -> Option<F::Output> {
+        watch_client: bool,
+    ) -> Waited<F::Output> {
         let polled = poll_fn(|cx| Poll::Ready(std::pin::Pin::new(&mut future).poll(cx))).await;
         if let Poll::Ready(output) = polled {
-            return Some(output);
+            return Waited::Done(output);
         }
         if !self.conn.flush().await {
-            return None;
+            return Waited::ClientGone;
         }
-        tokio::time::timeout(timeout, future).await.ok()
+        let max_buffered = self.plan.limits.max_head;
+        let client = &mut self.conn;
+        let watched = poll_fn(|cx| {
+            if watch_client && poll_client_gone(client, max_buffered, cx).is_ready() {
+                return Poll::Ready(None);
+            }
+            std::pin::Pin::new(&mut future).poll(cx).map(Some)
+        });
+        match tokio::time::timeout(timeout, watched).await {
+            Ok(Some(output)) => Waited::Done(output),
+            Ok(None) => Waited::ClientGone,
+            Err(_) => Waited::TimedOut,
+        }
     }
 
     /// Sends the request body (Content-Length or chunked from the client);
@@ -438,11 +466,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let timeout = self.plan.upstream(upstream).timeouts.request;
         loop {
             let next = poll_fn(|cx| body.poll_data(cx));
-            let data = match self.wait(next, timeout).await {
-                None => return self.body_broke(upstream, "timed out"),
-                Some(None) => break,
-                Some(Some(Err(err))) => return self.body_broke(upstream, &err.to_string()),
-                Some(Some(Ok(data))) => data,
+            let data = match self.wait(next, timeout, false).await {
+                Waited::ClientGone => return false,
+                Waited::TimedOut => return self.body_broke(upstream, "timed out"),
+                Waited::Done(None) => break,
+                Waited::Done(Some(Err(err))) => return self.body_broke(upstream, &err.to_string()),
+                Waited::Done(Some(Ok(data))) => data,
             };
             let _ = body.flow_control().release_capacity(data.len());
             if to == Framing::Chunked {
@@ -456,10 +485,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
         if to == Framing::Chunked {
             let trailers = poll_fn(|cx| body.poll_trailers(cx));
-            let trailers = match self.wait(trailers, timeout).await {
-                Some(Ok(trailers)) => trailers.unwrap_or_default(),
-                None => return self.body_broke(upstream, "timed out"),
-                Some(Err(err)) => return self.body_broke(upstream, &err.to_string()),
+            let trailers = match self.wait(trailers, timeout, false).await {
+                Waited::Done(Ok(trailers)) => trailers.unwrap_or_default(),
+                Waited::ClientGone => return false,
+                Waited::TimedOut => return self.body_broke(upstream, "timed out"),
+                Waited::Done(Err(err)) => return self.body_broke(upstream, &err.to_string()),
             };
             let edits = Some(&self.exchange.response_headers).filter(|e| !e.is_empty());
             let trailers = passable_trailers(trailers, edits, self.worker.metrics());
