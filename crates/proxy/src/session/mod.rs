@@ -21,6 +21,7 @@ mod idle;
 mod local;
 mod park;
 mod respond;
+mod respond_h2;
 mod send;
 mod sender;
 mod upstream_h1;
