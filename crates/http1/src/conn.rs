@@ -28,7 +28,7 @@ use tokio::{
     time::{sleep_until, Instant, Sleep},
 };
 
-use crate::io::{write_within, Prefaced, WriteEnd};
+use crate::io::{try_write_all, write_rest, Prefaced, WriteEnd};
 
 /// What a read asks the buffer to have room for.
 pub const READ_RESERVE: usize = 16 * 1024;
@@ -269,11 +269,23 @@ impl<S: AsyncRead + AsyncWrite + Unpin> ServerConnection<S> {
         if self.wbuf.is_empty() {
             return true;
         }
-        let send_timeout = Duration::from_millis(u64::from(self.send_timeout_ms));
-        let written = write_within(&mut self.stream, &self.wbuf, send_timeout).await;
+        // `write_bounded`'s two steps, inline here: one non-blocking
+        // attempt (usually all), the rest boxed (a stalled peer).
+        let (stream, wbuf) = (&mut self.stream, &self.wbuf);
+        let mut written = 0;
+        let attempt =
+            poll_fn(|cx| Poll::Ready(try_write_all(stream, wbuf, &mut written, cx))).await;
+        let end = match attempt {
+            Some(true) => WriteEnd::Written,
+            Some(false) => WriteEnd::Failed,
+            None => {
+                let send_timeout = Duration::from_millis(u64::from(self.send_timeout_ms));
+                Box::pin(write_rest(stream, &wbuf[written..], send_timeout)).await
+            }
+        };
         self.wbuf.clear();
-        self.stalled = written == WriteEnd::Stalled;
-        written == WriteEnd::Written
+        self.stalled = end == WriteEnd::Stalled;
+        end == WriteEnd::Written
     }
 
     /// A connection that once carried a large message must not keep its

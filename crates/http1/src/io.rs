@@ -39,7 +39,13 @@ pub async fn write_bounded<S: AsyncWrite + Unpin>(
     bytes: &[u8],
     timeout: Duration,
 ) -> bool {
-    write_within(stream, bytes, timeout).await == WriteEnd::Written
+    // Not through `write_within`: its layer would cost every write.
+    let mut written = 0;
+    let attempt = poll_fn(|cx| Poll::Ready(try_write_all(stream, bytes, &mut written, cx))).await;
+    if let Some(done) = attempt {
+        return done;
+    }
+    Box::pin(write_rest(stream, &bytes[written..], timeout)).await == WriteEnd::Written
 }
 
 /// How a bounded write ended.
@@ -52,27 +58,9 @@ pub enum WriteEnd {
     Stalled,
 }
 
-/// [`write_bounded`], saying how it ended.
-pub async fn write_within<S: AsyncWrite + Unpin>(
-    stream: &mut S,
-    bytes: &[u8],
-    timeout: Duration,
-) -> WriteEnd {
-    let mut written = 0;
-    let attempt = poll_fn(|cx| Poll::Ready(try_write_all(stream, bytes, &mut written, cx))).await;
-    match attempt {
-        Some(true) => return WriteEnd::Written,
-        Some(false) => return WriteEnd::Failed,
-        None => {}
-    }
-    // The slow path on the heap: inline, its timer and write would make
-    // every connection's future (which may flush while idle) larger.
-    Box::pin(write_rest(stream, &bytes[written..], timeout)).await
-}
-
 /// The rest of a write, each step bounded by `timeout`: a slow reader
 /// that keeps taking bytes is served, one that takes none is not.
-async fn write_rest<S: AsyncWrite + Unpin>(
+pub(crate) async fn write_rest<S: AsyncWrite + Unpin>(
     stream: &mut S,
     mut rest: &[u8],
     timeout: Duration,
@@ -93,7 +81,7 @@ async fn write_rest<S: AsyncWrite + Unpin>(
 
 /// One pass of writes and a flush: `Some(ok)` when finished either way,
 /// `None` when the stream would block (with `written` bytes taken).
-fn try_write_all<S: AsyncWrite + Unpin>(
+pub(crate) fn try_write_all<S: AsyncWrite + Unpin>(
     stream: &mut S,
     bytes: &[u8],
     written: &mut usize,

@@ -115,10 +115,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             debug!(peer = %self.peer, "the upstream answered before the request body ended");
         }
         loop {
-            match self.final_head(head, conn) {
-                Ok(Some(response)) => return Ok(response),
-                Ok(None) => {}
-                Err(failure) => return Err(SendFailed(failure)),
+            // Nothing to parse before the first read (the usual case).
+            if !conn.buf.is_empty() {
+                match self.final_head(head, conn) {
+                    Ok(Some(response)) => return Ok(response),
+                    Ok(None) => {}
+                    Err(failure) => return Err(SendFailed(failure)),
+                }
             }
             match self.read_upstream(conn, deadline, true).await {
                 UpstreamRead::ClientGone | UpstreamRead::ClientClosed => {
@@ -163,6 +166,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// interim (1xx) answers before it, each forwarded to the client or
     /// dropped as the interim rule says (`wire::interim`); `None` while
     /// the buffer holds nothing more than the start of a head.
+    #[inline(always)]
     pub(super) fn final_head(
         &mut self,
         head: &Head,
@@ -173,6 +177,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     }
 
     /// [`Session::final_head`], with what is wrong with the head.
+    #[inline(always)]
     pub(super) fn past_interim(
         &mut self,
         head: &Head,
@@ -191,6 +196,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 Ok(None) => return Ok(None),
                 Err(rejection) => return Err(rejection.detail),
             };
+            if !interim::is_interim(response.status) {
+                return Ok(Some(response));
+            }
             let fields = Fields::H1 {
                 buf: &conn.buf,
                 fields: &self.response_fields,

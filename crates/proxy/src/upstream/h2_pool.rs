@@ -222,7 +222,12 @@ pub(crate) async fn send_data(
     let mut ended = false;
     while !data.is_empty() {
         send.reserve_capacity(data.len());
-        let granted = match capacity(send, within).await? {
+        // A timer only when the window is not there at once.
+        let granted = match poll_fn(|cx| Poll::Ready(send.poll_capacity(cx))).await {
+            Poll::Ready(granted) => granted,
+            Poll::Pending => capacity(send, within).await?,
+        };
+        let granted = match granted {
             Some(Ok(granted)) => granted,
             Some(Err(_)) | None => return Err(StreamBroken::Closed),
         };
@@ -247,13 +252,12 @@ async fn capacity(
     send: &mut SendStream<Bytes>,
     within: Option<Duration>,
 ) -> Result<Option<Result<usize, h2::Error>>, StreamBroken> {
-    if let Poll::Ready(granted) = poll_fn(|cx| Poll::Ready(send.poll_capacity(cx))).await {
-        return Ok(granted);
-    }
     let granted = poll_fn(|cx| send.poll_capacity(cx));
     match within {
         None => Ok(granted.await),
-        Some(within) => tokio::time::timeout(within, granted)
+        // On the heap: the timer would make every caller's future larger
+        // (and each stream's future is moved when it is boxed).
+        Some(within) => Box::pin(tokio::time::timeout(within, granted))
             .await
             .map_err(|_| StreamBroken::TimedOut),
     }

@@ -47,6 +47,12 @@ impl TooMany {
     pub(crate) const DETAIL: &'static str = "the upstream sent too many interim (1xx) answers";
 }
 
+/// Whether a head with `status` is an interim answer: every `1xx` but `101`.
+#[inline]
+pub(crate) fn is_interim(status: StatusCode) -> bool {
+    status.is_informational() && status != StatusCode::SWITCHING_PROTOCOLS
+}
+
 /// Counts one request's interim answers and says what each one is.
 #[derive(Debug, Default)]
 pub(crate) struct InterimAnswers {
@@ -60,7 +66,7 @@ impl InterimAnswers {
         status: StatusCode,
         client: ClientVersion,
     ) -> Result<Interim, TooMany> {
-        if !status.is_informational() || status == StatusCode::SWITCHING_PROTOCOLS {
+        if !is_interim(status) {
             return Ok(Interim::Final);
         }
         self.seen += 1;
@@ -80,13 +86,16 @@ impl InterimAnswers {
 /// to the final answer.
 pub(crate) fn interim_head(out: &mut Vec<u8>, status: StatusCode, fields: Fields<'_>) {
     http1::response::status_line(out, status);
-    head::response_fields(status, fields, false, None, &mut |name, value| {
-        out.extend_from_slice(name);
-        out.extend_from_slice(b": ");
-        for part in value {
-            out.extend_from_slice(part);
+    // The rules without edits (not `head::response_fields`, whose one
+    // caller on the hot path keeps it inlined).
+    let rules = head::ResponseRules::new(status, fields, false, None);
+    fields.for_each(|name, value| {
+        if rules.keeps(name) {
+            out.extend_from_slice(name);
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value);
+            out.extend_from_slice(b"\r\n");
         }
-        out.extend_from_slice(b"\r\n");
     });
     out.extend_from_slice(b"\r\n");
 }

@@ -49,10 +49,12 @@ pub(super) async fn unless_reset<F: Future>(
 ) -> Option<F::Output> {
     let mut work = pin!(work);
     poll_fn(|cx| {
-        if client.poll_client_reset(cx).is_ready() {
-            return Poll::Ready(None);
+        // The work first: what is done at once needs no look at the
+        // stream (a lock in `h2`), and a reset seen late costs nothing.
+        if let Poll::Ready(done) = work.as_mut().poll(cx) {
+            return Poll::Ready(Some(done));
         }
-        work.as_mut().poll(cx).map(Some)
+        client.poll_client_reset(cx).map(|()| None)
     })
     .await
 }

@@ -12,9 +12,9 @@ mod pump_h1;
 mod to_h1;
 mod to_h2;
 
-use client_side::{unless_reset, TrailerRules};
+use client_side::{unless_reset, ClientSide, TrailerRules};
 
-use std::{future::Future, sync::Arc};
+use std::{future::Future, sync::Arc, task::Poll};
 
 use bytes::{Bytes, BytesMut};
 use h2::{server::SendResponse, RecvStream, SendStream};
@@ -327,10 +327,17 @@ impl Stream {
     /// is dropped at once (with it the upstream connection, closed, or
     /// the upstream stream, reset) and the answer is [`Stream::cancelled`].
     pub(super) async fn unless_reset<F: Future>(&mut self, work: F) -> Result<F::Output, Failure> {
-        match unless_reset(&mut self.respond, work).await {
-            Some(done) => Ok(done),
-            None => Err(self.cancelled()),
-        }
+        let mut work = std::pin::pin!(work);
+        let respond = &mut self.respond;
+        // As `client_side::unless_reset`, in this one future (no layer more).
+        let done = std::future::poll_fn(|cx| {
+            if let Poll::Ready(done) = work.as_mut().poll(cx) {
+                return Poll::Ready(Some(done));
+            }
+            respond.poll_client_reset(cx).map(|()| None)
+        })
+        .await;
+        done.ok_or_else(|| self.cancelled())
     }
 
     /// The client reset its stream: nothing more goes to it.

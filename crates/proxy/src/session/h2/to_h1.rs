@@ -34,7 +34,7 @@ use crate::{
         fields::Fields,
         head::{self, Framing, Outgoing, RequestContext},
         http2,
-        interim::TooMany,
+        interim::{self, TooMany},
     },
 };
 use bytes::{Buf, Bytes, BytesMut};
@@ -85,10 +85,9 @@ pub(super) async fn forward(
             }
         };
         let sent_at = Instant::now();
-        let written = write_bounded(&mut conn.stream, &request, timeout);
-        if !stream.unless_reset(written).await.inspect_err(|_| {
-            worker.metrics().upstream_open(upstream, -1);
-        })? {
+        // Not watched for a reset: the write is bounded by `timeout`, and
+        // a reset is seen at the wait for the answer, right after.
+        if !write_bounded(&mut conn.stream, &request, timeout).await {
             worker.metrics().upstream_open(upstream, -1);
             if conn.reused && replay_after_stale(outgoing.method, replayable, fresh_only) {
                 fresh_only = true;
@@ -303,10 +302,7 @@ async fn read_head(
             head_request,
             &mut fields,
         ) {
-            Ok(Some(head))
-                if head.status.is_informational()
-                    && head.status != StatusCode::SWITCHING_PROTOCOLS =>
-            {
+            Ok(Some(head)) if interim::is_interim(head.status) => {
                 return Ok(Parsed::Interim(head, fields))
             }
             Ok(Some(head)) => return Ok(Parsed::Final(head, fields)),
@@ -400,7 +396,8 @@ async fn relay_body(
         relayed += data.len() as u64;
         let last = done && trailers.is_empty();
         if !data.is_empty() || last {
-            sent(&mut send, data, last, send_timeout).await?;
+            let sent = send_data(&mut send, data, last, Some(send_timeout)).await;
+            sent.map_err(|broken| stopped(&mut send, broken))?;
         }
         if done {
             if !trailers.is_empty() {
@@ -414,7 +411,8 @@ async fn relay_body(
         };
         let broke = match read {
             Ok(0) if framing == BodyFraming::UntilClose => {
-                sent(&mut send, Bytes::new(), true, send_timeout).await?;
+                let sent = send_data(&mut send, Bytes::new(), true, Some(send_timeout)).await;
+                sent.map_err(|broken| stopped(&mut send, broken))?;
                 return Ok(relayed);
             }
             Ok(0) => "the upstream closed the connection mid-body".to_string(),
@@ -429,19 +427,14 @@ async fn relay_body(
     }
 }
 
-/// Sends response body bytes to the client within `send_timeout`.
-pub(super) async fn sent(
-    send: &mut SendStream<Bytes>,
-    data: Bytes,
-    last: bool,
-    send_timeout: std::time::Duration,
-) -> Result<(), RelayStop> {
-    match send_data(send, data, last, Some(send_timeout)).await {
-        Ok(()) => Ok(()),
-        Err(StreamBroken::Closed) => Err(RelayStop::Client),
-        Err(StreamBroken::TimedOut) => {
+/// Why sending response body bytes to the client failed; a client that
+/// granted no window for `limits.send_timeout` gets its stream reset.
+pub(super) fn stopped(send: &mut SendStream<Bytes>, broken: StreamBroken) -> RelayStop {
+    match broken {
+        StreamBroken::Closed => RelayStop::Client,
+        StreamBroken::TimedOut => {
             send.send_reset(Reason::CANCEL);
-            Err(RelayStop::SendTimedOut)
+            RelayStop::SendTimedOut
         }
     }
 }

@@ -3,15 +3,15 @@
 //! response comes back, each with its own flow control, so both flow at
 //! once; trailers pass both ways.
 
-use std::{future::poll_fn, sync::Arc, time::Instant};
+use std::{future::poll_fn, sync::Arc, task::Poll, time::Instant};
 
 use bytes::Bytes;
 use h2::{client::ResponseFuture, Reason, RecvStream, SendStream};
 use http::{Request, StatusCode, Uri};
 
 use super::{
-    to_h1::{sent, RelayStop},
-    unless_reset, RequestBody, Stream, TrailerRules,
+    to_h1::{stopped, RelayStop},
+    unless_reset, ClientSide, RequestBody, Stream, TrailerRules,
 };
 use crate::{
     config::TrailerPolicy,
@@ -135,6 +135,8 @@ pub(super) async fn forward(
     let mut pumped = false;
     let outcome = loop {
         tokio::select! {
+            // In order: no random start to draw on every poll.
+            biased;
             done = &mut pump, if !pumped => {
                 pumped = true;
                 match done {
@@ -245,11 +247,17 @@ async fn relay(
     timeout: std::time::Duration,
 ) -> Result<(), Failure> {
     let response = loop {
-        let next = poll_fn(|cx| h2_pool::poll_head(&mut response, cx));
-        match stream
-            .unless_reset(tokio::time::timeout(timeout, next))
-            .await?
-        {
+        // The head, unless the client resets its stream first (in the
+        // one poll: `Stream::unless_reset` would be a layer more).
+        let respond = &mut stream.respond;
+        let next = poll_fn(|cx| match h2_pool::poll_head(&mut response, cx) {
+            Poll::Ready(head) => Poll::Ready(Some(head)),
+            Poll::Pending => respond.poll_client_reset(cx).map(|()| None),
+        });
+        let Some(next) = tokio::time::timeout(timeout, next).await.transpose() else {
+            return Err(stream.cancelled());
+        };
+        match next {
             Ok(Ok(UpstreamHead::Interim(interim))) => {
                 let fields = Fields::Map(interim.headers());
                 if stream.interim(interim.status(), fields).is_err() {
@@ -335,8 +343,8 @@ async fn relay_body(
         // The upstream's last frame ends the client's stream too: one
         // frame, not the data and then an empty one.
         let last = body.is_end_stream();
-        if let Err(stop) = sent(&mut client, data, last, send_timeout).await {
-            return (bytes, Some(stop));
+        if let Err(broken) = send_data(&mut client, data, last, Some(send_timeout)).await {
+            return (bytes, Some(stopped(&mut client, broken)));
         }
         let _ = body.flow_control().release_capacity(len);
         if last {
@@ -350,8 +358,9 @@ async fn relay_body(
             let _ = client.send_trailers(passable_trailers(trailers, edits, metrics));
         }
         Some(Ok(Ok(None))) => {
-            if let Err(stop) = sent(&mut client, Bytes::new(), true, send_timeout).await {
-                return (bytes, Some(stop));
+            let end = send_data(&mut client, Bytes::new(), true, Some(send_timeout)).await;
+            if let Err(broken) = end {
+                return (bytes, Some(stopped(&mut client, broken)));
             }
         }
         Some(Ok(Err(err))) => return broke(&mut client, bytes, err.to_string()),
