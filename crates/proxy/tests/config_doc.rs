@@ -49,3 +49,65 @@ fn the_documented_errors_are_the_real_ones() {
     let shown = err.to_string();
     assert!(doc.contains(&shown), "docs/CONFIG.md should show:\n{shown}");
 }
+
+/// The keys the parser lists for a misspelt key in `misspelt` (the
+/// example with one line changed): "expected one of a, b, c".
+fn keys_expected(misspelt: &str) -> Vec<String> {
+    let err = proxy::config::parse(misspelt, Path::new("sluice.yaml"), |_| None)
+        .expect_err("a misspelt key");
+    let shown = err.to_string();
+    let list = shown
+        .split("expected one of ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{shown}"));
+    let list = list.split(';').next().unwrap_or_default();
+    list.split(',')
+        .map(|k| k.trim().trim_matches('`').to_string())
+        .collect()
+}
+
+/// The default column of the table row for `key`.
+fn documented_default(doc: &str, key: &str) -> String {
+    let row = format!("| `{key}` |");
+    let line = doc
+        .lines()
+        .find(|l| l.starts_with(&row))
+        .unwrap_or_else(|| panic!("docs/CONFIG.md has no row for `{key}`"));
+    line.split(" | ").nth(2).unwrap_or_default().to_string()
+}
+
+#[test]
+fn every_upstream_key_is_documented_with_its_default() {
+    let doc = doc();
+    let example = example();
+    let upstream = keys_expected(&example.replace("    retries: 2", "    retires: 2"));
+    let timeouts = keys_expected(&example.replace("{ connect: 1s,", "{ conect: 1s,"));
+    let health = keys_expected(&example.replace("    retries: 2", "    health: { falures: 1 }"));
+    let keys = upstream
+        .iter()
+        .cloned()
+        .chain(timeouts.iter().map(|k| format!("timeouts.{k}")))
+        .chain(health.iter().map(|k| format!("health.{k}")));
+    for key in keys {
+        assert!(
+            doc.contains(&format!("`upstreams.NAME.{key}")),
+            "docs/CONFIG.md does not document upstreams.NAME.{key}"
+        );
+    }
+    // The defaults of the keys that keep a saturated host served.
+    let config = proxy::config::parse(&example, Path::new("sluice.yaml"), |_| None).unwrap();
+    let petstore = &config.upstreams["petstore"];
+    let documented = |key: &str| documented_default(&doc, &format!("upstreams.NAME.{key}"));
+    assert_eq!(
+        documented("max_connecting"),
+        format!("`{}`", petstore.max_connecting)
+    );
+    assert_eq!(
+        documented("timeouts.queue"),
+        format!("`{}s`", petstore.timeouts.queue.as_secs())
+    );
+    assert_eq!(
+        documented("health.panic_threshold"),
+        format!("`{}`", petstore.health.panic_threshold)
+    );
+}

@@ -273,7 +273,9 @@ async fn dead_hosts_give_502_then_503_then_recover() {
     let addr = closed_port();
     let proxy = Proxy::start(&one_upstream(
         addr,
-        "    retries: 0\n    health: { failures: 1, backoff: 300ms }\n",
+        // Without a panic threshold: the only host, ejected, gets no traffic
+        // (tests/saturated.rs has it with the threshold).
+        "    retries: 0\n    health: { failures: 1, backoff: 300ms, panic_threshold: 0 }\n",
     ));
     let mut conn = proxy.conn().await;
     assert_eq!(conn.get("/").await.status, 502);

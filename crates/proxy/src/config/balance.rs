@@ -251,8 +251,59 @@ pub(super) fn default_retry_backoff() -> Duration {
     Duration::from_millis(25)
 }
 
-pub(super) fn default_max_ejected_percent() -> u32 {
-    50
+/// Passive health: a host failing `failures` times in a row (connect
+/// failures, resets, timeouts, 5xx answers) is ejected for `backoff`, as
+/// long as no more than `max_ejected_percent` of the hosts are out;
+/// active health: `active` checks. Below `panic_threshold` percent of the
+/// hosts in, health is ignored and every host takes traffic.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Health {
+    pub failures: u32,
+    #[serde(deserialize_with = "duration")]
+    pub backoff: Duration,
+    pub max_ejected_percent: u32,
+    #[serde(deserialize_with = "percent")]
+    pub panic_threshold: u32,
+    pub active: Option<ActiveHealth>,
+}
+
+impl Default for Health {
+    fn default() -> Self {
+        Self {
+            failures: 3,
+            backoff: Duration::from_secs(10),
+            max_ejected_percent: 50,
+            panic_threshold: 50,
+            active: None,
+        }
+    }
+}
+
+/// Connections opened to one host at once (`max_connecting`): well below
+/// the smallest accept queues in use (Tomcat's is 100, Java's default 50),
+/// so that a burst of new requests does not overflow one and wait for
+/// dropped SYNs to be sent again.
+pub(super) fn default_max_connecting() -> u32 {
+    32
+}
+
+/// An integer of at least 1.
+pub(super) fn at_least_one<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u32, D::Error> {
+    match u32::deserialize(deserializer)? {
+        0 => Err(D::Error::custom("must be at least 1")),
+        n => Ok(n),
+    }
+}
+
+/// A share of the hosts, 0 to 100.
+fn percent<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u32, D::Error> {
+    match u32::deserialize(deserializer)? {
+        n @ 0..=100 => Ok(n),
+        n => Err(D::Error::custom(format!(
+            "{n} is not a percentage: 0 to 100"
+        ))),
+    }
 }
 
 /// `retry_budget:` retries allowed on top of the requests, so that a

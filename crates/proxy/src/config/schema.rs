@@ -9,8 +9,8 @@ use serde_saphyr::Spanned;
 use super::{
     admin::{Admin, Substituted},
     balance::{
-        default_max_ejected_percent, default_retry_backoff, default_retry_on, optional_duration,
-        ActiveHealth, Balance, HashSettings, HostEntry, RetryBudget, RetryOn, Sticky,
+        at_least_one, default_max_connecting, default_retry_backoff, default_retry_on,
+        optional_duration, Balance, HashSettings, Health, HostEntry, RetryBudget, RetryOn, Sticky,
     },
     listener_tls::ListenerTls,
     middleware::{ChainRef, Chains, Middleware},
@@ -177,8 +177,13 @@ pub struct UpstreamSettings {
     #[serde(default)]
     pub max_connections: Option<u32>,
     /// Requests waiting for a host at `max_connections`; past it, 503.
+    /// Default: no bound but `timeouts.queue` (and the client connections).
     #[serde(default)]
     pub max_pending: Option<u32>,
+    /// Connections being opened to one host at once; more requests wait
+    /// for one of those or for a connection another request gives back.
+    #[serde(default = "default_max_connecting", deserialize_with = "at_least_one")]
+    pub max_connecting: u32,
     #[serde(default)]
     pub timeouts: Timeouts,
     /// Further attempts for connect failures and idempotent requests.
@@ -244,6 +249,10 @@ pub struct Timeouts {
     /// From sending the request to the end of the response head: past it, 504.
     #[serde(deserialize_with = "duration")]
     pub request: Duration,
+    /// Waiting for a connection to a host (`max_connections`,
+    /// `max_connecting`): past it, 503.
+    #[serde(deserialize_with = "duration")]
+    pub queue: Duration,
 }
 
 impl Default for Timeouts {
@@ -251,6 +260,7 @@ impl Default for Timeouts {
         Self {
             connect: Duration::from_secs(1),
             request: Duration::from_secs(10),
+            queue: Duration::from_secs(10),
         }
     }
 }
@@ -269,31 +279,6 @@ impl Default for PoolSettings {
         Self {
             max_idle: 1024,
             idle_timeout: Duration::from_secs(60),
-        }
-    }
-}
-
-/// Passive health: a host failing `failures` times in a row (connect
-/// failures, resets, timeouts, 5xx answers) is ejected for `backoff`, as
-/// long as no more than `max_ejected_percent` of the hosts are out;
-/// active health: `active` checks.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Health {
-    pub failures: u32,
-    #[serde(deserialize_with = "duration")]
-    pub backoff: Duration,
-    pub max_ejected_percent: u32,
-    pub active: Option<ActiveHealth>,
-}
-
-impl Default for Health {
-    fn default() -> Self {
-        Self {
-            failures: 3,
-            backoff: Duration::from_secs(10),
-            max_ejected_percent: default_max_ejected_percent(),
-            active: None,
         }
     }
 }

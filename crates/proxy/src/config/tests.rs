@@ -40,6 +40,32 @@ fn a_good_file_parses_with_defaults_filled_in() {
     assert_eq!(config.limits.header_read_timeout, Duration::from_secs(10));
 }
 
+#[test]
+fn the_saturation_keys_have_their_defaults_and_refuse_bad_values() {
+    let petstore = &parse_str(GOOD).unwrap().upstreams["petstore"];
+    assert_eq!(petstore.max_connecting, 32);
+    assert_eq!(petstore.timeouts.queue, Duration::from_secs(10));
+    assert_eq!(petstore.health.panic_threshold, 50);
+    assert_eq!(petstore.max_pending, None, "bounded by timeouts.queue");
+
+    let err = error_with(8, "    max_connecting: 0");
+    assert_eq!(
+        (err.line, err.key.as_str(), err.message.as_str()),
+        (8, "upstreams.petstore.max_connecting", "must be at least 1")
+    );
+    let err = error_with(8, "    health: { panic_threshold: 101 }");
+    assert_eq!(
+        (err.line, err.key.as_str()),
+        (8, "upstreams.petstore.health.panic_threshold")
+    );
+    assert!(err.message.contains("0 to 100"), "{err}");
+    let err = error_with(7, "    timeouts: { queue: forever }");
+    assert_eq!(
+        (err.line, err.key.as_str()),
+        (7, "upstreams.petstore.timeouts.queue")
+    );
+}
+
 /// Replaces one line of `GOOD` (1-based) and returns the error.
 fn error_with(line: usize, replacement: &str) -> ConfigError {
     let mut lines: Vec<&str> = GOOD.lines().collect();

@@ -9,10 +9,11 @@ use super::{Failure, Worker};
 use crate::ids::{HostId, UpstreamId};
 use crate::plan::Plan;
 use crate::telemetry::UpstreamError;
-use crate::upstream::connect;
+use crate::upstream::balance::NoSlot;
 use crate::upstream::connect::ConnectError;
 use crate::upstream::pool::UpstreamConn;
-use crate::upstream::retry::Attempt;
+use crate::upstream::queue::{self, NoConnection};
+use crate::upstream::retry::{connect_retry_host, Attempt};
 use crate::wire::{edits::HeaderEdits, fields::Fields, head::Outgoing};
 
 use std::{
@@ -38,6 +39,8 @@ pub(crate) struct Sender<'a> {
     held: AtomicUsize,
     /// The answer must carry the sticky cookie of the host it came from.
     set_cookie: AtomicBool,
+    /// The last connect failed while its host answered other requests.
+    busy: AtomicBool,
 }
 
 impl Drop for Sender<'_> {
@@ -60,6 +63,7 @@ impl<'a> Sender<'a> {
             peer,
             held: AtomicUsize::new(NONE),
             set_cookie: AtomicBool::new(false),
+            busy: AtomicBool::new(false),
         }
     }
 
@@ -122,14 +126,13 @@ impl<'a> Sender<'a> {
         self.release();
         let balancer = &self.config().balancer;
         if let Some(limits) = balancer.limits() {
-            let wait = self.config().timeouts.connect;
-            if limits.acquire(host, wait).await.is_err() {
-                let config = self.config();
-                warn!(upstream = %config.name, host = %config.host_name(host), "host at max_connections and max_pending");
-                return Err(Failure::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "every connection to the upstream is in use",
-                ));
+            let wait = self.config().timeouts.queue;
+            if let Err(no) = limits.acquire(host, wait).await {
+                let why = match no {
+                    NoSlot::Full => "at max_connections and max_pending".to_string(),
+                    NoSlot::TimedOut => format!("no slot (max_connections) within {wait:?}"),
+                };
+                return Err(self.unavailable(host, &why));
             }
         } else if !balancer.tracks_in_flight() {
             return Ok(());
@@ -197,6 +200,24 @@ impl<'a> Sender<'a> {
         safe: bool,
     ) -> Option<HostId> {
         let config = self.config();
+        let next = || {
+            let now = self.plan.clock();
+            retry_host(host, attempt, config.balancer.pick_after(host, now), || {
+                config.balancer.healthy(now)
+            })
+        };
+        self.retry_to(next, attempt, attempts, safe).await
+    }
+
+    /// [`Sender::retry`] to the host `next` names then.
+    async fn retry_to(
+        &self,
+        next: impl FnOnce() -> Option<HostId>,
+        attempt: Attempt,
+        attempts: &mut u32,
+        safe: bool,
+    ) -> Option<HostId> {
+        let config = self.config();
         if !may_retry(
             &config.retry,
             attempt,
@@ -209,16 +230,14 @@ impl<'a> Sender<'a> {
         }
         *attempts += 1;
         tokio::time::sleep(config.retry.backoff(*attempts)).await;
-        let now = self.plan.clock();
-        let next = retry_host(host, attempt, config.balancer.pick_after(host, now), || {
-            config.balancer.healthy(now)
-        })?;
+        let next = next()?;
         self.hold(next).await.ok()?;
         Some(next)
     }
 
     /// After a failed connect to `host`: counts it against the host and
-    /// picks the next one to try, or gives up with `failure`.
+    /// picks the next one to try (the same one after a timeout, when it is
+    /// the only one in), or gives up with `failure`.
     pub(crate) async fn after_failure(
         &self,
         host: HostId,
@@ -226,22 +245,34 @@ impl<'a> Sender<'a> {
         failure: Failure,
     ) -> Result<HostId, Failure> {
         let config = self.config();
+        // A 503: no connection within `timeouts.queue`. The host is busy,
+        // not at fault, and another attempt would queue again.
+        if failure.status == StatusCode::SERVICE_UNAVAILABLE {
+            return Err(failure);
+        }
         // A 502 is a refused or failed connection; a 504 a connect timeout.
-        self.count(host, failure.status == StatusCode::BAD_GATEWAY);
-        let another = || {
-            config
-                .balancer
-                .pick_after(host, self.plan.clock())
-                .is_some()
+        let timed_out = failure.status == StatusCode::GATEWAY_TIMEOUT;
+        if timed_out && self.busy.load(Relaxed) {
+            // It answered other requests meanwhile: saturated (a full
+            // accept queue drops SYNs), not gone. No step toward ejection.
+            config.balancer.failed(host, self.worker.index);
+        } else {
+            self.count(host, !timed_out);
+        }
+        let next = || {
+            let now = self.plan.clock();
+            let next = config.balancer.pick_after(host, now);
+            connect_retry_host(host, timed_out, next, || config.balancer.is_in(host, now))
         };
-        match after_connect_failure(*attempts, config.retries, another) {
+        match after_connect_failure(*attempts, config.retries, || next().is_some()) {
             AfterConnectFailure::GiveUp => {
                 *attempts += 1;
                 Err(failure)
             }
-            AfterConnectFailure::NoHealthyHost => Err(no_healthy_host()),
+            // Nowhere else to try: the failure itself is the answer.
+            AfterConnectFailure::NoHealthyHost => Err(failure),
             AfterConnectFailure::Retry => self
-                .retry(host, Attempt::ConnectFailure, attempts, true)
+                .retry_to(next, Attempt::ConnectFailure, attempts, true)
                 .await
                 .ok_or(failure),
         }
@@ -349,8 +380,19 @@ impl<'a> Sender<'a> {
         failure
     }
 
+    /// 503 for a request that found no connection to `host` free (`why`
+    /// goes to the log only, as every internal detail).
+    fn unavailable(&self, host: HostId, why: &str) -> Failure {
+        let config = self.config();
+        warn!(upstream = %config.name, host = %config.host_name(host), peer = %self.peer, "no connection: {why}");
+        Failure::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "every connection to the upstream is in use",
+        )
+    }
+
     /// A pooled HTTP/1.1 connection to `host` (unless `fresh_only`), or a
-    /// new one; `now` ages the pooled ones.
+    /// new one (`upstream::queue`); `now` ages the pooled ones.
     pub(crate) async fn connection(
         &self,
         host: HostId,
@@ -368,14 +410,20 @@ impl<'a> Sender<'a> {
                 return Ok(conn);
             }
         }
-        // Boxed: the cold path's TLS future would make every request's large.
-        match Box::pin(connect::open(config, host, None)).await {
-            Ok(stream) => {
-                metrics.upstream_open(self.upstream, 1);
-                Ok(UpstreamConn::new(stream, self.upstream, host))
+        // Boxed: the cold path's futures (TLS, the queue) would make every request's large.
+        let pool = &self.worker.pool;
+        let queued = queue::connection(config, pool, metrics, self.upstream, host, fresh_only);
+        Box::pin(queued).await.map_err(|no| match no {
+            NoConnection::Connect { err, busy } => {
+                self.busy.store(busy, Relaxed);
+                self.connect_failure(host, err)
             }
-            Err(err) => Err(self.connect_failure(host, err)),
-        }
+            NoConnection::Queue => {
+                let wait = config.timeouts.queue;
+                let why = format!("none free within {wait:?} (timeouts.queue, max_connecting)");
+                self.unavailable(host, &why)
+            }
+        })
     }
 }
 

@@ -2,8 +2,10 @@
 //! upstream compiled from its configuration: its hosts (resolved), the
 //! balancer that picks among them and keeps their health, its timeouts
 //! and TLS. `balance` picks hosts, `connect` opens connections, `pool`
-//! keeps HTTP/1.1 connections alive between requests and `h2_pool`
-//! multiplexes HTTP/2 streams over a few connections per host;
+//! keeps HTTP/1.1 connections alive between requests, `queue` gives a
+//! request one (opened, or given back by another request) without
+//! flooding a busy host, and `h2_pool` multiplexes HTTP/2 streams over a
+//! few connections per host;
 //! `discovery` resolves host names, and `carry` moves a host's state from
 //! one plan's upstream to the next one's.
 
@@ -14,6 +16,7 @@ pub(crate) mod discovery;
 pub(crate) mod h2_pool;
 pub(crate) mod health;
 pub(crate) mod pool;
+pub(crate) mod queue;
 pub(crate) mod retry;
 
 use std::{net::SocketAddr, path::Path, sync::Arc, time::Duration};

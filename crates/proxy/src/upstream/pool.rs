@@ -15,7 +15,7 @@ use std::{
     io,
     pin::Pin,
     sync::{
-        atomic::{AtomicBool, Ordering},
+        atomic::{AtomicBool, AtomicU32, Ordering},
         Mutex,
     },
     task::{Context, Poll, Waker},
@@ -27,6 +27,7 @@ use tls::tokio_rustls::client::TlsStream;
 use tokio::{
     io::{AsyncRead, AsyncWrite, ReadBuf},
     net::TcpStream,
+    sync::{futures::Notified, Notify},
 };
 
 use super::Upstream;
@@ -123,6 +124,10 @@ pub(crate) struct WorkerConns {
     pub(super) idle: Mutex<Vec<UpstreamConn>>,
     /// Multiplexed HTTP/2 connections.
     pub(super) h2: Mutex<Vec<super::h2_pool::H2Conn>>,
+    /// Requests of this worker waiting for an idle HTTP/1.1 connection
+    /// ([`Awaiting`]), and their wake-up when one is given back.
+    waiting: AtomicU32,
+    given_back: Notify,
 }
 
 /// The connections of one host, one set per worker; shared by every plan
@@ -239,10 +244,47 @@ impl Pool {
                 conn.idle_since = now;
                 idle.push(conn);
                 metrics.pool_idle(upstream, 1);
+                let conns = host.worker(self.worker);
+                if conns.waiting.load(Ordering::Relaxed) != 0 {
+                    conns.given_back.notify_one();
+                }
                 return;
             }
         }
         metrics.upstream_open(upstream, -1);
+    }
+}
+
+/// A request waiting for a connection to one host to be given back to
+/// its worker's pool (counted while it waits, so that giving one back
+/// costs a notification only when someone waits).
+#[derive(Debug)]
+pub(crate) struct Awaiting<'a> {
+    conns: &'a WorkerConns,
+}
+
+impl Pool {
+    /// Counts the caller in as waiting for a connection to `host` to come
+    /// back; look in the pool after this, then wait on
+    /// [`Awaiting::given_back`], so that none is missed.
+    pub(crate) fn awaiting<'a>(&self, config: &'a Upstream, host: HostId) -> Awaiting<'a> {
+        let conns = self.slot(config, host).worker(self.worker);
+        conns.waiting.fetch_add(1, Ordering::Relaxed);
+        Awaiting { conns }
+    }
+}
+
+impl Awaiting<'_> {
+    /// Completes when a connection may have come back (look again: another
+    /// request may take it first).
+    pub(crate) fn given_back(&self) -> Notified<'_> {
+        self.conns.given_back.notified()
+    }
+}
+
+impl Drop for Awaiting<'_> {
+    fn drop(&mut self) {
+        self.conns.waiting.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

@@ -8,6 +8,7 @@ use std::{
 };
 
 use crate::config::{RetryBudget, RetryOn, UpstreamSettings};
+use crate::ids::HostId;
 
 /// Why an attempt failed, as `retry_on` names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,6 +110,22 @@ impl RetryPolicy {
     }
 }
 
+/// Where a request goes after its connect to `failed` failed: the next
+/// host that takes traffic (`next`); else, after a timeout, `failed`
+/// again if it is still in by its health (`in_by_health`). A saturated
+/// host drops SYNs while its accept queue is full, and a new attempt is
+/// what TCP's own retransmission would be; a refused connection would be
+/// refused again, and a host already out (tried only below the panic
+/// threshold) gets no second attempt.
+pub(crate) fn connect_retry_host(
+    failed: HostId,
+    timed_out: bool,
+    next: Option<HostId>,
+    in_by_health: impl FnOnce() -> bool,
+) -> Option<HostId> {
+    next.or_else(|| (timed_out && in_by_health()).then_some(failed))
+}
+
 impl Budget {
     fn roll(&self, now: u64) {
         let second = now / 1_000_000_000 + 1;
@@ -174,6 +191,18 @@ pub(crate) mod tests {
             policy("").spend(now),
             "no budget: retries only count against `retries`"
         );
+    }
+
+    #[test]
+    fn a_timed_out_connect_may_go_to_the_same_host_a_refused_one_not() {
+        let (a, b) = (HostId::new(0), HostId::new(1));
+        assert_eq!(connect_retry_host(a, false, Some(b), || true), Some(b));
+        assert_eq!(connect_retry_host(a, true, Some(b), || true), Some(b));
+        // The only host: again after a timeout (saturated), not after a refusal.
+        assert_eq!(connect_retry_host(a, true, None, || true), Some(a));
+        assert_eq!(connect_retry_host(a, false, None, || true), None);
+        // Out by its health (tried below the panic threshold): no second attempt.
+        assert_eq!(connect_retry_host(a, true, None, || false), None);
     }
 
     #[test]

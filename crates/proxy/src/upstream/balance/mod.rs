@@ -1,15 +1,17 @@
 //! Upstream host selection (docs/LOAD-BALANCING.md): the policy
-//! (`choice`, `ring`), what ties a request to a host (`affinity`), and
-//! each host's health (`state`): passive ejection after consecutive
-//! failures, capped so that it never empties the upstream; active checks
-//! (`upstream::health` runs them and reports here); slow start. Shared
-//! by all workers and lock-free: a round-robin pick is one atomic add
-//! and one load per host it looks at.
+//! (`choice`, `ring`, `policy`), what ties a request to a host
+//! (`affinity`), and each host's health (`state`): passive ejection after
+//! consecutive failures, capped so that it never empties the upstream;
+//! active checks (`upstream::health` runs them and reports here); the
+//! panic threshold, below which every host takes traffic; slow start;
+//! per-host limits (`limits`). Shared by all workers and lock-free: a
+//! round-robin pick is one atomic add and one load per host it looks at.
 
 mod affinity;
 mod choice;
 mod health;
 mod limits;
+mod policy;
 mod ring;
 mod state;
 #[cfg(test)]
@@ -29,6 +31,8 @@ use crate::{
 use affinity::{AppCookie, StickyCookie};
 use choice::Cumulative;
 use limits::HostLimits;
+pub(crate) use limits::{NoSlot, Opening};
+use policy::Usable;
 use ring::Ring;
 pub(crate) use state::HostHealth;
 use state::HostState;
@@ -50,8 +54,11 @@ pub(crate) struct Balancer {
     backoff: Duration,
     /// Hosts passive ejection may hold out at once.
     max_ejected: usize,
+    /// Below this percentage of hosts in, every host takes traffic (0: never).
+    panic_threshold: usize,
     slow_start: u64,
     limits: Option<HostLimits>,
+    opening: Opening,
 }
 
 #[derive(Debug)]
@@ -161,11 +168,13 @@ impl Balancer {
             failures_to_eject: health.failures.max(1),
             backoff: health.backoff,
             max_ejected: share.min(count.saturating_sub(1)),
+            panic_threshold: health.panic_threshold.min(100) as usize,
             slow_start: u64::try_from(settings.slow_start.unwrap_or_default().as_nanos())
                 .unwrap_or(u64::MAX),
             limits: settings
                 .max_connections
-                .map(|max| HostLimits::new(count, max, settings.max_pending.unwrap_or(0))),
+                .map(|max| HostLimits::new(count, max, settings.max_pending)),
+            opening: Opening::new(count, settings.max_connecting),
         })
     }
 
@@ -180,7 +189,8 @@ impl Balancer {
         }
     }
 
-    /// The host for a request, or `None` when no host takes traffic (503).
+    /// The host for a request, or `None` when no host takes traffic (503):
+    /// among the hosts in, or all of them below the panic threshold.
     /// `now` is nanoseconds on the plan's clock.
     /// `request` gives the request and the client's address, asked only
     /// by a policy or persistence that reads them (round robin does not).
@@ -196,19 +206,20 @@ impl Balancer {
             (Some(Persistence::App(app)), Some((request, _))) => app.host(request),
             _ => None,
         };
-        if let Some(host) = pinned.filter(|&h| self.hosts[h].is_in(now)) {
+        let usable = Usable::new(self, now);
+        if let Some(host) = pinned.filter(|&h| usable.host(h)) {
             return Some(Pick {
                 host: HostId::new(host),
                 set_cookie: false,
             });
         }
         let host = match &self.policy {
-            Policy::RoundRobin => self.round_robin(now),
-            Policy::Random => self.random(now),
-            Policy::LeastRequest => self.two_choices(now, |h, share| {
+            Policy::RoundRobin => self.round_robin(&usable),
+            Policy::Random => self.random(&usable),
+            Policy::LeastRequest => self.two_choices(&usable, |h, share| {
                 choice::least_request_cost(h.in_flight.load(Relaxed), share)
             }),
-            Policy::LeastTime => self.two_choices(now, |h, share| {
+            Policy::LeastTime => self.two_choices(&usable, |h, share| {
                 choice::least_time_cost(h.latency.at(now), h.in_flight.load(Relaxed), share)
             }),
             Policy::Hash {
@@ -219,122 +230,14 @@ impl Balancer {
                 .as_ref()
                 .and_then(|(request, peer)| affinity::hash_key(key, request, *peer))
             {
-                Some(hash) => self.hashed(ring, hash, *bounded_load, now),
-                None => self.round_robin(now),
+                Some(hash) => self.hashed(ring, hash, *bounded_load, &usable),
+                None => self.round_robin(&usable),
             },
         }?;
         Some(Pick {
             host,
             set_cookie: matches!(self.persistence, Some(Persistence::Cookie(_))),
         })
-    }
-
-    /// The next host in the smooth weighted cycle that takes traffic; a
-    /// ramping host is passed over in proportion to how far it is from
-    /// its full share.
-    fn round_robin(&self, now: u64) -> Option<HostId> {
-        let len = self.cycle.len();
-        let start = self.next.fetch_add(1, Relaxed);
-        // The common case first: the next host takes traffic, nothing ramps.
-        let first = self.cycle[start % len] as usize;
-        if self.slow_start == 0 && self.hosts[first].is_in(now) {
-            return Some(HostId::new(first));
-        }
-        let mut fallback = None;
-        for offset in 0..len {
-            let host = self.cycle[(start + offset) % len] as usize;
-            let state = &self.hosts[host];
-            if !state.is_in(now) {
-                continue;
-            }
-            if self.slow_start == 0 || fastrand::f64() < state.ramp(self.slow_start, now) {
-                return Some(HostId::new(host));
-            }
-            fallback.get_or_insert(host);
-        }
-        fallback.map(HostId::new)
-    }
-
-    /// A host drawn at random in proportion to the weights.
-    fn draw(&self) -> usize {
-        match &self.weights {
-            Some(weights) => weights.host(fastrand::u64(0..weights.total())),
-            None => fastrand::usize(0..self.hosts.len()),
-        }
-    }
-
-    fn random(&self, now: u64) -> Option<HostId> {
-        for _ in 0..4 {
-            let host = self.draw();
-            let state = &self.hosts[host];
-            if state.is_in(now) && fastrand::f64() < state.ramp(self.slow_start, now) {
-                return Some(HostId::new(host));
-            }
-        }
-        self.round_robin(now)
-    }
-
-    /// Power of two choices: two distinct hosts that take traffic, drawn
-    /// in proportion to their weights, the one with the lower `cost`
-    /// (ties: the first drawn, so that unloaded hosts share by weight).
-    fn two_choices(&self, now: u64, cost: impl Fn(&HostState, f64) -> f64) -> Option<HostId> {
-        let mut candidates = [None, None];
-        let mut found = 0;
-        for _ in 0..8 {
-            let host = self.draw();
-            if self.hosts[host].is_in(now) && candidates[0] != Some(host) {
-                candidates[found] = Some(host);
-                found += 1;
-                if found == 2 {
-                    break;
-                }
-            }
-        }
-        if found == 0 {
-            return self.round_robin(now);
-        }
-        let cost_of = |host: usize| {
-            let state = &self.hosts[host];
-            cost(state, state.ramp(self.slow_start, now))
-        };
-        let best = match candidates {
-            [Some(a), Some(b)] if cost_of(b) < cost_of(a) => b,
-            [Some(a), _] => a,
-            _ => return self.round_robin(now),
-        };
-        Some(HostId::new(best))
-    }
-
-    fn hashed(&self, ring: &Ring, key: u64, bounded: Option<f64>, now: u64) -> Option<HostId> {
-        let limit = bounded.map(|factor| {
-            let (load, up) = self
-                .hosts
-                .iter()
-                .filter(|h| h.is_in(now))
-                .fold((0u64, 0u64), |(l, n), h| {
-                    (l + u64::from(h.in_flight.load(Relaxed)), n + 1)
-                });
-            // Mirrokni et al.: ceil(c * (load + 1) / hosts).
-            (factor * (load + 1) as f64 / up.max(1) as f64).ceil() as u32
-        });
-        ring.find(key, |host| {
-            let state = &self.hosts[host];
-            state.is_in(now) && limit.is_none_or(|max| state.in_flight.load(Relaxed) < max)
-        })
-        .or_else(|| {
-            // Every host at its bound: the key's own host, load or not.
-            ring.find(key, |host| self.hosts[host].is_in(now))
-        })
-        .map(HostId::new)
-    }
-
-    /// The next host that takes traffic after `failed` (a retry).
-    pub(crate) fn pick_after(&self, failed: HostId, now: u64) -> Option<HostId> {
-        let count = self.hosts.len();
-        (1..count)
-            .map(|offset| (failed.index() + offset) % count)
-            .find(|&host| self.hosts[host].is_in(now))
-            .map(HostId::new)
     }
 
     /// Whether requests must call [`Balancer::begin`] and [`Balancer::end`].
@@ -407,6 +310,11 @@ impl Balancer {
         self.hosts[host.index()].count(worker, 1);
     }
 
+    /// Response heads `host` has sent so far (every worker's).
+    pub(crate) fn answers(&self, host: HostId) -> u64 {
+        self.hosts[host.index()].total(0)
+    }
+
     /// Hosts that take traffic at `now` (for /ready and metrics).
     pub(crate) fn healthy(&self, now: u64) -> usize {
         self.hosts.iter().filter(|h| h.is_in(now)).count()
@@ -460,5 +368,10 @@ impl Balancer {
     /// The per-host connection limits, when `max_connections` is set.
     pub(crate) fn limits(&self) -> Option<&HostLimits> {
         self.limits.as_ref()
+    }
+
+    /// The slots for opening connections (`max_connecting`).
+    pub(crate) fn opening(&self) -> &Opening {
+        &self.opening
     }
 }

@@ -21,11 +21,16 @@ fn balancer(yaml: &str) -> Balancer {
 }
 
 fn hosts(n: usize) -> String {
+    hosts_with(n, "")
+}
+
+/// `n` hosts, with `health` keys added to the test's.
+fn hosts_with(n: usize, health: &str) -> String {
     let list: Vec<String> = (0..n)
         .map(|i| format!("\"http://10.0.0.{i}:80\""))
         .collect();
     format!(
-        "hosts: [{}]\nhealth: {{ failures: 2, backoff: 10s }}\n",
+        "hosts: [{}]\nhealth: {{ failures: 2, backoff: 10s{health} }}\n",
         list.join(", ")
     )
 }
@@ -94,7 +99,9 @@ fn ejection_never_takes_the_last_hosts_past_the_cap() {
         assert!(!b.failure(H0, false, 0));
     }
     assert_eq!(pick(&b, SECOND), Some(0));
-    // A refused connection is not capped: the host is not there.
+    // A refused connection is not capped: the host is not there (and
+    // without a panic threshold, nothing is left to pick).
+    let b = balancer(&hosts_with(1, ", panic_threshold: 0"));
     b.failure(H0, true, 0);
     assert!(b.failure(H0, true, 0));
     assert_eq!(pick(&b, SECOND), None);
@@ -260,4 +267,60 @@ fn least_time_and_least_request_avoid_a_slow_host() {
             "{policy}: {slow} requests to the slow host"
         );
     }
+}
+
+#[test]
+fn below_the_panic_threshold_every_host_takes_traffic() {
+    // One host, refused and ejected: still tried (0% in is below 50%).
+    let b = balancer(&hosts(1));
+    b.failure(H0, true, 0);
+    assert!(b.failure(H0, true, 0));
+    assert_eq!(b.view(H0, SECOND).health, HostHealth::Ejected);
+    assert!(b.panics(SECOND));
+    assert_eq!(pick(&b, SECOND), Some(0));
+    assert!(!b.is_in(H0, SECOND), "still out by its health");
+
+    // Four hosts: two out is 50%, not below; three out is.
+    let b = balancer(&hosts(4));
+    let eject = |h: usize| {
+        b.failure(HostId::new(h), true, 0);
+        b.failure(HostId::new(h), true, 0)
+    };
+    assert!(eject(1) && eject(2));
+    assert!(!b.panics(SECOND));
+    let picked: std::collections::HashSet<_> = (0..40).map(|_| pick(&b, SECOND)).collect();
+    assert_eq!(picked, [Some(0), Some(3)].into());
+    assert_eq!(b.pick_after(H0, SECOND), Some(HostId::new(3)));
+    assert!(eject(3));
+    assert!(b.panics(SECOND));
+    let picked: std::collections::HashSet<_> = (0..40).map(|_| pick(&b, SECOND)).collect();
+    assert_eq!(picked.len(), 4, "round robin over all four: {picked:?}");
+    assert_eq!(b.pick_after(H0, SECOND), Some(H1));
+    // Back after the backoff: no panic, the hosts in as before.
+    assert!(!b.panics(20 * SECOND));
+}
+
+#[test]
+fn every_policy_and_active_checks_obey_the_panic_threshold() {
+    for policy in [
+        "round_robin",
+        "random",
+        "least_request",
+        "least_time",
+        "hash\nhash: { key: path }",
+    ] {
+        let b = balancer(&format!("{}balance: {policy}\n", hosts(2)));
+        b.checked(H0, false, (1, 1), 0);
+        assert_eq!(pick(&b, SECOND), Some(1), "{policy}: one of two is in");
+        b.checked(H1, false, (1, 1), 0);
+        assert!(
+            pick(&b, SECOND).is_some(),
+            "{policy}: both down, both tried"
+        );
+        assert_eq!(b.healthy(SECOND), 0);
+    }
+    let off = balancer(&hosts_with(2, ", panic_threshold: 0"));
+    off.checked(H0, false, (1, 1), 0);
+    off.checked(H1, false, (1, 1), 0);
+    assert_eq!(pick(&off, SECOND), None, "0 turns the threshold off");
 }
