@@ -27,7 +27,10 @@ impl Balancer {
         let backoff = u64::try_from(self.backoff.as_nanos()).unwrap_or(u64::MAX);
         let until = now.saturating_add(backoff).clamp(1, CHECKED_DOWN - 1);
         let previous = state.out_until.load(Relaxed);
-        if previous == CHECKED_DOWN
+        // Already out (down by active checks, or ejected and tried anyway
+        // below the panic threshold): an ejection's backoff runs from the
+        // first one, counted and logged once.
+        if previous > now
             || state
                 .out_until
                 .compare_exchange(previous, until, Relaxed, Relaxed)

@@ -279,6 +279,9 @@ fn below_the_panic_threshold_every_host_takes_traffic() {
     assert!(b.panics(SECOND));
     assert_eq!(pick(&b, SECOND), Some(0));
     assert!(!b.is_in(H0, SECOND), "still out by its health");
+    // Tried and refused again: out already, not ejected (or logged) again.
+    assert!(!b.failure(H0, true, SECOND) && !b.failure(H0, true, SECOND));
+    assert_eq!(b.view(H0, SECOND).ejections, 1);
 
     // Four hosts: two out is 50%, not below; three out is.
     let b = balancer(&hosts(4));
