@@ -118,6 +118,18 @@ async fn goaway_code(stream: &mut TcpStream) -> Option<u32> {
     }
 }
 
+/// Waits (3 s at most) for `sluice_guard_events_total{event="EVENT"}` to
+/// reach `expected`, then asserts it is exactly that: a stream's task
+/// counts its event just after dropping its upstream work, so the upstream
+/// may see the close a moment before the count moves.
+async fn assert_events(proxy: &Proxy, event: &str, expected: u64) {
+    until(Duration::from_secs(3), || async {
+        guard_events(proxy, event).await >= expected
+    })
+    .await;
+    assert_eq!(guard_events(proxy, event).await, expected, "{event}");
+}
+
 /// The value of `sluice_guard_events_total{event="EVENT"}`.
 async fn guard_events(proxy: &Proxy, event: &str) -> u64 {
     let metrics = support::live::admin_get(proxy.admin(), "/metrics")
@@ -147,7 +159,7 @@ async fn a_reset_stream_closes_its_http1_upstream_connection_at_once() {
         upstream.requests().len(),
         upstream.open_connections()
     );
-    assert_eq!(guard_events(&proxy, "h2_stream_reset").await, 30);
+    assert_events(&proxy, "h2_stream_reset", 30).await;
     assert_eq!(
         goaway_code(&mut client).await,
         None,
@@ -184,7 +196,7 @@ async fn too_many_premature_resets_get_goaway_enhance_your_calm() {
         Some(0xb),
         "ENHANCE_YOUR_CALM"
     );
-    assert_eq!(guard_events(&proxy, "h2_reset_flood").await, 1);
+    assert_events(&proxy, "h2_reset_flood", 1).await;
     assert!(
         until(Duration::from_secs(3), || async {
             upstream.open_connections() == 0
@@ -218,7 +230,7 @@ async fn an_http1_client_that_closes_mid_request_closes_the_upstream_connection(
         .await,
         "the upstream connection outlived its client"
     );
-    assert_eq!(guard_events(&proxy, "client_closed").await, 1);
+    assert_events(&proxy, "client_closed", 1).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -239,7 +251,7 @@ async fn an_http1_client_that_stops_reading_is_dropped_after_the_send_timeout() 
         .await,
         "the upstream connection is still held by a client that reads nothing"
     );
-    assert_eq!(guard_events(&proxy, "send_timeout").await, 1);
+    assert_events(&proxy, "send_timeout", 1).await;
     drop(client);
 }
 
@@ -269,7 +281,7 @@ async fn an_http2_client_that_grants_no_window_loses_its_stream_after_the_send_t
         .await,
         "the upstream connection outlived the stream"
     );
-    assert_eq!(guard_events(&proxy, "send_timeout").await, 1);
+    assert_events(&proxy, "send_timeout", 1).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -328,7 +340,7 @@ async fn an_http1_client_that_closes_mid_request_resets_the_http2_upstream_strea
         .await,
         "the upstream stream outlived its client"
     );
-    assert_eq!(guard_events(&proxy, "client_closed").await, 1);
+    assert_events(&proxy, "client_closed", 1).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -365,5 +377,55 @@ async fn clients_that_stop_reading_an_http2_upstream_answer_are_dropped_after_th
     let ended = tokio::time::timeout(Duration::from_secs(10), body.data()).await;
     let err = ended.unwrap().unwrap().unwrap_err();
     assert_eq!(err.reason(), Some(h2::Reason::CANCEL), "{err}");
-    assert_eq!(guard_events(&proxy, "send_timeout").await, 2);
+    assert_events(&proxy, "send_timeout", 2).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http1_client_that_leaves_while_queued_for_a_connection_is_never_sent_upstream() {
+    let upstream = HostileUpstream::start(|_| {
+        vec![
+            Step::Wait(Duration::from_millis(500)),
+            Step::Write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".to_vec()),
+        ]
+    });
+    let proxy = Proxy::start(&route_to(&upstream.url(), "http1", "").replace(
+        "    protocol: http1\n",
+        "    protocol: http1\n    max_connections: 1\n",
+    ));
+    // A takes the only connection; B queues behind it, then leaves.
+    let mut first = proxy.conn().await;
+    first
+        .send("GET /first HTTP/1.1\r\nHost: test\r\n\r\n")
+        .await;
+    assert!(
+        until(Duration::from_secs(3), || async {
+            upstream.requests().len() == 1
+        })
+        .await,
+        "the first request never reached the upstream"
+    );
+    let mut queued = TcpStream::connect(proxy.addr()).await.unwrap();
+    queued
+        .write_all(b"GET /queued HTTP/1.1\r\nHost: test\r\n\r\n")
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    drop(queued);
+    assert_events(&proxy, "client_closed", 1).await;
+    assert_eq!(first.read_response(false).await.status, 200);
+    // The next request, queued after the one that left, is served; the
+    // one that left never reached the upstream.
+    assert_eq!(proxy.conn().await.get("/third").await.status, 200);
+    let paths: Vec<String> = upstream
+        .requests()
+        .iter()
+        .map(|r| {
+            String::from_utf8_lossy(r)
+                .split(' ')
+                .nth(1)
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(paths, ["/first", "/third"]);
 }

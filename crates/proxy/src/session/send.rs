@@ -41,17 +41,24 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let replayable = self.buffer_body(head)?;
         let mut host = picked?;
         if sender.waits() {
-            sender.hold(host).await?;
+            self.unless_client_gone(sender.hold(host)).await??;
         }
         let safe = replayable && is_idempotent(&head.method);
 
         let mut attempts = 0;
         let mut fresh_only = false;
         loop {
-            let mut conn = match sender
-                .connection(host, fresh_only, self.conn.last_read().into_std())
-                .await
-            {
+            // A client that leaves while its request waits for a
+            // connection (a full pool, `max_connecting`) is not served.
+            let now = self.conn.last_read().into_std();
+            let conn = match sender.pooled(host, fresh_only, now) {
+                Some(conn) => Ok(conn),
+                None => {
+                    self.unless_client_gone(sender.opened(host, fresh_only))
+                        .await?
+                }
+            };
+            let mut conn = match conn {
                 Ok(conn) => conn,
                 Err(failure) => {
                     host = sender.after_failure(host, &mut attempts, failure).await?;

@@ -399,17 +399,38 @@ impl<'a> Sender<'a> {
         fresh_only: bool,
         now: Instant,
     ) -> Result<UpstreamConn, Failure> {
+        if let Some(conn) = self.pooled(host, fresh_only, now) {
+            return Ok(conn);
+        }
+        self.opened(host, fresh_only).await
+    }
+
+    /// An idle pooled HTTP/1.1 connection to `host` (unless `fresh_only`).
+    #[inline]
+    pub(crate) fn pooled(
+        &self,
+        host: HostId,
+        fresh_only: bool,
+        now: Instant,
+    ) -> Option<UpstreamConn> {
+        if fresh_only {
+            return None;
+        }
+        let (config, metrics) = (self.config(), self.worker.metrics());
+        self.worker
+            .pool
+            .take(config, metrics, self.upstream, host, now)
+    }
+
+    /// A new HTTP/1.1 connection to `host`, or one another request gives
+    /// back while this one waits its turn to open one (`max_connecting`).
+    pub(crate) async fn opened(
+        &self,
+        host: HostId,
+        fresh_only: bool,
+    ) -> Result<UpstreamConn, Failure> {
         let config = self.config();
         let metrics = self.worker.metrics();
-        if !fresh_only {
-            if let Some(conn) = self
-                .worker
-                .pool
-                .take(config, metrics, self.upstream, host, now)
-            {
-                return Ok(conn);
-            }
-        }
         // Boxed: the cold path's futures (TLS, the queue) would make every request's large.
         let pool = &self.worker.pool;
         let queued = queue::connection(config, pool, metrics, self.upstream, host, fresh_only);

@@ -235,6 +235,26 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
     }
 
+    /// Runs `work` (a wait before the upstream exchange: a host slot, a
+    /// connection) unless the client closes its connection first: then
+    /// 499, and nothing goes upstream.
+    pub(super) async fn unless_client_gone<F: Future>(
+        &mut self,
+        work: F,
+    ) -> Result<F::Output, Failure> {
+        let mut work = pin!(work);
+        let max_buffered = self.plan.limits.max_head;
+        let client = &mut self.conn;
+        let done = poll_fn(|cx| {
+            if let Poll::Ready(done) = work.as_mut().poll(cx) {
+                return Poll::Ready(Some(done));
+            }
+            poll_client_gone(client, max_buffered, cx).map(|()| None)
+        })
+        .await;
+        done.ok_or_else(|| Failure::new(CLIENT_CLOSED, "the client closed its connection"))
+    }
+
     /// Reads from the upstream until data arrives or `deadline` passes.
     /// Answers already waiting in `wbuf` leave when the batch window closes,
     /// so that a slow upstream holds back neither earlier pipelined answers

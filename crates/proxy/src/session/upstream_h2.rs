@@ -80,19 +80,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let mut host = picked?;
         let mut attempts = 0;
         loop {
-            let (sender, lease) = match h2_pool::stream(
-                &self.worker.h2_pool,
+            let counted = h2_pool::Counted {
+                metrics: Arc::clone(&worker.metrics),
+                shard: worker.index,
+            };
+            let max_header_list = u32::try_from(plan.limits.max_head).unwrap_or(u32::MAX);
+            let taken = h2_pool::stream(
+                &worker.h2_pool,
                 upstream,
                 upstream_index,
                 host,
-                u32::try_from(plan.limits.max_head).unwrap_or(u32::MAX),
-                &h2_pool::Counted {
-                    metrics: Arc::clone(&self.worker.metrics),
-                    shard: self.worker.index,
-                },
-            )
-            .await
-            {
+                max_header_list,
+                &counted,
+            );
+            let (sender, lease) = match self.unless_client_gone(taken).await? {
                 Ok(stream) => stream,
                 Err(err) => {
                     let failure = self.connect_failure(upstream_index, host, err);
