@@ -8,10 +8,10 @@
 //! thread of an open-model run therefore has one [`Pacer`]: a task that
 //! keeps every connection's next deadline in a heap, sleeps on a `timerfd`
 //! (nanosecond resolution, registered with the thread's reactor, so reads
-//! and writes go on while it sleeps) until [`SPIN`] before the earliest
-//! one, then yields to the runtime until the deadline has passed (each
-//! turn polls the reactor: responses keep being read and timed), and wakes
-//! the connections that are due. A connection's [`SendTimer`] registers its
+//! and writes go on while it sleeps) until a margin ([`Spin`]) before the
+//! earliest one, then yields to the runtime until the deadline has passed
+//! (each turn polls the reactor: responses keep being read and timed), and
+//! wakes the connections that are due. A connection's [`SendTimer`] registers its
 //! deadline with the pacer and is ready as soon as the clock has passed it.
 //!
 //! The users model (think times of a second) keeps Tokio's coarse timer:
@@ -40,13 +40,46 @@ use tokio::{
 
 use crate::config::ThinkTime;
 
-/// How long before a deadline the pacer stops sleeping and spins. Waking
-/// from a `timerfd` takes 20-60 µs on the 2-vCPU VMs measured (the CPU was
-/// idle); spinning (yielding to the runtime, which polls its reactor each
-/// turn) for the last stretch turns that into a few µs. At 1,000 req/s it
-/// costs 5% of a core; above 20,000 req/s per thread the pacer spins all
-/// the time.
-pub(crate) const SPIN: Duration = Duration::from_micros(50);
+/// How long before a deadline the pacer stops sleeping and spins: about
+/// how late its timer wakes it, learnt as it goes. Waking from a `timerfd`
+/// took 20 to 150 µs on the 2-vCPU VMs measured, longer the longer the CPU
+/// had been idle (a VM's idle vCPU is descheduled by its host): at 100
+/// req/s per thread more than at 5,000. Spinning (yielding to the runtime,
+/// which polls its reactor on each turn) through that stretch sends on
+/// time; a fixed margin long enough for the slowest wake-ups would spin
+/// for nothing at higher rates, one too short leaves requests late.
+#[derive(Debug, Clone, Copy)]
+struct Spin {
+    /// A high quantile (about the 97th percentile) of recent wake-up
+    /// delays, in ns: a delay above it raises it by half the excess, one
+    /// below lowers it by 1/64 of the gap.
+    delay_ns: f64,
+}
+
+impl Spin {
+    const FLOOR: Duration = Duration::from_micros(20);
+    const CEILING: Duration = Duration::from_millis(1);
+    /// Beyond the tracked delay.
+    const SLACK: Duration = Duration::from_micros(10);
+
+    fn new() -> Self {
+        Self { delay_ns: 40_000.0 }
+    }
+
+    fn margin(&self) -> Duration {
+        (Duration::from_nanos(self.delay_ns as u64) + Self::SLACK).clamp(Self::FLOOR, Self::CEILING)
+    }
+
+    /// The timer meant to wake the pacer at some instant woke it `late` after it.
+    fn woke(&mut self, late: Duration) {
+        let late = late.min(Self::CEILING).as_nanos() as f64;
+        if late > self.delay_ns {
+            self.delay_ns += (late - self.delay_ns) / 2.0;
+        } else {
+            self.delay_ns -= (self.delay_ns - late) / 64.0;
+        }
+    }
+}
 
 /// The open model's timetable for one connection.
 #[derive(Debug, Clone, Copy)]
@@ -212,8 +245,9 @@ impl Pacer {
 }
 
 /// The pacer's task: wake the waiters that are due, then sleep on the
-/// `timerfd` until `SPIN` before the next deadline, or spin to it.
+/// `timerfd` until the spin margin before the next deadline, or spin to it.
 async fn drive(waits: Rc<RefCell<Waits>>, alarm: pipe::Receiver) {
+    let mut spin = Spin::new();
     loop {
         let next = poll_fn(|cx| {
             let mut waits = waits.borrow_mut();
@@ -227,7 +261,7 @@ async fn drive(waits: Rc<RefCell<Waits>>, alarm: pipe::Receiver) {
         })
         .await;
         let now = Instant::now();
-        let wake = match plan(now, next, SPIN) {
+        let wake = match plan(now, next, spin.margin()) {
             Step::Spin => {
                 tokio::task::yield_now().await;
                 continue;
@@ -248,13 +282,13 @@ async fn drive(waits: Rc<RefCell<Waits>>, alarm: pipe::Receiver) {
         }
         // Until the alarm rings, or an earlier deadline is registered.
         let mut waiting = false;
-        poll_fn(|cx| {
+        let rang = poll_fn(|cx| {
             if ring(&alarm, cx).is_ready() {
-                return Poll::Ready(());
+                return Poll::Ready(true);
             }
             let mut waits = waits.borrow_mut();
             if waiting && waits.driver.is_none() {
-                return Poll::Ready(());
+                return Poll::Ready(false);
             }
             waiting = true;
             waits.driver = Some((cx.waker().clone(), Some(next)));
@@ -262,6 +296,9 @@ async fn drive(waits: Rc<RefCell<Waits>>, alarm: pipe::Receiver) {
         })
         .await;
         waits.borrow_mut().driver = None;
+        if rang {
+            spin.woke(Instant::now().saturating_duration_since(wake));
+        }
     }
 }
 
@@ -350,107 +387,4 @@ impl Drop for SendTimer {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::{
-        sync::{
-            atomic::{AtomicUsize, Ordering},
-            Arc,
-        },
-        task::Wake,
-    };
-
-    use super::*;
-
-    struct Count(AtomicUsize);
-
-    impl Wake for Count {
-        fn wake(self: Arc<Self>) {
-            self.0.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
-    fn counter() -> (Arc<Count>, Waker) {
-        let count = Arc::new(Count(AtomicUsize::new(0)));
-        (Arc::clone(&count), Waker::from(count))
-    }
-
-    /// A stub clock: every instant is `base` plus an offset in ns.
-    fn at(base: Instant, ns: u64) -> Instant {
-        base + Duration::from_nanos(ns)
-    }
-
-    #[test]
-    fn the_pacer_sleeps_to_the_microsecond_then_spins() {
-        let base = Instant::now();
-        // 1.3 ms ahead: sleep until exactly SPIN before, not to a ms tick.
-        assert_eq!(
-            plan(base, at(base, 1_300_000), SPIN),
-            Step::Sleep(at(base, 1_300_000) - SPIN)
-        );
-        assert_eq!(
-            plan(base, at(base, 1_000_001), Duration::from_micros(50)),
-            Step::Sleep(at(base, 950_001))
-        );
-        // Within the last stretch: spin, however short.
-        assert_eq!(plan(base, at(base, 50_000), SPIN), Step::Spin);
-        assert_eq!(plan(base, at(base, 1), SPIN), Step::Spin);
-    }
-
-    #[test]
-    fn waiters_fire_at_their_deadline_to_the_nanosecond() {
-        let base = Instant::now();
-        let mut waits = Waits::default();
-        let (first, first_waker) = counter();
-        let (second, second_waker) = counter();
-        let a = waits.add();
-        let b = waits.add();
-        waits.register(a, at(base, 1_000_001), &first_waker);
-        waits.register(b, at(base, 1_000_002), &second_waker);
-        // 1 ns before: nobody is due, and the earliest deadline is exact.
-        assert_eq!(waits.fire(at(base, 1_000_000)), Some(at(base, 1_000_001)));
-        assert_eq!(first.0.load(Ordering::Relaxed), 0);
-        assert_eq!(waits.fire(at(base, 1_000_001)), Some(at(base, 1_000_002)));
-        assert_eq!(first.0.load(Ordering::Relaxed), 1);
-        assert_eq!(second.0.load(Ordering::Relaxed), 0);
-        assert_eq!(waits.fire(at(base, 1_000_002)), None);
-        assert_eq!(second.0.load(Ordering::Relaxed), 1);
-    }
-
-    #[test]
-    fn moved_and_cancelled_deadlines_do_not_fire() {
-        let base = Instant::now();
-        let mut waits = Waits::default();
-        let (count, waker) = counter();
-        let a = waits.add();
-        let b = waits.add();
-        waits.register(a, at(base, 1_000), &waker);
-        waits.register(a, at(base, 5_000), &waker);
-        waits.register(b, at(base, 2_000), &waker);
-        waits.cancel(b);
-        // The stale entries at 1 and 2 µs are skipped.
-        assert_eq!(waits.fire(at(base, 3_000)), Some(at(base, 5_000)));
-        assert_eq!(count.0.load(Ordering::Relaxed), 0);
-        assert_eq!(waits.fire(at(base, 5_000)), None);
-        assert_eq!(count.0.load(Ordering::Relaxed), 1);
-    }
-
-    #[test]
-    fn an_earlier_deadline_wakes_the_sleeping_pacer() {
-        let base = Instant::now();
-        let mut waits = Waits::default();
-        let (driver, driver_waker) = counter();
-        let (_, waker) = counter();
-        let a = waits.add();
-        waits.driver = Some((driver_waker.clone(), Some(at(base, 10_000))));
-        // Later than what the pacer sleeps towards: left asleep.
-        waits.register(a, at(base, 20_000), &waker);
-        assert_eq!(driver.0.load(Ordering::Relaxed), 0);
-        waits.register(a, at(base, 5_000), &waker);
-        assert_eq!(driver.0.load(Ordering::Relaxed), 1);
-        assert!(waits.driver.is_none());
-        // A pacer with nothing to wait for is woken by any deadline.
-        waits.driver = Some((driver_waker, None));
-        waits.register(a, at(base, 30_000), &waker);
-        assert_eq!(driver.0.load(Ordering::Relaxed), 2);
-    }
-}
+mod tests;
