@@ -336,7 +336,8 @@ fn run_thread(
     )));
     // The open model sends on time to the microsecond: one pacer per
     // thread, whose task ends with the `LocalSet`.
-    let pacer = plan.rate.map(|_| Pacer::new()).transpose();
+    let spacing = |rate| Duration::from_secs_f64(plan.threads as f64 / rate);
+    let pacer = plan.rate.map(|rate| Pacer::new(spacing(rate))).transpose();
     let (pacer, drive) = pacer.context("cannot create the pacer's timer")?.unzip();
     let clients: Vec<Client> = (plan.thread..plan.connections)
         .step_by(plan.threads)

@@ -47,13 +47,17 @@ use crate::config::ThinkTime;
 /// req/s per thread more than at 5,000. Spinning (yielding to the runtime,
 /// which polls its reactor on each turn) through that stretch sends on
 /// time; a fixed margin long enough for the slowest wake-ups would spin
-/// for nothing at higher rates, one too short leaves requests late.
+/// for nothing at higher rates, one too short leaves requests late. The
+/// spin never takes more than a third of the time between two deadlines
+/// (`cap`): at 5,000 req/s a margin of 200 µs would cost a core, and the
+/// generator's CPU per request is part of what it is judged on.
 #[derive(Debug, Clone, Copy)]
 struct Spin {
     /// A high quantile (about the 90th percentile) of recent wake-up
     /// delays, in ns: a delay above it raises it by half the excess, one
     /// below lowers it by 1/16 of the gap.
     delay_ns: f64,
+    cap: Duration,
 }
 
 impl Spin {
@@ -64,12 +68,16 @@ impl Spin {
     /// Beyond the tracked delay.
     const SLACK: Duration = Duration::from_micros(10);
 
-    fn new() -> Self {
-        Self { delay_ns: 40_000.0 }
+    /// For deadlines `spacing` apart on average.
+    fn new(spacing: Duration) -> Self {
+        Self {
+            delay_ns: 40_000.0,
+            cap: (spacing / 3).clamp(Self::FLOOR, Self::CEILING),
+        }
     }
 
     fn margin(&self) -> Duration {
-        (Duration::from_nanos(self.delay_ns as u64) + Self::SLACK).clamp(Self::FLOOR, Self::CEILING)
+        (Duration::from_nanos(self.delay_ns as u64) + Self::SLACK).clamp(Self::FLOOR, self.cap)
     }
 
     /// The timer meant to wake the pacer at some instant woke it `late` after it.
@@ -222,7 +230,8 @@ impl Pacer {
     /// A pacer and the task that drives it (to spawn on the thread's
     /// `LocalSet`; it never ends). Needs the runtime's context: the timer
     /// registers with its reactor.
-    pub(crate) fn new() -> io::Result<(Self, impl Future<Output = ()>)> {
+    /// `spacing`: the mean time between two of the thread's deadlines.
+    pub(crate) fn new(spacing: Duration) -> io::Result<(Self, impl Future<Output = ()>)> {
         let timer = timerfd_create(
             TimerfdClockId::Monotonic,
             TimerfdFlags::NONBLOCK | TimerfdFlags::CLOEXEC,
@@ -235,7 +244,7 @@ impl Pacer {
         let pacer = Self {
             waits: Rc::clone(&waits),
         };
-        Ok((pacer, drive(waits, alarm)))
+        Ok((pacer, drive(waits, alarm, Spin::new(spacing))))
     }
 
     /// A precise timer for one connection.
@@ -251,8 +260,7 @@ impl Pacer {
 
 /// The pacer's task: wake the waiters that are due, then sleep on the
 /// `timerfd` until the spin margin before the next deadline, or spin to it.
-async fn drive(waits: Rc<RefCell<Waits>>, alarm: pipe::Receiver) {
-    let mut spin = Spin::new();
+async fn drive(waits: Rc<RefCell<Waits>>, alarm: pipe::Receiver, mut spin: Spin) {
     loop {
         let next = poll_fn(|cx| {
             let mut waits = waits.borrow_mut();

@@ -48,7 +48,8 @@ fn the_pacer_sleeps_to_the_microsecond_then_spins() {
 
 #[test]
 fn the_spin_margin_follows_how_late_the_timer_wakes() {
-    let mut spin = Spin::new();
+    // Deadlines 1 ms apart (1,000 req/s): the spin may take up to 200 µs.
+    let mut spin = Spin::new(Duration::from_millis(1));
     let us = Duration::from_micros;
     // A VM whose idle vCPU takes 120 µs to wake: the margin rises to it.
     for _ in 0..10 {
@@ -128,4 +129,17 @@ fn an_earlier_deadline_wakes_the_sleeping_pacer() {
     waits.driver = Some((driver_waker, None));
     waits.register(a, at(base, 30_000), &waker);
     assert_eq!(driver.0.load(Ordering::Relaxed), 2);
+}
+
+#[test]
+fn the_spin_takes_at_most_a_third_of_the_time_between_deadlines() {
+    let us = Duration::from_micros;
+    // 5,000 req/s: deadlines 200 µs apart, slow wake-ups or not.
+    let mut spin = Spin::new(us(200));
+    for _ in 0..10 {
+        spin.woke(us(150));
+    }
+    assert_eq!(spin.margin(), us(200) / 3);
+    // 20,000 req/s and above: the floor, where the pacer spins anyway.
+    assert_eq!(Spin::new(us(50)).margin(), Spin::FLOOR);
 }
