@@ -125,8 +125,10 @@ pub struct Lateness {
 }
 
 /// A run warns when its send lateness p99 exceeds this share of the
-/// uncorrected latency p99 (the target's own answers).
-pub const GENERATOR_BOUND_SHARE: f64 = 0.2;
+/// uncorrected latency p99 (the target's own answers). Measured on a quiet
+/// machine against `sluice serve petstore` the share was 10 to 30% (HTTP/2
+/// at 5,000/s: 49%); with Tokio's millisecond timer, 300 to 1,000%.
+pub const GENERATOR_BOUND_SHARE: f64 = 0.5;
 
 impl ScheduleReport {
     pub(crate) fn new(
