@@ -11,8 +11,9 @@
 //! and writes go on while it sleeps) until a margin ([`Spin`]) before the
 //! earliest one, then yields to the runtime until the deadline has passed
 //! (each turn polls the reactor: responses keep being read and timed), and
-//! wakes the connections that are due. A connection's [`SendTimer`] registers its
-//! deadline with the pacer and is ready as soon as the clock has passed it.
+//! wakes the connections that are due, which send before it sets its next
+//! timer. A connection's [`SendTimer`] registers its deadline with the
+//! pacer and is ready as soon as the clock has passed it.
 //!
 //! The users model (think times of a second) keeps Tokio's coarse timer:
 //! its latency counts from the actual send.
@@ -127,7 +128,7 @@ impl Pace {
 }
 
 /// What the pacer does next, at `now`, for the earliest deadline `next`
-/// (not yet passed): sleep until `SPIN` before it, or spin.
+/// (not yet passed): sleep until `spin` before it, or spin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Step {
     Sleep(Instant),
