@@ -5,8 +5,9 @@
 //! repeats; HTTP/2 ([`http2`]) keeps `streams` requests in flight, opening
 //! a stream as soon as one ends. Open model: request k of this connection
 //! is due at `first + k * interval`; it is sent when due and a slot is
-//! free, and its latency counts from when it was due, so a stalled server
-//! cannot hide its stall by slowing the client (coordinated omission).
+//! free (the thread's [`Pacer`] wakes it on time to the microsecond), and
+//! its latency counts from when it was due, so a stalled server cannot hide
+//! its stall by slowing the client (coordinated omission).
 //! Users model ([`Pace`]): the closed model, one request in flight, the
 //! first request not before the user's ramp time and each next one a think
 //! time after the last ended; the connection stays open while it thinks.
@@ -40,7 +41,7 @@ use tokio::{
 };
 
 use crate::{
-    config::ThinkTime,
+    pacer::{Pace, Pacer, Schedule, SendTimer},
     response::ResponseReader,
     stats::{ErrorKind, Stats},
     target::Target,
@@ -136,41 +137,6 @@ impl Shared {
     }
 }
 
-/// The open model's timetable for one connection.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Schedule {
-    pub next: Instant,
-    pub interval: Duration,
-}
-
-/// The users model's pacing of one connection (one user).
-#[derive(Debug, Clone)]
-pub(crate) struct Pace {
-    /// No request is sent before this: the user's start on the ramp, then
-    /// the end of its current think time.
-    until: Instant,
-    think: Option<ThinkTime>,
-    rng: fastrand::Rng,
-}
-
-impl Pace {
-    pub(crate) fn new(start: Instant, think: Option<ThinkTime>, seed: u64) -> Self {
-        Self {
-            until: start,
-            think,
-            rng: fastrand::Rng::with_seed(seed),
-        }
-    }
-
-    /// A request ended at `now`: think before the next one.
-    fn rest(&mut self, now: Instant) {
-        if let Some(think) = self.think {
-            let span = think.max.saturating_sub(think.min).as_nanos() as u64;
-            self.until = now + think.min + Duration::from_nanos(self.rng.u64(0..=span));
-        }
-    }
-}
-
 #[derive(Debug, Clone, Copy)]
 struct InFlight {
     intended: Instant,
@@ -195,7 +161,11 @@ pub(crate) struct Client {
     schedule: Option<Schedule>,
     stop_signal: Pin<Box<dyn Future<Output = ()>>>,
     timer: Pin<Box<Sleep>>,
-    send_timer: Pin<Box<Sleep>>,
+    send_timer: SendTimer,
+    /// Open model: when the connection last had room again after being
+    /// full (or started a session); a request due before that waited for
+    /// the target, not for the generator.
+    free_since: Instant,
     /// HTTP/1.1 requests written and not yet answered, oldest first.
     in_flight: VecDeque<InFlight>,
     /// The `-n` budget is spent: nothing more will be sent.
@@ -226,6 +196,7 @@ impl Client {
         index: usize,
         schedule: Option<Schedule>,
         pace: Option<Pace>,
+        pacer: Option<&Pacer>,
     ) -> Self {
         let mut stop = shared.stop.subscribe();
         let now = Instant::now();
@@ -239,7 +210,8 @@ impl Client {
                 let _ = stop.wait_for(|stopped| *stopped).await;
             }),
             timer: Box::pin(sleep_until(now + Duration::from_secs(3600))),
-            send_timer: Box::pin(sleep_until(now)),
+            send_timer: pacer.map_or_else(|| SendTimer::coarse(now), |p| p.timer(now)),
+            free_since: now,
             in_flight: VecDeque::new(),
             spent: false,
             retry: VecDeque::new(),
@@ -417,6 +389,10 @@ impl Client {
         }
         if let Some(schedule) = &mut self.schedule {
             schedule.next += schedule.interval;
+            // The generator's own lateness: from when it could have sent.
+            self.stats
+                .borrow_mut()
+                .sent(intended.max(self.free_since), now);
         }
         let index = self.next_request;
         self.next_request = (index + 1) % self.shared.requests.len();
@@ -457,6 +433,7 @@ impl Client {
         let mut rbuf = BytesMut::with_capacity(READ_RESERVE);
         let mut wbuf = Vec::with_capacity(4096);
         let mut reader = ResponseReader::default();
+        self.free_since = Instant::now();
         loop {
             self.fill(&mut wbuf, requests, Instant::now());
             if !wbuf.is_empty() {
@@ -485,7 +462,7 @@ impl Client {
             };
             let due = if can_send { self.next_due() } else { None };
             if let Some(due) = due {
-                self.send_timer.as_mut().reset(due);
+                self.send_timer.reset(due);
             }
             if rbuf.capacity() - rbuf.len() < READ_RESERVE / 4 {
                 rbuf.reserve(READ_RESERVE);
@@ -519,7 +496,7 @@ impl Client {
                         _ => self.timer.as_mut().reset(now + Duration::from_secs(3600)),
                     }
                 }
-                () = self.send_timer.as_mut(), if due.is_some() => {}
+                () = &mut self.send_timer, if due.is_some() => {}
             }
         }
     }
@@ -571,6 +548,9 @@ impl Client {
     ) -> Option<SessionEnd> {
         let mut completed = 0u64;
         let mut end = None;
+        if self.in_flight.len() >= self.shared.pipeline {
+            self.free_since = now;
+        }
         {
             let mut stats = self.stats.borrow_mut();
             while let Some(front) = self.in_flight.front().copied() {

@@ -3,9 +3,10 @@
 //! Closed model (wrk, h2load): `-c` connections over `-t` threads, each
 //! connection keeping `--pipeline` HTTP/1.1 requests or `--streams` HTTP/2
 //! streams in flight. Open model (wrk2): `--rate`
-//! requests/s on a fixed timetable, latency measured from each request's
-//! intended send time (coordinated-omission corrected), with the
-//! uncorrected figures beside it. Users model (Gatling): the closed model
+//! requests/s on a fixed timetable, each request sent within microseconds
+//! of its time by its thread's pacer (`pacer.rs`), latency measured from
+//! its intended send time (coordinated-omission corrected), with the
+//! uncorrected figures and the generator's own send lateness beside it. Users model (Gatling): the closed model
 //! with one request in flight per connection, a random think time
 //! (`think`) between a response and the next request, and an optional
 //! `ramp` over which the users start. One current-thread runtime per thread;
@@ -22,6 +23,7 @@
 mod config;
 mod conn;
 pub mod idle;
+mod pacer;
 mod report;
 mod response;
 mod stats;
@@ -39,14 +41,15 @@ use std::{
 };
 
 use anyhow::Context;
-use conn::{Client, Pace, Prepared, Requests, Schedule, Shared, Template};
+use conn::{Client, Prepared, Requests, Shared, Template};
+use pacer::{Pace, Pacer, Schedule};
 use tls::rustls::pki_types::ServerName;
 use tokio::{sync::watch, time::Instant};
 
 pub use config::{ConfigError, LoadConfig, Protocol, ThinkTime};
 pub use report::{
-    format_bytes, format_count, format_us, LatencySummary, Percentile, RateSummary, Report,
-    ReportConfig, ScheduleReport, SpectrumPoint, PERCENTILES,
+    format_bytes, format_count, format_us, LatencySummary, Lateness, Percentile, RateSummary,
+    Report, ReportConfig, ScheduleReport, SpectrumPoint, GENERATOR_BOUND_SHARE, PERCENTILES,
 };
 pub use response::{Done, ResponseReader};
 pub use stats::Errors;
@@ -331,6 +334,11 @@ fn run_thread(
         plan.record_from,
         plan.rate.is_some(),
     )));
+    // The open model sends on time to the microsecond: one pacer per
+    // thread, whose task ends with the `LocalSet`.
+    let spacing = |rate| Duration::from_secs_f64(plan.threads as f64 / rate);
+    let pacer = plan.rate.map(|rate| Pacer::new(spacing(rate))).transpose();
+    let (pacer, drive) = pacer.context("cannot create the pacer's timer")?.unzip();
     let clients: Vec<Client> = (plan.thread..plan.connections)
         .step_by(plan.threads)
         .map(|index| {
@@ -346,10 +354,14 @@ fn run_thread(
                 index,
                 schedule,
                 plan.pace(index),
+                pacer.as_ref(),
             )
         })
         .collect();
     let clients = local.block_on(&runtime, async {
+        if let Some(drive) = drive {
+            tokio::task::spawn_local(drive);
+        }
         let tasks: Vec<_> = clients
             .into_iter()
             .map(|mut client| {
@@ -432,6 +444,10 @@ fn build_report(
         .filter(|(code, _)| !(200..400).contains(*code))
         .map(|(_, n)| n)
         .sum();
+    let uncorrected = all.uncorrected.as_ref().map(LatencySummary::from_histogram);
+    let lateness = all.lateness.as_ref().map(Lateness::from_histogram);
+    let schedule = (config.rate)
+        .map(|rate| ScheduleReport::new(rate, requests_per_sec, max_lag, unsent, lateness));
     // Whole seconds only: a last partial second would read as a drop.
     let mut per_second = all.per_second.clone();
     per_second.resize(whole_seconds.max(1), 0);
@@ -468,18 +484,13 @@ fn build_report(
         requests_per_sec,
         bytes_per_sec: all.bytes_read as f64 / seconds,
         latency: LatencySummary::from_histogram(&all.latency),
-        uncorrected_latency: all.uncorrected.as_ref().map(LatencySummary::from_histogram),
         thread_rate: RateSummary::from_samples(&thread_samples),
         per_second,
         errors: all.errors,
         status,
         non_2xx_3xx,
-        schedule: config.rate.map(|rate| ScheduleReport {
-            target_rate: rate,
-            achieved_rate: requests_per_sec,
-            max_lag_ms: max_lag.as_secs_f64() * 1000.0,
-            unsent,
-        }),
+        schedule: schedule.map(|s| s.judged(uncorrected.as_ref())),
+        uncorrected_latency: uncorrected,
         interrupted,
     }
 }

@@ -12,6 +12,8 @@ use tokio::time::Instant;
 pub(crate) const LOWEST_US: u64 = 1;
 pub(crate) const HIGHEST_US: u64 = 60_000_000;
 pub(crate) const SIGNIFICANT_DIGITS: u8 = 3;
+/// Highest send lateness resolved, in nanoseconds.
+const HIGHEST_NS: u64 = 60_000_000_000;
 
 /// Why a request or connection failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +57,9 @@ pub(crate) struct Stats {
     pub(crate) latency: Histogram<u64>,
     /// Open model only: latency from the actual send.
     pub(crate) uncorrected: Option<Histogram<u64>>,
+    /// Open model only: the generator's own lateness in ns, from when each
+    /// request could be sent (due, with a free slot) to when it was.
+    pub(crate) lateness: Option<Histogram<u64>>,
     pub(crate) responses: u64,
     pub(crate) bytes_read: u64,
     pub(crate) errors: Errors,
@@ -71,11 +76,17 @@ fn histogram() -> Histogram<u64> {
         .unwrap_or_else(|_| unreachable!("constant bounds are valid"))
 }
 
+fn nanosecond_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, HIGHEST_NS, SIGNIFICANT_DIGITS)
+        .unwrap_or_else(|_| unreachable!("constant bounds are valid"))
+}
+
 impl Stats {
     pub(crate) fn new(record_from: Instant, open_model: bool) -> Self {
         Self {
             latency: histogram(),
             uncorrected: open_model.then(histogram),
+            lateness: open_model.then(nanosecond_histogram),
             responses: 0,
             bytes_read: 0,
             errors: Errors::default(),
@@ -108,6 +119,17 @@ impl Stats {
         self.per_second[second] += 1;
     }
 
+    /// A request that could leave at `ready` left at `now` (open model).
+    pub(crate) fn sent(&mut self, ready: Instant, now: Instant) {
+        if now < self.record_from {
+            return;
+        }
+        if let Some(lateness) = &mut self.lateness {
+            let ns = u64::try_from((now - ready).as_nanos()).unwrap_or(u64::MAX);
+            lateness.saturating_record(ns.max(1));
+        }
+    }
+
     pub(crate) fn bytes(&mut self, count: usize, now: Instant) {
         if now >= self.record_from {
             self.bytes_read += count as u64;
@@ -133,6 +155,9 @@ impl Stats {
         // Histograms with the same bounds always merge.
         let _ = self.latency.add(&other.latency);
         if let (Some(mine), Some(theirs)) = (&mut self.uncorrected, &other.uncorrected) {
+            let _ = mine.add(theirs);
+        }
+        if let (Some(mine), Some(theirs)) = (&mut self.lateness, &other.lateness) {
             let _ = mine.add(theirs);
         }
         self.responses += other.responses;
@@ -181,11 +206,27 @@ mod tests {
             record_from,
             record_from + Duration::from_millis(2500),
         );
+        a.sent(start, start + Duration::from_micros(3));
+        a.sent(record_from, record_from + Duration::from_nanos(2_500));
+        b.sent(record_from, record_from + Duration::from_micros(40));
         a.merge(&b);
         assert_eq!(a.responses, 2);
         assert_eq!(a.status[200] + a.status[503], 2);
         assert_eq!(a.per_second, vec![1, 0, 1]);
         assert_eq!(a.errors.timeout, 1);
+        // Lateness: in ns, after the warm-up only.
+        let lateness = a.lateness.as_ref().unwrap();
+        assert_eq!(lateness.len(), 2);
+        assert!(
+            (2_490..=2_510).contains(&lateness.min()),
+            "{}",
+            lateness.min()
+        );
+        assert!(
+            (39_900..=40_100).contains(&lateness.max()),
+            "{}",
+            lateness.max()
+        );
         // Corrected latency counts from the intended time (start), uncorrected from the send.
         assert!(a.latency.max() >= 1_000_000);
         assert!(a.uncorrected.as_ref().unwrap().value_at_quantile(0.0) <= 10_100);

@@ -33,9 +33,12 @@ use load::{ConfigError, LoadConfig, Progress, Protocol, RunControl, ThinkTime};
 https:// ones. Latency is measured per request, pipelined ones and HTTP/2\n\
 streams included. With --rate it counts from each request's intended send time,\n\
 so a stalled server shows as latency instead of fewer samples; the uncorrected\n\
-figures are printed beside it. With --think each connection is a user that\n\
-waits a random time in the range between a response and its next request\n\
-(think time is not latency); --ramp starts the users one by one over that time.\n\
+figures are printed beside it. Requests leave within microseconds of their time\n\
+(a timerfd and a short spin, not Tokio's 1 ms timer); the report gives that\n\
+send lateness and warns when it is large against the target's latency. With\n\
+--think each connection is a user that waits a random time in the range\n\
+between a response and its next request (think time is not latency); --ramp\n\
+starts the users one by one over that time.\n\
 Exit status: 0 after a run (errors are reported, not fatal), 2 for bad input.")]
 pub(crate) struct LoadArgs {
     /// Target URLs (http:// or https://), used round-robin; all on one host and port.

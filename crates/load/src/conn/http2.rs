@@ -9,7 +9,8 @@
 //! ended; the connection writes those on the next pass, after the other
 //! connections of the thread have had theirs and the I/O driver has been
 //! polled, so that each write carries what the loop has gathered by then
-//! (as in h2load's event loop). Request heads are cloned from a template
+//! (as in h2load's event loop); in the open model at once, each request
+//! leaving when it is due. Request heads are cloned from a template
 //! built before the run.
 
 use std::{
@@ -18,11 +19,8 @@ use std::{
     io,
     pin::Pin,
     rc::Rc,
-    sync::{
-        atomic::{AtomicU64, Ordering},
-        Arc, Mutex,
-    },
-    task::{ready, Context, Poll, Wake, Waker},
+    sync::atomic::Ordering,
+    task::{ready, Context, Poll},
     time::Duration,
 };
 
@@ -38,6 +36,9 @@ use tokio::{
 
 use super::{Client, Next, SessionEnd};
 use crate::stats::ErrorKind;
+use slots::Slots;
+
+mod slots;
 
 /// Receive window of each stream: responses up to 1 MiB never wait for a
 /// WINDOW_UPDATE.
@@ -90,6 +91,8 @@ struct Session<S> {
     /// The connection refuses new streams (GOAWAY): reconnect once the
     /// open ones have ended.
     draining: bool,
+    /// The server's limit on concurrent streams held a request back.
+    throttled: bool,
 }
 
 impl Client {
@@ -123,11 +126,15 @@ impl Client {
             exchanges: Slots::new(self.shared.streams),
             received,
             draining: false,
+            throttled: false,
         };
+        self.free_since = Instant::now();
         let end = loop {
             match poll_fn(|cx| self.poll_session(cx, &mut session, requests)).await {
                 Pass::End(end) => break end,
-                // The connection writes the new streams on the next pass,
+                // The open model writes a request the moment it is due.
+                Pass::Opened if self.schedule.is_some() => {}
+                // The closed model writes the new streams on the next pass,
                 // once the thread's other connections have had theirs and
                 // the I/O driver has been polled: more answers are in by
                 // then, and their successors leave in the same write.
@@ -162,6 +169,10 @@ impl Client {
             if received > 0 {
                 self.stats.borrow_mut().bytes(received, now);
             }
+            if session.exchanges.is_full() {
+                // Whatever ends now frees a slot that due requests wait for.
+                self.free_since = now;
+            }
             self.poll_exchanges(&mut session.exchanges, now);
             if closed {
                 // Anything still in flight is lost (a read error).
@@ -184,9 +195,9 @@ impl Client {
             }
             if let Some(due) = due {
                 if self.send_timer.deadline() != due {
-                    self.send_timer.as_mut().reset(due);
+                    self.send_timer.reset(due);
                 }
-                if self.send_timer.as_mut().poll(cx).is_ready() {
+                if Pin::new(&mut self.send_timer).poll(cx).is_ready() {
                     continue;
                 }
             }
@@ -240,11 +251,18 @@ impl Client {
         let mut opened = false;
         while !session.draining && !session.exchanges.is_full() {
             match session.send.poll_ready(cx) {
+                Poll::Ready(Ok(())) if session.throttled => {
+                    session.throttled = false;
+                    self.free_since = now;
+                }
                 Poll::Ready(Ok(())) => {}
                 // Going away (or broken, which the connection reports).
                 Poll::Ready(Err(_)) => session.draining = true,
                 // The server's limit on concurrent streams.
-                Poll::Pending => return (opened, None),
+                Poll::Pending => {
+                    session.throttled = true;
+                    return (opened, None);
+                }
             }
             if session.draining {
                 break;
@@ -310,138 +328,6 @@ impl Client {
             .min()
             .unwrap_or(now + PARKED);
         self.timer.as_mut().reset(next);
-    }
-}
-
-/// The exchanges in flight, one per slot, each slot with its own waker
-/// that marks it woken: a pass polls only the exchanges woken since their
-/// last poll, not all of them (`h2` clones the waker on every poll of a
-/// pending stream, which made polling every stream the most expensive
-/// part of a pass).
-struct Slots {
-    exchanges: Vec<Option<Exchange>>,
-    wakers: Vec<Waker>,
-    free: Vec<usize>,
-    woken: Arc<Woken>,
-}
-
-/// The slots woken since their last poll, and the task to wake with them.
-struct Woken {
-    bits: Box<[AtomicU64]>,
-    task: Mutex<Option<Waker>>,
-}
-
-impl Woken {
-    fn mark(&self, slot: usize) {
-        self.bits[slot / 64].fetch_or(1 << (slot % 64), Ordering::AcqRel);
-    }
-}
-
-struct SlotWaker {
-    woken: Arc<Woken>,
-    slot: usize,
-}
-
-impl Wake for SlotWaker {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.woken.mark(self.slot);
-        if let Ok(task) = self.woken.task.lock() {
-            if let Some(task) = task.as_ref() {
-                task.wake_by_ref();
-            }
-        }
-    }
-}
-
-impl Slots {
-    fn new(count: usize) -> Self {
-        let woken = Arc::new(Woken {
-            bits: (0..count.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(),
-            task: Mutex::new(None),
-        });
-        Self {
-            exchanges: (0..count).map(|_| None).collect(),
-            wakers: (0..count)
-                .map(|slot| {
-                    Waker::from(Arc::new(SlotWaker {
-                        woken: Arc::clone(&woken),
-                        slot,
-                    }))
-                })
-                .collect(),
-            // Taken from the end: slot 0 first.
-            free: (0..count).rev().collect(),
-            woken,
-        }
-    }
-
-    /// Exchanges in flight.
-    fn len(&self) -> usize {
-        self.exchanges.len() - self.free.len()
-    }
-
-    fn is_empty(&self) -> bool {
-        self.free.len() == self.exchanges.len()
-    }
-
-    fn is_full(&self) -> bool {
-        self.free.is_empty()
-    }
-
-    /// The task that a slot's wake-up wakes.
-    fn set_task(&self, waker: &Waker) {
-        if let Ok(mut task) = self.woken.task.lock() {
-            if !task.as_ref().is_some_and(|task| task.will_wake(waker)) {
-                *task = Some(waker.clone());
-            }
-        }
-    }
-
-    /// Puts `exchange` in a free slot (the caller checks [`Slots::is_full`]
-    /// first). It counts as woken: its first poll registers its waker.
-    fn insert(&mut self, exchange: Exchange) {
-        if let Some(slot) = self.free.pop() {
-            self.exchanges[slot] = Some(exchange);
-            self.woken.mark(slot);
-        }
-    }
-
-    /// Polls the woken exchanges; those that end are handed to `ended` and dropped.
-    fn poll_woken(&mut self, mut ended: impl FnMut(&Exchange, Result<u16, h2::Error>)) {
-        for word in 0..self.woken.bits.len() {
-            let mut bits = self.woken.bits[word].swap(0, Ordering::AcqRel);
-            while bits != 0 {
-                let slot = word * 64 + bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                let Some(exchange) = &mut self.exchanges[slot] else {
-                    continue;
-                };
-                let mut cx = Context::from_waker(&self.wakers[slot]);
-                if let Poll::Ready(result) = exchange.poll(&mut cx) {
-                    ended(exchange, result);
-                    self.exchanges[slot] = None;
-                    self.free.push(slot);
-                }
-            }
-        }
-    }
-
-    /// Drops the exchanges for which `keep` is false.
-    fn retain(&mut self, mut keep: impl FnMut(&Exchange) -> bool) {
-        for (slot, entry) in self.exchanges.iter_mut().enumerate() {
-            if entry.as_ref().is_some_and(|exchange| !keep(exchange)) {
-                *entry = None;
-                self.free.push(slot);
-            }
-        }
-    }
-
-    fn iter(&self) -> impl Iterator<Item = &Exchange> {
-        self.exchanges.iter().flatten()
     }
 }
 
