@@ -9,6 +9,9 @@
 #   bench/h2-callgrind.sh                        # HTTP/1.1 upstream
 #   UPSTREAM=h2c bench/h2-callgrind.sh           # h2c upstream
 #   SLUICE=/tmp/sluice-before bench/h2-callgrind.sh
+#   KEEP=/tmp/prof bench/h2-callgrind.sh         # keep the N2 profile for callgrind_annotate
+#   BACKEND_SLUICE=/tmp/sluice-before ...        # the backend from another build (its HPACK
+#                                                # encoder sets what the proxy decodes)
 #
 # Needs: valgrind, h2load (apt-get install -y valgrind nghttp2-client), a
 # release build.
@@ -25,7 +28,7 @@ for tool in valgrind h2load; do
   command -v "$tool" >/dev/null || { echo "needs $tool" >&2; exit 2; }
 done
 WORK=$(mktemp -d)
-"$SLUICE" serve petstore --workers 1 --listen "127.0.0.1:$BACKEND_PORT" >/dev/null 2>&1 &
+"${BACKEND_SLUICE:-$SLUICE}" serve petstore --workers 1 --listen "127.0.0.1:$BACKEND_PORT" >/dev/null 2>&1 &
 BACKEND_PID=$!
 trap 'kill "$BACKEND_PID" 2>/dev/null || true; rm -rf "$WORK"' EXIT
 cat >"$WORK/proxy.yaml" <<YAML
@@ -62,4 +65,5 @@ instructions() {
 wait_port "$BACKEND_PORT"
 first=$(instructions "$N1")
 second=$(instructions "$N2")
+if [[ -n ${KEEP:-} ]]; then mkdir -p "$KEEP" && cp "$WORK/callgrind.$N2" "$KEEP/callgrind.$UPSTREAM"; fi
 echo "h2c clients -> $UPSTREAM upstream: $(((second - first) / (N2 - N1))) instructions per request"

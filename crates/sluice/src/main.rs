@@ -1,5 +1,6 @@
 //! `sluice`: the sidecar proxy, its load generator, reference backends and benchmark.
 
+mod allocator;
 mod bench;
 mod cert;
 mod load;
@@ -12,16 +13,6 @@ mod token;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-
-/// mimalloc instead of glibc's malloc: the proxy allocates per stream and
-/// per request (HTTP/2 heads, header maps, tasks), and under callgrind
-/// glibc's malloc/free were 13% of an HTTP/2 request's instructions;
-/// with mimalloc the whole request costs 11% fewer (docs/PERFORMANCE.md,
-/// "HTTP/2 clients (issue 16)"). Built with `no_thp`: with transparent
-/// huge pages its arenas grew RSS in 2 MiB steps (peak 38 MB instead of
-/// 28 MB moving 100 MB each way, tests/proxy_cli.rs).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Sidecar HTTP proxy, API gateway and load balancer, with the benchmark
 /// toolkit that proves what it costs.

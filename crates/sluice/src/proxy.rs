@@ -69,6 +69,7 @@ pub(crate) fn run(args: ProxyArgs) -> ExitCode {
         log: Some(Box::new(move |log: &config::Log| {
             logging.apply(log_format(log.format), log.level.as_deref());
         })),
+        worker_tick: Some(crate::allocator::give_back_freed_pages),
     };
     let deadline = config.limits.shutdown_deadline;
     let schemes: Vec<&str> = config

@@ -130,6 +130,10 @@ pub struct Http2 {
     pub max_premature_resets: u32,
     #[serde(deserialize_with = "duration")]
     pub premature_reset_window: Duration,
+    /// Huffman-code the header strings sent to clients where that is
+    /// shorter (as nginx); off, they go as they are (as HAProxy), which
+    /// costs less CPU.
+    pub huffman: bool,
 }
 
 impl Default for Http2 {
@@ -144,6 +148,7 @@ impl Default for Http2 {
             max_local_error_resets: 256,
             max_premature_resets: 100,
             premature_reset_window: Duration::from_secs(10),
+            huffman: false,
         }
     }
 }

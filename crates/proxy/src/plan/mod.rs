@@ -39,6 +39,7 @@ pub struct Http2Settings {
     pub max_local_error_resets: usize,
     pub max_premature_resets: u32,
     pub premature_reset_window: Duration,
+    pub huffman: bool,
 }
 
 /// One route as a request needs it.
@@ -197,6 +198,7 @@ impl Plan {
                 max_local_error_resets: http2.max_local_error_resets,
                 max_premature_resets: http2.max_premature_resets,
                 premature_reset_window: http2.premature_reset_window,
+                huffman: http2.huffman,
             },
             limits: http1::Limits {
                 max_head: usize::try_from(limits.max_header_bytes).unwrap_or(usize::MAX),

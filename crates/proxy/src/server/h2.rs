@@ -16,7 +16,7 @@ use tokio::{
 use tracing::debug;
 
 use crate::{
-    session::{serve_stream, ClientOrigin, Worker},
+    session::{serve_stream, ClientOrigin, Worker, PARK_AFTER},
     telemetry::Event,
 };
 
@@ -52,12 +52,21 @@ pub(crate) async fn serve<S>(
         plan.http2.max_premature_resets,
         plan.http2.premature_reset_window,
     );
+    // A connection without a stream for as long as an HTTP/1.1 one takes
+    // to park gives back the memory its busiest moment left it (stream
+    // slots, read and write buffers: vendor/h2/SLUICE.md). Armed when the
+    // last stream ends, not per stream: a busy connection keeps its memory
+    // between bursts instead of giving it back and taking it again.
+    let release_timer = tokio::time::sleep(PARK_AFTER);
+    tokio::pin!(release_timer);
+    let mut release_armed = true;
     loop {
         tokio::select! {
             accepted = conn.accept() => match accepted {
                 Some(Ok((request, respond))) => {
                     worker.metrics().h2_stream();
                     idle_timer.as_mut().reset(tokio::time::Instant::now() + idle);
+                    release_armed = false;
                     let worker = Arc::clone(worker);
                     worker.plans.refresh_own(&mut plan);
                     let plan = Arc::clone(&plan);
@@ -82,6 +91,15 @@ pub(crate) async fn serve<S>(
                     streams.abort_all();
                     draining = true;
                 }
+                if streams.is_empty() && !draining {
+                    release_timer.as_mut().reset(tokio::time::Instant::now() + PARK_AFTER);
+                    release_armed = true;
+                }
+            }
+            () = &mut release_timer, if release_armed => {
+                release_armed = false;
+                let released = conn.release_idle_memory();
+                debug!(peer = %origin.peer, released, "HTTP/2 connection without streams for a second");
             }
             _ = shutdown.changed(), if !draining => {
                 draining = true;
@@ -141,7 +159,8 @@ fn builder(plan: &crate::plan::Plan) -> Builder {
         .initial_connection_window_size(settings.connection_window)
         .max_pending_accept_reset_streams(settings.max_pending_accept_resets)
         .max_local_error_reset_streams(Some(settings.max_local_error_resets))
-        .max_send_buffer_size(SEND_BUFFER);
+        .max_send_buffer_size(SEND_BUFFER)
+        .huffman_encode(settings.huffman);
     builder
 }
 

@@ -99,6 +99,9 @@ pub struct Options {
     /// Applies new `log` settings (level, format); without it, a change
     /// is logged only.
     pub log: Option<LogHook>,
+    /// Called on each worker thread once a second: the binary lets its
+    /// allocator give back pages that stayed free (crates/sluice/src/allocator.rs).
+    pub worker_tick: Option<fn()>,
 }
 
 impl std::fmt::Debug for Options {
@@ -189,11 +192,13 @@ pub fn start_with(config: Config, options: Options) -> anyhow::Result<RunningPro
         let connections = Arc::clone(&connections);
         // A multi-thread runtime runs its own workers; this thread only waits.
         let threads_in_runtime = (config.runtime == Runtime::MultiThread).then_some(workers);
+        let tick = options.worker_tick;
         threads.push(
             std::thread::Builder::new()
                 .name(format!("proxy-worker-{index}"))
                 .spawn(move || {
                     run_worker(
+                        tick,
                         threads_in_runtime,
                         Accepting {
                             listeners,
@@ -296,7 +301,18 @@ struct Accepting {
 
 /// Builds the worker's runtime (current-thread, or multi-thread with
 /// `threads`) and serves on it.
+/// Calls `tick` once a second until the worker's runtime is dropped.
+async fn every_second(tick: fn()) {
+    let mut ticks = tokio::time::interval(Duration::from_secs(1));
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        tick();
+    }
+}
+
 fn run_worker(
+    tick: Option<fn()>,
     threads: Option<usize>,
     accepting: Accepting,
     worker: Arc<Worker>,
@@ -314,7 +330,12 @@ fn run_worker(
             .build(),
     };
     match runtime {
-        Ok(runtime) => runtime.block_on(accept::serve(accepting, worker, shutdown, deadline)),
+        Ok(runtime) => {
+            if let Some(tick) = tick {
+                runtime.spawn(every_second(tick));
+            }
+            runtime.block_on(accept::serve(accepting, worker, shutdown, deadline))
+        }
         Err(err) => warn!(%err, "cannot build a worker runtime"),
     }
 }

@@ -33,7 +33,7 @@ pub(crate) use h2::serve_stream;
 pub(crate) use idle::{serve_h1, H2c};
 use local::persistence;
 pub(crate) use park::{
-    run as run_parking_lot, serve_unparked, ConnectionSlot, Parked, ParkingLot, Serving,
+    run as run_parking_lot, serve_unparked, ConnectionSlot, Parked, ParkingLot, Serving, PARK_AFTER,
 };
 use upstream_h1::{SendFailed, UpstreamRead};
 

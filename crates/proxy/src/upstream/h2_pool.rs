@@ -181,7 +181,7 @@ async fn open(
         let counted = counted.clone();
         let name = config.host_names[host.index()].clone();
         async move {
-            if let Err(err) = connection.await {
+            if let Err(err) = drive(connection).await {
                 debug!(host = %name, %err, "HTTP/2 upstream connection ended");
             }
             closed.store(true, Relaxed);
@@ -198,6 +198,32 @@ async fn open(
         closed,
     };
     Ok(pool.add(config, host, conn))
+}
+
+/// How often an upstream HTTP/2 connection without streams gives back the
+/// memory its busiest moment left it (as a client connection does after
+/// a second without streams).
+const RELEASE_EVERY: Duration = Duration::from_secs(1);
+
+/// Runs an upstream HTTP/2 connection until it ends. Once a second, if it
+/// has no stream, it gives back its stream slots and empty buffers
+/// (vendor/h2/SLUICE.md): a pooled connection that waits costs little, and
+/// a busy one is not made to give memory back between its bursts.
+async fn drive<T>(mut connection: h2::client::Connection<T, Bytes>) -> Result<(), h2::Error>
+where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    let start = tokio::time::Instant::now() + RELEASE_EVERY;
+    let mut release = tokio::time::interval_at(start, RELEASE_EVERY);
+    release.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            ended = &mut connection => return ended,
+            _ = release.tick() => {
+                connection.release_idle_memory();
+            }
+        }
+    }
 }
 
 /// Why sending data on a stream stopped.

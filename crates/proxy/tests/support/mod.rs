@@ -4,6 +4,7 @@
 // Helpers below panic on any failure: that is what a test wants.
 #![allow(clippy::unwrap_used, dead_code)]
 
+pub(crate) mod h2raw;
 pub(crate) mod lenient;
 pub(crate) mod live;
 
