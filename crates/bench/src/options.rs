@@ -9,11 +9,12 @@ use std::{
     time::Duration,
 };
 
-use crate::runtimes::Runtime;
+use crate::{machine::PeerKind, runtimes::Runtime};
 
 /// The named groups of `--only`: DESIGN.md's questions, `runtimes` (the
-/// seeds' own backends, in their runtimes), and `peers` for the nginx and
-/// HAProxy rows of every group.
+/// seeds' own backends, in their runtimes), and `peers` for the peers'
+/// rows of every group (HAProxy, nginx, Envoy, Traefik, Caddy, nghttpx:
+/// those of `--peers` that are installed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum GroupName {
     Baseline,
@@ -120,6 +121,8 @@ pub struct BenchOptions {
     pub slow_delay: Duration,
     /// The seed backends the runtimes group builds and measures.
     pub runtimes: Vec<Runtime>,
+    /// The peers whose rows the `peers` group adds, when installed.
+    pub peers: Vec<PeerKind>,
     /// Use ports from here up instead of free ones the kernel picks.
     pub port_base: Option<u16>,
     /// Set it to stop the run (Ctrl-C): the current row ends, components stop.
@@ -152,6 +155,7 @@ impl BenchOptions {
             downstream_delay: Duration::from_millis(300),
             slow_delay: Duration::from_millis(40),
             runtimes: Runtime::ALL.to_vec(),
+            peers: PeerKind::ALL.to_vec(),
             port_base: None,
             interrupt: Arc::default(),
         }
@@ -199,6 +203,9 @@ impl BenchOptions {
         }
         if self.runtimes.is_empty() {
             return Err("--runtimes: name at least one runtime".into());
+        }
+        if self.peers.is_empty() {
+            return Err("--peers: name at least one peer".into());
         }
         if self.think.0 > self.think.1 {
             return Err("--think: the shortest pause is longer than the longest".into());

@@ -11,7 +11,7 @@ use std::{
 use bench::{
     results::{Figures, Group},
     runtimes::{BuildEvent, Runtime},
-    BenchOptions, GroupName, Observer, Round,
+    BenchOptions, GroupName, Observer, PeerKind, Round,
 };
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -97,6 +97,11 @@ pub(crate) struct BenchArgs {
     /// spring-mvc, webflux, go-http, node, grizzly, payara).
     #[arg(long, value_delimiter = ',', value_parser = parse_runtime)]
     runtimes: Vec<Runtime>,
+    /// The peers to compare with, comma-separated (default: every one
+    /// installed: haproxy, nginx, envoy, traefik, caddy, nghttpx); naming
+    /// any adds the peers group to --only.
+    #[arg(long, value_delimiter = ',', value_parser = parse_peer)]
+    peers: Vec<PeerKind>,
     /// Use ports from here up (each must be free) instead of ports the kernel picks.
     #[arg(long)]
     port_base: Option<u16>,
@@ -113,6 +118,10 @@ fn parse_group(text: &str) -> Result<GroupName, String> {
 }
 
 fn parse_runtime(text: &str) -> Result<Runtime, String> {
+    text.trim().parse()
+}
+
+fn parse_peer(text: &str) -> Result<PeerKind, String> {
     text.trim().parse()
 }
 
@@ -146,6 +155,12 @@ pub(crate) fn run(args: BenchArgs) -> ExitCode {
     options.port_base = args.port_base;
     if !args.runtimes.is_empty() {
         options.runtimes = args.runtimes.clone();
+    }
+    if !args.peers.is_empty() {
+        options.peers = args.peers.clone();
+        if !options.runs(GroupName::Peers) {
+            options.only.push(GroupName::Peers);
+        }
     }
     if let Err(message) = options.validate() {
         eprintln!("sluice bench: error: {message}");

@@ -113,9 +113,11 @@ pub(super) fn middleware(bench: &mut Bench<'_>) -> anyhow::Result<()> {
         "What does each middleware handler cost, alone and as the full default chain?",
     );
     if bench.options.runs(GroupName::Peers) {
-        group
-            .notes
-            .push("nginx and HAProxy have no equivalent of these handlers: no peer rows.".into());
+        group.notes.push(
+            "The peers' own handlers are configured differently and are not measured here: \
+             no peer rows."
+                .into(),
+        );
     }
     let (backend, backend_addr) = bench.serve("petstore", &[], false)?;
     let keys = bench.work.join("jwt");

@@ -1,0 +1,224 @@
+//! Every installed peer takes every configuration the bench writes for it:
+//! its own check accepts the files where it has one (`envoy --mode
+//! validate`, `caddy validate`, `nginx -t`, `haproxy -c`), and started on
+//! them it answers requests through to a real backend (HTTP/1.1, TLS or
+//! h2c clients; HTTP/1.1, h2c or h2 over TLS upstreams) with 200s only.
+//! A peer that is not installed is skipped with a line saying so.
+
+use std::{net::SocketAddr, path::Path, process::Command, time::Duration};
+
+use load::{LoadConfig, Protocol, RunControl};
+use testkit::{serve, serve_with, test_options, Backend};
+
+use super::{setup, ProxySite, Site, TlsFiles, UpstreamProtocol};
+use crate::{
+    machine::{find_peers, PeerKind},
+    process::{Component, Launch, Probe},
+};
+
+/// A site and how clients reach it.
+struct Case<'a> {
+    name: &'static str,
+    site: Site<'a>,
+    listen: SocketAddr,
+    tls_clients: bool,
+    h2_clients: bool,
+}
+
+fn case<'a>(name: &'static str, tls_clients: bool, h2_clients: bool, site: Site<'a>) -> Case<'a> {
+    let listen = match &site {
+        Site::Static { listen, .. } => *listen,
+        Site::Proxy(proxy) => proxy.listen,
+    };
+    Case {
+        name,
+        site,
+        listen,
+        tls_clients,
+        h2_clients,
+    }
+}
+
+fn free_port() -> SocketAddr {
+    testkit::closed_port()
+}
+
+fn check(kind: PeerKind) {
+    let Some(peer) = find_peers(&[kind]).pop() else {
+        eprintln!(
+            "skipped: {} is not installed, its configurations are not checked ({})",
+            kind.name(),
+            kind.install()
+        );
+        return;
+    };
+    let dir =
+        std::env::temp_dir().join(format!("bench-peer-{}-{}", kind.name(), std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let tls = TlsFiles::write(&dir.join("tls")).expect("TLS files");
+    let plain = [serve(Backend::Petstore), serve(Backend::Petstore)];
+    let secure = serve_with(
+        Backend::Petstore,
+        backends::ServeOptions {
+            tls: Some(backends::TlsFiles {
+                cert: tls.cert.clone(),
+                key: tls.key.clone(),
+            }),
+            ..test_options()
+        },
+    );
+    let upstreams = [plain[0].addr(), plain[1].addr()];
+    let secure_upstream = [secure.addr()];
+    let proxy = |listen| ProxySite::plain(listen, &upstreams, 128);
+    let cases = [
+        case(
+            "static",
+            false,
+            false,
+            Site::Static {
+                listen: free_port(),
+                body: backends::PETS,
+                content_type: "application/json",
+            },
+        ),
+        case("HTTP/1.1", false, false, Site::Proxy(proxy(free_port()))),
+        case(
+            "fewest connections",
+            false,
+            false,
+            Site::Proxy(ProxySite {
+                least_conn: true,
+                ..proxy(free_port())
+            }),
+        ),
+        case(
+            "TLS listener",
+            true,
+            false,
+            Site::Proxy(ProxySite {
+                tls: Some(&tls),
+                ..proxy(free_port())
+            }),
+        ),
+        case(
+            "h2c clients",
+            false,
+            true,
+            Site::Proxy(ProxySite {
+                h2c_clients: true,
+                ..proxy(free_port())
+            }),
+        ),
+        case(
+            "h2c upstreams",
+            false,
+            false,
+            Site::Proxy(ProxySite {
+                upstream_protocol: UpstreamProtocol::H2c,
+                ..proxy(free_port())
+            }),
+        ),
+        case(
+            "h2 (TLS) upstream",
+            false,
+            false,
+            Site::Proxy(ProxySite {
+                upstream_protocol: UpstreamProtocol::H2Tls { ca: &tls.ca },
+                ..ProxySite::plain(free_port(), &secure_upstream, 128)
+            }),
+        ),
+    ];
+    let mut played = 0;
+    for case in &cases {
+        let case_dir = dir.join(case.name.replace([' ', '/', '(', ')'], "-"));
+        std::fs::create_dir_all(&case_dir).expect("case dir");
+        let Ok(setup) = setup(kind, &case.site, &case_dir) else {
+            continue;
+        };
+        played += 1;
+        let what = format!("{} {}", kind.name(), case.name);
+        for (file, text) in &setup.files {
+            std::fs::write(file, text).expect("write the configuration");
+        }
+        if let Some(check) = &setup.check {
+            let output = Command::new(&peer.path)
+                .args(check)
+                .envs(setup.env.iter().map(|(k, v)| (k, v)))
+                .output()
+                .expect("run the peer's check");
+            assert!(
+                output.status.success(),
+                "{what}: {} {check:?} refused the configuration:\n{}{}\n{:#?}",
+                peer.path.display(),
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr),
+                setup.files
+            );
+        }
+        let mut component = Component::start(Launch {
+            name: what.clone(),
+            program: &peer.path,
+            args: setup.args.clone(),
+            env: setup.env.clone(),
+            cpus: None,
+            log: case_dir.join("peer.log"),
+            listens: vec![case.listen],
+            probe: setup.ready.clone().map(Probe::answering),
+        })
+        .unwrap_or_else(|err| panic!("{what}: {err:#}\n{:#?}", setup.files));
+        answers(&what, case, &tls.ca);
+        component.check_alive(&what).expect("alive");
+        component.stop();
+    }
+    assert!(played >= 4, "{}: only {played} cases played", kind.name());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A short load through the peer: every answer a 200.
+fn answers(what: &str, case: &Case<'_>, ca: &Path) {
+    let scheme = if case.tls_clients { "https" } else { "http" };
+    let url = format!("{scheme}://{}/v1/pets", case.listen);
+    let mut config = LoadConfig::new(&[(http::Method::GET, url)]).expect("a load for one URL");
+    config.connections = 2;
+    config.duration = Duration::from_millis(300);
+    config.warmup = Duration::ZERO;
+    config.cacert = Some(ca.to_path_buf());
+    if case.h2_clients {
+        config.protocol = Protocol::Http2;
+        config.streams = 4;
+    }
+    let report = load::run(&config, RunControl::default()).expect("the load runs");
+    assert!(report.requests > 0, "{what}: no answer");
+    assert_eq!(report.errors.total(), 0, "{what}: {:?}", report.errors);
+    assert_eq!(report.non_2xx_3xx, 0, "{what}: {:?}", report.status);
+}
+
+#[test]
+fn haproxy_takes_its_configurations() {
+    check(PeerKind::Haproxy);
+}
+
+#[test]
+fn nginx_takes_its_configurations() {
+    check(PeerKind::Nginx);
+}
+
+#[test]
+fn envoy_takes_its_configurations() {
+    check(PeerKind::Envoy);
+}
+
+#[test]
+fn traefik_takes_its_configurations() {
+    check(PeerKind::Traefik);
+}
+
+#[test]
+fn caddy_takes_its_configurations() {
+    check(PeerKind::Caddy);
+}
+
+#[test]
+fn nghttpx_takes_its_configurations() {
+    check(PeerKind::Nghttpx);
+}
