@@ -174,7 +174,8 @@ fn check(kind: PeerKind) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A short load through the peer: every answer a 200.
+/// A short load through the peer, with a Host that names no site (as the
+/// protocols group sends): every answer a 200 with the petstore's body.
 fn answers(what: &str, case: &Case<'_>, ca: &Path) {
     let scheme = if case.tls_clients { "https" } else { "http" };
     let url = format!("{scheme}://{}/v1/pets", case.listen);
@@ -183,6 +184,7 @@ fn answers(what: &str, case: &Case<'_>, ca: &Path) {
     config.duration = Duration::from_millis(300);
     config.warmup = Duration::ZERO;
     config.cacert = Some(ca.to_path_buf());
+    config.headers = vec![(http::header::HOST, http::HeaderValue::from_static("h1"))];
     if case.h2_clients {
         config.protocol = Protocol::Http2;
         config.streams = 4;
@@ -191,6 +193,34 @@ fn answers(what: &str, case: &Case<'_>, ca: &Path) {
     assert!(report.requests > 0, "{what}: no answer");
     assert_eq!(report.errors.total(), 0, "{what}: {:?}", report.errors);
     assert_eq!(report.non_2xx_3xx, 0, "{what}: {:?}", report.status);
+    if !case.tls_clients && !case.h2_clients {
+        let answer = get_closing(case.listen);
+        assert!(
+            answer.starts_with("HTTP/1.1 200") && answer.ends_with(backends::PETS),
+            "{what}: {answer}"
+        );
+    }
+    // HTTP/2's bytes are the bodies alone.
+    let per_answer = report.bytes_read / report.requests;
+    assert!(
+        per_answer >= backends::PETS.len() as u64,
+        "{what}: {per_answer} bytes per answer, less than the petstore's body"
+    );
+}
+
+/// `GET /v1/pets` with `Host: h1` and `Connection: close`: the whole answer.
+fn get_closing(addr: SocketAddr) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    stream
+        .write_all(b"GET /v1/pets HTTP/1.1\r\nHost: h1\r\nConnection: close\r\n\r\n")
+        .expect("send");
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    answer
 }
 
 #[test]

@@ -46,9 +46,10 @@ pub(crate) fn caddyfile(site: &Site<'_>) -> Result<String, Unsupported> {
                 return Err("the body holds a backquote");
             }
             Ok(format!(
-                "{}http://{listen} {{\n\tbind {}\n\theader Content-Type {content_type}\n\t\
+                "{}http://:{} {{\n\tbind {}\n\theader Content-Type {content_type}\n\t\
                  respond `{body}` 200\n}}\n",
                 global("h1 h2c"),
+                listen.port(),
                 listen.ip()
             ))
         }
@@ -58,10 +59,12 @@ pub(crate) fn caddyfile(site: &Site<'_>) -> Result<String, Unsupported> {
                 (None, true) => ("http", "h1 h2c"),
                 (None, false) => ("http", "h1"),
             };
+            // Any Host: a site address with a host would answer other
+            // Hosts (the protocols group's) with an empty 200.
             let mut file = format!(
-                "{}{scheme}://{} {{\n\tbind {}\n",
+                "{}{scheme}://:{} {{\n\tbind {}\n",
                 global(protocols),
-                proxy.listen,
+                proxy.listen.port(),
                 proxy.listen.ip()
             );
             if let Some(tls) = proxy.tls {
@@ -125,7 +128,7 @@ mod tests {
             "admin off",
             "auto_https off",
             "protocols h1 h2\n",
-            "https://127.0.0.1:1 {\n\tbind 127.0.0.1\n\ttls /c.pem /k.pem\n",
+            "https://:1 {\n\tbind 127.0.0.1\n\ttls /c.pem /k.pem\n",
             "reverse_proxy https://127.0.0.1:2 https://127.0.0.1:3 {",
             "lb_policy least_conn",
             "keepalive_idle_conns_per_host 12000",
