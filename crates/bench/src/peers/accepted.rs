@@ -10,7 +10,7 @@ use std::{net::SocketAddr, path::Path, process::Command, time::Duration};
 use load::{LoadConfig, Protocol, RunControl};
 use testkit::{serve, serve_with, test_options, Backend};
 
-use super::{setup, ProxySite, Site, TlsFiles, UpstreamProtocol};
+use super::{setup, Handler, ProxySite, Site, TlsFiles, UpstreamProtocol};
 use crate::{
     machine::{find_peers, PeerKind},
     process::{Component, Launch, Probe},
@@ -67,6 +67,7 @@ fn check(kind: PeerKind) {
             ..test_options()
         },
     );
+    let (jwks, token) = jwt_files(&dir);
     let upstreams = [plain[0].addr(), plain[1].addr()];
     let secure_upstream = [secure.addr()];
     let proxy = |listen| ProxySite::plain(listen, &upstreams, 128);
@@ -119,6 +120,30 @@ fn check(kind: PeerKind) {
             }),
         ),
         case(
+            "rate limit",
+            false,
+            false,
+            Site::Proxy(ProxySite {
+                handler: Some(Handler::RateLimit {
+                    per_second: 1_000_000,
+                }),
+                ..proxy(free_port())
+            }),
+        ),
+        case(
+            "jwt",
+            false,
+            false,
+            Site::Proxy(ProxySite {
+                handler: Some(Handler::Jwt {
+                    jwks: &jwks,
+                    issuer: ISSUER,
+                    audience: "petstore",
+                }),
+                ..proxy(free_port())
+            }),
+        ),
+        case(
             "h2 (TLS) upstream",
             false,
             false,
@@ -166,7 +191,7 @@ fn check(kind: PeerKind) {
             probe: setup.ready.clone().map(Probe::answering),
         })
         .unwrap_or_else(|err| panic!("{what}: {err:#}\n{:#?}", setup.files));
-        answers(&what, case, &tls.ca);
+        answers(&what, case, &tls.ca, &token);
         component.check_alive(&what).expect("alive");
         component.stop();
     }
@@ -176,7 +201,8 @@ fn check(kind: PeerKind) {
 
 /// A short load through the peer, with a Host that names no site (as the
 /// protocols group sends): every answer a 200 with the petstore's body.
-fn answers(what: &str, case: &Case<'_>, ca: &Path) {
+fn answers(what: &str, case: &Case<'_>, ca: &Path, token: &str) {
+    let bearer = format!("Bearer {token}");
     let scheme = if case.tls_clients { "https" } else { "http" };
     let url = format!("{scheme}://{}/v1/pets", case.listen);
     let mut config = LoadConfig::new(&[(http::Method::GET, url)]).expect("a load for one URL");
@@ -184,7 +210,13 @@ fn answers(what: &str, case: &Case<'_>, ca: &Path) {
     config.duration = Duration::from_millis(300);
     config.warmup = Duration::ZERO;
     config.cacert = Some(ca.to_path_buf());
-    config.headers = vec![(http::header::HOST, http::HeaderValue::from_static("h1"))];
+    config.headers = vec![
+        (http::header::HOST, http::HeaderValue::from_static("h1")),
+        (
+            http::header::AUTHORIZATION,
+            http::HeaderValue::from_str(&bearer).expect("a header value"),
+        ),
+    ];
     if case.h2_clients {
         config.protocol = Protocol::Http2;
         config.streams = 4;
@@ -194,11 +226,19 @@ fn answers(what: &str, case: &Case<'_>, ca: &Path) {
     assert_eq!(report.errors.total(), 0, "{what}: {:?}", report.errors);
     assert_eq!(report.non_2xx_3xx, 0, "{what}: {:?}", report.status);
     if !case.tls_clients && !case.h2_clients {
-        let answer = get_closing(case.listen);
+        let answer = get_closing(case.listen, &bearer);
         assert!(
             answer.starts_with("HTTP/1.1 200") && answer.ends_with(backends::PETS),
             "{what}: {answer}"
         );
+        if let Site::Proxy(ProxySite {
+            handler: Some(Handler::Jwt { .. }),
+            ..
+        }) = case.site
+        {
+            let refused = get_closing(case.listen, "Bearer not.a.token");
+            assert!(refused.starts_with("HTTP/1.1 401"), "{what}: {refused}");
+        }
     }
     // HTTP/2's bytes are the bodies alone.
     let per_answer = report.bytes_read / report.requests;
@@ -208,15 +248,42 @@ fn answers(what: &str, case: &Case<'_>, ca: &Path) {
     );
 }
 
-/// `GET /v1/pets` with `Host: h1` and `Connection: close`: the whole answer.
-fn get_closing(addr: SocketAddr) -> String {
+/// The issuer the test token names and the jwt sites require.
+const ISSUER: &str = "https://issuer.example";
+
+/// A JWKS file (RS256) and a token it verifies, for audience `petstore`.
+fn jwt_files(dir: &Path) -> (std::path::PathBuf, String) {
+    let key = jwt::generate_key(jwt::Algorithm::RS256, "check").expect("a key");
+    let jwks = dir.join("jwks.json");
+    std::fs::write(&jwks, key.jwks_json()).expect("write the JWKS");
+    let token = key
+        .sign(&serde_json::json!({
+            "iss": ISSUER,
+            "aud": "petstore",
+            "sub": "check",
+            "iat": jwt::unix_now(),
+            "exp": jwt::unix_now() + 3600,
+        }))
+        .expect("a token");
+    (jwks, token)
+}
+
+/// `GET /v1/pets` with `Host: h1`, this `Authorization` and `Connection:
+/// close`: the whole answer.
+fn get_closing(addr: SocketAddr, authorization: &str) -> String {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(addr).expect("connect");
     stream
         .set_read_timeout(Some(Duration::from_secs(5)))
         .expect("timeout");
     stream
-        .write_all(b"GET /v1/pets HTTP/1.1\r\nHost: h1\r\nConnection: close\r\n\r\n")
+        .write_all(
+            format!(
+                "GET /v1/pets HTTP/1.1\r\nHost: h1\r\nAuthorization: {authorization}\r\n\
+                 Connection: close\r\n\r\n"
+            )
+            .as_bytes(),
+        )
         .expect("send");
     let mut answer = String::new();
     let _ = stream.read_to_string(&mut answer);

@@ -5,6 +5,10 @@ use std::{fmt::Write as _, path::Path};
 
 use super::{idle_pool, Setup, Site, Unsupported, UpstreamProtocol};
 
+/// Why Caddy sits out the middleware rows.
+const NO_HANDLERS: &str =
+    "Caddy's standard build has no rate limit or JWT handler (only as plugins)";
+
 /// Caddy on `dir/Caddyfile`; its config and data folders (where it would
 /// keep an autosaved config and certificates) are `dir`, not the user's.
 /// `caddy validate` checks the file.
@@ -54,6 +58,9 @@ pub(crate) fn caddyfile(site: &Site<'_>) -> Result<String, Unsupported> {
             ))
         }
         Site::Proxy(proxy) => {
+            if proxy.handler.is_some() {
+                return Err(NO_HANDLERS);
+            }
             let (scheme, protocols) = match (proxy.tls, proxy.h2c_clients) {
                 (Some(_), _) => ("https", "h1 h2"),
                 (None, true) => ("http", "h1 h2c"),

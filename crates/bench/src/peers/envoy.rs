@@ -3,7 +3,7 @@
 
 use std::{fmt::Write as _, path::Path};
 
-use super::{room, ProxySite, Setup, Site, Unsupported, UpstreamProtocol};
+use super::{room, Handler, ProxySite, Setup, Site, Unsupported, UpstreamProtocol};
 
 /// Envoy on `dir/envoy.yaml`: one worker thread, no hot restart (so that
 /// several run at once without a shared-memory `--base-id` each), warnings
@@ -35,7 +35,7 @@ fn quoted(text: &str) -> String {
 /// The HTTP connection manager's fixed part: the codec guessed from the
 /// first bytes (HTTP/1.1, or HTTP/2 with prior knowledge: `AUTO`), and no
 /// `x-request-id` generated (sluice writes no request id on these rows:
-/// that is its `correlation` handler's job).
+/// that is its `correlation` handler's job). The HTTP filters follow.
 const MANAGER: &str = r#"      - name: envoy.filters.network.http_connection_manager
         typed_config:
           "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
@@ -43,7 +43,10 @@ const MANAGER: &str = r#"      - name: envoy.filters.network.http_connection_man
           codec_type: AUTO
           generate_request_id: false
           http_filters:
-          - name: envoy.filters.http.router
+"#;
+
+/// The router, the last HTTP filter, and the route to the rest.
+const ROUTER: &str = r#"          - name: envoy.filters.http.router
             typed_config:
               "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
           route_config:
@@ -67,6 +70,14 @@ pub(crate) fn envoy_yaml(site: &Site<'_>) -> Result<String, Unsupported> {
         listen.ip(),
         listen.port()
     );
+    if let Site::Proxy(ProxySite {
+        handler: Some(handler),
+        ..
+    }) = site
+    {
+        filter(&mut yaml, handler);
+    }
+    yaml.push_str(ROUTER);
     match site {
         Site::Static {
             body, content_type, ..
@@ -97,6 +108,42 @@ pub(crate) fn envoy_yaml(site: &Site<'_>) -> Result<String, Unsupported> {
         }
     }
     Ok(yaml)
+}
+
+/// The HTTP filter for `handler`: `local_ratelimit`'s token bucket (one
+/// for the listener: the bench's clients share one address, so it is the
+/// per-client limit the others have), or `jwt_authn` with the JWKS file.
+fn filter(yaml: &mut String, handler: &Handler<'_>) {
+    match *handler {
+        Handler::RateLimit { per_second } => {
+            let _ = write!(
+                yaml,
+                "          - name: envoy.filters.http.local_ratelimit\n            typed_config:\n              \
+                 \"@type\": type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit\n              \
+                 stat_prefix: limit\n              \
+                 token_bucket: {{ max_tokens: {per_second}, tokens_per_fill: {per_second}, fill_interval: 1s }}\n              \
+                 filter_enabled: {{ runtime_key: limit_enabled, default_value: {{ numerator: 100, denominator: HUNDRED }} }}\n              \
+                 filter_enforced: {{ runtime_key: limit_enforced, default_value: {{ numerator: 100, denominator: HUNDRED }} }}\n"
+            );
+        }
+        Handler::Jwt {
+            jwks,
+            issuer,
+            audience,
+        } => {
+            let _ = write!(
+                yaml,
+                "          - name: envoy.filters.http.jwt_authn\n            typed_config:\n              \
+                 \"@type\": type.googleapis.com/envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication\n              \
+                 providers:\n                bench:\n                  issuer: {}\n                  \
+                 audiences: [{}]\n                  local_jwks: {{ filename: {} }}\n              \
+                 rules:\n              - match: {{ prefix: \"/\" }}\n                requires: {{ provider_name: bench }}\n",
+                quoted(issuer),
+                quoted(audience),
+                quoted(&jwks.display().to_string())
+            );
+        }
+    }
 }
 
 /// The `backend` cluster: the upstreams, the balancing policy, circuit

@@ -2,7 +2,7 @@
 
 use std::{fmt::Write as _, path::Path};
 
-use super::{room, Setup, Site, Unsupported, UpstreamProtocol};
+use super::{room, Handler, Setup, Site, Unsupported, UpstreamProtocol};
 
 /// HAProxy on `dir/haproxy.cfg`, in the foreground (`-db`).
 pub(super) fn setup(site: &Site<'_>, dir: &Path) -> Result<Setup, Unsupported> {
@@ -55,6 +55,24 @@ pub(crate) fn haproxy_cfg(site: &Site<'_>) -> Result<String, Unsupported> {
             } else if proxy.h2c_clients {
                 cfg.push_str(" proto h2");
             }
+            match proxy.handler {
+                None => {}
+                // The request rate per client address in a stick table,
+                // as HAProxy's manual does it.
+                Some(Handler::RateLimit { per_second }) => {
+                    let _ = write!(
+                        cfg,
+                        "\n  stick-table type ip size 100k expire 10s store http_req_rate(1s)\n  \
+                         http-request track-sc0 src\n  \
+                         http-request deny deny_status 429 if {{ sc_http_req_rate(0) gt {per_second} }}"
+                    );
+                }
+                Some(Handler::Jwt { .. }) => {
+                    return Err(
+                        "HAProxy's jwt_verify takes a PEM key, not the run's JWKS: not configured",
+                    );
+                }
+            }
             let balance = if proxy.least_conn {
                 "leastconn"
             } else {
@@ -98,6 +116,7 @@ mod tests {
             },
             max_conns: 100,
             least_conn: false,
+            handler: None,
         }))
         .expect("supported");
         assert!(

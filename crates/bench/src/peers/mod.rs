@@ -50,6 +50,25 @@ pub(crate) struct ProxySite<'a> {
     /// leastconn`, nginx and Caddy `least_conn`, Envoy `LEAST_REQUEST`,
     /// Traefik `p2c`) instead of round robin.
     pub(crate) least_conn: bool,
+    /// A handler on every request (the middleware group's peer rows).
+    pub(crate) handler: Option<Handler<'a>>,
+}
+
+/// A handler a peer runs on every request, as sluice's middleware does.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Handler<'a> {
+    /// At most this many requests a second per client address (and as
+    /// many at once), 429 past it: sluice's `rate_limit` as the bench
+    /// configures it, a limit no row reaches, so that the row is the
+    /// handler's cost.
+    RateLimit { per_second: u64 },
+    /// A bearer JWT (RS256) checked against this JWKS file, issuer and
+    /// audience; 401 without a valid one.
+    Jwt {
+        jwks: &'a Path,
+        issuer: &'a str,
+        audience: &'a str,
+    },
 }
 
 impl<'a> ProxySite<'a> {
@@ -64,6 +83,7 @@ impl<'a> ProxySite<'a> {
             upstream_protocol: UpstreamProtocol::Http1,
             max_conns,
             least_conn: false,
+            handler: None,
         }
     }
 }

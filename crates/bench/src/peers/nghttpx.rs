@@ -27,6 +27,9 @@ pub(crate) fn nghttpx_conf(site: &Site<'_>, dir: &Path) -> Result<String, Unsupp
     if proxy.least_conn {
         return Err("nghttpx balances round robin only (no fewest-connections policy)");
     }
+    if proxy.handler.is_some() {
+        return Err("nghttpx has no rate limit or JWT handler (only mruby scripts)");
+    }
     let mut conf = String::new();
     match proxy.tls {
         Some(tls) => {

@@ -2,7 +2,7 @@
 
 use std::{fmt::Write as _, path::Path};
 
-use super::{idle_pool, Setup, Site, Unsupported, UpstreamProtocol};
+use super::{idle_pool, Handler, Setup, Site, Unsupported, UpstreamProtocol};
 
 /// nginx on `dir/nginx.conf`, its temporary files and error log in `dir`.
 pub(super) fn setup(site: &Site<'_>, dir: &Path) -> Result<Setup, Unsupported> {
@@ -53,6 +53,21 @@ pub(crate) fn nginx_conf(site: &Site<'_>, dir: &Path) -> Result<String, Unsuppor
             if !matches!(proxy.upstream_protocol, UpstreamProtocol::Http1) {
                 return Err("nginx proxies HTTP/1.x only (no HTTP/2 to upstreams)");
             }
+            // limit_req per client address, its burst answered at once.
+            let limit = match proxy.handler {
+                None => String::new(),
+                Some(Handler::RateLimit { per_second }) => {
+                    let _ = writeln!(
+                        conf,
+                        "  limit_req_zone $binary_remote_addr zone=bench:10m rate={per_second}r/s;\n  \
+                         limit_req_status 429;"
+                    );
+                    format!(" limit_req zone=bench burst={per_second} nodelay;")
+                }
+                Some(Handler::Jwt { .. }) => {
+                    return Err("nginx has no JWT validation (nginx Plus only)")
+                }
+            };
             conf.push_str("  upstream backend {\n");
             if proxy.least_conn {
                 conf.push_str("    least_conn;\n");
@@ -77,9 +92,10 @@ pub(crate) fn nginx_conf(site: &Site<'_>, dir: &Path) -> Result<String, Unsuppor
             } else {
                 conf.push_str("backlog=8192;\n");
             }
-            conf.push_str(
-                "    location / { proxy_pass http://backend; proxy_http_version 1.1; \
-                 proxy_set_header Connection \"\"; }\n  }\n",
+            let _ = write!(
+                conf,
+                "    location / {{{limit} proxy_pass http://backend; proxy_http_version 1.1; \
+                 proxy_set_header Connection \"\"; }}\n  }}\n",
             );
         }
     }
@@ -103,6 +119,7 @@ mod tests {
             upstream_protocol: UpstreamProtocol::Http1,
             max_conns: 10_000,
             least_conn: false,
+            handler: None,
         });
         let conf = nginx_conf(&site, Path::new("/w")).expect("supported");
         assert!(
@@ -130,6 +147,7 @@ mod tests {
             upstream_protocol: UpstreamProtocol::Http1,
             max_conns: 100,
             least_conn: false,
+            handler: None,
         });
         let conf = nginx_conf(&h2_clients, Path::new("/w")).expect("supported");
         assert!(
@@ -138,6 +156,27 @@ mod tests {
         );
         let cfg = haproxy_cfg(&h2_clients).expect("supported");
         assert!(cfg.contains("bind 127.0.0.1:1 proto h2\n"), "{cfg}");
+    }
+
+    #[test]
+    fn rate_limits_per_client_address() {
+        let upstreams = [addr(2)];
+        let site = Site::Proxy(ProxySite {
+            handler: Some(crate::peers::Handler::RateLimit { per_second: 1000 }),
+            ..ProxySite::plain(addr(1), &upstreams, 100)
+        });
+        let conf = nginx_conf(&site, Path::new("/w")).expect("supported");
+        assert!(
+            conf.contains("limit_req_zone $binary_remote_addr zone=bench:10m rate=1000r/s;"),
+            "{conf}"
+        );
+        assert!(
+            conf.contains("location / { limit_req zone=bench burst=1000 nodelay; proxy_pass"),
+            "{conf}"
+        );
+        let cfg = haproxy_cfg(&site).expect("supported");
+        assert!(cfg.contains("http-request track-sc0 src\n"), "{cfg}");
+        assert!(cfg.contains("if { sc_http_req_rate(0) gt 1000 }"), "{cfg}");
     }
 
     #[test]
@@ -151,6 +190,7 @@ mod tests {
             upstream_protocol: UpstreamProtocol::Http1,
             max_conns: 100,
             least_conn: true,
+            handler: None,
         });
         let conf = nginx_conf(&site, Path::new("/w")).expect("supported");
         assert!(

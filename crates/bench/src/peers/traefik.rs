@@ -4,7 +4,7 @@
 
 use std::{fmt::Write as _, path::Path};
 
-use super::{idle_pool, Setup, Site, Unsupported, UpstreamProtocol};
+use super::{idle_pool, Handler, Setup, Site, Unsupported, UpstreamProtocol};
 
 /// Where Traefik answers 200 once its routes are loaded: a router of the
 /// same dynamic file, to its ping service.
@@ -45,6 +45,13 @@ pub(crate) fn traefik_yaml(
         proxy.listen,
         quoted(&dynamic.display().to_string())
     );
+    let middlewares = match proxy.handler {
+        None => "",
+        Some(Handler::RateLimit { .. }) => "      middlewares: [limit]\n",
+        Some(Handler::Jwt { .. }) => {
+            return Err("Traefik has no JWT middleware (Traefik Hub only)");
+        }
+    };
     let strategy = if proxy.least_conn { "p2c" } else { "wrr" };
     let scheme = match proxy.upstream_protocol {
         UpstreamProtocol::Http1 => "http",
@@ -54,7 +61,7 @@ pub(crate) fn traefik_yaml(
     let mut dynamic_yaml = format!(
         "http:\n  routers:\n    ready:\n      entryPoints: [web]\n      rule: \"Path(`{READY}`)\"\n      \
          priority: 1000\n      service: ping@internal\n    all:\n      entryPoints: [web]\n      \
-         rule: \"PathPrefix(`/`)\"\n      service: backend\n{}  services:\n    backend:\n      loadBalancer:\n        strategy: {strategy}\n        \
+         rule: \"PathPrefix(`/`)\"\n      service: backend\n{middlewares}{}  services:\n    backend:\n      loadBalancer:\n        strategy: {strategy}\n        \
          serversTransport: pool\n        servers:\n",
         if proxy.tls.is_some() {
             "      tls: {}\n"
@@ -75,6 +82,14 @@ pub(crate) fn traefik_yaml(
             dynamic_yaml,
             "      rootCAs: [{}]",
             quoted(&ca.display().to_string())
+        );
+    }
+    // Per client address (the source IP), as sluice's and the others'.
+    if let Some(Handler::RateLimit { per_second }) = proxy.handler {
+        let _ = write!(
+            dynamic_yaml,
+            "  middlewares:\n    limit:\n      rateLimit:\n        average: {per_second}\n        \
+             period: 1s\n        burst: {per_second}\n"
         );
     }
     if let Some(tls) = proxy.tls {
