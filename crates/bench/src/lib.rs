@@ -31,7 +31,7 @@ use std::{
 
 use anyhow::{bail, Context};
 
-pub use machine::{find_program, PeerKind};
+pub use machine::{find_peer, find_program, peers_dir, PeerKind};
 pub use measure::Round;
 pub use options::{BenchOptions, GroupName, Profile};
 pub use results::Results;

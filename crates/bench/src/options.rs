@@ -9,11 +9,12 @@ use std::{
     time::Duration,
 };
 
-use crate::runtimes::Runtime;
+use crate::{machine::PeerKind, runtimes::Runtime};
 
 /// The named groups of `--only`: DESIGN.md's questions, `runtimes` (the
-/// seeds' own backends, in their runtimes), and `peers` for the nginx and
-/// HAProxy rows of every group.
+/// seeds' own backends, in their runtimes), and `peers` for the peers'
+/// rows of every group (HAProxy, nginx, Envoy, Traefik, Caddy, nghttpx:
+/// those of `--peers` that are installed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum GroupName {
     Baseline,
@@ -120,6 +121,8 @@ pub struct BenchOptions {
     pub slow_delay: Duration,
     /// The seed backends the runtimes group builds and measures.
     pub runtimes: Vec<Runtime>,
+    /// The peers whose rows the `peers` group adds, when installed.
+    pub peers: Vec<PeerKind>,
     /// Use ports from here up instead of free ones the kernel picks.
     pub port_base: Option<u16>,
     /// Set it to stop the run (Ctrl-C): the current row ends, components stop.
@@ -152,6 +155,7 @@ impl BenchOptions {
             downstream_delay: Duration::from_millis(300),
             slow_delay: Duration::from_millis(40),
             runtimes: Runtime::ALL.to_vec(),
+            peers: PeerKind::ALL.to_vec(),
             port_base: None,
             interrupt: Arc::default(),
         }
@@ -199,6 +203,9 @@ impl BenchOptions {
         }
         if self.runtimes.is_empty() {
             return Err("--runtimes: name at least one runtime".into());
+        }
+        if self.peers.is_empty() {
+            return Err("--peers: name at least one peer".into());
         }
         if self.think.0 > self.think.1 {
             return Err("--think: the shortest pause is longer than the longest".into());
@@ -284,6 +291,8 @@ pub struct Profile {
     pub lb_points: &'static [usize],
     pub io_users: &'static [usize],
     pub open_rates: &'static [f64],
+    /// The idle group's connection counts.
+    pub idle_points: &'static [usize],
 }
 
 /// Every handler the default chain can hold, measured alone.
@@ -301,21 +310,24 @@ const ALL_HANDLERS: &[&str] = &[
 ];
 
 impl Profile {
-    /// About six minutes a round on two cores with both peers, 19 for
-    /// the default three (the run's estimate, `groups::expected`).
+    /// About eight minutes a round on two cores with every peer, 24 for
+    /// the default three (the run's estimate, `groups::expected`). Every
+    /// peer joins every group it can play, so the sweeps have three
+    /// points and a row 2 s after a 0.5 s warm-up on its connections.
     pub const DEFAULT: Profile = Profile {
-        duration: Duration::from_secs(3),
-        warmup: Duration::from_secs(1),
-        io_duration: Duration::from_secs(3),
-        io_warmup: Duration::from_millis(1500),
+        duration: Duration::from_secs(2),
+        warmup: Duration::from_millis(500),
+        io_duration: Duration::from_millis(2500),
+        io_warmup: Duration::from_secs(1),
         handlers: ALL_HANDLERS,
-        lb_points: &[500, 2_000, 5_000, 12_000],
-        io_users: &[300, 1_000, 3_000, 5_000],
+        lb_points: &[500, 2_000, 12_000],
+        io_users: &[300, 1_000, 5_000],
         open_rates: &[1_000.0, 2_000.0],
+        idle_points: &[1_000, 10_000],
     };
 
-    /// About 2.5 minutes on two cores with both peers, in one round (the
-    /// run's estimate; idle's 32 s do not shrink with it).
+    /// About three minutes on two cores with every peer, in one round
+    /// (the run's estimate).
     pub const QUICK: Profile = Profile {
         duration: Duration::from_secs(1),
         warmup: Duration::from_millis(500),
@@ -325,6 +337,7 @@ impl Profile {
         lb_points: &[500, 2_000],
         io_users: &[300, 1_000],
         open_rates: &[1_000.0],
+        idle_points: &[1_000],
     };
 }
 

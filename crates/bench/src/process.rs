@@ -22,11 +22,22 @@ use nix::{
 const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a component gets to exit after SIGTERM before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(3);
-/// The same for a runtime: a JVM takes longer, and Payara Micro removes
-/// its temporary folder only when it exits on SIGTERM.
+/// The same for a component with a readiness probe (a runtime: a JVM
+/// takes longer, and Payara Micro removes its temporary folder only when
+/// it exits on SIGTERM; Traefik, which exits within its 1 s grace anyway).
 const RUNTIME_STOP_GRACE: Duration = Duration::from_secs(15);
 /// Log bytes quoted when a component fails.
 const LOG_TAIL: u64 = 2048;
+
+impl Probe {
+    /// Ready once `GET path` answers 200, within the usual start time.
+    pub(crate) fn answering(path: String) -> Self {
+        Self {
+            path,
+            timeout: START_TIMEOUT,
+        }
+    }
+}
 
 /// A running component.
 #[derive(Debug)]
@@ -53,6 +64,8 @@ pub(crate) struct Launch<'a> {
     pub(crate) name: String,
     pub(crate) program: &'a Path,
     pub(crate) args: Vec<String>,
+    /// Set in its environment besides what it inherits (`GOMAXPROCS=1`).
+    pub(crate) env: Vec<(String, String)>,
     /// Run under `taskset -c CPUS` (from the run's placement).
     pub(crate) cpus: Option<String>,
     /// Where its stdout and stderr go.
@@ -78,6 +91,7 @@ impl Component {
         };
         command
             .args(&launch.args)
+            .envs(launch.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(log.try_clone().context("cannot share a log file")?)
             .stderr(log);
@@ -305,6 +319,7 @@ mod tests {
             name: "failing backend".into(),
             program: Path::new("/bin/sh"),
             args: vec!["-c".into(), "echo cannot bind >&2; exit 3".into()],
+            env: Vec::new(),
             cpus: None,
             log: dir.join("failing.log"),
             listens: vec![SocketAddr::from(([127, 0, 0, 1], 9))],

@@ -46,7 +46,7 @@ pub struct Machine {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PeerVersion {
-    /// `nginx` or `haproxy`.
+    /// `haproxy`, `nginx`, `envoy`, `traefik`, `caddy` or `nghttpx`.
     pub name: String,
     pub version: String,
     pub path: String,
@@ -101,8 +101,9 @@ pub struct Row {
     /// What was measured, unique within the group: "sluice -> petstore",
     /// "jwt", "haproxy TLS listener", ...
     pub label: String,
-    /// The system under test: `sluice`, `nginx`, `haproxy`, or `backend`
-    /// when the backend is loaded directly.
+    /// The system under test: `sluice`, a peer (`haproxy`, `nginx`,
+    /// `envoy`, `traefik`, `caddy`, `nghttpx`), or `backend` when the
+    /// backend is loaded directly.
     pub system: String,
     /// A sweep's point (the lb, io and open groups), else `None`.
     pub sweep: Option<SweepPoint>,

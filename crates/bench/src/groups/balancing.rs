@@ -80,7 +80,8 @@ pub(super) fn lb(bench: &mut Bench<'_>) -> anyhow::Result<()> {
 
 /// Five backends, one slower by `--slow-delay`: sluice round robin,
 /// least_request and least_time against HAProxy `balance leastconn` and
-/// nginx `least_conn`, on p99 and throughput.
+/// nginx and Caddy `least_conn`, Envoy `LEAST_REQUEST` and Traefik `p2c`,
+/// on p99 and throughput.
 pub(super) fn lb_slow(bench: &mut Bench<'_>) -> anyhow::Result<()> {
     let delay = bench.options.slow_delay;
     let mut group = begin(
@@ -103,7 +104,7 @@ pub(super) fn lb_slow(bench: &mut Bench<'_>) -> anyhow::Result<()> {
     for peer in bench.peers.clone() {
         let listen = bench.port()?;
         let site = fewest_connections(listen, &addrs);
-        let system = format!("{} least_conn", peer.kind.name());
+        let system = format!("{} {}", peer.kind.name(), fewest_policy(peer.kind));
         let name = format!("{system} lb-slow");
         if let Some(server) = peer_component(bench, &mut group.notes, &peer, &name, &site, listen)?
         {
@@ -135,6 +136,17 @@ fn fewest_connections(listen: SocketAddr, upstreams: &[SocketAddr]) -> Site<'_> 
         least_conn: true,
         ..ProxySite::plain(listen, upstreams, SLOW_CONNECTIONS)
     })
+}
+
+/// The name of the policy a peer plays lb-slow with, in its rows'
+/// system: `least_conn` (HAProxy's `leastconn`, nginx's and Caddy's
+/// `least_conn`), Envoy's `least_request`, Traefik's `p2c`.
+fn fewest_policy(kind: PeerKind) -> &'static str {
+    match kind {
+        PeerKind::Envoy => "least_request",
+        PeerKind::Traefik => "p2c",
+        PeerKind::Haproxy | PeerKind::Nginx | PeerKind::Caddy | PeerKind::Nghttpx => "least_conn",
+    }
 }
 
 /// The lb group's rows at `points` (as capped): each proxy at every

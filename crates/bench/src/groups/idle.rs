@@ -19,8 +19,6 @@ use crate::{
     stage::Bench,
 };
 
-/// The connection counts measured.
-const POINTS: [usize; 2] = [1_000, 10_000];
 /// After the first connection opened, before RSS is read: the proxy has
 /// finished its bookkeeping for the request.
 const SETTLE: Duration = Duration::from_millis(300);
@@ -42,7 +40,7 @@ pub(super) fn expected(outline: &super::Outline<'_>) -> (usize, Duration) {
     let mut time = Duration::ZERO;
     for protocol in PROTOCOLS {
         let systems = 1 + super::players(&outline.peers, &site(addr, &[addr], protocol, 1));
-        for connections in outline.capped(POINTS.to_vec()) {
+        for connections in outline.capped(outline.profile.idle_points.to_vec()) {
             rows += systems;
             let each = super::ROW_OVERHEAD
                 + SETTLE
@@ -61,7 +59,7 @@ pub(super) fn idle(bench: &mut Bench<'_>) -> anyhow::Result<()> {
         "Memory per idle connection",
         "What does an idle keep-alive client connection cost each proxy in RSS, over HTTP/1.1 and HTTP/2?",
     );
-    let points = bench.capped("idle", POINTS.to_vec());
+    let points = bench.capped("idle", bench.profile.idle_points.to_vec());
     let (backend, backend_addr) =
         bench.serve("static", &["--size".into(), "1024".into()], false)?;
     let upstreams = [backend_addr];

@@ -104,7 +104,20 @@ pub(crate) fn planned(outline: &Outline<'_>, name: GroupName) -> Option<(usize, 
             )
         }
         GroupName::Proxy => (plain_proxies(peers), throughput),
-        GroupName::Middleware => (throughput::scenarios(profile.handlers).len(), throughput),
+        GroupName::Middleware => {
+            let addr = [SocketAddr::from(([127, 0, 0, 1], 1))];
+            let jwks = std::path::Path::new("jwks.json");
+            let peer_rows: usize = profile
+                .handlers
+                .iter()
+                .filter_map(|h| throughput::handler_site(h, addr[0], &addr, jwks, 1))
+                .map(|site| players(peers, &site))
+                .sum();
+            (
+                throughput::scenarios(profile.handlers).len() + peer_rows,
+                throughput,
+            )
+        }
         GroupName::Protocols => (throughput::protocols_rows(peers), throughput),
         GroupName::Lb => {
             let points = outline.capped(options.lb_points()).len();
@@ -279,21 +292,46 @@ mod tests {
             [
                 (Baseline, 3),
                 (Proxy, 3),
-                // The empty chain, ten handlers alone, the default chain.
-                (Middleware, 12),
+                // The empty chain, ten handlers alone, the default chain;
+                // HAProxy's and nginx's rate limits.
+                (Middleware, 14),
                 // Six cases for sluice and HAProxy; nginx plays the three
                 // with HTTP/1.1 upstreams.
                 (Protocols, 15),
-                // Three proxies at four points, four more policies at 500.
-                (Lb, 16),
+                // Three proxies at three points, four more policies at 500.
+                (Lb, 13),
                 // Three sluice policies, each peer's fewest connections.
                 (LbSlow, 5),
-                // Alone, sluice and two peers at four user counts.
-                (Io, 16),
+                // Alone, sluice and two peers at three user counts.
+                (Io, 12),
                 // The same four, cold and warm, at two rates.
                 (Open, 16),
                 // Three systems, HTTP/1.1 and HTTP/2, 1,000 and 10,000.
                 (Idle, 12),
+            ]
+        );
+        let every = Outline {
+            peers: PeerKind::ALL.to_vec(),
+            ..both
+        };
+        assert_eq!(
+            rows(&every),
+            [
+                // Envoy and Caddy answer the bytes; Traefik and nghttpx cannot.
+                (Baseline, 5),
+                (Proxy, 7),
+                // Envoy's jwt_authn; Envoy's, Traefik's, nginx's and
+                // HAProxy's rate limits.
+                (Middleware, 17),
+                // sluice, HAProxy, Envoy, Traefik, Caddy and nghttpx play
+                // the six cases, nginx three.
+                (Protocols, 39),
+                (Lb, 25),
+                // nghttpx has no fewest-connections policy.
+                (LbSlow, 8),
+                (Io, 24),
+                (Open, 32),
+                (Idle, 28),
             ]
         );
         assert_eq!(throughput::CASES.len(), 6);
@@ -319,25 +357,25 @@ mod tests {
                 (LbSlow, 3),
                 (Io, 4),
                 (Open, 4),
-                // 1,000 and 1,500 (for 10,000).
-                (Idle, 4),
+                // 1,000 only, HTTP/1.1 and HTTP/2.
+                (Idle, 2),
             ]
         );
     }
 
     /// The figures docs/BENCH.md, the README, `--help` and [`Profile`]
-    /// quote, with both peers: about 19 minutes, and about 2.5 for `--quick`
-    /// (the estimate, not a measured run).
+    /// quote, with every peer: about 25 minutes, and about 4.5 for
+    /// `--quick` (the estimate; docs/BENCH.md has a measured run).
     #[test]
     fn the_estimate_of_a_full_and_a_quick_run() {
         let options = BenchOptions::new("sluice".into(), "out".into());
         let mut quick = options.clone();
         quick.quick = true;
-        for (options, about) in [(&options, 18 * 60 + 30..=19 * 60 + 30), (&quick, 120..=180)] {
+        for (options, about) in [(&options, 24 * 60 + 30..=25 * 60 + 30), (&quick, 240..=300)] {
             let outline = Outline {
                 options,
                 profile: options.profile(),
-                peers: vec![PeerKind::Haproxy, PeerKind::Nginx],
+                peers: PeerKind::ALL.to_vec(),
                 max_conns: options.max_conns,
             };
             let total = expected(&outline).as_secs();

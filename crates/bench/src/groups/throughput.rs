@@ -11,7 +11,7 @@ use crate::{
     machine::PeerKind,
     measure::RowSpec,
     options::GroupName,
-    peers::{ProxySite, Site, TlsFiles, UpstreamProtocol},
+    peers::{Handler, ProxySite, Site, TlsFiles, UpstreamProtocol},
     process::Component,
     rounds::Trial,
     stage::Bench,
@@ -103,8 +103,40 @@ pub(super) fn proxy(bench: &mut Bench<'_>) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The test token's issuer and audience, which the jwt handlers require.
+const ISSUER: &str = "https://issuer.example";
+const AUDIENCE: &str = "petstore";
+/// The rate_limit handlers' rate per client, and their burst: more than
+/// any row sends, so that a row is the handler's cost.
+const RATE: u64 = 1_000_000;
+
+/// A peer in front of `upstreams` running its own counterpart of sluice's
+/// handler `scenario` (`jwt`, `rate_limit`), `None` for the others.
+pub(super) fn handler_site<'a>(
+    scenario: &str,
+    listen: SocketAddr,
+    upstreams: &'a [SocketAddr],
+    jwks: &'a std::path::Path,
+    max_conns: usize,
+) -> Option<Site<'a>> {
+    let handler = match scenario {
+        "jwt" => Handler::Jwt {
+            jwks,
+            issuer: ISSUER,
+            audience: AUDIENCE,
+        },
+        "rate_limit" => Handler::RateLimit { per_second: RATE },
+        _ => return None,
+    };
+    Some(Site::Proxy(ProxySite {
+        handler: Some(handler),
+        ..ProxySite::plain(listen, upstreams, max_conns)
+    }))
+}
+
 /// Question 3: one sluice process with a route per handler, told apart by
-/// Host, so that every handler is measured on the same process.
+/// Host, so that every handler is measured on the same process; then each
+/// peer's own counterpart of `jwt` and `rate_limit`, where it has one.
 pub(super) fn middleware(bench: &mut Bench<'_>) -> anyhow::Result<()> {
     let mut group = begin(
         bench,
@@ -113,9 +145,12 @@ pub(super) fn middleware(bench: &mut Bench<'_>) -> anyhow::Result<()> {
         "What does each middleware handler cost, alone and as the full default chain?",
     );
     if bench.options.runs(GroupName::Peers) {
-        group
-            .notes
-            .push("nginx and HAProxy have no equivalent of these handlers: no peer rows.".into());
+        group.notes.push(
+            "Peer rows where a peer has the handler built in: jwt (Envoy jwt_authn; sluice's \
+             also requires the token's scope), rate_limit (Envoy local_ratelimit, Traefik \
+             rateLimit, nginx limit_req, HAProxy a stick table); the peers run no other handler."
+                .into(),
+        );
     }
     let (backend, backend_addr) = bench.serve("petstore", &[], false)?;
     let keys = bench.work.join("jwt");
@@ -127,8 +162,8 @@ pub(super) fn middleware(bench: &mut Bench<'_>) -> anyhow::Result<()> {
         .with_context(|| format!("cannot write {}", jwks.display()))?;
     let token = key
         .sign(&serde_json::json!({
-            "iss": "https://issuer.example",
-            "aud": "petstore",
+            "iss": ISSUER,
+            "aud": AUDIENCE,
             "sub": "bench",
             "scope": "pets:read",
             "iat": jwt::unix_now(),
@@ -164,9 +199,9 @@ middleware:
   headers: {{ request: {{ set: {{ x-env: bench }} }}, response: {{ set: {{ x-served-by: sluice }} }} }}
   ip_filter: {{ allow: [127.0.0.0/8] }}
   body_limit: {{ max: 1MiB }}
-  jwt: {{ jwks: \"{}\", algorithms: [RS256], issuer: \"https://issuer.example\", audience: [petstore], scopes: [pets:read] }}
+  jwt: {{ jwks: \"{}\", algorithms: [RS256], issuer: \"{ISSUER}\", audience: [{AUDIENCE}], scopes: [pets:read] }}
   validate: {{ openapi: \"{}\" }}
-  rate_limit: {{ rate: 1000000/s }}
+  rate_limit: {{ rate: {RATE}/s }}
 chains:
   default: [correlation, metrics, access_log, jwt, validate, rate_limit, headers]
 routes:
@@ -188,6 +223,28 @@ routes:
             header("authorization", &format!("Bearer {token}"))?,
         ];
         trials.push(Trial::new(RowSpec::new(*name, "sluice", config), &[0, 1]));
+    }
+    let upstream = [backend_addr];
+    for peer in bench.peers.clone() {
+        for scenario in bench.profile.handlers {
+            let listen = bench.port()?;
+            let connections = bench.options.connections;
+            let Some(site) = handler_site(scenario, listen, &upstream, &jwks, connections) else {
+                continue;
+            };
+            let system = peer.kind.name();
+            let name = format!("{system} {scenario}");
+            let Some(server) =
+                peer_component(bench, &mut group.notes, &peer, &name, &site, listen)?
+            else {
+                continue;
+            };
+            components.push(server);
+            let mut config = throughput(bench, &format!("http://{listen}/v1/pets"))?;
+            config.headers = vec![header("authorization", &format!("Bearer {token}"))?];
+            let spec = RowSpec::new(name, system, config);
+            trials.push(Trial::new(spec, &[components.len() - 1, 1]));
+        }
     }
     // Each sample starts with an empty log, as the first did.
     let mut empty_log = || {

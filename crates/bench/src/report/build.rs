@@ -6,8 +6,11 @@ use super::fmt;
 use super::table::{Align, Table};
 use crate::results::{Figures, Group, Results, Row};
 
-/// Systems the row labels may name; dropped when labels are compared.
-pub(crate) const SYSTEMS: [&str; 4] = ["sluice", "nginx", "haproxy", "backend"];
+/// Systems the row labels may name; dropped when labels are compared:
+/// sluice, every peer (crate::machine::PeerKind) and the backend.
+pub(crate) const SYSTEMS: [&str; 8] = [
+    "sluice", "nginx", "haproxy", "envoy", "traefik", "caddy", "nghttpx", "backend",
+];
 
 /// The `idle` group's rows: memory, not load.
 fn idle_table(group: &Group) -> Table {
@@ -356,4 +359,24 @@ pub(crate) fn settings_table(results: &Results) -> Table {
     t.push(vec!["Started".into(), results.started.clone()]);
     t.push(vec!["Elapsed".into(), fmt::elapsed(results.elapsed_s)]);
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every peer is a system the labels may name, with a colour of its own.
+    #[test]
+    fn every_peer_has_its_name_and_colour() {
+        let mut colours = Vec::new();
+        for system in ["sluice", "backend"]
+            .into_iter()
+            .chain(crate::machine::PeerKind::ALL.map(|k| k.name()))
+        {
+            assert!(SYSTEMS.contains(&system), "{system}");
+            let colour = super::super::svg::system_color(system);
+            assert!(!colours.contains(&colour), "{system} shares {colour}");
+            colours.push(colour);
+        }
+    }
 }

@@ -27,10 +27,57 @@ fn subject<'a>(systems: &[&'a str]) -> Option<&'a str> {
         .or_else(|| systems.first().copied())
 }
 
+/// Whether a system is a peer: neither sluice (any policy) nor the backend.
+fn is_peer(system: &str) -> bool {
+    !matches!(base_system(system), "sluice" | "backend")
+}
+
+/// The best of `rows` on the figure the verdicts are on: the most req/s,
+/// or, `latency_only`, the lowest p95.
+fn best<'a>(rows: &[&'a Row], latency_only: bool) -> Option<&'a Row> {
+    if latency_only {
+        rows.iter()
+            .copied()
+            .min_by_key(|r| r.figures.latency.p95_us)
+    } else {
+        rows.iter().copied().max_by(|x, y| {
+            x.figures
+                .requests_per_sec
+                .total_cmp(&y.figures.requests_per_sec)
+        })
+    }
+}
+
+/// `b`'s name in a ratio line: "haproxy", or "haproxy (best of 5 peers)"
+/// when it was picked among several.
+fn against(b: &Row, among: usize) -> String {
+    if among > 1 {
+        format!("{} (best of {among} peers)", b.system)
+    } else {
+        b.system.clone()
+    }
+}
+
+/// `a` against the backend rows among `others` and against the best of
+/// the peers among them, a line each.
+fn against_best(a: &Row, others: &[&Row], latency_only: bool) -> Vec<String> {
+    let (peers, rest): (Vec<&Row>, Vec<&Row>) =
+        others.iter().copied().partition(|r| is_peer(&r.system));
+    let mut lines: Vec<String> = rest
+        .iter()
+        .map(|b| compare(a, b, latency_only, 1))
+        .collect();
+    if let Some(b) = best(&peers, latency_only) {
+        lines.push(compare(a, b, latency_only, peers.len()));
+    }
+    lines
+}
+
 /// "sluice vs haproxy: 1.12x req/s (3/3 rounds agree), 0.89x avg, 0.85x p99";
 /// in the users and open models, where the load is the same for everyone,
-/// latency only (and the rounds' agreement on p95).
-fn compare(a: &Row, b: &Row, latency_only: bool) -> String {
+/// latency only (and the rounds' agreement on p95). `among`: how many
+/// peers `b` was the best of.
+fn compare(a: &Row, b: &Row, latency_only: bool, among: usize) -> String {
     let (la, lb) = (&a.figures.latency, &b.figures.latency);
     let p99 = fmt::times(fmt::ratio(la.p99_us as f64, lb.p99_us as f64));
     if latency_only {
@@ -38,7 +85,8 @@ fn compare(a: &Row, b: &Row, latency_only: bool) -> String {
         let agree = agreement(a, b, |f| f.latency.p95_us as f64);
         format!(
             "{} vs {}: {p95} p95{agree}, {p99} p99 latency",
-            a.system, b.system
+            a.system,
+            against(b, among)
         )
     } else {
         let rps = fmt::times(fmt::ratio(
@@ -49,7 +97,8 @@ fn compare(a: &Row, b: &Row, latency_only: bool) -> String {
         let avg = fmt::times(fmt::ratio(la.avg_us, lb.avg_us));
         format!(
             "{} vs {}: {rps} req/s{agree}, {avg} avg, {p99} p99 latency",
-            a.system, b.system
+            a.system,
+            against(b, among)
         )
     }
 }
@@ -72,7 +121,8 @@ fn agreement(a: &Row, b: &Row, get: fn(&Figures) -> f64) -> String {
 }
 
 /// Ratio lines between systems measured at the same label (system names
-/// aside), sweep point and phase.
+/// aside), sweep point and phase: sluice (else the backend) against the
+/// backend and against the best peer.
 pub(crate) fn ratios(group: &Group) -> Vec<String> {
     if group.rows.iter().any(|r| r.idle.is_some()) {
         return idle_ratios(group);
@@ -86,7 +136,7 @@ pub(crate) fn ratios(group: &Group) -> Vec<String> {
             .partition(|r| base_system(&r.system) == "sluice");
         return ours
             .iter()
-            .flat_map(|a| theirs.iter().map(move |b| compare(a, b, false)))
+            .flat_map(|a| against_best(a, &theirs, false))
             .collect();
     }
     let mut systems: Vec<&str> = SYSTEMS.to_vec();
@@ -128,8 +178,13 @@ pub(crate) fn ratios(group: &Group) -> Vec<String> {
             continue;
         };
         let context = context(a, &systems);
-        for b in rows.iter().filter(|r| r.system != subject) {
-            lines.push(format!("{context}{}", compare(a, b, latency_only)));
+        let others: Vec<&Row> = rows
+            .iter()
+            .copied()
+            .filter(|r| r.system != subject)
+            .collect();
+        for line in against_best(a, &others, latency_only) {
+            lines.push(format!("{context}{line}"));
         }
     }
     if lines.is_empty() && !has_points(group) {
@@ -143,12 +198,18 @@ pub(crate) fn ratios(group: &Group) -> Vec<String> {
         if present.len() >= 2 && present.len() == group.rows.len() {
             if let Some(subject) = subject(&present) {
                 if let Some(a) = group.rows.iter().find(|r| r.system == subject) {
-                    for b in group.rows.iter().filter(|r| r.system != subject) {
+                    let others: Vec<&Row> =
+                        group.rows.iter().filter(|r| r.system != subject).collect();
+                    let (peers, rest): (Vec<&Row>, Vec<&Row>) =
+                        others.into_iter().partition(|r| is_peer(&r.system));
+                    let best = best(&peers, latency_only);
+                    for b in rest.into_iter().chain(best) {
+                        let among = if is_peer(&b.system) { peers.len() } else { 1 };
                         lines.push(format!(
                             "{} / {}: {}",
                             a.label,
                             b.label,
-                            compare(a, b, latency_only)
+                            compare(a, b, latency_only, among)
                         ));
                     }
                 }
@@ -158,33 +219,35 @@ pub(crate) fn ratios(group: &Group) -> Vec<String> {
     lines
 }
 
-/// The idle group, whose rows ran no load: sluice against each other
-/// system on the bytes an idle connection costs, per protocol and count
-/// ("HTTP/1.1 @ 10,000: sluice vs haproxy: 2.07x bytes per idle
-/// connection"; below 1x is better).
+/// The idle group, whose rows ran no load: sluice against the peer whose
+/// idle connections cost the fewest bytes, per protocol and count
+/// ("HTTP/1.1 @ 10,000: sluice vs haproxy (best of 5 peers): 2.07x bytes
+/// per idle connection"; below 1x is better).
 fn idle_ratios(group: &Group) -> Vec<String> {
     let mut lines = Vec::new();
     for a in group.rows.iter().filter(|r| r.system == "sluice") {
         let Some(mine) = &a.idle else { continue };
-        let peers = group.rows.iter().filter(|b| {
-            b.system != a.system
-                && b.load.protocol == a.load.protocol
-                && b.load.connections == a.load.connections
-        });
-        for b in peers {
-            let Some(theirs) = &b.idle else { continue };
-            lines.push(format!(
-                "{} @ {}: {} vs {}: {} bytes per idle connection",
-                a.load.protocol,
-                fmt::count(a.load.connections as f64),
-                a.system,
-                b.system,
-                fmt::times(fmt::ratio(
-                    mine.bytes_per_connection,
-                    theirs.bytes_per_connection
-                )),
-            ));
-        }
+        let peers: Vec<(&Row, f64)> = group
+            .rows
+            .iter()
+            .filter(|b| {
+                b.system != a.system
+                    && b.load.protocol == a.load.protocol
+                    && b.load.connections == a.load.connections
+            })
+            .filter_map(|b| Some((b, b.idle.as_ref()?.bytes_per_connection)))
+            .collect();
+        let Some((b, theirs)) = peers.iter().min_by(|x, y| x.1.total_cmp(&y.1)) else {
+            continue;
+        };
+        lines.push(format!(
+            "{} @ {}: {} vs {}: {} bytes per idle connection",
+            a.load.protocol,
+            fmt::count(a.load.connections as f64),
+            a.system,
+            against(b, peers.len()),
+            fmt::times(fmt::ratio(mine.bytes_per_connection, *theirs)),
+        ));
     }
     lines
 }

@@ -114,6 +114,8 @@ pub(crate) fn fixture() -> Results {
         row("sluice -> petstore", "sluice", 190_512.0, 0.67, 14, 5.1),
         row("nginx -> petstore", "nginx", 150_230.0, 0.85, 8, 6.4),
         haproxy,
+        row("envoy -> petstore", "envoy", 61_000.0, 2.1, 30, 16.0),
+        row("traefik -> petstore", "traefik", 40_500.0, 3.2, 48, 24.5),
     ];
 
     let middleware = [
@@ -292,6 +294,16 @@ pub(crate) fn fixture() -> Results {
                     name: "haproxy".into(),
                     version: "2.8.5".into(),
                     path: "/usr/sbin/haproxy".into(),
+                },
+                PeerVersion {
+                    name: "envoy".into(),
+                    version: "1.40.0".into(),
+                    path: "/root/.cache/sluice/peers/bin/envoy".into(),
+                },
+                PeerVersion {
+                    name: "traefik".into(),
+                    version: "3.7.15".into(),
+                    path: "/root/.cache/sluice/peers/bin/traefik".into(),
                 },
             ],
         },

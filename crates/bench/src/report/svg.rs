@@ -19,11 +19,15 @@ const TITLE_ROW: f64 = 17.0;
 
 /// The colour of a system, the same in every chart.
 pub(crate) fn system_color(system: &str) -> &'static str {
-    const OTHERS: [&str; 4] = ["#8e5cc4", "#b8860b", "#17a2b8", "#d63384"];
+    const OTHERS: [&str; 3] = ["#8c564b", "#7f7f00", "#1b9e77"];
     match system {
         "sluice" => "#1f6fb4",
         "nginx" => "#2a9d3a",
         "haproxy" => "#d0542c",
+        "envoy" => "#8e5cc4",
+        "traefik" => "#17a2b8",
+        "caddy" => "#b8860b",
+        "nghttpx" => "#d63384",
         "backend" => "#777777",
         other => {
             let sum: usize = other.bytes().map(usize::from).sum();

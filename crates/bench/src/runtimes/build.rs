@@ -22,12 +22,7 @@ const LOG_TAIL: u64 = 3000;
 
 /// `$XDG_CACHE_HOME/sluice/runtimes`, else `~/.cache/sluice/runtimes`.
 pub fn default_cache_dir() -> PathBuf {
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|dir| !dir.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir);
-    base.join("sluice").join("runtimes")
+    crate::machine::cache_dir().join("runtimes")
 }
 
 /// What [`prepare`] reports as it goes.

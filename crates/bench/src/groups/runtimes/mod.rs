@@ -1,7 +1,7 @@
 //! The runtimes group: each seed's table measured against the seeds' own
 //! backends (bench/runtimes: Spring MVC, WebFlux, Go, Node, Grizzly,
 //! Payara Micro, built on first use), side by side with `sluice serve`,
-//! sluice, nginx and HAProxy. It publishes one group per seed:
+//! sluice and the peers. It publishes one group per seed:
 //! `runtimes-hello` (seeds/001), `runtimes-petstore` (seeds/000 Q5),
 //! `runtimes-io` (seeds/003) and `runtimes-open` (seeds/004).
 //!
@@ -222,6 +222,7 @@ fn start(
         name: name.clone(),
         program: &command.program,
         args: command.args,
+        env: Vec::new(),
         cpus: bench.cpus(sut),
         listens: vec![addr],
         probe: Some(Probe {
@@ -262,7 +263,10 @@ pub(super) fn expected(outline: &super::Outline<'_>) -> Duration {
     let jvms = |runtimes: &[Runtime]| runtimes.iter().filter(|r| r.is_jvm()).count();
     let starts = |runtimes: &[Runtime]| runtimes.iter().map(|&r| usual_start(r)).sum::<Duration>();
     let rounds = options.rounds() as u32;
-    let peers = outline.peers.len();
+    // Peers that answer the hello bytes themselves, and peers in front.
+    let addr = SocketAddr::from(([127, 0, 0, 1], 1));
+    let peers = super::players(&outline.peers, &throughput::hello_site(addr));
+    let proxies = super::plain_proxies(&outline.peers) - 1;
     let throughput = profile.warmup + profile.duration + ROW_OVERHEAD;
     let io = profile.io_warmup + profile.io_duration + ROW_OVERHEAD;
     let open = profile.duration + ROW_OVERHEAD;
@@ -271,7 +275,7 @@ pub(super) fn expected(outline: &super::Outline<'_>) -> Duration {
     let mut total = throughput * ((1 + hello.len() + peers) as u32 * rounds + jvms(&hello) as u32)
         + starts(&hello);
     let petstore = asked(&throughput::PETSTORE);
-    let per_backend = 2 + peers;
+    let per_backend = 2 + proxies;
     total += throughput
         * (((1 + petstore.len()) * per_backend) as u32 * rounds
             + (jvms(&petstore) * per_backend) as u32)

@@ -2,6 +2,8 @@
 //! question 5 (each runtime's petstore alone, then behind each proxy),
 //! both under the seeds' `wrk -t4 -c128 -s pipeline.lua ... 16`.
 
+use std::net::SocketAddr;
+
 use load::LoadConfig;
 
 use super::{peer_info, section, start, Section, Server, Skipped};
@@ -41,14 +43,23 @@ pub(super) const HELLO: Section = Section {
 pub(super) const PETSTORE: Section = Section {
     name: "runtimes-petstore",
     title: "Each runtime's petstore, alone and behind a proxy (seeds/000 Q5)",
-    question: "What does each runtime's petstore serve alone, and behind sluice, HAProxy and \
-               nginx (behind ÷ alone)?",
+    question: "What does each runtime's petstore serve alone, and behind sluice and each peer \
+               (behind ÷ alone)?",
     service: Service::Petstore,
     among: None,
 };
 
+/// A peer answering the hello bytes itself.
+pub(super) fn hello_site(listen: SocketAddr) -> Site<'static> {
+    Site::Static {
+        listen,
+        body: HELLO_BODY,
+        content_type: "text/plain",
+    }
+}
+
 /// seeds/001: the hello world of each runtime and of `sluice serve`, and
-/// of nginx and HAProxy answering the same 12 bytes, in one rotated block.
+/// of the peers answering the same 12 bytes, in one rotated block.
 pub(super) fn hello(
     bench: &mut Bench<'_>,
     servers: &[Server],
@@ -72,11 +83,7 @@ pub(super) fn hello(
     }
     for peer in bench.peers.clone() {
         let listen = bench.port()?;
-        let site = Site::Static {
-            listen,
-            body: HELLO_BODY,
-            content_type: "text/plain",
-        };
+        let site = hello_site(listen);
         let system = peer.kind.name();
         let name = format!("{system} static hello");
         let Some(server) = peer_component(bench, &mut group.notes, &peer, &name, &site, listen)?
@@ -98,7 +105,7 @@ pub(super) fn hello(
 }
 
 /// seeds/000 question 5: each runtime's petstore alone, then behind
-/// sluice, HAProxy and nginx; a block per backend, so that "behind ÷
+/// sluice and each peer; a block per backend, so that "behind ÷
 /// alone" compares rows measured back to back.
 pub(super) fn petstore(
     bench: &mut Bench<'_>,
@@ -109,9 +116,9 @@ pub(super) fn petstore(
         return Ok(());
     };
     if !bench.options.runs(crate::options::GroupName::Peers) {
-        group.notes.push(
-            "only sluice stands in front: add `peers` to --only for nginx and HAProxy".into(),
-        );
+        group
+            .notes
+            .push("only sluice stands in front: add `peers` to --only for the peers".into());
     }
     let mut components = Vec::new();
     let mut blocks = Vec::new();
