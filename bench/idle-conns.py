@@ -4,7 +4,7 @@ keeps them all open and idle, and prints the server's RSS rise per
 connection.
 
     bench/idle-conns.py --port 8000 --pid PID --conns 1000 [--h2] [--path /]
-        [--hold SECONDS] [--slow]
+        [--hold SECONDS] [--slow] [--burst]
 
 --hold (default 2 s) is how long the connections sit idle before the RSS
 is read: sluice parks a connection idle for a second (its task and
@@ -98,6 +98,12 @@ def main():
     parser.add_argument("--slow", action="store_true")
     parser.add_argument("--path", default="/")
     parser.add_argument("--hold", type=float, default=2.0)
+    parser.add_argument(
+        "--burst",
+        action="store_true",
+        help="open every connection, then send every request, then read every answer "
+        "(all requests in flight at once) instead of one connection after another",
+    )
     args = parser.parse_args()
     pids = [int(p) for p in args.pid.split(",")]
     host = f"127.0.0.1:{args.port}"
@@ -105,7 +111,19 @@ def main():
     before = rss_kib(pids)
     socks = []
     try:
-        for _ in range(args.conns):
+        if args.burst and not args.slow:
+            for _ in range(args.conns):
+                sock = socket.create_connection(("127.0.0.1", args.port))
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                socks.append(sock)
+            for sock in socks:
+                sock.sendall(h2_request(args.port, args.path) if args.h2 else h1)
+            for sock in socks:
+                if args.h2:
+                    read_h2_answer(sock)
+                else:
+                    read_h1_answer(sock)
+        for _ in range(0 if args.burst and not args.slow else args.conns):
             sock = socket.create_connection(("127.0.0.1", args.port))
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if args.slow:

@@ -15,6 +15,7 @@
 #
 #   bench/idle-memory.sh                          # 1,000 and 10,000 connections
 #   CONNS="2000" SCENARIOS="h1 h2" bench/idle-memory.sh
+#   CONNS=8000 SCENARIOS=h1 BURST=1 HOLD=3 bench/idle-memory.sh   # after a burst
 #
 # Needs: nginx, haproxy (apt-get install -y nginx-light haproxy), python3,
 # a release build. The open-file limit is raised to its hard maximum; each
@@ -24,6 +25,11 @@ set -euo pipefail
 CONNS=${CONNS:-1000 10000}
 SCENARIOS=${SCENARIOS:-h1 h2 slow}
 PROXIES=${PROXIES:-sluice haproxy nginx}
+# Seconds the connections sit idle before RSS is read (idle-conns.py --hold).
+HOLD=${HOLD:-2}
+# BURST=1: every connection opened first, then every request sent at once
+# (idle-conns.py --burst): what a burst leaves behind, not one at a time.
+BURST=${BURST:-0}
 BACKEND_PORT=${BACKEND_PORT:-18190}
 PROXY_PORT=${PROXY_PORT:-18191}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -81,7 +87,7 @@ worker_rlimit_nofile $((MAX * 2));
 daemon off;
 error_log $WORK/nginx-proxy/error.log warn;
 pid $WORK/nginx-proxy/nginx.pid;
-events { worker_connections $MAX; }
+events { worker_connections $((MAX * 2)); }
 http {
   access_log off;
   keepalive_requests 1000000;
@@ -123,10 +129,11 @@ for scenario in $SCENARIOS; do
       flags=()
       [[ $scenario == h2 ]] && flags=(--h2)
       [[ $scenario == slow ]] && flags=(--slow)
+      [[ $BURST == 1 ]] && flags+=(--burst)
       # One warm-up request so that the start figure includes the upstream connection.
       $OTHER_CPU python3 "$ROOT/bench/idle-conns.py" --port "$PROXY_PORT" --pid "$WORKER_PID" --conns 1 --path /v1/pets --hold 0 "${flags[@]}" >/dev/null
       start=$(rss_kib "$WORKER_PID" VmRSS)
-      if ! line=$($OTHER_CPU python3 "$ROOT/bench/idle-conns.py" --port "$PROXY_PORT" --pid "$WORKER_PID" --conns "$conns" --path /v1/pets "${flags[@]}" 2>"$WORK/client.log"); then
+      if ! line=$($OTHER_CPU python3 "$ROOT/bench/idle-conns.py" --port "$PROXY_PORT" --pid "$WORKER_PID" --conns "$conns" --path /v1/pets --hold "$HOLD" "${flags[@]}" 2>"$WORK/client.log"); then
         echo "$scenario $conns $p: failed: $(tail -1 "$WORK/client.log")" >&2
         printf '| %s | %s | %s | %s | - | failed |\n' "$scenario" "$conns" "$p" "$start" >>"$TABLE"
         stop_proxy
