@@ -16,6 +16,7 @@ use crate::{
 mod admit;
 mod body_h1;
 mod client_h1;
+mod exchange;
 mod h2;
 mod idle;
 mod local;

@@ -17,7 +17,8 @@ use http1::{chunked::body_too_large, Framing as RequestFraming, Head};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{
-    send::{resend_after_refused, Sender},
+    exchange::decide::{Retries, Tried},
+    send::Sender,
     upstream_h1::outgoing,
     upstream_h1::poll_client_gone,
     Failure, Next, Session, CLIENT_CLOSED,
@@ -43,8 +44,13 @@ pub(super) enum Waited<T> {
 /// How sending a request on a stream failed.
 enum StreamFailure {
     /// The upstream refused the stream before processing it (REFUSED_STREAM
-    /// or GOAWAY): safe to send again.
-    Refused,
+    /// or, with `goaway`, GOAWAY): safe to send again.
+    Refused {
+        goaway: bool,
+    },
+    /// The stream or its connection failed before any answer (counted
+    /// against the host already): `retry_on: reset`.
+    Reset(Failure),
     Failed(Failure),
 }
 
@@ -78,7 +84,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let picked = picker.pick(&outgoing).await;
         self.conn.rbuf.advance(head.len);
         let mut host = picked?;
-        let mut attempts = 0;
+        // The body streams from the client's connection: only an empty
+        // one can go again.
+        let in_hand = head.framing == RequestFraming::Empty;
+        let mut retries = Retries::new(upstream.retries, &head.method, in_hand);
         loop {
             let counted = h2_pool::Counted {
                 metrics: Arc::clone(&worker.metrics),
@@ -97,44 +106,51 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 Ok(stream) => stream,
                 Err(err) => {
                     let failure = self.connect_failure(upstream_index, host, err);
-                    host = picker.after_failure(host, &mut attempts, failure).await?;
+                    host = picker.after_failure(host, &mut retries, failure).await?;
                     continue;
                 }
             };
             let sent_at = Instant::now();
-            match self
+            let sent = self
                 .send_h2(head, sender, request.clone(), upstream_index, host)
-                .await
-            {
+                .await;
+            let (tried, failure) = match sent {
                 Ok(response) => {
                     picker.answered(host, sent_at, response.status());
+                    let tried = Tried::Answered(response.status());
+                    if let Some(next) = picker.again(host, tried, &mut retries).await {
+                        // The answer is dropped with its stream (reset).
+                        host = next;
+                        continue;
+                    }
                     picker.learn_cookies(host, Fields::Map(response.headers()));
                     let cookie = picker.cookie(host);
                     return Ok(self
                         .respond_h2(head, route, upstream_index, response, lease, cookie)
                         .await);
                 }
-                Err(StreamFailure::Refused)
-                    if resend_after_refused(
-                        attempts,
-                        upstream.retries,
-                        head.framing == RequestFraming::Empty,
-                    ) =>
-                {
-                    lease.retire();
-                    attempts += 1;
+                Err(StreamFailure::Refused { goaway }) => {
+                    if goaway {
+                        lease.retire();
+                    }
+                    (Tried::Refused, None)
                 }
-                Err(StreamFailure::Refused) => {
-                    lease.retire();
-                    return Err(self.upstream_failure(
-                        upstream_index,
-                        host,
-                        UpstreamError::Broken,
-                        "the upstream refused the stream",
-                        false,
-                    ));
-                }
+                Err(StreamFailure::Reset(failure)) => (Tried::Reset, Some(failure)),
                 Err(StreamFailure::Failed(failure)) => return Err(failure),
+            };
+            match picker.again(host, tried, &mut retries).await {
+                Some(next) => host = next,
+                None => {
+                    return Err(failure.unwrap_or_else(|| {
+                        self.upstream_failure(
+                            upstream_index,
+                            host,
+                            UpstreamError::Broken,
+                            "the upstream refused the stream",
+                            false,
+                        )
+                    }))
+                }
             }
         }
     }
@@ -151,15 +167,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let timeout = self.plan.upstream(upstream).timeouts.request;
         let refused_or = |this: &Self, err: h2::Error, what: &str| {
             if err.reason() == Some(h2::Reason::REFUSED_STREAM) || err.is_go_away() {
-                return StreamFailure::Refused;
+                return StreamFailure::Refused {
+                    goaway: err.is_go_away(),
+                };
             }
-            StreamFailure::Failed(this.upstream_failure(
-                upstream,
-                host,
-                UpstreamError::Broken,
-                &format!("{what}: {err}"),
-                head.framing != RequestFraming::Empty,
-            ))
+            let body_unread = head.framing != RequestFraming::Empty;
+            let what = format!("{what}: {err}");
+            StreamFailure::Reset(this.sender(upstream).broken(host, &what, body_unread))
         };
         let too_many = |this: &Self| {
             this.upstream_failure(

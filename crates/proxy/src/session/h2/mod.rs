@@ -9,16 +9,18 @@
 
 mod client_side;
 mod pump_h1;
+mod request_body;
 mod to_h1;
 mod to_h2;
 
 use client_side::{unless_reset, ClientSide, TrailerRules};
+use request_body::{hold, too_large, RequestBody};
 
 use std::{future::Future, sync::Arc, task::Poll};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use h2::{server::SendResponse, RecvStream, SendStream};
-use http::{header, request::Parts, HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
+use http::{header, request::Parts, HeaderValue, Method, Request, Response, StatusCode};
 use http1::Problem;
 
 use super::{
@@ -40,23 +42,6 @@ use crate::{
         normalize::{self, Refusal},
     },
 };
-
-/// The request body as the upstream exchange gets it.
-pub(super) enum RequestBody {
-    Empty,
-    /// Read whole for the chain, with the client's trailers if it sent
-    /// any (they go on to an HTTP/2 upstream).
-    Held(Bytes, Option<HeaderMap>),
-    /// Still arriving from the client.
-    Streaming(RecvStream),
-}
-
-impl RequestBody {
-    /// Whether the whole body is in hand (it can be sent again).
-    fn in_hand(&self) -> bool {
-        !matches!(self, Self::Streaming(_))
-    }
-}
 
 /// One stream's exchange: what the phases share.
 pub(super) struct Stream {
@@ -439,45 +424,6 @@ fn content_length(parts: &Parts) -> Option<usize> {
         .trim()
         .parse()
         .ok()
-}
-
-fn too_large(max: usize) -> Failure {
-    let rejection = http1::chunked::body_too_large(&http1::Limits {
-        max_head: 0,
-        max_body: max,
-    });
-    Failure {
-        body_unread: true,
-        ..Failure::new(rejection.status, rejection.detail)
-    }
-}
-
-/// Reads a streaming body whole, for handlers that look at it; 413 past `max`.
-async fn hold(body: RequestBody, max: usize) -> Result<RequestBody, Failure> {
-    let RequestBody::Streaming(mut stream) = body else {
-        return Ok(body);
-    };
-    let mut held = BytesMut::new();
-    while let Some(data) = stream.data().await {
-        let data = data.map_err(|err| {
-            Failure::new(
-                StatusCode::BAD_REQUEST,
-                format!("the request body broke off: {err}"),
-            )
-        })?;
-        let _ = stream.flow_control().release_capacity(data.len());
-        if held.len() + data.len() > max {
-            return Err(too_large(max));
-        }
-        held.extend_from_slice(&data);
-    }
-    let trailers = stream.trailers().await.map_err(|err| {
-        Failure::new(
-            StatusCode::BAD_REQUEST,
-            format!("the request trailers broke off: {err}"),
-        )
-    })?;
-    Ok(RequestBody::Held(held.freeze(), trailers))
 }
 
 #[cfg(test)]

@@ -19,15 +19,15 @@ use crate::{
     ids::{HostId, UpstreamId},
     middleware::Outcome,
     session::{
+        exchange::decide::{Retries, Then, Tried},
         passable_trailers,
-        send::{is_idempotent, replay_after_stale, Sender},
+        send::Sender,
         Failure, UPSTREAM_LIMITS,
     },
     telemetry::{Event, Shard, UpstreamError},
     upstream::{
         h2_pool::{send_data, StreamBroken},
         pool::UpstreamConn,
-        retry::Attempt,
     },
     wire::{
         edits::HeaderEdits,
@@ -59,7 +59,6 @@ pub(super) async fn forward(
     let mut request = Vec::with_capacity(1024);
     head::request_head(&mut request, outgoing, context);
     let replayable = body.in_hand();
-    let safe = replayable && is_idempotent(outgoing.method);
     let (held, mut client) = match body {
         RequestBody::Empty => (None, None),
         // Sent with its length: HTTP/1.1 carries no trailers then.
@@ -72,15 +71,14 @@ pub(super) async fn forward(
     let chunked = context.framing == Framing::Chunked;
     let timeout = config.timeouts.request;
     let head_request = *outgoing.method == Method::HEAD;
-    let mut fresh_only = false;
-    let mut attempts = 0;
+    let mut retries = Retries::new(config.retries, outgoing.method, replayable);
     let mut host = sender.pick(outgoing).await?;
     let (mut conn, (response, fields), mut pump) = loop {
-        let connected = sender.connection(host, fresh_only, Instant::now());
+        let connected = sender.connection(host, retries.fresh_only(), Instant::now());
         let mut conn = match stream.unless_reset(connected).await? {
             Ok(conn) => conn,
             Err(failure) => {
-                host = sender.after_failure(host, &mut attempts, failure).await?;
+                host = sender.after_failure(host, &mut retries, failure).await?;
                 continue;
             }
         };
@@ -89,15 +87,14 @@ pub(super) async fn forward(
         // a reset is seen at the wait for the answer, right after.
         if !write_bounded(&mut conn.stream, &request, timeout).await {
             worker.metrics().upstream_open(upstream, -1);
-            if conn.reused && replay_after_stale(outgoing.method, replayable, fresh_only) {
-                fresh_only = true;
-                continue;
-            }
-            let failure = sender.broken(host, "cannot send the request", !replayable);
-            if conn.reused {
-                return Err(failure);
-            }
-            (host, fresh_only) = retry_reset(&sender, host, &mut attempts, safe, failure).await?;
+            let (tried, failure) = match conn.reused {
+                true => (Tried::Stale, None),
+                false => {
+                    let what = "cannot send the request";
+                    (Tried::Reset, Some(sender.broken(host, what, !replayable)))
+                }
+            };
+            host = again(&sender, host, tried, &mut retries, failure).await?;
             continue;
         }
         let trailer_rules = TrailerRules {
@@ -129,33 +126,25 @@ pub(super) async fn forward(
                 Err(err) => break Err(err),
             }
         };
-        match read {
+        let (tried, failure) = match read {
             Ok(response) => {
                 let status = response.0.status;
                 sender.answered(host, sent_at, status);
-                if sender.retries_status(status) {
-                    let attempt = Attempt::Status(status.as_u16());
-                    if let Some(next) = sender.retry(host, attempt, &mut attempts, safe).await {
+                let then = sender.decide(Tried::Answered(status), &mut retries);
+                if then != Then::Answer {
+                    if let Some(next) = sender.next_host(host, then, &retries).await {
                         // The answer is dropped with its connection.
                         worker.metrics().upstream_open(upstream, -1);
-                        (host, fresh_only) = (next, false);
+                        host = next;
                         continue;
                     }
                 }
                 break (conn, response, pump);
             }
-            Err(HeadError::Stale)
-                if conn.reused && replay_after_stale(outgoing.method, replayable, fresh_only) =>
-            {
-                worker.metrics().upstream_open(upstream, -1);
-                fresh_only = true;
-            }
+            Err(HeadError::Stale) => (Tried::Stale, None),
             // Closed or reset before a byte of an answer (`retry_on: reset`).
             Err(HeadError::Reset(what)) => {
-                worker.metrics().upstream_open(upstream, -1);
-                let failure = sender.broken(host, &what, !replayable);
-                (host, fresh_only) =
-                    retry_reset(&sender, host, &mut attempts, safe, failure).await?;
+                (Tried::Reset, Some(sender.broken(host, &what, !replayable)))
             }
             Err(err) => {
                 worker.metrics().upstream_open(upstream, -1);
@@ -176,7 +165,9 @@ pub(super) async fn forward(
                     }
                 });
             }
-        }
+        };
+        worker.metrics().upstream_open(upstream, -1);
+        host = again(&sender, host, tried, &mut retries, failure).await?;
     };
     sender.learn_cookies(
         host,
@@ -253,18 +244,22 @@ pub(super) async fn forward(
     Ok(())
 }
 
-/// Where a request goes after a reset (`retry_on: reset`), or `failure`
-/// (already counted against `host`) when it does not go again.
-async fn retry_reset(
+/// The host of the next attempt after one on `host` came to `tried`, or
+/// the failure: `failure` (already counted), else that the pooled
+/// connection closed before answering.
+async fn again(
     sender: &Sender<'_>,
     host: HostId,
-    attempts: &mut u32,
-    safe: bool,
-    failure: Failure,
-) -> Result<(HostId, bool), Failure> {
-    match sender.retry(host, Attempt::Reset, attempts, safe).await {
-        Some(next) => Ok((next, false)),
-        None => Err(failure),
+    tried: Tried,
+    retries: &mut Retries,
+    failure: Option<Failure>,
+) -> Result<HostId, Failure> {
+    match sender.again(host, tried, retries).await {
+        Some(next) => Ok(next),
+        None => Err(failure.unwrap_or_else(|| {
+            let what = "the upstream closed the connection before answering";
+            sender.failure(host, UpstreamError::Broken, what, !retries.in_hand())
+        })),
     }
 }
 

@@ -1,13 +1,20 @@
 //! An HTTP/2 client's stream to an HTTP/2 upstream: a stream on a pooled
 //! multiplexed connection. The request body is pumped upstream while the
 //! response comes back, each with its own flow control, so both flow at
-//! once; trailers pass both ways.
+//! once; trailers pass both ways. Each attempt asks `exchange::decide`
+//! what follows it (a refused stream resent, `retry_on`), as every pair.
 
-use std::{future::poll_fn, sync::Arc, task::Poll, time::Instant};
+use std::{
+    future::{poll_fn, Future},
+    pin::{pin, Pin},
+    sync::Arc,
+    task::Poll,
+    time::Instant,
+};
 
 use bytes::Bytes;
 use h2::{client::ResponseFuture, Reason, RecvStream, SendStream};
-use http::{Request, StatusCode, Uri};
+use http::{Request, Response, StatusCode, Uri};
 
 use super::{
     to_h1::{stopped, RelayStop},
@@ -17,8 +24,9 @@ use crate::{
     config::TrailerPolicy,
     ids::{HostId, UpstreamId},
     session::{
+        exchange::decide::{Retries, Then, Tried},
         passable_trailers,
-        send::{resend_after_refused, Sender},
+        send::Sender,
         Failure,
     },
     telemetry::{Event, Shard, UpstreamError},
@@ -73,7 +81,7 @@ pub(super) async fn forward(
             },
         )
     };
-    // Built once; again only if a refused stream is sent again.
+    // Built once; again only if the request is sent again.
     let mut request = Some(build()?);
     let sender = Sender::new(&plan, &worker, upstream, stream.origin.peer);
     let counted = Counted {
@@ -81,11 +89,19 @@ pub(super) async fn forward(
         shard: worker.index,
     };
     let max_header_list = u32::try_from(plan.limits.max_head).unwrap_or(u32::MAX);
-    let in_hand = body.in_hand();
     let empty = matches!(body, RequestBody::Empty);
+    let mut retries = Retries::new(config.retries, outgoing.method, body.in_hand());
+    let mut body = body;
+    let timeout = config.timeouts.request;
+    let trailer_rules = TrailerRules {
+        forward: stream.request_trailers() != TrailerPolicy::Drop,
+        edits: context.edits,
+        metrics: worker.metrics(),
+    };
+    // The request body on its way up, from the attempt that opened it on.
+    let mut pumping = pin!(None);
     let mut host = sender.pick(outgoing).await?;
-    let mut attempts = 0;
-    let (response, upstream_body, lease, sent_at) = loop {
+    let (response, lease) = loop {
         let taken = h2_pool::stream(
             &worker.h2_pool,
             config,
@@ -98,7 +114,7 @@ pub(super) async fn forward(
             Ok(found) => found,
             Err(err) => {
                 let failure = sender.connect_failure(host, err);
-                host = sender.after_failure(host, &mut attempts, failure).await?;
+                host = sender.after_failure(host, &mut retries, failure).await?;
                 continue;
             }
         };
@@ -106,46 +122,67 @@ pub(super) async fn forward(
             Some(built) => built,
             None => build()?,
         };
-        match stream.unless_reset(open(send, this, empty)).await? {
-            Ok((response, body)) => break (response, body, lease, Instant::now()),
-            Err(err)
-                if refused(&err) && resend_after_refused(attempts, config.retries, in_hand) =>
-            {
-                attempts += 1;
+        let sent_at = Instant::now();
+        let opened = stream.unless_reset(open(send, this, empty)).await?;
+        let waited = match opened {
+            Ok((mut response, upstream_body)) => {
+                let body = body.for_attempt();
+                pumping.set(Some(pump(body, upstream_body, max_body, trailer_rules)));
+                let pump = pumping.as_mut();
+                let limits = (timeout, max_body);
+                wait_head(stream, &sender, host, &mut response, pump, limits).await?
+            }
+            Err(err) => Err(err),
+        };
+        let (tried, failure) = match waited {
+            Ok(response) => {
+                sender.answered(host, sent_at, response.status());
+                let then = sender.decide(Tried::Answered(response.status()), &mut retries);
+                if then != Then::Answer {
+                    if let Some(next) = sender.next_host(host, then, &retries).await {
+                        // The answer is dropped with its stream (reset).
+                        pumping.set(None);
+                        host = next;
+                        continue;
+                    }
+                }
+                break (response, lease);
+            }
+            Err(err) if refused(&err) => {
+                if err.is_go_away() {
+                    lease.retire();
+                }
+                (Tried::Refused, None)
             }
             Err(err) => {
-                let what = if refused(&err) {
-                    "the upstream refused the stream".to_string()
-                } else {
-                    format!("cannot open a stream: {err}")
-                };
-                return Err(sender.failure(host, UpstreamError::Broken, &what, !in_hand));
+                let what = format!("the stream failed: {err}");
+                let failure = sender.broken(host, &what, !retries.in_hand());
+                (Tried::Reset, Some(failure))
             }
-        }
+        };
+        pumping.set(None);
+        host = match sender.again(host, tried, &mut retries).await {
+            Some(next) => next,
+            None => {
+                return Err(failure.unwrap_or_else(|| {
+                    let what = "the upstream refused the stream";
+                    sender.failure(host, UpstreamError::Broken, what, !retries.in_hand())
+                }))
+            }
+        };
     };
-    let timeout = config.timeouts.request;
-    let trailer_rules = TrailerRules {
-        forward: stream.request_trailers() != TrailerPolicy::Drop,
-        edits: context.edits,
-        metrics: worker.metrics(),
-    };
-    let pump = pump(body, upstream_body, max_body, trailer_rules);
-    let relay = relay(stream, &sender, host, response, sent_at, timeout);
-    tokio::pin!(pump, relay);
-    let mut pumped = false;
+    let relay = relay(stream, &sender, host, response, timeout);
+    tokio::pin!(relay);
     let outcome = loop {
         tokio::select! {
             // In order: no random start to draw on every poll.
             biased;
-            done = &mut pump, if !pumped => {
-                pumped = true;
-                match done {
-                    Ok(()) => {}
-                    // The response still comes; the client is told by its reset.
-                    Err(PumpError::Client | PumpError::Upstream) => {}
-                    Err(PumpError::TooLarge) => break Err(super::too_large(max_body)),
-                }
-            }
+            done = pumped(pumping.as_mut()) => match done {
+                Ok(()) => {}
+                // The response still comes; the client is told by its reset.
+                Err(PumpError::Client | PumpError::Upstream) => {}
+                Err(PumpError::TooLarge) => break Err(super::too_large(max_body)),
+            },
             // An answer that ends before the request does stops the pump
             // (RFC 9113 8.1: the rest of the request is not needed).
             relayed = &mut relay => break relayed,
@@ -153,6 +190,70 @@ pub(super) async fn forward(
     };
     drop(lease);
     outcome
+}
+
+/// The pump's end, once (pending after, and while there is none).
+async fn pumped<F: Future<Output = Result<(), PumpError>>>(
+    mut pumping: Pin<&mut Option<F>>,
+) -> Result<(), PumpError> {
+    let done = poll_fn(|cx| match pumping.as_mut().as_pin_mut() {
+        Some(pump) => pump.poll(cx),
+        None => Poll::Pending,
+    })
+    .await;
+    pumping.set(None);
+    done
+}
+
+/// Waits for the final response head (sending interim answers on) while
+/// the request body goes up, unless the client resets its stream first.
+/// `Err(h2::Error)`: the stream failed (or was refused) before it.
+async fn wait_head<F: Future<Output = Result<(), PumpError>>>(
+    stream: &mut Stream,
+    sender: &Sender<'_>,
+    host: HostId,
+    response: &mut ResponseFuture,
+    mut pumping: Pin<&mut Option<F>>,
+    (timeout, max_body): (std::time::Duration, usize),
+) -> Result<Result<Response<RecvStream>, h2::Error>, Failure> {
+    loop {
+        // The head, unless the client resets its stream first (in the
+        // one poll: `Stream::unless_reset` would be a layer more).
+        let respond = &mut stream.respond;
+        let next = poll_fn(|cx| {
+            if let Poll::Ready(head) = h2_pool::poll_head(response, cx) {
+                return Poll::Ready(Some(Ok(head)));
+            }
+            if let Some(pump) = pumping.as_mut().as_pin_mut() {
+                if let Poll::Ready(done) = pump.poll(cx) {
+                    return Poll::Ready(Some(Err(done)));
+                }
+            }
+            respond.poll_client_reset(cx).map(|()| None)
+        });
+        let Some(next) = tokio::time::timeout(timeout, next).await.transpose() else {
+            return Err(stream.cancelled());
+        };
+        match next {
+            Ok(Ok(Ok(UpstreamHead::Interim(interim)))) => {
+                let fields = Fields::Map(interim.headers());
+                if stream.interim(interim.status(), fields).is_err() {
+                    sender.worker.metrics().event(Event::InterimFlood);
+                    return Err(sender.broken(host, TooMany::DETAIL, false));
+                }
+            }
+            Ok(Ok(Ok(UpstreamHead::Final(response)))) => return Ok(Ok(response)),
+            Ok(Ok(Err(err))) => return Ok(Err(err)),
+            // The body is all up (or stopped): the head is awaited alone.
+            Ok(Err(done)) => {
+                pumping.set(None);
+                if let Err(PumpError::TooLarge) = done {
+                    return Err(super::too_large(max_body));
+                }
+            }
+            Err(_) => return Err(sender.timed_out(host, timeout)),
+        }
+    }
 }
 
 /// Opens the stream once the connection takes one more.
@@ -236,44 +337,14 @@ pub(super) async fn pump(
     }
 }
 
-/// Waits for the response head (sending interim answers on), then
-/// relays the response to the client.
+/// Relays the response (head, body, trailers) to the client.
 async fn relay(
     stream: &mut Stream,
     sender: &Sender<'_>,
     host: HostId,
-    mut response: ResponseFuture,
-    sent_at: Instant,
+    response: Response<RecvStream>,
     timeout: std::time::Duration,
 ) -> Result<(), Failure> {
-    let response = loop {
-        // The head, unless the client resets its stream first (in the
-        // one poll: `Stream::unless_reset` would be a layer more).
-        let respond = &mut stream.respond;
-        let next = poll_fn(|cx| match h2_pool::poll_head(&mut response, cx) {
-            Poll::Ready(head) => Poll::Ready(Some(head)),
-            Poll::Pending => respond.poll_client_reset(cx).map(|()| None),
-        });
-        let Some(next) = tokio::time::timeout(timeout, next).await.transpose() else {
-            return Err(stream.cancelled());
-        };
-        match next {
-            Ok(Ok(UpstreamHead::Interim(interim))) => {
-                let fields = Fields::Map(interim.headers());
-                if stream.interim(interim.status(), fields).is_err() {
-                    sender.worker.metrics().event(Event::InterimFlood);
-                    return Err(sender.broken(host, TooMany::DETAIL, false));
-                }
-            }
-            Ok(Ok(UpstreamHead::Final(response))) => break response,
-            Ok(Err(err)) => {
-                return Err(sender.broken(host, &format!("the stream failed: {err}"), false));
-            }
-            Err(_) => return Err(sender.timed_out(host, timeout)),
-        }
-    };
-    sender.answered(host, sent_at, response.status());
-    sender.learn_cookies(host, Fields::Map(response.headers()));
     let (parts, body) = response.into_parts();
     let status = parts.status;
     stream.outcome = crate::middleware::Outcome {
