@@ -36,7 +36,7 @@ use local::persistence;
 pub(crate) use park::{
     run as run_parking_lot, serve_unparked, ConnectionSlot, Parked, ParkingLot, Serving,
 };
-use upstream_h1::{SendFailed, UpstreamRead};
+use upstream_h1::UpstreamRead;
 
 pub(crate) use worker::Worker;
 

@@ -3,18 +3,19 @@
 //! which connection (a pooled one, or a new one when a pooled one turned
 //! out stale), and how failures are answered (502, 503, 504).
 
-use super::exchange::decide::{Retries, Then, Tried};
-use super::{upstream_h1::Reset, upstream_h1::Stale, Failure, Next, SendFailed, Session};
+use super::exchange::{self, decide::Retries, Answered, Failed, Wire};
+use super::{Failure, Next, Session};
 use crate::config::Protocol;
 use crate::ids::{HostId, RouteId, UpstreamId};
 use crate::telemetry::UpstreamError;
 use crate::upstream::pool::UpstreamConn;
 use crate::wire::fields::Fields;
-use http1::Head;
+use http1::{Head, ResponseHead};
 
 use std::{sync::Arc, time::Instant};
 
 use bytes::Buf;
+use http::StatusCode;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 pub(super) use super::sender::Sender;
@@ -38,82 +39,31 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // The head is in `ubuf` now; the client's copy is not needed any more.
         self.conn.rbuf.advance(head.len);
         let replayable = self.buffer_body(head)?;
-        let mut host = picked?;
+        let host = picked?;
         if sender.waits() {
             self.unless_client_gone(sender.hold(host)).await??;
         }
         let mut retries = Retries::new(upstream.retries, &head.method, replayable);
-        loop {
-            // A client that leaves while its request waits for a
-            // connection (a full pool, `max_connecting`) is not served.
-            let now = self.conn.last_read().into_std();
-            let fresh_only = retries.fresh_only();
-            let conn = match sender.pooled(host, fresh_only, now) {
-                Some(conn) => Ok(conn),
-                None => {
-                    self.unless_client_gone(sender.opened(host, fresh_only))
-                        .await?
-                }
-            };
-            let mut conn = match conn {
-                Ok(conn) => conn,
-                Err(failure) => {
-                    host = sender.after_failure(host, &mut retries, failure).await?;
-                    continue;
-                }
-            };
-            let sent_at = Instant::now();
-            let outcome = self
-                .send_and_read_head(head, &mut conn, replayable, sent_at)
-                .await;
-            let (tried, failure) = match outcome {
-                Ok(response) => {
-                    let answered = sender.answered(host, sent_at, response.status);
-                    let then = sender.decide(Tried::Answered(response.status), &mut retries);
-                    if then != Then::Answer {
-                        if let Some(next) = sender.next_host(host, then, &retries).await {
-                            // The answer is dropped with its connection.
-                            worker.metrics().upstream_open(upstream_index, -1);
-                            host = next;
-                            continue;
-                        }
-                    }
-                    sender.learn_cookies(
-                        host,
-                        Fields::H1 {
-                            buf: &conn.buf,
-                            fields: &self.response_fields,
-                        },
-                    );
-                    let cookie = sender.cookie(host);
-                    return self
-                        .respond(head, route, conn, response, answered, cookie)
-                        .await;
-                }
-                // A pooled connection the upstream had closed.
-                Err(Stale) => (Tried::Stale, None),
-                // Closed or reset before a byte of an answer (`retry_on: reset`).
-                Err(Reset(failure)) => (Tried::Reset, Some(failure)),
-                Err(SendFailed(failure)) => {
-                    worker.metrics().upstream_open(upstream_index, -1);
-                    return Err(failure);
-                }
-            };
-            worker.metrics().upstream_open(upstream_index, -1);
-            match sender.again(host, tried, &mut retries).await {
-                Some(next) => host = next,
-                None => {
-                    return Err(failure.unwrap_or_else(|| {
-                        sender.failure(
-                            host,
-                            UpstreamError::Broken,
-                            "the upstream closed the connection before answering",
-                            !replayable,
-                        )
-                    }))
-                }
-            }
-        }
+        let mut wire = H1Wire {
+            session: self,
+            head,
+            replayable,
+        };
+        let answered = exchange::run(&mut wire, &sender, host, &mut retries).await?;
+        let Answered {
+            host,
+            answer: (conn, response),
+            at,
+        } = answered;
+        sender.learn_cookies(
+            host,
+            Fields::H1 {
+                buf: &conn.buf,
+                fields: &self.response_fields,
+            },
+        );
+        let cookie = sender.cookie(host);
+        self.respond(head, route, conn, response, at, cookie).await
     }
 
     /// The retry and failure rules for one upstream, for one step of this
@@ -133,15 +83,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         self.sender(upstream).failure(host, kind, what, body_unread)
     }
 
-    pub(super) fn connect_failure(
-        &self,
-        upstream: UpstreamId,
-        host: HostId,
-        err: crate::upstream::connect::ConnectError,
-    ) -> Failure {
-        self.sender(upstream).connect_failure(host, err)
-    }
-
     pub(super) fn broken(&self, conn: &UpstreamConn, what: &str, body_unread: bool) -> Failure {
         self.sender(conn.upstream)
             .broken(conn.host, what, body_unread)
@@ -149,5 +90,68 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
 
     pub(super) fn timed_out(&self, conn: &UpstreamConn, timeout: std::time::Duration) -> Failure {
         self.sender(conn.upstream).timed_out(conn.host, timeout)
+    }
+}
+
+/// An HTTP/1.1 client's request to an HTTP/1.1 upstream, one attempt at
+/// a time: the head (and the body in hand) in one write from `ubuf`, the
+/// rest of the body streamed from the client while the upstream is
+/// watched (`body_h1`), the head read in place (`upstream_h1`).
+struct H1Wire<'s, S> {
+    session: &'s mut Session<S>,
+    head: &'s Head,
+    /// The whole body is in `ubuf`.
+    replayable: bool,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Wire for H1Wire<'_, S> {
+    type Conn = UpstreamConn;
+    type Answer = (UpstreamConn, ResponseHead);
+
+    async fn connect(
+        &mut self,
+        sender: &Sender<'_>,
+        host: HostId,
+        fresh_only: bool,
+    ) -> Result<Result<UpstreamConn, Failure>, Failure> {
+        let now = self.session.conn.last_read().into_std();
+        if let Some(conn) = sender.pooled(host, fresh_only, now) {
+            return Ok(Ok(conn));
+        }
+        // A client that leaves while its request waits for a connection
+        // (a full pool, `max_connecting`) is not served.
+        let opened = sender.opened(host, fresh_only);
+        self.session.unless_client_gone(opened).await
+    }
+
+    async fn send(
+        &mut self,
+        sender: &Sender<'_>,
+        _host: HostId,
+        mut conn: UpstreamConn,
+        sent_at: Instant,
+    ) -> Result<Self::Answer, Failed> {
+        let sent = self
+            .session
+            .send_and_read_head(self.head, &mut conn, self.replayable, sent_at)
+            .await;
+        match sent {
+            Ok(response) => Ok((conn, response)),
+            Err(failed) => {
+                sender.worker.metrics().upstream_open(conn.upstream, -1);
+                Err(failed)
+            }
+        }
+    }
+
+    fn status(answer: &Self::Answer) -> StatusCode {
+        answer.1.status
+    }
+
+    fn discard(&mut self, (conn, _): Self::Answer) {
+        self.session
+            .worker
+            .metrics()
+            .upstream_open(conn.upstream, -1);
     }
 }

@@ -11,6 +11,7 @@ use crate::plan::Plan;
 use crate::telemetry::UpstreamError;
 use crate::upstream::balance::NoSlot;
 use crate::upstream::connect::ConnectError;
+use crate::upstream::h2_pool::{self, StreamLease};
 use crate::upstream::pool::UpstreamConn;
 use crate::upstream::queue::{self, NoConnection};
 use crate::upstream::retry::connect_retry_host;
@@ -19,9 +20,12 @@ use crate::wire::{edits::HeaderEdits, fields::Fields, head::Outgoing};
 use std::{
     net::SocketAddr,
     sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed},
+    sync::Arc,
     time::{Duration, Instant},
 };
 
+use bytes::Bytes;
+use h2::client::SendRequest;
 use http::{header::SET_COOKIE, StatusCode};
 use tracing::warn;
 
@@ -388,6 +392,23 @@ impl<'a> Sender<'a> {
             StatusCode::SERVICE_UNAVAILABLE,
             "every connection to the upstream is in use",
         )
+    }
+
+    /// A stream on a multiplexed HTTP/2 connection to `host` (pooled, or
+    /// a new one; its failure counted as a connect failure).
+    pub(crate) async fn stream(
+        &self,
+        host: HostId,
+    ) -> Result<(SendRequest<Bytes>, StreamLease), Failure> {
+        let worker = self.worker;
+        let counted = h2_pool::Counted {
+            metrics: Arc::clone(&worker.metrics),
+            shard: worker.index,
+        };
+        let max_header_list = u32::try_from(self.plan.limits.max_head).unwrap_or(u32::MAX);
+        let (pool, config) = (&worker.h2_pool, self.config());
+        let taken = h2_pool::stream(pool, config, self.upstream, host, max_header_list, &counted);
+        taken.await.map_err(|err| self.connect_failure(host, err))
     }
 
     /// A pooled HTTP/1.1 connection to `host` (unless `fresh_only`), or a

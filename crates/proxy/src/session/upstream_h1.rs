@@ -93,7 +93,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         conn: &mut UpstreamConn,
         replayable: bool,
         sent_at: Instant,
-    ) -> Result<ResponseHead, SendError> {
+    ) -> Result<ResponseHead, super::exchange::Failed> {
         let timeouts = self.plan.upstream(conn.upstream).timeouts.clone();
         if !write_bounded(&mut conn.stream, &self.ubuf, timeouts.request).await {
             return Err(if conn.reused {
@@ -365,17 +365,7 @@ pub(super) fn poll_client_gone<S: AsyncRead + Unpin>(
     Poll::Pending
 }
 
-/// Why sending a request or reading its response head failed.
-pub(super) enum SendError {
-    /// A pooled connection the upstream had already closed; nothing was answered.
-    Stale,
-    /// A new connection closed or reset before any byte of an answer
-    /// (`retry_on: reset`); counted against the host already.
-    Reset(Failure),
-    SendFailed(Failure),
-}
-
-pub(super) use SendError::{Reset, SendFailed, Stale};
+pub(super) use super::exchange::Failed::{Final as SendFailed, Reset, Stale};
 
 /// An HTTP/1.1 client's request, as the head rules read it.
 pub(super) fn outgoing<'a>(

@@ -11,13 +11,16 @@ use std::{
 };
 
 use bytes::{Buf, Bytes, BytesMut};
-use h2::{client::ResponseFuture, RecvStream, SendStream};
+use h2::{
+    client::{ResponseFuture, SendRequest},
+    RecvStream, SendStream,
+};
 use http::{Response, StatusCode};
 use http1::{chunked::body_too_large, Framing as RequestFraming, Head};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{
-    exchange::decide::{Retries, Tried},
+    exchange::{self, decide::Retries, Answered, Failed, Wire},
     send::Sender,
     upstream_h1::outgoing,
     upstream_h1::poll_client_gone,
@@ -26,12 +29,12 @@ use super::{
 use crate::{
     ids::{HostId, RouteId, UpstreamId},
     telemetry::UpstreamError,
-    upstream::h2_pool::{self, send_data, UpstreamHead},
+    upstream::h2_pool::{self, send_data, StreamLease, UpstreamHead},
     wire::{fields::Fields, http2, interim::TooMany},
 };
 
 /// What the upstream said to a request on a stream.
-type Answered = Result<Response<RecvStream>, h2::Error>;
+type Headed = Result<Response<RecvStream>, h2::Error>;
 
 /// How a wait for the upstream ended.
 pub(super) enum Waited<T> {
@@ -83,76 +86,28 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             })?;
         let picked = picker.pick(&outgoing).await;
         self.conn.rbuf.advance(head.len);
-        let mut host = picked?;
+        let host = picked?;
         // The body streams from the client's connection: only an empty
         // one can go again.
         let in_hand = head.framing == RequestFraming::Empty;
         let mut retries = Retries::new(upstream.retries, &head.method, in_hand);
-        loop {
-            let counted = h2_pool::Counted {
-                metrics: Arc::clone(&worker.metrics),
-                shard: worker.index,
-            };
-            let max_header_list = u32::try_from(plan.limits.max_head).unwrap_or(u32::MAX);
-            let taken = h2_pool::stream(
-                &worker.h2_pool,
-                upstream,
-                upstream_index,
-                host,
-                max_header_list,
-                &counted,
-            );
-            let (sender, lease) = match self.unless_client_gone(taken).await? {
-                Ok(stream) => stream,
-                Err(err) => {
-                    let failure = self.connect_failure(upstream_index, host, err);
-                    host = picker.after_failure(host, &mut retries, failure).await?;
-                    continue;
-                }
-            };
-            let sent_at = Instant::now();
-            let sent = self
-                .send_h2(head, sender, request.clone(), upstream_index, host)
-                .await;
-            let (tried, failure) = match sent {
-                Ok(response) => {
-                    picker.answered(host, sent_at, response.status());
-                    let tried = Tried::Answered(response.status());
-                    if let Some(next) = picker.again(host, tried, &mut retries).await {
-                        // The answer is dropped with its stream (reset).
-                        host = next;
-                        continue;
-                    }
-                    picker.learn_cookies(host, Fields::Map(response.headers()));
-                    let cookie = picker.cookie(host);
-                    return Ok(self
-                        .respond_h2(head, route, upstream_index, response, lease, cookie)
-                        .await);
-                }
-                Err(StreamFailure::Refused { goaway }) => {
-                    if goaway {
-                        lease.retire();
-                    }
-                    (Tried::Refused, None)
-                }
-                Err(StreamFailure::Reset(failure)) => (Tried::Reset, Some(failure)),
-                Err(StreamFailure::Failed(failure)) => return Err(failure),
-            };
-            match picker.again(host, tried, &mut retries).await {
-                Some(next) => host = next,
-                None => {
-                    return Err(failure.unwrap_or_else(|| {
-                        self.upstream_failure(
-                            upstream_index,
-                            host,
-                            UpstreamError::Broken,
-                            "the upstream refused the stream",
-                            false,
-                        )
-                    }))
-                }
-            }
-        }
+        let mut wire = H2Wire {
+            session: self,
+            head,
+            request,
+            upstream: upstream_index,
+        };
+        let answered = exchange::run(&mut wire, &picker, host, &mut retries).await?;
+        let Answered {
+            host,
+            answer: (response, lease),
+            ..
+        } = answered;
+        picker.learn_cookies(host, Fields::Map(response.headers()));
+        let cookie = picker.cookie(host);
+        Ok(self
+            .respond_h2(head, route, upstream_index, response, lease, cookie)
+            .await)
     }
 
     /// Opens the stream, sends the body and waits for the response head.
@@ -239,7 +194,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         response: &mut ResponseFuture,
         timeout: Duration,
         failed: &(dyn Fn(&Self) -> Failure + Sync),
-    ) -> Result<Option<Answered>, StreamFailure> {
+    ) -> Result<Option<Headed>, StreamFailure> {
         loop {
             let next = poll_fn(|cx| h2_pool::poll_head(response, cx));
             match self.wait(next, timeout, true).await {
@@ -303,7 +258,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         response: &mut ResponseFuture,
         upstream: UpstreamId,
         host: HostId,
-    ) -> Result<Option<Answered>, Failure> {
+    ) -> Result<Option<Headed>, Failure> {
         if head.expect_continue {
             self.conn
                 .wbuf
@@ -381,7 +336,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         head: &Head,
         response: &mut ResponseFuture,
         failed: &(dyn Fn(&Self) -> Failure + Sync),
-    ) -> Result<Option<Answered>, Failure> {
+    ) -> Result<Option<Headed>, Failure> {
         loop {
             let answered = tokio::select! {
                 biased;
@@ -397,5 +352,63 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 Err(err) => return Ok(Some(Err(err))),
             }
         }
+    }
+}
+
+/// An HTTP/1.1 client's request to an HTTP/2 upstream, one attempt at a
+/// time: a stream on a pooled multiplexed connection, the body streamed
+/// from the client while the answer is watched for.
+struct H2Wire<'s, S> {
+    session: &'s mut Session<S>,
+    head: &'s Head,
+    /// The request head, in HTTP/2 form (each attempt sends a copy).
+    request: http::Request<()>,
+    upstream: UpstreamId,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Wire for H2Wire<'_, S> {
+    type Conn = (SendRequest<Bytes>, StreamLease);
+    type Answer = (Response<RecvStream>, StreamLease);
+
+    async fn connect(
+        &mut self,
+        sender: &Sender<'_>,
+        host: HostId,
+        _fresh_only: bool,
+    ) -> Result<Result<Self::Conn, Failure>, Failure> {
+        self.session.unless_client_gone(sender.stream(host)).await
+    }
+
+    async fn send(
+        &mut self,
+        _sender: &Sender<'_>,
+        host: HostId,
+        (send, lease): Self::Conn,
+        _sent_at: Instant,
+    ) -> Result<Self::Answer, Failed> {
+        let request = self.request.clone();
+        let sent = self
+            .session
+            .send_h2(self.head, send, request, self.upstream, host)
+            .await;
+        match sent {
+            Ok(response) => Ok((response, lease)),
+            Err(StreamFailure::Refused { goaway }) => {
+                if goaway {
+                    lease.retire();
+                }
+                Err(Failed::Refused)
+            }
+            Err(StreamFailure::Reset(failure)) => Err(Failed::Reset(failure)),
+            Err(StreamFailure::Failed(failure)) => Err(Failed::Final(failure)),
+        }
+    }
+
+    fn status(answer: &Self::Answer) -> StatusCode {
+        answer.0.status()
+    }
+
+    fn discard(&mut self, _: Self::Answer) {
+        // Dropped: the stream is reset, its lease given back.
     }
 }

@@ -9,6 +9,7 @@
 
 mod client_side;
 mod pump_h1;
+mod pump_h2;
 mod request_body;
 mod to_h1;
 mod to_h2;

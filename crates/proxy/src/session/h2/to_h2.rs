@@ -13,10 +13,14 @@ use std::{
 };
 
 use bytes::Bytes;
-use h2::{client::ResponseFuture, Reason, RecvStream, SendStream};
+use h2::{
+    client::{ResponseFuture, SendRequest},
+    Reason, RecvStream, SendStream,
+};
 use http::{Request, Response, StatusCode, Uri};
 
 use super::{
+    pump_h2::{pump, pumped, PumpError},
     to_h1::{stopped, RelayStop},
     unless_reset, ClientSide, RequestBody, Stream, TrailerRules,
 };
@@ -24,13 +28,13 @@ use crate::{
     config::TrailerPolicy,
     ids::{HostId, UpstreamId},
     session::{
-        exchange::decide::{Retries, Then, Tried},
+        exchange::{self, decide::Retries, Answered, Failed, Wire},
         passable_trailers,
         send::Sender,
         Failure,
     },
     telemetry::{Event, Shard, UpstreamError},
-    upstream::h2_pool::{self, send_data, Counted, UpstreamHead},
+    upstream::h2_pool::{self, send_data, StreamLease, UpstreamHead},
     wire::{
         edits::HeaderEdits,
         fields::Fields,
@@ -39,16 +43,6 @@ use crate::{
         interim::TooMany,
     },
 };
-
-/// Why pumping the request body stopped early.
-pub(super) enum PumpError {
-    /// The client broke off (or reset) its stream.
-    Client,
-    /// The upstream stream cannot take more.
-    Upstream,
-    /// More than the route allows.
-    TooLarge,
-}
 
 /// Forwards the stream's request as a stream of an HTTP/2 upstream
 /// connection and relays its answer (head, body, trailers) to the client.
@@ -70,107 +64,45 @@ pub(super) async fn forward(
     } else {
         "http"
     };
-    let build = || {
-        let fallback = config.host_name(HostId::new(0));
-        http2::upstream_request(outgoing, context, scheme, fallback, Some(source)).ok_or_else(
-            || {
-                Failure::new(
-                    StatusCode::BAD_REQUEST,
-                    "the request cannot be expressed in HTTP/2",
-                )
-            },
-        )
-    };
-    // Built once; again only if the request is sent again.
-    let mut request = Some(build()?);
     let sender = Sender::new(&plan, &worker, upstream, stream.origin.peer);
-    let counted = Counted {
-        metrics: Arc::clone(&worker.metrics),
-        shard: worker.index,
-    };
-    let max_header_list = u32::try_from(plan.limits.max_head).unwrap_or(u32::MAX);
-    let empty = matches!(body, RequestBody::Empty);
     let mut retries = Retries::new(config.retries, outgoing.method, body.in_hand());
-    let mut body = body;
     let timeout = config.timeouts.request;
     let trailer_rules = TrailerRules {
         forward: stream.request_trailers() != TrailerPolicy::Drop,
         edits: context.edits,
         metrics: worker.metrics(),
     };
-    // The request body on its way up, from the attempt that opened it on.
-    let mut pumping = pin!(None);
-    let mut host = sender.pick(outgoing).await?;
-    let (response, lease) = loop {
-        let taken = h2_pool::stream(
-            &worker.h2_pool,
-            config,
-            upstream,
-            host,
-            max_header_list,
-            &counted,
-        );
-        let (send, lease) = match stream.unless_reset(taken).await? {
-            Ok(found) => found,
-            Err(err) => {
-                let failure = sender.connect_failure(host, err);
-                host = sender.after_failure(host, &mut retries, failure).await?;
-                continue;
-            }
-        };
-        let this = match request.take() {
-            Some(built) => built,
-            None => build()?,
-        };
-        let sent_at = Instant::now();
-        let opened = stream.unless_reset(open(send, this, empty)).await?;
-        let waited = match opened {
-            Ok((mut response, upstream_body)) => {
-                let body = body.for_attempt();
-                pumping.set(Some(pump(body, upstream_body, max_body, trailer_rules)));
-                let pump = pumping.as_mut();
-                let limits = (timeout, max_body);
-                wait_head(stream, &sender, host, &mut response, pump, limits).await?
-            }
-            Err(err) => Err(err),
-        };
-        let (tried, failure) = match waited {
-            Ok(response) => {
-                sender.answered(host, sent_at, response.status());
-                let then = sender.decide(Tried::Answered(response.status()), &mut retries);
-                if then != Then::Answer {
-                    if let Some(next) = sender.next_host(host, then, &retries).await {
-                        // The answer is dropped with its stream (reset).
-                        pumping.set(None);
-                        host = next;
-                        continue;
-                    }
-                }
-                break (response, lease);
-            }
-            Err(err) if refused(&err) => {
-                if err.is_go_away() {
-                    lease.retire();
-                }
-                (Tried::Refused, None)
-            }
-            Err(err) => {
-                let what = format!("the stream failed: {err}");
-                let failure = sender.broken(host, &what, !retries.in_hand());
-                (Tried::Reset, Some(failure))
-            }
-        };
-        pumping.set(None);
-        host = match sender.again(host, tried, &mut retries).await {
-            Some(next) => next,
-            None => {
-                return Err(failure.unwrap_or_else(|| {
-                    let what = "the upstream refused the stream";
-                    sender.failure(host, UpstreamError::Broken, what, !retries.in_hand())
-                }))
-            }
-        };
+    let mut wire = H2Wire {
+        stream,
+        outgoing,
+        context,
+        source,
+        scheme,
+        fallback: config.host_name(HostId::new(0)),
+        // Built once; again only if the request is sent again.
+        request: None,
+        empty: matches!(body, RequestBody::Empty),
+        in_hand: body.in_hand(),
+        body,
+        max_body,
+        timeout,
+        trailer_rules,
+        pumping: pin!(None),
+        start: pump,
     };
+    wire.request = Some(wire.build()?);
+    let host = sender.pick(outgoing).await?;
+    let answered = exchange::run(&mut wire, &sender, host, &mut retries).await;
+    let H2Wire {
+        stream,
+        mut pumping,
+        ..
+    } = wire;
+    let Answered {
+        host,
+        answer: (response, lease),
+        ..
+    } = answered?;
     let relay = relay(stream, &sender, host, response, timeout);
     tokio::pin!(relay);
     let outcome = loop {
@@ -190,19 +122,6 @@ pub(super) async fn forward(
     };
     drop(lease);
     outcome
-}
-
-/// The pump's end, once (pending after, and while there is none).
-async fn pumped<F: Future<Output = Result<(), PumpError>>>(
-    mut pumping: Pin<&mut Option<F>>,
-) -> Result<(), PumpError> {
-    let done = poll_fn(|cx| match pumping.as_mut().as_pin_mut() {
-        Some(pump) => pump.poll(cx),
-        None => Poll::Pending,
-    })
-    .await;
-    pumping.set(None);
-    done
 }
 
 /// Waits for the final response head (sending interim answers on) while
@@ -256,6 +175,111 @@ async fn wait_head<F: Future<Output = Result<(), PumpError>>>(
     }
 }
 
+/// An HTTP/2 client's request to an HTTP/2 upstream, one attempt at a
+/// time: a stream on a pooled multiplexed connection, its body pumped
+/// (`start`, into `pumping`) while the response head is awaited; the
+/// pump goes on while the response is relayed.
+struct H2Wire<'s, 'a, P> {
+    stream: &'s mut Stream,
+    outgoing: &'s Outgoing<'s>,
+    context: &'s RequestContext<'s>,
+    source: &'s Uri,
+    scheme: &'static str,
+    /// The authority when the request names none.
+    fallback: &'s str,
+    request: Option<Request<()>>,
+    empty: bool,
+    /// The whole body is in hand (it can go again).
+    in_hand: bool,
+    body: RequestBody,
+    max_body: usize,
+    timeout: std::time::Duration,
+    trailer_rules: TrailerRules<'a>,
+    /// The request body on its way up, from the attempt that opened it on.
+    pumping: Pin<&'s mut Option<P>>,
+    start: fn(RequestBody, SendStream<Bytes>, usize, TrailerRules<'a>) -> P,
+}
+
+impl<P> H2Wire<'_, '_, P> {
+    /// The request head in HTTP/2 form, from the client's own values.
+    fn build(&self) -> Result<Request<()>, Failure> {
+        let (outgoing, context, fallback) = (self.outgoing, self.context, self.fallback);
+        http2::upstream_request(outgoing, context, self.scheme, fallback, Some(self.source))
+            .ok_or_else(|| {
+                Failure::new(
+                    StatusCode::BAD_REQUEST,
+                    "the request cannot be expressed in HTTP/2",
+                )
+            })
+    }
+}
+
+impl<'a, P> Wire for H2Wire<'_, 'a, P>
+where
+    P: Future<Output = Result<(), PumpError>> + Send,
+{
+    type Conn = (SendRequest<Bytes>, StreamLease);
+    type Answer = (Response<RecvStream>, StreamLease);
+
+    async fn connect(
+        &mut self,
+        sender: &Sender<'_>,
+        host: HostId,
+        _fresh_only: bool,
+    ) -> Result<Result<Self::Conn, Failure>, Failure> {
+        self.stream.unless_reset(sender.stream(host)).await
+    }
+
+    async fn send(
+        &mut self,
+        sender: &Sender<'_>,
+        host: HostId,
+        (send, lease): Self::Conn,
+        _sent_at: Instant,
+    ) -> Result<Self::Answer, Failed> {
+        let request = match self.request.take() {
+            Some(built) => built,
+            None => self.build().map_err(Failed::Final)?,
+        };
+        let opened = open(send, request, self.empty);
+        let opened = self.stream.unless_reset(opened).await;
+        let waited = match opened.map_err(Failed::Final)? {
+            Ok((mut response, upstream_body)) => {
+                let body = self.body.for_attempt();
+                let pump = (self.start)(body, upstream_body, self.max_body, self.trailer_rules);
+                self.pumping.set(Some(pump));
+                let limits = (self.timeout, self.max_body);
+                let pump = self.pumping.as_mut();
+                let head = wait_head(self.stream, sender, host, &mut response, pump, limits);
+                head.await.map_err(Failed::Final)?
+            }
+            Err(err) => Err(err),
+        };
+        let err = match waited {
+            Ok(response) => return Ok((response, lease)),
+            Err(err) => err,
+        };
+        self.pumping.set(None);
+        if !refused(&err) {
+            let what = format!("the stream failed: {err}");
+            return Err(Failed::Reset(sender.broken(host, &what, !self.in_hand)));
+        }
+        if err.is_go_away() {
+            lease.retire();
+        }
+        Err(Failed::Refused)
+    }
+
+    fn status(answer: &Self::Answer) -> StatusCode {
+        answer.0.status()
+    }
+
+    fn discard(&mut self, _: Self::Answer) {
+        // Dropped with its stream (reset); the request body stops with it.
+        self.pumping.set(None);
+    }
+}
+
 /// Opens the stream once the connection takes one more.
 async fn open(
     send: h2::client::SendRequest<Bytes>,
@@ -269,72 +293,6 @@ async fn open(
 /// Refused before the upstream processed it: safe to send again.
 fn refused(err: &h2::Error) -> bool {
     err.reason() == Some(Reason::REFUSED_STREAM) || err.is_go_away()
-}
-
-/// Sends the request body upstream: the held bytes, or the client's DATA
-/// frames as they come (their flow-control credit returned to the client
-/// only once the upstream took them), then the client's trailers as the
-/// route's `request_trailers` and the trailer rules allow.
-pub(super) async fn pump(
-    body: RequestBody,
-    mut upstream: SendStream<Bytes>,
-    max_body: usize,
-    trailer_rules: TrailerRules<'_>,
-) -> Result<(), PumpError> {
-    let mut client = match body {
-        RequestBody::Empty => return Ok(()),
-        RequestBody::Held(bytes, trailers) => {
-            let trailers = trailers.and_then(|t| trailer_rules.passable(t));
-            send_data(&mut upstream, bytes, trailers.is_none(), None)
-                .await
-                .map_err(|_| PumpError::Upstream)?;
-            return match trailers {
-                Some(trailers) => upstream
-                    .send_trailers(trailers)
-                    .map_err(|_| PumpError::Upstream),
-                None => Ok(()),
-            };
-        }
-        RequestBody::Streaming(client) => client,
-    };
-    let mut sent = 0;
-    while let Some(data) = client.data().await {
-        let data = data.map_err(|_| {
-            upstream.send_reset(Reason::CANCEL);
-            PumpError::Client
-        })?;
-        let len = data.len();
-        sent += len;
-        if sent > max_body {
-            upstream.send_reset(Reason::CANCEL);
-            return Err(PumpError::TooLarge);
-        }
-        let last = client.is_end_stream();
-        send_data(&mut upstream, data, last, None)
-            .await
-            .map_err(|_| PumpError::Upstream)?;
-        let _ = client.flow_control().release_capacity(len);
-        if last {
-            return Ok(());
-        }
-    }
-    match client.trailers().await {
-        Ok(Some(trailers)) => match trailer_rules.passable(trailers) {
-            Some(trailers) => upstream
-                .send_trailers(trailers)
-                .map_err(|_| PumpError::Upstream),
-            None => send_data(&mut upstream, Bytes::new(), true, None)
-                .await
-                .map_err(|_| PumpError::Upstream),
-        },
-        Ok(None) => send_data(&mut upstream, Bytes::new(), true, None)
-            .await
-            .map_err(|_| PumpError::Upstream),
-        Err(_) => {
-            upstream.send_reset(Reason::CANCEL);
-            Err(PumpError::Client)
-        }
-    }
 }
 
 /// Relays the response (head, body, trailers) to the client.
