@@ -128,3 +128,6 @@ pub(super) async fn run<W: Wire>(
         };
     }
 }
+
+#[cfg(test)]
+mod tests;
