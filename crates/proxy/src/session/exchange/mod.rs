@@ -8,70 +8,24 @@
 //! those pairs.
 
 pub(super) mod decide;
+pub(super) mod hosts;
+pub(super) mod wire;
 
-use std::{future::Future, time::Instant};
-
-use http::StatusCode;
+use std::time::Instant;
 
 use decide::{Retries, Then, Tried};
 
-use super::{sender::Sender, Failure};
+pub(super) use hosts::Sender;
+pub(super) use wire::{Failed, Wire};
+
+use super::Failure;
 use crate::{ids::HostId, telemetry::UpstreamError};
 
-/// How one attempt failed, as the loop tells failures apart.
-pub(super) enum Failed {
-    /// A pooled connection the upstream had already closed; nothing was
-    /// answered.
-    Stale,
-    /// The upstream refused the stream unprocessed (REFUSED_STREAM, GOAWAY).
-    Refused,
-    /// Closed or reset before any byte of an answer (`retry_on: reset`),
-    /// counted against the host already.
-    Reset(Failure),
-    /// Anything else: the failure is the answer.
-    Final(Failure),
-}
-
-/// The wire part of an attempt, for one client/upstream protocol pair:
-/// a connection (or stream) to a host, and the exchange on it up to the
-/// final response head (interim answers go to the client as
-/// `wire::interim` says; an early answer ends the request body).
-pub(super) trait Wire {
-    /// A connection to a host, or a stream on one.
-    type Conn: Send;
-    /// The final response head and what relaying its body needs.
-    type Answer: Send;
-
-    /// A connection to `host` (a new one with `fresh_only`); `Err` when
-    /// the client went away meanwhile, `Ok(Err)` when there is none (the
-    /// failure counted against the host by `Sender::after_failure`).
-    fn connect(
-        &mut self,
-        sender: &Sender<'_>,
-        host: HostId,
-        fresh_only: bool,
-    ) -> impl Future<Output = Result<Result<Self::Conn, Failure>, Failure>> + Send;
-
-    /// Sends the request on `conn` and reads the final response head.
-    /// What it fails with is dropped with its connection or stream.
-    fn send(
-        &mut self,
-        sender: &Sender<'_>,
-        host: HostId,
-        conn: Self::Conn,
-        sent_at: Instant,
-    ) -> impl Future<Output = Result<Self::Answer, Failed>> + Send;
-
-    fn status(answer: &Self::Answer) -> StatusCode;
-
-    /// Drops an answer that is not relayed (the request goes again).
-    fn discard(&mut self, answer: Self::Answer);
-}
-
-/// The answer that stands, from `host`, its head read at `at`.
-pub(super) struct Answered<A> {
+/// The answer that stands: its head read at `at` from `host` on `conn`.
+pub(super) struct Answered<C, H> {
     pub host: HostId,
-    pub answer: A,
+    pub conn: C,
+    pub head: H,
     pub at: Instant,
 }
 
@@ -83,35 +37,48 @@ pub(super) async fn run<W: Wire>(
     sender: &Sender<'_>,
     mut host: HostId,
     retries: &mut Retries,
-) -> Result<Answered<W::Answer>, Failure> {
+) -> Result<Answered<W::Conn, W::Head>, Failure> {
     loop {
-        let conn = match wire.connect(sender, host, retries.fresh_only()).await? {
-            Ok(conn) => conn,
-            Err(failure) => {
-                host = sender.after_failure(host, retries, failure).await?;
-                continue;
-            }
+        let fresh_only = retries.fresh_only();
+        let mut conn = match wire.pooled(sender, host, fresh_only) {
+            Some(conn) => conn,
+            None => match wire.connect(sender, host, fresh_only).await? {
+                Ok(conn) => conn,
+                Err(failure) => {
+                    host = sender.after_failure(host, retries, failure).await?;
+                    continue;
+                }
+            },
         };
         let sent_at = Instant::now();
-        let (tried, failure) = match wire.send(sender, host, conn, sent_at).await {
-            Ok(answer) => {
-                let status = W::status(&answer);
+        let failed = match wire.send(sender, host, &mut conn, sent_at).await {
+            Ok(head) => {
+                let status = W::status(&head);
                 let at = sender.answered(host, sent_at, status);
                 let then = sender.decide(Tried::Answered(status), retries);
                 if then != Then::Answer {
                     if let Some(next) = sender.next_host(host, then, retries).await {
                         // The answer is dropped with its connection or stream.
-                        wire.discard(answer);
+                        wire.close(conn, Some(head));
                         host = next;
                         continue;
                     }
                 }
-                return Ok(Answered { host, answer, at });
+                return Ok(Answered {
+                    host,
+                    conn,
+                    head,
+                    at,
+                });
             }
-            Err(Failed::Stale) => (Tried::Stale, None),
-            Err(Failed::Refused) => (Tried::Refused, None),
-            Err(Failed::Reset(failure)) => (Tried::Reset, Some(failure)),
-            Err(Failed::Final(failure)) => return Err(failure),
+            Err(failed) => failed,
+        };
+        wire.close(conn, None);
+        let (tried, failure) = match failed {
+            Failed::Stale => (Tried::Stale, None),
+            Failed::Refused => (Tried::Refused, None),
+            Failed::Reset(failure) => (Tried::Reset, Some(failure)),
+            Failed::Final(failure) => return Err(failure),
         };
         host = match sender.again(host, tried, retries).await {
             Some(next) => next,

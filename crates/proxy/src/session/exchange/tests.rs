@@ -11,7 +11,7 @@ use crate::{
     telemetry::Metrics,
     upstream::{h2_pool::H2Pool, pool::Pool},
 };
-use http::Method;
+use http::{Method, StatusCode};
 
 /// What one attempt of the script comes to.
 #[derive(Debug, Clone, Copy)]
@@ -33,6 +33,8 @@ struct Scripted {
     steps: VecDeque<Step>,
     /// (host, a new connection only) of each attempt.
     attempts: Vec<(usize, bool)>,
+    /// Connections closed, and of those with an answer dropped.
+    closed: usize,
     discarded: usize,
 }
 
@@ -43,7 +45,7 @@ fn failure(status: u16) -> Failure {
 
 impl Wire for Scripted {
     type Conn = Step;
-    type Answer = StatusCode;
+    type Head = StatusCode;
 
     async fn connect(
         &mut self,
@@ -64,10 +66,10 @@ impl Wire for Scripted {
         &mut self,
         _sender: &Sender<'_>,
         _host: HostId,
-        step: Step,
+        step: &mut Step,
         _sent_at: Instant,
     ) -> Result<StatusCode, Failed> {
-        match step {
+        match *step {
             Step::Answer(status) => Ok(StatusCode::from_u16(status).unwrap_or(StatusCode::OK)),
             Step::Stale => Err(Failed::Stale),
             Step::Refused => Err(Failed::Refused),
@@ -77,12 +79,13 @@ impl Wire for Scripted {
         }
     }
 
-    fn status(answer: &StatusCode) -> StatusCode {
-        *answer
+    fn status(head: &StatusCode) -> StatusCode {
+        *head
     }
 
-    fn discard(&mut self, _: StatusCode) {
-        self.discarded += 1;
+    fn close(&mut self, _: Step, head: Option<StatusCode>) {
+        self.closed += 1;
+        self.discarded += usize::from(head.is_some());
     }
 }
 
@@ -264,16 +267,25 @@ async fn the_loop_in_a_table() {
         let mut wire = Scripted {
             steps: steps.iter().copied().collect(),
             attempts: Vec::new(),
+            closed: 0,
             discarded: 0,
         };
         let mut retries = Retries::new(plan.upstream(upstream).retries, method, *in_hand);
         let got = run(&mut wire, &sender, HostId::new(0), &mut retries).await;
         let got = got
-            .map(|answered| answered.answer.as_u16())
+            .map(|answered| answered.head.as_u16())
             .map_err(|failure| failure.status.as_u16());
         assert_eq!(got, *stands, "{why}");
         assert_eq!(wire.attempts, *attempts, "{why}: attempts");
         assert_eq!(wire.discarded, *discarded, "{why}: answers dropped");
+        // Every connection but the one of an answer that stands is closed.
+        let connected = attempts.len()
+            - steps
+                .iter()
+                .filter(|s| matches!(s, NoConnection(_) | ClientGone))
+                .count();
+        let kept = usize::from(got.is_ok());
+        assert_eq!(wire.closed, connected - kept, "{why}: connections closed");
         assert!(wire.steps.is_empty(), "{why}: steps left");
     }
 }

@@ -17,10 +17,10 @@ mod to_h2;
 use client_side::{unless_reset, ClientSide, TrailerRules};
 use request_body::{hold, too_large, RequestBody};
 
-use std::{future::Future, sync::Arc, task::Poll};
+use std::sync::Arc;
 
 use bytes::Bytes;
-use h2::{server::SendResponse, RecvStream, SendStream};
+use h2::{server::SendResponse, RecvStream};
 use http::{header, request::Parts, HeaderValue, Method, Request, Response, StatusCode};
 use http1::Problem;
 
@@ -29,7 +29,6 @@ use super::{
     ClientOrigin, Failure, Worker, CLIENT_CLOSED,
 };
 use crate::{
-    config::TrailerPolicy,
     ids::RouteId,
     middleware::{Answer, Chain, Exchange, Outcome, RequestView},
     plan::Snapshot,
@@ -39,7 +38,7 @@ use crate::{
         fields::Fields,
         head::{Framing, Outgoing, RequestContext},
         http2,
-        interim::{ClientVersion, Interim, InterimAnswers, TooMany},
+        interim::InterimAnswers,
         normalize::{self, Refusal},
     },
 };
@@ -270,78 +269,10 @@ impl Stream {
         }
     }
 
-    /// Where the route sends the client's request trailers.
-    fn request_trailers(&self) -> TrailerPolicy {
-        self.route.map_or(TrailerPolicy::Auto, |route| {
-            self.plan.route(route).request_trailers
-        })
-    }
-
     /// The chain's edits to the request head, if it made any.
     fn take_request_edits(&mut self) -> Option<HeaderEdits> {
         self.chain.as_ref()?;
         Some(std::mem::take(&mut self.exchange.request_headers)).filter(|e| !e.is_empty())
-    }
-
-    /// Runs the chain's response phase; its edits, taken out of the exchange.
-    pub(super) fn response_edits(&mut self, status: StatusCode) -> Option<HeaderEdits> {
-        let chain = self.chain.as_ref()?;
-        chain.response(status, &mut self.exchange);
-        if self.exchange.response_headers.is_empty() {
-            return None;
-        }
-        Some(std::mem::take(&mut self.exchange.response_headers))
-    }
-
-    /// An interim answer from the upstream (either protocol), sent on as
-    /// a non-final HEADERS frame or dropped, as `wire::interim` says.
-    pub(super) fn interim(
-        &mut self,
-        status: StatusCode,
-        fields: Fields<'_>,
-    ) -> Result<(), TooMany> {
-        if self.interim.classify(status, ClientVersion::Http2)? == Interim::Forward {
-            if let Some(respond) = self.respond.as_mut() {
-                let _ =
-                    respond.send_informational(http2::client_response(status, fields, false, None));
-            }
-        }
-        Ok(())
-    }
-
-    /// Runs `work` unless the client resets the stream first: then `work`
-    /// is dropped at once (with it the upstream connection, closed, or
-    /// the upstream stream, reset) and the answer is [`Stream::cancelled`].
-    pub(super) async fn unless_reset<F: Future>(&mut self, work: F) -> Result<F::Output, Failure> {
-        let mut work = std::pin::pin!(work);
-        let respond = &mut self.respond;
-        // As `client_side::unless_reset`, in this one future (no layer more).
-        let done = std::future::poll_fn(|cx| {
-            if let Poll::Ready(done) = work.as_mut().poll(cx) {
-                return Poll::Ready(Some(done));
-            }
-            respond.poll_client_reset(cx).map(|()| None)
-        })
-        .await;
-        done.ok_or_else(|| self.cancelled())
-    }
-
-    /// The client reset its stream: nothing more goes to it.
-    pub(super) fn cancelled(&mut self) -> Failure {
-        self.reset = true;
-        Failure::new(CLIENT_CLOSED, "the client reset the stream")
-    }
-
-    /// Sends the response head; the stream for its body unless `end`.
-    pub(super) fn send_head(
-        &mut self,
-        response: Response<()>,
-        end: bool,
-    ) -> Option<SendStream<Bytes>> {
-        let respond = self.respond.as_mut()?;
-        let sent = respond.send_response(response, end).ok();
-        self.respond = None;
-        sent
     }
 
     /// A problem+json answer of the proxy's own.

@@ -22,10 +22,9 @@ use crate::{
     ids::{HostId, UpstreamId},
     middleware::Outcome,
     session::{
+        exchange::Sender,
         exchange::{self, decide::Retries, Answered, Failed, Wire},
-        passable_trailers,
-        send::Sender,
-        Failure, UPSTREAM_LIMITS,
+        passable_trailers, Failure, UPSTREAM_LIMITS,
     },
     telemetry::{Event, Shard, UpstreamError},
     upstream::{
@@ -98,7 +97,8 @@ pub(super) async fn forward(
     let stream = wire.stream;
     let Answered {
         host,
-        answer: (mut conn, response, fields, mut pump),
+        mut conn,
+        head: (response, fields, mut pump),
         ..
     } = answered?;
     sender.learn_cookies(
@@ -197,7 +197,7 @@ struct H1Wire<'s, 'a> {
 
 impl<'a> Wire for H1Wire<'_, 'a> {
     type Conn = UpstreamConn;
-    type Answer = (UpstreamConn, ResponseHead, Vec<http1::Field>, BodyPump<'a>);
+    type Head = (ResponseHead, Vec<http1::Field>, BodyPump<'a>);
 
     async fn connect(
         &mut self,
@@ -213,14 +213,13 @@ impl<'a> Wire for H1Wire<'_, 'a> {
         &mut self,
         sender: &Sender<'_>,
         host: HostId,
-        mut conn: UpstreamConn,
+        conn: &mut UpstreamConn,
         _sent_at: Instant,
-    ) -> Result<Self::Answer, Failed> {
+    ) -> Result<Self::Head, Failed> {
         let metrics = sender.worker.metrics();
         // Not watched for a reset: the write is bounded by `timeout`, and
         // a reset is seen at the wait for the answer, right after.
         if self.taken || !write_bounded(&mut conn.stream, &self.request, self.timeout).await {
-            metrics.upstream_open(conn.upstream, -1);
             let what = "cannot send the request";
             return Err(match conn.reused && !self.taken {
                 true => Failed::Stale,
@@ -232,11 +231,12 @@ impl<'a> Wire for H1Wire<'_, 'a> {
         let mut pump = BodyPump::new(client, self.chunked, self.max_body, self.trailer_rules);
         let deadline = tokio::time::Instant::now() + self.timeout;
         let read = loop {
-            let read = read_head(&mut conn, &mut pump, self.head_request, deadline);
-            let read = self.stream.unless_reset(read).await.map_err(|failure| {
-                metrics.upstream_open(conn.upstream, -1);
-                Failed::Final(failure)
-            })?;
+            let read = read_head(conn, &mut pump, self.head_request, deadline);
+            let read = self
+                .stream
+                .unless_reset(read)
+                .await
+                .map_err(Failed::Final)?;
             match read {
                 Ok(Parsed::Interim(interim, fields)) => {
                     let fields = Fields::H1 {
@@ -254,10 +254,9 @@ impl<'a> Wire for H1Wire<'_, 'a> {
             }
         };
         let err = match read {
-            Ok((response, fields)) => return Ok((conn, response, fields, pump)),
+            Ok((response, fields)) => return Ok((response, fields, pump)),
             Err(err) => err,
         };
-        metrics.upstream_open(conn.upstream, -1);
         let unread = !self.replayable;
         Err(match err {
             HeadError::Stale => Failed::Stale,
@@ -273,11 +272,11 @@ impl<'a> Wire for H1Wire<'_, 'a> {
         })
     }
 
-    fn status(answer: &Self::Answer) -> StatusCode {
-        answer.1.status
+    fn status(head: &Self::Head) -> StatusCode {
+        head.0.status
     }
 
-    fn discard(&mut self, (conn, ..): Self::Answer) {
+    fn close(&mut self, conn: UpstreamConn, _: Option<Self::Head>) {
         let metrics = self.stream.worker.metrics();
         metrics.upstream_open(conn.upstream, -1);
     }

@@ -28,10 +28,9 @@ use crate::{
     config::TrailerPolicy,
     ids::{HostId, UpstreamId},
     session::{
+        exchange::Sender,
         exchange::{self, decide::Retries, Answered, Failed, Wire},
-        passable_trailers,
-        send::Sender,
-        Failure,
+        passable_trailers, Failure,
     },
     telemetry::{Event, Shard, UpstreamError},
     upstream::h2_pool::{self, send_data, StreamLease, UpstreamHead},
@@ -100,7 +99,8 @@ pub(super) async fn forward(
     } = wire;
     let Answered {
         host,
-        answer: (response, lease),
+        conn: (_, lease),
+        head: response,
         ..
     } = answered?;
     let relay = relay(stream, &sender, host, response, timeout);
@@ -218,8 +218,9 @@ impl<'a, P> Wire for H2Wire<'_, 'a, P>
 where
     P: Future<Output = Result<(), PumpError>> + Send,
 {
-    type Conn = (SendRequest<Bytes>, StreamLease);
-    type Answer = (Response<RecvStream>, StreamLease);
+    /// The connection's handle (taken by the attempt) and the stream's slot.
+    type Conn = (Option<SendRequest<Bytes>>, StreamLease);
+    type Head = Response<RecvStream>;
 
     async fn connect(
         &mut self,
@@ -227,16 +228,21 @@ where
         host: HostId,
         _fresh_only: bool,
     ) -> Result<Result<Self::Conn, Failure>, Failure> {
-        self.stream.unless_reset(sender.stream(host)).await
+        let taken = self.stream.unless_reset(sender.stream(host)).await?;
+        Ok(taken.map(|(send, lease)| (Some(send), lease)))
     }
 
     async fn send(
         &mut self,
         sender: &Sender<'_>,
         host: HostId,
-        (send, lease): Self::Conn,
+        (send, lease): &mut Self::Conn,
         _sent_at: Instant,
-    ) -> Result<Self::Answer, Failed> {
+    ) -> Result<Self::Head, Failed> {
+        let Some(send) = send.take() else {
+            let what = "the stream was taken";
+            return Err(Failed::Final(sender.broken(host, what, true)));
+        };
         let request = match self.request.take() {
             Some(built) => built,
             None => self.build().map_err(Failed::Final)?,
@@ -256,10 +262,9 @@ where
             Err(err) => Err(err),
         };
         let err = match waited {
-            Ok(response) => return Ok((response, lease)),
+            Ok(response) => return Ok(response),
             Err(err) => err,
         };
-        self.pumping.set(None);
         if !refused(&err) {
             let what = format!("the stream failed: {err}");
             return Err(Failed::Reset(sender.broken(host, &what, !self.in_hand)));
@@ -270,11 +275,11 @@ where
         Err(Failed::Refused)
     }
 
-    fn status(answer: &Self::Answer) -> StatusCode {
-        answer.0.status()
+    fn status(head: &Self::Head) -> StatusCode {
+        head.status()
     }
 
-    fn discard(&mut self, _: Self::Answer) {
+    fn close(&mut self, _: Self::Conn, _: Option<Self::Head>) {
         // Dropped with its stream (reset); the request body stops with it.
         self.pumping.set(None);
     }

@@ -1,13 +1,13 @@
-//! One request's view of an upstream, the same for every client
-//! protocol: picking a host (and holding its in-flight count and
+//! One request's view of an upstream's hosts, the same for every client
+//! and upstream protocol: picking a host (and holding its in-flight count and
 //! connection slot until the request is done), counting answers and
 //! failures against hosts, the retry rules, and answering for them
 //! (502, 503, 504).
 
-use super::exchange::decide::{retry_host, Retries, Then, Tried};
-use super::{Failure, Worker};
+use super::decide::{retry_host, Retries, Then, Tried};
 use crate::ids::{HostId, UpstreamId};
 use crate::plan::Plan;
+use crate::session::{Failure, Worker};
 use crate::telemetry::UpstreamError;
 use crate::upstream::balance::NoSlot;
 use crate::upstream::connect::ConnectError;
@@ -15,7 +15,8 @@ use crate::upstream::h2_pool::{self, StreamLease};
 use crate::upstream::pool::UpstreamConn;
 use crate::upstream::queue::{self, NoConnection};
 use crate::upstream::retry::connect_retry_host;
-use crate::wire::{edits::HeaderEdits, fields::Fields, head::Outgoing};
+use crate::wire::edits::{with_cookie, HeaderEdits};
+use crate::wire::{fields::Fields, head::Outgoing};
 
 use std::{
     net::SocketAddr,
@@ -26,7 +27,7 @@ use std::{
 
 use bytes::Bytes;
 use h2::client::SendRequest;
-use http::{header::SET_COOKIE, StatusCode};
+use http::StatusCode;
 use tracing::warn;
 
 /// No host held.
@@ -473,18 +474,4 @@ pub(crate) fn no_healthy_host() -> Failure {
         StatusCode::SERVICE_UNAVAILABLE,
         "the upstream has no healthy host",
     )
-}
-
-/// `edits` with a `Set-Cookie: cookie` added, if there is a cookie.
-#[inline]
-pub(crate) fn with_cookie(
-    edits: Option<HeaderEdits>,
-    cookie: Option<&http::HeaderValue>,
-) -> Option<HeaderEdits> {
-    let Some(cookie) = cookie else {
-        return edits;
-    };
-    let mut edits = edits.unwrap_or_default();
-    edits.add.push((SET_COOKIE, cookie.clone()));
-    Some(edits)
 }
