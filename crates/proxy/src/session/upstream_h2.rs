@@ -5,7 +5,7 @@
 //! its interim answers (docs/LIFECYCLE-h2.md). `respond_h2` relays the
 //! response.
 
-use std::{future::poll_fn, time::Instant};
+use std::{future::poll_fn, task::Poll, time::Instant};
 
 use bytes::{Bytes, BytesMut};
 use h2::{
@@ -166,7 +166,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 left -= take;
                 let data = self.conn.rbuf.split_to(take).freeze();
                 if send_data(send, data, left == 0, None).await.is_err() {
-                    return Err(broken());
+                    return self.answered_first(head, response, &too_many, broken);
                 }
                 if left == 0 {
                     return Ok(None);
@@ -194,7 +194,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 .await
                 .is_err()
             {
-                return Err(broken());
+                return self.answered_first(head, response, &too_many, broken);
             }
             if decoded.done {
                 return Ok(None);
@@ -208,6 +208,30 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
             if let Some(answered) = self.more_body_or_answer(head, response, &too_many).await? {
                 return Ok(Some(answered));
+            }
+        }
+    }
+
+    /// After the stream stopped taking the body: the answer the upstream
+    /// gave before it reset the rest of the request (an early answer,
+    /// RFC 9113 8.1), if it is in; else `broken`.
+    fn answered_first(
+        &mut self,
+        head: &Head,
+        response: &mut ResponseFuture,
+        failed: &(dyn Fn() -> Failure + Sync),
+        broken: impl Fn() -> Failure,
+    ) -> Result<Option<Headed>, Failure> {
+        let waker = std::task::Waker::noop();
+        let mut cx = std::task::Context::from_waker(waker);
+        loop {
+            match h2_pool::poll_head(response, &mut cx) {
+                Poll::Ready(Ok(UpstreamHead::Interim(interim))) => {
+                    let fields = Fields::Map(interim.headers());
+                    self.take_interim(head, interim.status(), fields, failed)?;
+                }
+                Poll::Ready(Ok(UpstreamHead::Final(answered))) => return Ok(Some(Ok(answered))),
+                Poll::Ready(Err(_)) | Poll::Pending => return Err(broken()),
             }
         }
     }
