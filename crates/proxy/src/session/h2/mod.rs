@@ -2,7 +2,7 @@
 //! exchange, read straight from the `h2` codec: no HTTP/1.1 bytes in
 //! between. It goes through the same phases as an HTTP/1.1 request
 //! (normalisation and routing in `admit`, the route's chain, host choice
-//! and retries in `send`, the same head rules in `wire`), then to the
+//! and retries in `exchange`, the same head rules in `wire`), then to the
 //! upstream over HTTP/1.1 (`to_h1`) or HTTP/2 (`to_h2`). Request and
 //! response bodies flow at the same time, so bidirectional streams
 //! (gRPC) interleave and an early answer reaches the client.

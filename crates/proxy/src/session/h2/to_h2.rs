@@ -143,9 +143,13 @@ async fn wait_head<F: Future<Output = Result<(), PumpError>>>(
             if let Poll::Ready(head) = h2_pool::poll_head(response, cx) {
                 return Poll::Ready(Some(Ok(head)));
             }
-            if let Some(pump) = pumping.as_mut().as_pin_mut() {
-                if let Poll::Ready(done) = pump.poll(cx) {
-                    return Poll::Ready(Some(Err(done)));
+            // The body all up (or stopped), the head is awaited alone, in
+            // this same wait (no timer more).
+            let pumped = pumping.as_mut().as_pin_mut().map(|pump| pump.poll(cx));
+            if let Some(Poll::Ready(done)) = pumped {
+                pumping.set(None);
+                if let Err(PumpError::TooLarge) = done {
+                    return Poll::Ready(Some(Err(())));
                 }
             }
             respond.poll_client_reset(cx).map(|()| None)
@@ -163,13 +167,7 @@ async fn wait_head<F: Future<Output = Result<(), PumpError>>>(
             }
             Ok(Ok(Ok(UpstreamHead::Final(response)))) => return Ok(Ok(response)),
             Ok(Ok(Err(err))) => return Ok(Err(err)),
-            // The body is all up (or stopped): the head is awaited alone.
-            Ok(Err(done)) => {
-                pumping.set(None);
-                if let Err(PumpError::TooLarge) = done {
-                    return Err(super::too_large(max_body));
-                }
-            }
+            Ok(Err(())) => return Err(super::too_large(max_body)),
             Err(_) => return Err(sender.timed_out(host, timeout)),
         }
     }
@@ -251,9 +249,13 @@ where
         let opened = self.stream.unless_reset(opened).await;
         let waited = match opened.map_err(Failed::Final)? {
             Ok((mut response, upstream_body)) => {
-                let body = self.body.for_attempt();
-                let pump = (self.start)(body, upstream_body, self.max_body, self.trailer_rules);
-                self.pumping.set(Some(pump));
+                // An empty body ended with the head: nothing to pump.
+                if !self.empty {
+                    let body = self.body.for_attempt();
+                    let rules = self.trailer_rules;
+                    let pump = (self.start)(body, upstream_body, self.max_body, rules);
+                    self.pumping.set(Some(pump));
+                }
                 let limits = (self.timeout, self.max_body);
                 let pump = self.pumping.as_mut();
                 let head = wait_head(self.stream, sender, host, &mut response, pump, limits);
