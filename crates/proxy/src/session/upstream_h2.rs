@@ -277,6 +277,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Wire for H2Wire<'_, S> {
     type Conn = (Option<SendRequest<Bytes>>, StreamLease);
     type Head = Response<RecvStream>;
 
+    #[inline]
+    fn pooled(&mut self, sender: &Sender<'_>, host: HostId, _: bool) -> Option<Self::Conn> {
+        let (send, lease) = sender.pooled_stream(host)?;
+        Some((Some(send), lease))
+    }
+
     async fn connect(
         &mut self,
         sender: &Sender<'_>,

@@ -395,6 +395,14 @@ impl<'a> Sender<'a> {
         )
     }
 
+    /// A stream on a pooled multiplexed HTTP/2 connection to `host` with
+    /// room for one, if any: not async, so that the common case costs no
+    /// future.
+    #[inline]
+    pub(crate) fn pooled_stream(&self, host: HostId) -> Option<(SendRequest<Bytes>, StreamLease)> {
+        self.worker.h2_pool.take(self.config(), host)
+    }
+
     /// A stream on a multiplexed HTTP/2 connection to `host` (pooled, or
     /// a new one; its failure counted as a connect failure).
     pub(crate) async fn stream(

@@ -220,6 +220,12 @@ where
     type Conn = (Option<SendRequest<Bytes>>, StreamLease);
     type Head = Response<RecvStream>;
 
+    #[inline]
+    fn pooled(&mut self, sender: &Sender<'_>, host: HostId, _: bool) -> Option<Self::Conn> {
+        let (send, lease) = sender.pooled_stream(host)?;
+        Some((Some(send), lease))
+    }
+
     async fn connect(
         &mut self,
         sender: &Sender<'_>,
