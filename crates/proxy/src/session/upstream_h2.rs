@@ -18,8 +18,8 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{
     exchange::{
-        hosts::Sender,
-        wire::{Failed, Wire},
+        hosts::{H2Stream, Sender},
+        wire::{taken, Failed, Wire},
     },
     waits::Waited,
     Failure, Session, CLIENT_CLOSED,
@@ -27,7 +27,7 @@ use super::{
 use crate::{
     ids::HostId,
     telemetry::UpstreamError,
-    upstream::h2_pool::{self, send_data, StreamLease, UpstreamHead},
+    upstream::h2_pool::{self, send_data, UpstreamHead},
     wire::{fields::Fields, interim::TooMany},
 };
 
@@ -273,14 +273,12 @@ pub(super) struct H2Wire<'s, S> {
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Wire for H2Wire<'_, S> {
-    /// The connection's handle (taken by the attempt) and the stream's slot.
-    type Conn = (Option<SendRequest<Bytes>>, StreamLease);
+    type Conn = H2Stream;
     type Head = Response<RecvStream>;
 
     #[inline]
-    fn pooled(&mut self, sender: &Sender<'_>, host: HostId, _: bool) -> Option<Self::Conn> {
-        let (send, lease) = sender.pooled_stream(host)?;
-        Some((Some(send), lease))
+    fn pooled(&mut self, sender: &Sender<'_>, host: HostId, _: bool) -> Option<H2Stream> {
+        sender.pooled_stream(host)
     }
 
     async fn connect(
@@ -288,9 +286,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Wire for H2Wire<'_, S> {
         sender: &Sender<'_>,
         host: HostId,
         _fresh_only: bool,
-    ) -> Result<Result<Self::Conn, Failure>, Failure> {
-        let taken = self.session.unless_client_gone(sender.stream(host)).await?;
-        Ok(taken.map(|(send, lease)| (Some(send), lease)))
+    ) -> Result<Result<H2Stream, Failure>, Failure> {
+        self.session.unless_client_gone(sender.stream(host)).await
     }
 
     async fn send(
@@ -300,10 +297,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Wire for H2Wire<'_, S> {
         (send, lease): &mut Self::Conn,
         _sent_at: Instant,
     ) -> Result<Self::Head, Failed> {
-        let Some(send) = send.take() else {
-            let what = "the stream was taken";
-            return Err(Failed::Final(sender.broken(host, what, true)));
-        };
+        let send = send
+            .take()
+            .ok_or_else(|| Failed::Final(taken(sender, host)))?;
         let request = self.request.clone();
         let sent = self
             .session

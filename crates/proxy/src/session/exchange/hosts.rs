@@ -30,6 +30,10 @@ use h2::client::SendRequest;
 use http::StatusCode;
 use tracing::warn;
 
+/// A stream to open on a multiplexed HTTP/2 connection: the connection's
+/// handle (taken by the attempt that opens it) and the stream's slot.
+pub(crate) type H2Stream = (Option<SendRequest<Bytes>>, StreamLease);
+
 /// No host held.
 const NONE: usize = usize::MAX;
 
@@ -399,16 +403,14 @@ impl<'a> Sender<'a> {
     /// room for one, if any: not async, so that the common case costs no
     /// future.
     #[inline]
-    pub(crate) fn pooled_stream(&self, host: HostId) -> Option<(SendRequest<Bytes>, StreamLease)> {
-        self.worker.h2_pool.take(self.config(), host)
+    pub(crate) fn pooled_stream(&self, host: HostId) -> Option<H2Stream> {
+        let (send, lease) = self.worker.h2_pool.take(self.config(), host)?;
+        Some((Some(send), lease))
     }
 
     /// A stream on a multiplexed HTTP/2 connection to `host` (pooled, or
     /// a new one; its failure counted as a connect failure).
-    pub(crate) async fn stream(
-        &self,
-        host: HostId,
-    ) -> Result<(SendRequest<Bytes>, StreamLease), Failure> {
+    pub(crate) async fn stream(&self, host: HostId) -> Result<H2Stream, Failure> {
         let worker = self.worker;
         let counted = h2_pool::Counted {
             metrics: Arc::clone(&worker.metrics),
@@ -417,7 +419,8 @@ impl<'a> Sender<'a> {
         let max_header_list = u32::try_from(self.plan.limits.max_head).unwrap_or(u32::MAX);
         let (pool, config) = (&worker.h2_pool, self.config());
         let taken = h2_pool::stream(pool, config, self.upstream, host, max_header_list, &counted);
-        taken.await.map_err(|err| self.connect_failure(host, err))
+        let (send, lease) = taken.await.map_err(|err| self.connect_failure(host, err))?;
+        Ok((Some(send), lease))
     }
 
     /// A pooled HTTP/1.1 connection to `host` (unless `fresh_only`), or a

@@ -68,3 +68,9 @@ pub(crate) trait Wire {
     /// stands: it failed, or its answer (`head`) goes again.
     fn close(&mut self, conn: Self::Conn, head: Option<Self::Head>);
 }
+
+/// The failure of an attempt on a stream whose connection handle an
+/// earlier attempt took (each attempt takes a stream of its own).
+pub(crate) fn taken(sender: &Sender<'_>, host: HostId) -> Failure {
+    sender.broken(host, "the stream was taken", true)
+}

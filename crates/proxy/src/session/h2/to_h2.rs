@@ -29,11 +29,11 @@ use crate::{
     ids::{HostId, UpstreamId},
     session::{
         exchange::Sender,
-        exchange::{self, decide::Retries, Answered, Failed, Wire},
+        exchange::{self, decide::Retries, hosts::H2Stream, wire::taken, Answered, Failed, Wire},
         passable_trailers, Failure,
     },
     telemetry::{Event, Shard, UpstreamError},
-    upstream::h2_pool::{self, send_data, StreamLease, UpstreamHead},
+    upstream::h2_pool::{self, send_data, UpstreamHead},
     wire::{
         edits::HeaderEdits,
         fields::Fields,
@@ -216,14 +216,12 @@ impl<'a, P> Wire for H2Wire<'_, 'a, P>
 where
     P: Future<Output = Result<(), PumpError>> + Send,
 {
-    /// The connection's handle (taken by the attempt) and the stream's slot.
-    type Conn = (Option<SendRequest<Bytes>>, StreamLease);
+    type Conn = H2Stream;
     type Head = Response<RecvStream>;
 
     #[inline]
-    fn pooled(&mut self, sender: &Sender<'_>, host: HostId, _: bool) -> Option<Self::Conn> {
-        let (send, lease) = sender.pooled_stream(host)?;
-        Some((Some(send), lease))
+    fn pooled(&mut self, sender: &Sender<'_>, host: HostId, _: bool) -> Option<H2Stream> {
+        sender.pooled_stream(host)
     }
 
     async fn connect(
@@ -231,9 +229,8 @@ where
         sender: &Sender<'_>,
         host: HostId,
         _fresh_only: bool,
-    ) -> Result<Result<Self::Conn, Failure>, Failure> {
-        let taken = self.stream.unless_reset(sender.stream(host)).await?;
-        Ok(taken.map(|(send, lease)| (Some(send), lease)))
+    ) -> Result<Result<H2Stream, Failure>, Failure> {
+        self.stream.unless_reset(sender.stream(host)).await
     }
 
     async fn send(
@@ -243,10 +240,9 @@ where
         (send, lease): &mut Self::Conn,
         _sent_at: Instant,
     ) -> Result<Self::Head, Failed> {
-        let Some(send) = send.take() else {
-            let what = "the stream was taken";
-            return Err(Failed::Final(sender.broken(host, what, true)));
-        };
+        let send = send
+            .take()
+            .ok_or_else(|| Failed::Final(taken(sender, host)))?;
         let request = match self.request.take() {
             Some(built) => built,
             None => self.build().map_err(Failed::Final)?,
@@ -295,7 +291,7 @@ where
 
 /// Opens the stream once the connection takes one more.
 async fn open(
-    send: h2::client::SendRequest<Bytes>,
+    send: SendRequest<Bytes>,
     request: Request<()>,
     end: bool,
 ) -> Result<(ResponseFuture, SendStream<Bytes>), h2::Error> {
