@@ -4,6 +4,8 @@
 //! inside `use crate::{…}` groups, and fails on an import that goes up or
 //! sideways (which is also what makes a cycle impossible).
 
+mod support;
+
 use std::{collections::BTreeMap, fs, path::Path};
 
 /// Top-level modules and their layers, bottom first.
@@ -78,22 +80,10 @@ fn imports(text: &str) -> Vec<String> {
     found
 }
 
-fn sources(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-    for entry in fs::read_dir(dir).expect("read src").flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            sources(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
-
 #[test]
 fn imports_only_go_down() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    sources(&src, &mut files);
+    let files = support::rust_files(&src);
     let mut wrong: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut checked = 0;
     for file in &files {
@@ -155,8 +145,7 @@ fn the_import_reader_sees_groups_and_paths() {
 #[test]
 fn no_source_file_is_over_500_lines() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    sources(&root, &mut files);
+    let files = support::rust_files(&root);
     assert!(!files.is_empty());
     let long: Vec<String> = files
         .iter()

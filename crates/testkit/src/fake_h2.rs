@@ -1,8 +1,8 @@
 //! A small HTTP/2 server (the `h2` crate) for testing HTTP/2 clients: h2c
 //! with prior knowledge, or TLS with the caller's configuration. It counts
 //! requests, request-body bytes and the most streams it had in flight at
-//! once on one connection; it can refuse streams or shut connections down
-//! ([`H2Options`]); it answers by path:
+//! once on one connection; it can refuse, reset or fail streams and shut
+//! connections down ([`H2Options`]); it answers by path:
 //!
 //! - `/status/NNN`: status NNN, body `ok`;
 //! - `/delay/MS`: 200 `ok` after MS milliseconds;
@@ -57,6 +57,13 @@ pub struct H2Options {
     /// Refuse the first n streams of each connection unprocessed
     /// (RST_STREAM REFUSED_STREAM).
     pub refuse_first: u64,
+    /// Reset the next n streams of each connection (after the refused
+    /// ones) with INTERNAL_ERROR once their head is in: processed, then
+    /// failed before any answer (a reset, not a refusal).
+    pub reset_first: u64,
+    /// Answer the next n streams of each connection (after the reset
+    /// ones) `503 Service Unavailable`, body `unavailable`.
+    pub unavailable_first: u64,
 }
 
 /// The connection-level behaviour of [`H2Options`], copied to each connection.
@@ -64,6 +71,8 @@ pub struct H2Options {
 struct Limits {
     goaway_after: Option<u64>,
     refuse_first: u64,
+    reset_first: u64,
+    unavailable_first: u64,
 }
 
 /// What the server has seen, shared with its tasks.
@@ -110,6 +119,8 @@ impl H2Server {
         let limits = Limits {
             goaway_after: options.goaway_after,
             refuse_first: options.refuse_first,
+            reset_first: options.reset_first,
+            unavailable_first: options.unavailable_first,
         };
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the h2 server");
         listener
@@ -247,6 +258,16 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(io: S, counters: Arc<Counters>
             continue;
         }
         counters.requests.fetch_add(1, Ordering::SeqCst);
+        let failing = streams - limits.refuse_first;
+        if failing <= limits.reset_first {
+            respond.send_reset(Reason::INTERNAL_ERROR);
+            continue;
+        }
+        if failing - limits.reset_first <= limits.unavailable_first {
+            let payload = Bytes::from_static(b"unavailable");
+            send(&mut respond, StatusCode::SERVICE_UNAVAILABLE, payload);
+            continue;
+        }
         let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         counters.max_streams.fetch_max(now, Ordering::SeqCst);
         counters.in_flight.fetch_add(1, Ordering::SeqCst);

@@ -17,7 +17,7 @@ use http1::{
 };
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 
-use super::{Failure, Session, READ_RESERVE};
+use super::{exchange::hosts::Sender, Failure, Session, READ_RESERVE};
 use crate::upstream::pool::UpstreamConn;
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
@@ -64,6 +64,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// body goes on; a final answer (or a close) ends the body early.
     pub(super) async fn stream_body(
         &mut self,
+        sender: &Sender<'_>,
         head: &Head,
         conn: &mut UpstreamConn,
     ) -> Result<(), Failure> {
@@ -119,7 +120,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                         }
                     }
                     Written::Failed if done => {
-                        return Err(self.broken(conn, "cannot send the request body", false));
+                        return Err(sender.broken(
+                            conn.host,
+                            "cannot send the request body",
+                            false,
+                        ));
                     }
                     Written::Failed => {
                         // Closed on us mid-body: it may have answered first.

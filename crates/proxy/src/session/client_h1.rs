@@ -5,8 +5,7 @@
 
 use super::admit::{Admission, Decided};
 use super::idle::{Idle, BUSY_LINGER};
-use super::{admit, Failure, Next, Worker, READ_RESERVE, SHRINK_ABOVE};
-use crate::ids::RouteId;
+use super::{admit, Failure, Next, Worker, SHRINK_ABOVE};
 use crate::middleware::{Chain, Exchange, Outcome};
 use crate::plan::Snapshot;
 use crate::telemetry::Event;
@@ -19,12 +18,11 @@ use http1::{ChunkedDecoder, Field, Framing as RequestFraming, Head};
 use std::cell::RefCell;
 use std::future::Future;
 use std::net::SocketAddr;
-use tokio::time::timeout;
 
 use std::sync::Arc;
 
 use http::{header, StatusCode};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::debug;
 
 /// Spare scratch sets a worker thread keeps for its busy sessions.
@@ -320,46 +318,5 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if self.ubuf.capacity() > SHRINK_ABOVE {
             self.ubuf = Vec::new();
         }
-    }
-
-    /// Reads more of a request body from the client.
-    /// 408 when the client stalls past `idle_timeout`, 400 when it goes away.
-    pub(super) async fn read_body_part(&mut self) -> Result<(), Failure> {
-        let closed = || Failure {
-            body_unread: true,
-            ..Failure::new(StatusCode::BAD_REQUEST, "client closed mid-body")
-        };
-        if !self.conn.flush().await {
-            return Err(closed());
-        }
-        let idle = self.plan.idle_timeout;
-        let conn = &mut self.conn;
-        conn.rbuf.reserve(READ_RESERVE);
-        match timeout(idle, conn.stream.read_buf(&mut conn.rbuf)).await {
-            Ok(Ok(0) | Err(_)) => Err(closed()),
-            Ok(Ok(_)) => Ok(()),
-            Err(_) => Err(Failure {
-                body_unread: true,
-                ..Failure::new(
-                    StatusCode::REQUEST_TIMEOUT,
-                    "request body not received in time",
-                )
-            }),
-        }
-    }
-
-    /// Limits for the current request's body.
-    pub(super) fn body_limits(&self) -> http1::Limits {
-        http1::Limits {
-            max_head: self.plan.limits.max_head,
-            max_body: self.max_body,
-        }
-    }
-
-    pub(super) fn count(&self, route: Option<RouteId>, status: StatusCode) {
-        let routes = self.plan.route_count();
-        self.worker
-            .metrics()
-            .request(route, status.as_u16(), routes);
     }
 }

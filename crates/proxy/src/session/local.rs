@@ -1,7 +1,7 @@
 //! Answers of the proxy's own: problem+json for failures, `405` with
 //! `Allow`, `204` for `OPTIONS *`, and a handler's early answer.
 
-use super::{Failure, Next, Session, CLIENT_CLOSED};
+use super::{response::persistence, Failure, Next, Session, CLIENT_CLOSED};
 use crate::ids::RouteId;
 use crate::middleware::{Answer, Outcome};
 use crate::telemetry::Event;
@@ -193,13 +193,5 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
             _ => Next::Close,
         }
-    }
-}
-
-pub(super) fn persistence(head: &Head, close: bool) -> Persistence {
-    match (close, head.http10) {
-        (true, _) => Persistence::Close,
-        (false, true) => Persistence::KeepAlive10,
-        (false, false) => Persistence::KeepAlive,
     }
 }

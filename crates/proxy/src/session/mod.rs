@@ -9,6 +9,7 @@ use std::{net::SocketAddr, time::Duration};
 use http::StatusCode;
 
 use crate::{
+    middleware::{Chain, Exchange},
     telemetry::{Event, Shard},
     wire::{edits::HeaderEdits, trailers},
 };
@@ -16,26 +17,26 @@ use crate::{
 mod admit;
 mod body_h1;
 mod client_h1;
+mod exchange;
+mod forward;
 mod h2;
 mod idle;
 mod local;
 mod park;
 mod respond;
 mod respond_h2;
-mod send;
-mod sender;
+mod response;
 mod upstream_h1;
 mod upstream_h2;
+mod waits;
 mod worker;
 
 use client_h1::Session;
 pub(crate) use h2::serve_stream;
 pub(crate) use idle::{serve_h1, H2c};
-use local::persistence;
 pub(crate) use park::{
     run as run_parking_lot, serve_unparked, ConnectionSlot, Parked, ParkingLot, Serving, PARK_AFTER,
 };
-use upstream_h1::{SendFailed, UpstreamRead};
 
 pub(crate) use worker::Worker;
 
@@ -96,6 +97,20 @@ fn passable_trailers(
         metrics.event(Event::TrailerFieldRemoved);
     }
     trailers
+}
+
+/// Runs `chain`'s response phase; the edits it made, taken out of
+/// `exchange` (given back once the head is written), if any.
+fn response_edits(
+    chain: Option<&std::sync::Arc<Chain>>,
+    exchange: &mut Exchange,
+    status: StatusCode,
+) -> Option<HeaderEdits> {
+    chain?.response(status, exchange);
+    if exchange.response_headers.is_empty() {
+        return None;
+    }
+    Some(std::mem::take(&mut exchange.response_headers))
 }
 
 /// Where a session's client comes from.

@@ -1,13 +1,14 @@
 //! The response: its head for the client (after the chain's response
 //! phase), its body relayed as it arrives, or a tunnel after `101`.
 
-use super::sender::with_cookie;
-use super::{persistence, Failure, Next, Session, UpstreamRead, FLUSH_AT, UPSTREAM_LIMITS};
+use super::{
+    response::persistence, waits::UpstreamRead, Failure, Next, Session, FLUSH_AT, UPSTREAM_LIMITS,
+};
 use crate::ids::RouteId;
 use crate::middleware::{Outcome, ResponseView};
 use crate::telemetry::UpstreamError;
 use crate::upstream::pool::UpstreamConn;
-use crate::wire::edits::HeaderEdits;
+use crate::wire::edits::{with_cookie, HeaderEdits};
 use crate::wire::head;
 use crate::wire::{fields::Fields, head::Framing};
 use http1::chunked::{encode_chunk, LAST_CHUNK};
@@ -262,23 +263,5 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 &self.decided.upgrade.kept,
             )
         })
-    }
-
-    /// Runs the chain's response phase; the edits it made, taken out of
-    /// the exchange (give them back with `put_back_edits`), if any.
-    pub(super) fn response_edits(&mut self, status: StatusCode) -> Option<HeaderEdits> {
-        let chain = self.chain.as_ref()?;
-        chain.response(status, &mut self.exchange);
-        if self.exchange.response_headers.is_empty() {
-            return None;
-        }
-        Some(std::mem::take(&mut self.exchange.response_headers))
-    }
-
-    /// Returns the edits' buffers to the exchange, for the next request.
-    pub(super) fn put_back_edits(&mut self, edits: Option<HeaderEdits>) {
-        if let Some(edits) = edits {
-            self.exchange.response_headers = edits;
-        }
     }
 }

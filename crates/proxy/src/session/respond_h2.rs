@@ -14,13 +14,14 @@ use http1::{
 use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::warn;
 
-use super::{passable_trailers, persistence, upstream_h2::Waited, Next, Session};
+use super::{passable_trailers, response::persistence, waits::Waited, Next, Session};
 use crate::{
     ids::{RouteId, UpstreamId},
     middleware::Outcome,
     telemetry::UpstreamError,
     upstream::h2_pool::StreamLease,
     wire::{
+        edits::with_cookie,
         fields::Fields,
         head::{self, Framing},
     },
@@ -44,7 +45,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             upstream: Some(upstream),
             body_bytes: 0,
         };
-        let edits = super::sender::with_cookie(self.response_edits(parts.status), sticky);
+        let edits = with_cookie(self.response_edits(parts.status), sticky);
         let length = parts
             .headers
             .get(header::CONTENT_LENGTH)

@@ -1,188 +1,86 @@
-//! The exchange with an upstream spoken to over HTTP/2 (`protocol: h2c |
-//! h2`): the HTTP/1.1 request becomes a stream on a multiplexed
-//! connection, and the response comes back as HTTP/1.1, trailers kept in
-//! a chunked body (docs/LIFECYCLE-h2.md).
+//! The wire part of an HTTP/1.1 client's attempt on an HTTP/2 upstream
+//! (`protocol: h2c | h2`; `H2Wire`, run by `exchange::run`): a stream on
+//! a pooled multiplexed connection, the body streamed from the client's
+//! connection while the answer is watched for, the response head after
+//! its interim answers (docs/LIFECYCLE-h2.md). `respond_h2` relays the
+//! response.
 
-use std::{
-    future::poll_fn,
-    sync::Arc,
-    task::Poll,
-    time::{Duration, Instant},
+use std::{future::poll_fn, task::Poll, time::Instant};
+
+use bytes::{Bytes, BytesMut};
+use h2::{
+    client::{ResponseFuture, SendRequest},
+    RecvStream, SendStream,
 };
-
-use bytes::{Buf, Bytes, BytesMut};
-use h2::{client::ResponseFuture, RecvStream, SendStream};
 use http::{Response, StatusCode};
 use http1::{chunked::body_too_large, Framing as RequestFraming, Head};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{
-    send::{resend_after_refused, Sender},
-    upstream_h1::outgoing,
-    upstream_h1::poll_client_gone,
-    Failure, Next, Session, CLIENT_CLOSED,
+    exchange::{
+        hosts::{H2Stream, Sender},
+        wire::{taken, Failed, Wire},
+    },
+    waits::Waited,
+    Failure, Session, CLIENT_CLOSED,
 };
 use crate::{
-    ids::{HostId, RouteId, UpstreamId},
+    ids::HostId,
     telemetry::UpstreamError,
     upstream::h2_pool::{self, send_data, UpstreamHead},
-    wire::{fields::Fields, http2, interim::TooMany},
+    wire::{fields::Fields, interim::TooMany},
 };
 
 /// What the upstream said to a request on a stream.
-type Answered = Result<Response<RecvStream>, h2::Error>;
-
-/// How a wait for the upstream ended.
-pub(super) enum Waited<T> {
-    Done(T),
-    TimedOut,
-    /// The client closed its connection (or a flush to it failed).
-    ClientGone,
-}
+type Headed = Result<Response<RecvStream>, h2::Error>;
 
 /// How sending a request on a stream failed.
 enum StreamFailure {
     /// The upstream refused the stream before processing it (REFUSED_STREAM
-    /// or GOAWAY): safe to send again.
-    Refused,
+    /// or, with `goaway`, GOAWAY): safe to send again.
+    Refused {
+        goaway: bool,
+    },
+    /// The stream or its connection failed before any answer (counted
+    /// against the host already): `retry_on: reset`.
+    Reset(Failure),
     Failed(Failure),
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
-    /// `forward` for an HTTP/2 upstream.
-    pub(super) async fn forward_h2(
-        &mut self,
-        head: &Head,
-        route: RouteId,
-    ) -> Result<Next, Failure> {
-        let plan = Arc::clone(&self.plan);
-        let worker = Arc::clone(&self.worker);
-        let upstream_index = plan.route(route).upstream;
-        let upstream = &plan.upstream(upstream_index);
-        let picker = Sender::new(&plan, &worker, upstream_index, self.peer);
-        let context = self.request_context(head, upstream.host_header.as_ref())?;
-        let scheme = if upstream.tls.is_some() {
-            "https"
-        } else {
-            "http"
-        };
-        let fallback = upstream.host_name(HostId::new(0));
-        let outgoing = outgoing(&self.conn.rbuf, head, &self.fields);
-        let request = http2::upstream_request(&outgoing, &context, scheme, fallback, None)
-            .ok_or_else(|| {
-                Failure::new(
-                    StatusCode::BAD_REQUEST,
-                    "the request cannot be expressed in HTTP/2",
-                )
-            })?;
-        let picked = picker.pick(&outgoing).await;
-        self.conn.rbuf.advance(head.len);
-        let mut host = picked?;
-        let mut attempts = 0;
-        loop {
-            let counted = h2_pool::Counted {
-                metrics: Arc::clone(&worker.metrics),
-                shard: worker.index,
-            };
-            let max_header_list = u32::try_from(plan.limits.max_head).unwrap_or(u32::MAX);
-            let taken = h2_pool::stream(
-                &worker.h2_pool,
-                upstream,
-                upstream_index,
-                host,
-                max_header_list,
-                &counted,
-            );
-            let (sender, lease) = match self.unless_client_gone(taken).await? {
-                Ok(stream) => stream,
-                Err(err) => {
-                    let failure = self.connect_failure(upstream_index, host, err);
-                    host = picker.after_failure(host, &mut attempts, failure).await?;
-                    continue;
-                }
-            };
-            let sent_at = Instant::now();
-            match self
-                .send_h2(head, sender, request.clone(), upstream_index, host)
-                .await
-            {
-                Ok(response) => {
-                    picker.answered(host, sent_at, response.status());
-                    picker.learn_cookies(host, Fields::Map(response.headers()));
-                    let cookie = picker.cookie(host);
-                    return Ok(self
-                        .respond_h2(head, route, upstream_index, response, lease, cookie)
-                        .await);
-                }
-                Err(StreamFailure::Refused)
-                    if resend_after_refused(
-                        attempts,
-                        upstream.retries,
-                        head.framing == RequestFraming::Empty,
-                    ) =>
-                {
-                    lease.retire();
-                    attempts += 1;
-                }
-                Err(StreamFailure::Refused) => {
-                    lease.retire();
-                    return Err(self.upstream_failure(
-                        upstream_index,
-                        host,
-                        UpstreamError::Broken,
-                        "the upstream refused the stream",
-                        false,
-                    ));
-                }
-                Err(StreamFailure::Failed(failure)) => return Err(failure),
-            }
-        }
-    }
-
     /// Opens the stream, sends the body and waits for the response head.
     async fn send_h2(
         &mut self,
-        head: &Head,
-        sender: h2::client::SendRequest<Bytes>,
-        request: http::Request<()>,
-        upstream: UpstreamId,
+        sender: &Sender<'_>,
         host: HostId,
+        head: &Head,
+        send: SendRequest<Bytes>,
+        request: http::Request<()>,
     ) -> Result<Response<RecvStream>, StreamFailure> {
-        let timeout = self.plan.upstream(upstream).timeouts.request;
-        let refused_or = |this: &Self, err: h2::Error, what: &str| {
-            if err.reason() == Some(h2::Reason::REFUSED_STREAM) || err.is_go_away() {
-                return StreamFailure::Refused;
-            }
-            StreamFailure::Failed(this.upstream_failure(
-                upstream,
-                host,
-                UpstreamError::Broken,
-                &format!("{what}: {err}"),
-                head.framing != RequestFraming::Empty,
-            ))
-        };
-        let too_many = |this: &Self| {
-            this.upstream_failure(
-                upstream,
-                host,
-                UpstreamError::Broken,
-                TooMany::DETAIL,
-                head.framing != RequestFraming::Empty,
-            )
-        };
-        let mut sender = match sender.ready().await {
-            Ok(sender) => sender,
-            Err(err) => return Err(refused_or(self, err, "the connection is closed")),
-        };
+        let timeout = sender.plan.upstream(sender.upstream).timeouts.request;
         let empty = head.framing == RequestFraming::Empty;
-        let (mut response, mut body) = match sender.send_request(request, empty) {
-            Ok(sent) => sent,
-            Err(err) => return Err(refused_or(self, err, "cannot open a stream")),
+        let refused_or = |err: h2::Error, what: &str| {
+            if err.reason() == Some(h2::Reason::REFUSED_STREAM) || err.is_go_away() {
+                return StreamFailure::Refused {
+                    goaway: err.is_go_away(),
+                };
+            }
+            let what = format!("{what}: {err}");
+            StreamFailure::Reset(sender.broken(host, &what, !empty))
         };
+        let mut send = match send.ready().await {
+            Ok(send) => send,
+            Err(err) => return Err(refused_or(err, "the connection is closed")),
+        };
+        let (mut response, mut body) = match send.send_request(request, empty) {
+            Ok(sent) => sent,
+            Err(err) => return Err(refused_or(err, "cannot open a stream")),
+        };
+        let too_many = || sender.failure(host, UpstreamError::Broken, TooMany::DETAIL, !empty);
         let early = if empty {
             None
         } else {
-            self.stream_body_h2(head, &mut body, &mut response, upstream, host)
+            self.stream_body_h2(sender, host, head, &mut body, &mut response)
                 .await
                 .map_err(StreamFailure::Failed)?
         };
@@ -200,19 +98,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         };
         match response {
             Some(Ok(response)) => Ok(response),
-            Some(Err(err)) => Err(refused_or(self, err, "the stream failed")),
-            None => {
-                let mut failure = self.upstream_failure(
-                    upstream,
-                    host,
-                    UpstreamError::Timeout,
-                    &format!("no response within {timeout:?}"),
-                    false,
-                );
-                failure.status = StatusCode::GATEWAY_TIMEOUT;
-                self.sender(upstream).count_failure(host);
-                Err(StreamFailure::Failed(failure))
-            }
+            Some(Err(err)) => Err(refused_or(err, "the stream failed")),
+            None => Err(StreamFailure::Failed(sender.timed_out(host, timeout))),
         }
     }
 
@@ -223,9 +110,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         &mut self,
         head: &Head,
         response: &mut ResponseFuture,
-        timeout: Duration,
-        failed: &(dyn Fn(&Self) -> Failure + Sync),
-    ) -> Result<Option<Answered>, StreamFailure> {
+        timeout: std::time::Duration,
+        failed: &(dyn Fn() -> Failure + Sync),
+    ) -> Result<Option<Headed>, StreamFailure> {
         loop {
             let next = poll_fn(|cx| h2_pool::poll_head(response, cx));
             match self.wait(next, timeout, true).await {
@@ -248,65 +135,30 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
     }
 
-    /// Awaits `future` for at most `timeout`; answers already waiting for
-    /// the client are written first if it is not ready at once. With
-    /// `watch_client` (while the answer's head is awaited), a client that
-    /// closes its connection ends the wait, as in `read_upstream`.
-    pub(super) async fn wait<F: std::future::Future + Unpin>(
-        &mut self,
-        mut future: F,
-        timeout: Duration,
-        watch_client: bool,
-    ) -> Waited<F::Output> {
-        let polled = poll_fn(|cx| Poll::Ready(std::pin::Pin::new(&mut future).poll(cx))).await;
-        if let Poll::Ready(output) = polled {
-            return Waited::Done(output);
-        }
-        if !self.conn.flush().await {
-            return Waited::ClientGone;
-        }
-        let max_buffered = self.plan.limits.max_head;
-        let client = &mut self.conn;
-        let watched = poll_fn(|cx| {
-            if watch_client && poll_client_gone(client, max_buffered, cx).is_ready() {
-                return Poll::Ready(None);
-            }
-            std::pin::Pin::new(&mut future).poll(cx).map(Some)
-        });
-        match tokio::time::timeout(timeout, watched).await {
-            Ok(Some(output)) => Waited::Done(output),
-            Ok(None) => Waited::ClientGone,
-            Err(_) => Waited::TimedOut,
-        }
-    }
-
     /// Sends the request body (Content-Length or chunked from the client);
     /// the response instead, when it comes before the body ends.
     async fn stream_body_h2(
         &mut self,
+        sender: &Sender<'_>,
+        host: HostId,
         head: &Head,
         send: &mut SendStream<Bytes>,
         response: &mut ResponseFuture,
-        upstream: UpstreamId,
-        host: HostId,
-    ) -> Result<Option<Answered>, Failure> {
+    ) -> Result<Option<Headed>, Failure> {
         if head.expect_continue {
             self.conn
                 .wbuf
                 .extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
         }
-        let broken = |this: &Self| {
-            this.upstream_failure(
-                upstream,
+        let broken = || {
+            sender.failure(
                 host,
                 UpstreamError::Broken,
                 "cannot send the request body",
                 true,
             )
         };
-        let too_many = |this: &Self| {
-            this.upstream_failure(upstream, host, UpstreamError::Broken, TooMany::DETAIL, true)
-        };
+        let too_many = || sender.failure(host, UpstreamError::Broken, TooMany::DETAIL, true);
         if let RequestFraming::Length(len) = head.framing {
             let mut left = len;
             loop {
@@ -314,7 +166,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 left -= take;
                 let data = self.conn.rbuf.split_to(take).freeze();
                 if send_data(send, data, left == 0, None).await.is_err() {
-                    return Err(broken(self));
+                    return self.answered_first(head, response, &too_many, broken);
                 }
                 if left == 0 {
                     return Ok(None);
@@ -342,7 +194,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 .await
                 .is_err()
             {
-                return Err(broken(self));
+                return self.answered_first(head, response, &too_many, broken);
             }
             if decoded.done {
                 return Ok(None);
@@ -360,14 +212,38 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
     }
 
+    /// After the stream stopped taking the body: the answer the upstream
+    /// gave before it reset the rest of the request (an early answer,
+    /// RFC 9113 8.1), if it is in; else `broken`.
+    fn answered_first(
+        &mut self,
+        head: &Head,
+        response: &mut ResponseFuture,
+        failed: &(dyn Fn() -> Failure + Sync),
+        broken: impl Fn() -> Failure,
+    ) -> Result<Option<Headed>, Failure> {
+        let waker = std::task::Waker::noop();
+        let mut cx = std::task::Context::from_waker(waker);
+        loop {
+            match h2_pool::poll_head(response, &mut cx) {
+                Poll::Ready(Ok(UpstreamHead::Interim(interim))) => {
+                    let fields = Fields::Map(interim.headers());
+                    self.take_interim(head, interim.status(), fields, failed)?;
+                }
+                Poll::Ready(Ok(UpstreamHead::Final(answered))) => return Ok(Some(Ok(answered))),
+                Poll::Ready(Err(_)) | Poll::Pending => return Err(broken()),
+            }
+        }
+    }
+
     /// Reads more of the request body, unless the upstream answers first
     /// (its interim answers are taken as they come, and the body goes on).
     async fn more_body_or_answer(
         &mut self,
         head: &Head,
         response: &mut ResponseFuture,
-        failed: &(dyn Fn(&Self) -> Failure + Sync),
-    ) -> Result<Option<Answered>, Failure> {
+        failed: &(dyn Fn() -> Failure + Sync),
+    ) -> Result<Option<Headed>, Failure> {
         loop {
             let answered = tokio::select! {
                 biased;
@@ -383,5 +259,70 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 Err(err) => return Ok(Some(Err(err))),
             }
         }
+    }
+}
+
+/// An HTTP/1.1 client's request to an HTTP/2 upstream, one attempt at a
+/// time: a stream on a pooled multiplexed connection, the body streamed
+/// from the client while the answer is watched for.
+pub(super) struct H2Wire<'s, S> {
+    pub session: &'s mut Session<S>,
+    pub head: &'s Head,
+    /// The request head, in HTTP/2 form (each attempt sends a copy).
+    pub request: http::Request<()>,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Wire for H2Wire<'_, S> {
+    type Conn = H2Stream;
+    type Head = Response<RecvStream>;
+
+    #[inline]
+    fn pooled(&mut self, sender: &Sender<'_>, host: HostId, _: bool) -> Option<H2Stream> {
+        sender.pooled_stream(host)
+    }
+
+    async fn connect(
+        &mut self,
+        sender: &Sender<'_>,
+        host: HostId,
+        _fresh_only: bool,
+    ) -> Result<Result<H2Stream, Failure>, Failure> {
+        self.session.unless_client_gone(sender.stream(host)).await
+    }
+
+    async fn send(
+        &mut self,
+        sender: &Sender<'_>,
+        host: HostId,
+        (send, lease): &mut Self::Conn,
+        _sent_at: Instant,
+    ) -> Result<Self::Head, Failed> {
+        let send = send
+            .take()
+            .ok_or_else(|| Failed::Final(taken(sender, host)))?;
+        let request = self.request.clone();
+        let sent = self
+            .session
+            .send_h2(sender, host, self.head, send, request)
+            .await;
+        match sent {
+            Ok(response) => Ok(response),
+            Err(StreamFailure::Refused { goaway }) => {
+                if goaway {
+                    lease.retire();
+                }
+                Err(Failed::Refused)
+            }
+            Err(StreamFailure::Reset(failure)) => Err(Failed::Reset(failure)),
+            Err(StreamFailure::Failed(failure)) => Err(Failed::Final(failure)),
+        }
+    }
+
+    fn status(head: &Self::Head) -> StatusCode {
+        head.status()
+    }
+
+    fn close(&mut self, _: Self::Conn, _: Option<Self::Head>) {
+        // Dropped: the stream is reset, its lease given back.
     }
 }

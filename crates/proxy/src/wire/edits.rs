@@ -43,3 +43,17 @@ impl HeaderEdits {
         self.set.push((name, value));
     }
 }
+
+/// `edits` with a `Set-Cookie: cookie` added, if there is a cookie.
+#[inline]
+pub(crate) fn with_cookie(
+    edits: Option<HeaderEdits>,
+    cookie: Option<&http::HeaderValue>,
+) -> Option<HeaderEdits> {
+    let Some(cookie) = cookie else {
+        return edits;
+    };
+    let mut edits = edits.unwrap_or_default();
+    edits.add.push((http::header::SET_COOKIE, cookie.clone()));
+    Some(edits)
+}

@@ -25,6 +25,23 @@ use tokio::{
     net::{TcpListener, TcpStream},
 };
 
+/// The `.rs` files under `dir`, at any depth.
+pub(crate) fn rust_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir)
+        .expect("read a source directory")
+        .flatten()
+    {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            found.push(path);
+        }
+    }
+    found
+}
+
 /// A proxy started from YAML (listener and admin on ephemeral ports), stopped on drop.
 pub(crate) struct Proxy(Option<proxy::RunningProxy>);
 

@@ -1,6 +1,8 @@
 //! The client's side of one HTTP/2 stream, as the upstream phases see
 //! it: a reset to watch for while upstream work waits (so that the work
-//! is dropped with the stream), and the rules its request trailers go by.
+//! is dropped with the stream), interim answers and the response head
+//! to send it, the chain's response phase, and the rules its request
+//! trailers go by.
 
 use std::{
     future::{poll_fn, Future},
@@ -10,12 +12,19 @@ use std::{
 
 use bytes::Bytes;
 use h2::{server::SendResponse, SendStream};
-use http::HeaderMap;
+use http::{HeaderMap, Response, StatusCode};
 
+use super::Stream;
 use crate::{
-    session::passable_trailers,
+    config::TrailerPolicy,
+    session::{passable_trailers, Failure, CLIENT_CLOSED},
     telemetry::{Event, Shard},
-    wire::edits::HeaderEdits,
+    wire::{
+        edits::HeaderEdits,
+        fields::Fields,
+        http2,
+        interim::{ClientVersion, Interim, TooMany},
+    },
 };
 
 /// The client's side of a stream, whose reset can be watched: before
@@ -77,5 +86,71 @@ impl TrailerRules<'_> {
             return None;
         }
         Some(passable_trailers(trailers, self.edits, self.metrics)).filter(|t| !t.is_empty())
+    }
+}
+
+/// What the upstream phases ask of the client's side of the stream.
+impl Stream {
+    /// Where the route sends the client's request trailers.
+    pub(super) fn request_trailers(&self) -> TrailerPolicy {
+        self.route.map_or(TrailerPolicy::Auto, |route| {
+            self.plan.route(route).request_trailers
+        })
+    }
+
+    /// Runs the chain's response phase; its edits, taken out of the exchange.
+    pub(super) fn response_edits(&mut self, status: StatusCode) -> Option<HeaderEdits> {
+        crate::session::response_edits(self.chain.as_ref(), &mut self.exchange, status)
+    }
+
+    /// An interim answer from the upstream (either protocol), sent on as
+    /// a non-final HEADERS frame or dropped, as `wire::interim` says.
+    pub(super) fn interim(
+        &mut self,
+        status: StatusCode,
+        fields: Fields<'_>,
+    ) -> Result<(), TooMany> {
+        if self.interim.classify(status, ClientVersion::Http2)? == Interim::Forward {
+            if let Some(respond) = self.respond.as_mut() {
+                let _ =
+                    respond.send_informational(http2::client_response(status, fields, false, None));
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `work` unless the client resets the stream first: then `work`
+    /// is dropped at once (with it the upstream connection, closed, or
+    /// the upstream stream, reset) and the answer is [`Stream::cancelled`].
+    pub(super) async fn unless_reset<F: Future>(&mut self, work: F) -> Result<F::Output, Failure> {
+        let mut work = pin!(work);
+        let respond = &mut self.respond;
+        // As `unless_reset`, in this one future (no layer more).
+        let done = poll_fn(|cx| {
+            if let Poll::Ready(done) = work.as_mut().poll(cx) {
+                return Poll::Ready(Some(done));
+            }
+            respond.poll_client_reset(cx).map(|()| None)
+        })
+        .await;
+        done.ok_or_else(|| self.cancelled())
+    }
+
+    /// The client reset its stream: nothing more goes to it.
+    pub(super) fn cancelled(&mut self) -> Failure {
+        self.reset = true;
+        Failure::new(CLIENT_CLOSED, "the client reset the stream")
+    }
+
+    /// Sends the response head; the stream for its body unless `end`.
+    pub(super) fn send_head(
+        &mut self,
+        response: Response<()>,
+        end: bool,
+    ) -> Option<SendStream<Bytes>> {
+        let respond = self.respond.as_mut()?;
+        let sent = respond.send_response(response, end).ok();
+        self.respond = None;
+        sent
     }
 }

@@ -2,23 +2,26 @@
 //! exchange, read straight from the `h2` codec: no HTTP/1.1 bytes in
 //! between. It goes through the same phases as an HTTP/1.1 request
 //! (normalisation and routing in `admit`, the route's chain, host choice
-//! and retries in `send`, the same head rules in `wire`), then to the
+//! and retries in `exchange`, the same head rules in `wire`), then to the
 //! upstream over HTTP/1.1 (`to_h1`) or HTTP/2 (`to_h2`). Request and
 //! response bodies flow at the same time, so bidirectional streams
 //! (gRPC) interleave and an early answer reaches the client.
 
 mod client_side;
 mod pump_h1;
+mod pump_h2;
+mod request_body;
 mod to_h1;
 mod to_h2;
 
 use client_side::{unless_reset, ClientSide, TrailerRules};
+use request_body::{hold, too_large, RequestBody};
 
-use std::{future::Future, sync::Arc, task::Poll};
+use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
-use h2::{server::SendResponse, RecvStream, SendStream};
-use http::{header, request::Parts, HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
+use bytes::Bytes;
+use h2::{server::SendResponse, RecvStream};
+use http::{header, request::Parts, HeaderValue, Method, Request, Response, StatusCode};
 use http1::Problem;
 
 use super::{
@@ -26,7 +29,6 @@ use super::{
     ClientOrigin, Failure, Worker, CLIENT_CLOSED,
 };
 use crate::{
-    config::TrailerPolicy,
     ids::RouteId,
     middleware::{Answer, Chain, Exchange, Outcome, RequestView},
     plan::Snapshot,
@@ -36,27 +38,10 @@ use crate::{
         fields::Fields,
         head::{Framing, Outgoing, RequestContext},
         http2,
-        interim::{ClientVersion, Interim, InterimAnswers, TooMany},
+        interim::InterimAnswers,
         normalize::{self, Refusal},
     },
 };
-
-/// The request body as the upstream exchange gets it.
-pub(super) enum RequestBody {
-    Empty,
-    /// Read whole for the chain, with the client's trailers if it sent
-    /// any (they go on to an HTTP/2 upstream).
-    Held(Bytes, Option<HeaderMap>),
-    /// Still arriving from the client.
-    Streaming(RecvStream),
-}
-
-impl RequestBody {
-    /// Whether the whole body is in hand (it can be sent again).
-    fn in_hand(&self) -> bool {
-        !matches!(self, Self::Streaming(_))
-    }
-}
 
 /// One stream's exchange: what the phases share.
 pub(super) struct Stream {
@@ -284,78 +269,10 @@ impl Stream {
         }
     }
 
-    /// Where the route sends the client's request trailers.
-    fn request_trailers(&self) -> TrailerPolicy {
-        self.route.map_or(TrailerPolicy::Auto, |route| {
-            self.plan.route(route).request_trailers
-        })
-    }
-
     /// The chain's edits to the request head, if it made any.
     fn take_request_edits(&mut self) -> Option<HeaderEdits> {
         self.chain.as_ref()?;
         Some(std::mem::take(&mut self.exchange.request_headers)).filter(|e| !e.is_empty())
-    }
-
-    /// Runs the chain's response phase; its edits, taken out of the exchange.
-    pub(super) fn response_edits(&mut self, status: StatusCode) -> Option<HeaderEdits> {
-        let chain = self.chain.as_ref()?;
-        chain.response(status, &mut self.exchange);
-        if self.exchange.response_headers.is_empty() {
-            return None;
-        }
-        Some(std::mem::take(&mut self.exchange.response_headers))
-    }
-
-    /// An interim answer from the upstream (either protocol), sent on as
-    /// a non-final HEADERS frame or dropped, as `wire::interim` says.
-    pub(super) fn interim(
-        &mut self,
-        status: StatusCode,
-        fields: Fields<'_>,
-    ) -> Result<(), TooMany> {
-        if self.interim.classify(status, ClientVersion::Http2)? == Interim::Forward {
-            if let Some(respond) = self.respond.as_mut() {
-                let _ =
-                    respond.send_informational(http2::client_response(status, fields, false, None));
-            }
-        }
-        Ok(())
-    }
-
-    /// Runs `work` unless the client resets the stream first: then `work`
-    /// is dropped at once (with it the upstream connection, closed, or
-    /// the upstream stream, reset) and the answer is [`Stream::cancelled`].
-    pub(super) async fn unless_reset<F: Future>(&mut self, work: F) -> Result<F::Output, Failure> {
-        let mut work = std::pin::pin!(work);
-        let respond = &mut self.respond;
-        // As `client_side::unless_reset`, in this one future (no layer more).
-        let done = std::future::poll_fn(|cx| {
-            if let Poll::Ready(done) = work.as_mut().poll(cx) {
-                return Poll::Ready(Some(done));
-            }
-            respond.poll_client_reset(cx).map(|()| None)
-        })
-        .await;
-        done.ok_or_else(|| self.cancelled())
-    }
-
-    /// The client reset its stream: nothing more goes to it.
-    pub(super) fn cancelled(&mut self) -> Failure {
-        self.reset = true;
-        Failure::new(CLIENT_CLOSED, "the client reset the stream")
-    }
-
-    /// Sends the response head; the stream for its body unless `end`.
-    pub(super) fn send_head(
-        &mut self,
-        response: Response<()>,
-        end: bool,
-    ) -> Option<SendStream<Bytes>> {
-        let respond = self.respond.as_mut()?;
-        let sent = respond.send_response(response, end).ok();
-        self.respond = None;
-        sent
     }
 
     /// A problem+json answer of the proxy's own.
@@ -439,45 +356,6 @@ fn content_length(parts: &Parts) -> Option<usize> {
         .trim()
         .parse()
         .ok()
-}
-
-fn too_large(max: usize) -> Failure {
-    let rejection = http1::chunked::body_too_large(&http1::Limits {
-        max_head: 0,
-        max_body: max,
-    });
-    Failure {
-        body_unread: true,
-        ..Failure::new(rejection.status, rejection.detail)
-    }
-}
-
-/// Reads a streaming body whole, for handlers that look at it; 413 past `max`.
-async fn hold(body: RequestBody, max: usize) -> Result<RequestBody, Failure> {
-    let RequestBody::Streaming(mut stream) = body else {
-        return Ok(body);
-    };
-    let mut held = BytesMut::new();
-    while let Some(data) = stream.data().await {
-        let data = data.map_err(|err| {
-            Failure::new(
-                StatusCode::BAD_REQUEST,
-                format!("the request body broke off: {err}"),
-            )
-        })?;
-        let _ = stream.flow_control().release_capacity(data.len());
-        if held.len() + data.len() > max {
-            return Err(too_large(max));
-        }
-        held.extend_from_slice(&data);
-    }
-    let trailers = stream.trailers().await.map_err(|err| {
-        Failure::new(
-            StatusCode::BAD_REQUEST,
-            format!("the request trailers broke off: {err}"),
-        )
-    })?;
-    Ok(RequestBody::Held(held.freeze(), trailers))
 }
 
 #[cfg(test)]

@@ -8,7 +8,10 @@
 //! or held is retried as `retry_on` says: on a reset before any byte of
 //! an answer, and on a listed status (as the HTTP/1.1 clients' path).
 
-use std::{sync::Arc, time::Instant};
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use super::{
     pump_h1::{BodyPump, PumpStop},
@@ -19,15 +22,14 @@ use crate::{
     ids::{HostId, UpstreamId},
     middleware::Outcome,
     session::{
-        passable_trailers,
-        send::{is_idempotent, replay_after_stale, Sender},
-        Failure, UPSTREAM_LIMITS,
+        exchange::Sender,
+        exchange::{self, decide::Retries, Answered, Failed, Wire},
+        passable_trailers, Failure, UPSTREAM_LIMITS,
     },
     telemetry::{Event, Shard, UpstreamError},
     upstream::{
         h2_pool::{send_data, StreamBroken},
         pool::UpstreamConn,
-        retry::Attempt,
     },
     wire::{
         edits::HeaderEdits,
@@ -38,7 +40,7 @@ use crate::{
     },
 };
 use bytes::{Buf, Bytes, BytesMut};
-use h2::{Reason, SendStream};
+use h2::{Reason, RecvStream, SendStream};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use http1::{io::write_bounded, BodyFraming, ChunkedDecoder, Part, ResponseHead};
 
@@ -59,7 +61,6 @@ pub(super) async fn forward(
     let mut request = Vec::with_capacity(1024);
     head::request_head(&mut request, outgoing, context);
     let replayable = body.in_hand();
-    let safe = replayable && is_idempotent(outgoing.method);
     let (held, mut client) = match body {
         RequestBody::Empty => (None, None),
         // Sent with its length: HTTP/1.1 carries no trailers then.
@@ -72,112 +73,34 @@ pub(super) async fn forward(
     let chunked = context.framing == Framing::Chunked;
     let timeout = config.timeouts.request;
     let head_request = *outgoing.method == Method::HEAD;
-    let mut fresh_only = false;
-    let mut attempts = 0;
-    let mut host = sender.pick(outgoing).await?;
-    let (mut conn, (response, fields), mut pump) = loop {
-        let connected = sender.connection(host, fresh_only, Instant::now());
-        let mut conn = match stream.unless_reset(connected).await? {
-            Ok(conn) => conn,
-            Err(failure) => {
-                host = sender.after_failure(host, &mut attempts, failure).await?;
-                continue;
-            }
-        };
-        let sent_at = Instant::now();
-        // Not watched for a reset: the write is bounded by `timeout`, and
-        // a reset is seen at the wait for the answer, right after.
-        if !write_bounded(&mut conn.stream, &request, timeout).await {
-            worker.metrics().upstream_open(upstream, -1);
-            if conn.reused && replay_after_stale(outgoing.method, replayable, fresh_only) {
-                fresh_only = true;
-                continue;
-            }
-            let failure = sender.broken(host, "cannot send the request", !replayable);
-            if conn.reused {
-                return Err(failure);
-            }
-            (host, fresh_only) = retry_reset(&sender, host, &mut attempts, safe, failure).await?;
-            continue;
-        }
-        let trailer_rules = TrailerRules {
+    let mut retries = Retries::new(config.retries, outgoing.method, replayable);
+    let stream_trailers = stream.request_trailers();
+    let host = sender.pick(outgoing).await?;
+    let mut wire = H1Wire {
+        stream,
+        request,
+        client: client.as_mut(),
+        taken: false,
+        chunked,
+        max_body,
+        head_request,
+        timeout,
+        trailer_rules: TrailerRules {
             // A chunked body can carry them; one sent with its length cannot.
-            forward: chunked && stream.request_trailers() == TrailerPolicy::Forward,
+            forward: chunked && stream_trailers == TrailerPolicy::Forward,
             edits: context.edits,
             metrics: worker.metrics(),
-        };
-        let mut pump = BodyPump::new(client.as_mut(), chunked, max_body, trailer_rules);
-        let deadline = tokio::time::Instant::now() + timeout;
-        let read = loop {
-            let read = read_head(&mut conn, &mut pump, head_request, deadline);
-            let read = stream.unless_reset(read).await.inspect_err(|_| {
-                worker.metrics().upstream_open(upstream, -1);
-            })?;
-            match read {
-                Ok(Parsed::Interim(interim, fields)) => {
-                    let fields = Fields::H1 {
-                        buf: &conn.buf,
-                        fields: &fields,
-                    };
-                    if stream.interim(interim.status, fields).is_err() {
-                        worker.metrics().event(Event::InterimFlood);
-                        break Err(HeadError::Broken(TooMany::DETAIL.into()));
-                    }
-                    conn.buf.advance(interim.len);
-                }
-                Ok(Parsed::Final(response, fields)) => break Ok((response, fields)),
-                Err(err) => break Err(err),
-            }
-        };
-        match read {
-            Ok(response) => {
-                let status = response.0.status;
-                sender.answered(host, sent_at, status);
-                if sender.retries_status(status) {
-                    let attempt = Attempt::Status(status.as_u16());
-                    if let Some(next) = sender.retry(host, attempt, &mut attempts, safe).await {
-                        // The answer is dropped with its connection.
-                        worker.metrics().upstream_open(upstream, -1);
-                        (host, fresh_only) = (next, false);
-                        continue;
-                    }
-                }
-                break (conn, response, pump);
-            }
-            Err(HeadError::Stale)
-                if conn.reused && replay_after_stale(outgoing.method, replayable, fresh_only) =>
-            {
-                worker.metrics().upstream_open(upstream, -1);
-                fresh_only = true;
-            }
-            // Closed or reset before a byte of an answer (`retry_on: reset`).
-            Err(HeadError::Reset(what)) => {
-                worker.metrics().upstream_open(upstream, -1);
-                let failure = sender.broken(host, &what, !replayable);
-                (host, fresh_only) =
-                    retry_reset(&sender, host, &mut attempts, safe, failure).await?;
-            }
-            Err(err) => {
-                worker.metrics().upstream_open(upstream, -1);
-                return Err(match err {
-                    HeadError::TimedOut => sender.timed_out(host, timeout),
-                    HeadError::TooLarge => super::too_large(max_body),
-                    HeadError::Client => Failure::new(
-                        StatusCode::BAD_REQUEST,
-                        "the client broke off its request body",
-                    ),
-                    HeadError::Stale => sender.broken(
-                        host,
-                        "the upstream closed the connection before answering",
-                        !replayable,
-                    ),
-                    HeadError::Broken(what) | HeadError::Reset(what) => {
-                        sender.broken(host, &what, !replayable)
-                    }
-                });
-            }
-        }
+        },
+        replayable,
     };
+    let answered = exchange::run(&mut wire, &sender, host, &mut retries).await;
+    let stream = wire.stream;
+    let Answered {
+        host,
+        mut conn,
+        head: (response, fields, mut pump),
+        ..
+    } = answered?;
     sender.learn_cookies(
         host,
         Fields::H1 {
@@ -253,18 +176,109 @@ pub(super) async fn forward(
     Ok(())
 }
 
-/// Where a request goes after a reset (`retry_on: reset`), or `failure`
-/// (already counted against `host`) when it does not go again.
-async fn retry_reset(
-    sender: &Sender<'_>,
-    host: HostId,
-    attempts: &mut u32,
-    safe: bool,
-    failure: Failure,
-) -> Result<(HostId, bool), Failure> {
-    match sender.retry(host, Attempt::Reset, attempts, safe).await {
-        Some(next) => Ok((next, false)),
-        None => Err(failure),
+/// An HTTP/2 client's request to an HTTP/1.1 upstream, one attempt at a
+/// time: the head (with the body when it is in hand) in one write, then
+/// the response head read while the pump sends a streaming body.
+struct H1Wire<'s, 'a> {
+    stream: &'s mut Stream,
+    /// The head, and the body when it is in hand.
+    request: Vec<u8>,
+    /// The client's body, while it is streaming and no attempt took it.
+    client: Option<&'a mut RecvStream>,
+    /// An attempt took the streaming body: none can send it again.
+    taken: bool,
+    chunked: bool,
+    max_body: usize,
+    head_request: bool,
+    timeout: Duration,
+    trailer_rules: TrailerRules<'a>,
+    replayable: bool,
+}
+
+impl<'a> Wire for H1Wire<'_, 'a> {
+    type Conn = UpstreamConn;
+    type Head = (ResponseHead, Vec<http1::Field>, BodyPump<'a>);
+
+    async fn connect(
+        &mut self,
+        sender: &Sender<'_>,
+        host: HostId,
+        fresh_only: bool,
+    ) -> Result<Result<UpstreamConn, Failure>, Failure> {
+        let connected = sender.connection(host, fresh_only, Instant::now());
+        self.stream.unless_reset(connected).await
+    }
+
+    async fn send(
+        &mut self,
+        sender: &Sender<'_>,
+        host: HostId,
+        conn: &mut UpstreamConn,
+        _sent_at: Instant,
+    ) -> Result<Self::Head, Failed> {
+        let metrics = sender.worker.metrics();
+        // Not watched for a reset: the write is bounded by `timeout`, and
+        // a reset is seen at the wait for the answer, right after.
+        if self.taken || !write_bounded(&mut conn.stream, &self.request, self.timeout).await {
+            let what = "cannot send the request";
+            return Err(match conn.reused && !self.taken {
+                true => Failed::Stale,
+                false => Failed::Reset(sender.broken(host, what, !self.replayable)),
+            });
+        }
+        self.taken = !self.replayable;
+        let client = self.client.take();
+        let mut pump = BodyPump::new(client, self.chunked, self.max_body, self.trailer_rules);
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        let read = loop {
+            let read = read_head(conn, &mut pump, self.head_request, deadline);
+            let read = self
+                .stream
+                .unless_reset(read)
+                .await
+                .map_err(Failed::Final)?;
+            match read {
+                Ok(Parsed::Interim(interim, fields)) => {
+                    let fields = Fields::H1 {
+                        buf: &conn.buf,
+                        fields: &fields,
+                    };
+                    if self.stream.interim(interim.status, fields).is_err() {
+                        metrics.event(Event::InterimFlood);
+                        break Err(HeadError::Broken(TooMany::DETAIL.into()));
+                    }
+                    conn.buf.advance(interim.len);
+                }
+                Ok(Parsed::Final(response, fields)) => break Ok((response, fields)),
+                Err(err) => break Err(err),
+            }
+        };
+        let err = match read {
+            Ok((response, fields)) => return Ok((response, fields, pump)),
+            Err(err) => err,
+        };
+        let unread = !self.replayable;
+        Err(match err {
+            HeadError::Stale => Failed::Stale,
+            // Closed or reset before a byte of an answer (`retry_on: reset`).
+            HeadError::Reset(what) => Failed::Reset(sender.broken(host, &what, unread)),
+            HeadError::TimedOut => Failed::Final(sender.timed_out(host, self.timeout)),
+            HeadError::TooLarge => Failed::Final(super::too_large(self.max_body)),
+            HeadError::Client => Failed::Final(Failure::new(
+                StatusCode::BAD_REQUEST,
+                "the client broke off its request body",
+            )),
+            HeadError::Broken(what) => Failed::Final(sender.broken(host, &what, unread)),
+        })
+    }
+
+    fn status(head: &Self::Head) -> StatusCode {
+        head.0.status
+    }
+
+    fn close(&mut self, conn: UpstreamConn, _: Option<Self::Head>) {
+        let metrics = self.stream.worker.metrics();
+        metrics.upstream_open(conn.upstream, -1);
     }
 }
 

@@ -1,15 +1,26 @@
 //! An HTTP/2 client's stream to an HTTP/2 upstream: a stream on a pooled
 //! multiplexed connection. The request body is pumped upstream while the
 //! response comes back, each with its own flow control, so both flow at
-//! once; trailers pass both ways.
+//! once; trailers pass both ways. Each attempt asks `exchange::decide`
+//! what follows it (a refused stream resent, `retry_on`), as every pair.
 
-use std::{future::poll_fn, sync::Arc, task::Poll, time::Instant};
+use std::{
+    future::{poll_fn, Future},
+    pin::{pin, Pin},
+    sync::Arc,
+    task::Poll,
+    time::Instant,
+};
 
 use bytes::Bytes;
-use h2::{client::ResponseFuture, Reason, RecvStream, SendStream};
-use http::{Request, StatusCode, Uri};
+use h2::{
+    client::{ResponseFuture, SendRequest},
+    Reason, RecvStream, SendStream,
+};
+use http::{Request, Response, StatusCode, Uri};
 
 use super::{
+    pump_h2::{pump, pumped, PumpError},
     to_h1::{stopped, RelayStop},
     unless_reset, ClientSide, RequestBody, Stream, TrailerRules,
 };
@@ -17,12 +28,12 @@ use crate::{
     config::TrailerPolicy,
     ids::{HostId, UpstreamId},
     session::{
-        passable_trailers,
-        send::{resend_after_refused, Sender},
-        Failure,
+        exchange::Sender,
+        exchange::{self, decide::Retries, hosts::H2Stream, wire::taken, Answered, Failed, Wire},
+        passable_trailers, Failure,
     },
     telemetry::{Event, Shard, UpstreamError},
-    upstream::h2_pool::{self, send_data, Counted, UpstreamHead},
+    upstream::h2_pool::{self, send_data, UpstreamHead},
     wire::{
         edits::HeaderEdits,
         fields::Fields,
@@ -31,16 +42,6 @@ use crate::{
         interim::TooMany,
     },
 };
-
-/// Why pumping the request body stopped early.
-pub(super) enum PumpError {
-    /// The client broke off (or reset) its stream.
-    Client,
-    /// The upstream stream cannot take more.
-    Upstream,
-    /// More than the route allows.
-    TooLarge,
-}
 
 /// Forwards the stream's request as a stream of an HTTP/2 upstream
 /// connection and relays its answer (head, body, trailers) to the client.
@@ -62,90 +63,58 @@ pub(super) async fn forward(
     } else {
         "http"
     };
-    let build = || {
-        let fallback = config.host_name(HostId::new(0));
-        http2::upstream_request(outgoing, context, scheme, fallback, Some(source)).ok_or_else(
-            || {
-                Failure::new(
-                    StatusCode::BAD_REQUEST,
-                    "the request cannot be expressed in HTTP/2",
-                )
-            },
-        )
-    };
-    // Built once; again only if a refused stream is sent again.
-    let mut request = Some(build()?);
     let sender = Sender::new(&plan, &worker, upstream, stream.origin.peer);
-    let counted = Counted {
-        metrics: Arc::clone(&worker.metrics),
-        shard: worker.index,
-    };
-    let max_header_list = u32::try_from(plan.limits.max_head).unwrap_or(u32::MAX);
-    let in_hand = body.in_hand();
-    let empty = matches!(body, RequestBody::Empty);
-    let mut host = sender.pick(outgoing).await?;
-    let mut attempts = 0;
-    let (response, upstream_body, lease, sent_at) = loop {
-        let taken = h2_pool::stream(
-            &worker.h2_pool,
-            config,
-            upstream,
-            host,
-            max_header_list,
-            &counted,
-        );
-        let (send, lease) = match stream.unless_reset(taken).await? {
-            Ok(found) => found,
-            Err(err) => {
-                let failure = sender.connect_failure(host, err);
-                host = sender.after_failure(host, &mut attempts, failure).await?;
-                continue;
-            }
-        };
-        let this = match request.take() {
-            Some(built) => built,
-            None => build()?,
-        };
-        match stream.unless_reset(open(send, this, empty)).await? {
-            Ok((response, body)) => break (response, body, lease, Instant::now()),
-            Err(err)
-                if refused(&err) && resend_after_refused(attempts, config.retries, in_hand) =>
-            {
-                attempts += 1;
-            }
-            Err(err) => {
-                let what = if refused(&err) {
-                    "the upstream refused the stream".to_string()
-                } else {
-                    format!("cannot open a stream: {err}")
-                };
-                return Err(sender.failure(host, UpstreamError::Broken, &what, !in_hand));
-            }
-        }
-    };
+    let mut retries = Retries::new(config.retries, outgoing.method, body.in_hand());
     let timeout = config.timeouts.request;
     let trailer_rules = TrailerRules {
         forward: stream.request_trailers() != TrailerPolicy::Drop,
         edits: context.edits,
         metrics: worker.metrics(),
     };
-    let pump = pump(body, upstream_body, max_body, trailer_rules);
-    let relay = relay(stream, &sender, host, response, sent_at, timeout);
-    tokio::pin!(pump, relay);
-    let mut pumped = false;
+    let mut wire = H2Wire {
+        stream,
+        outgoing,
+        context,
+        source,
+        scheme,
+        fallback: config.host_name(HostId::new(0)),
+        // Built once; again only if the request is sent again.
+        request: None,
+        empty: matches!(body, RequestBody::Empty),
+        in_hand: body.in_hand(),
+        body,
+        max_body,
+        timeout,
+        trailer_rules,
+        pumping: pin!(None),
+        start: pump,
+    };
+    wire.request = Some(wire.build()?);
+    let host = sender.pick(outgoing).await?;
+    let answered = exchange::run(&mut wire, &sender, host, &mut retries).await;
+    let H2Wire {
+        stream,
+        mut pumping,
+        ..
+    } = wire;
+    let Answered {
+        host,
+        conn: (_, lease),
+        head: response,
+        ..
+    } = answered?;
+    let relay = relay(stream, &sender, host, response, timeout);
+    tokio::pin!(relay);
     let outcome = loop {
         tokio::select! {
             // In order: no random start to draw on every poll.
             biased;
-            done = &mut pump, if !pumped => {
-                pumped = true;
-                match done {
-                    Ok(()) => {}
-                    // The response still comes; the client is told by its reset.
-                    Err(PumpError::Client | PumpError::Upstream) => {}
-                    Err(PumpError::TooLarge) => break Err(super::too_large(max_body)),
-                }
-            }
+            done = pumped(pumping.as_mut()) => match done {
+                Ok(()) => {}
+                // The response still comes; the client is told by its reset.
+                Err(PumpError::Client | PumpError::Upstream) => {}
+                Err(PumpError::TooLarge) => break Err(super::too_large(max_body)),
+            },
             // An answer that ends before the request does stops the pump
             // (RFC 9113 8.1: the rest of the request is not needed).
             relayed = &mut relay => break relayed,
@@ -155,9 +124,174 @@ pub(super) async fn forward(
     outcome
 }
 
+/// Waits for the final response head (sending interim answers on) while
+/// the request body goes up, unless the client resets its stream first.
+/// `Err(h2::Error)`: the stream failed (or was refused) before it.
+async fn wait_head<F: Future<Output = Result<(), PumpError>>>(
+    stream: &mut Stream,
+    sender: &Sender<'_>,
+    host: HostId,
+    response: &mut ResponseFuture,
+    mut pumping: Pin<&mut Option<F>>,
+    (timeout, max_body): (std::time::Duration, usize),
+) -> Result<Result<Response<RecvStream>, h2::Error>, Failure> {
+    loop {
+        // The head, unless the client resets its stream first (in the
+        // one poll: `Stream::unless_reset` would be a layer more).
+        let respond = &mut stream.respond;
+        let next = poll_fn(|cx| {
+            if let Poll::Ready(head) = h2_pool::poll_head(response, cx) {
+                return Poll::Ready(Some(Ok(head)));
+            }
+            // The body all up (or stopped), the head is awaited alone, in
+            // this same wait (no timer more).
+            let pumped = pumping.as_mut().as_pin_mut().map(|pump| pump.poll(cx));
+            if let Some(Poll::Ready(done)) = pumped {
+                pumping.set(None);
+                if let Err(PumpError::TooLarge) = done {
+                    return Poll::Ready(Some(Err(())));
+                }
+            }
+            respond.poll_client_reset(cx).map(|()| None)
+        });
+        let Some(next) = tokio::time::timeout(timeout, next).await.transpose() else {
+            return Err(stream.cancelled());
+        };
+        match next {
+            Ok(Ok(Ok(UpstreamHead::Interim(interim)))) => {
+                let fields = Fields::Map(interim.headers());
+                if stream.interim(interim.status(), fields).is_err() {
+                    sender.worker.metrics().event(Event::InterimFlood);
+                    return Err(sender.broken(host, TooMany::DETAIL, false));
+                }
+            }
+            Ok(Ok(Ok(UpstreamHead::Final(response)))) => return Ok(Ok(response)),
+            Ok(Ok(Err(err))) => return Ok(Err(err)),
+            Ok(Err(())) => return Err(super::too_large(max_body)),
+            Err(_) => return Err(sender.timed_out(host, timeout)),
+        }
+    }
+}
+
+/// An HTTP/2 client's request to an HTTP/2 upstream, one attempt at a
+/// time: a stream on a pooled multiplexed connection, its body pumped
+/// (`start`, into `pumping`) while the response head is awaited; the
+/// pump goes on while the response is relayed.
+struct H2Wire<'s, 'a, P> {
+    stream: &'s mut Stream,
+    outgoing: &'s Outgoing<'s>,
+    context: &'s RequestContext<'s>,
+    source: &'s Uri,
+    scheme: &'static str,
+    /// The authority when the request names none.
+    fallback: &'s str,
+    request: Option<Request<()>>,
+    empty: bool,
+    /// The whole body is in hand (it can go again).
+    in_hand: bool,
+    body: RequestBody,
+    max_body: usize,
+    timeout: std::time::Duration,
+    trailer_rules: TrailerRules<'a>,
+    /// The request body on its way up, from the attempt that opened it on.
+    pumping: Pin<&'s mut Option<P>>,
+    start: fn(RequestBody, SendStream<Bytes>, usize, TrailerRules<'a>) -> P,
+}
+
+impl<P> H2Wire<'_, '_, P> {
+    /// The request head in HTTP/2 form, from the client's own values.
+    fn build(&self) -> Result<Request<()>, Failure> {
+        let (outgoing, context, fallback) = (self.outgoing, self.context, self.fallback);
+        http2::upstream_request(outgoing, context, self.scheme, fallback, Some(self.source))
+            .ok_or_else(|| {
+                Failure::new(
+                    StatusCode::BAD_REQUEST,
+                    "the request cannot be expressed in HTTP/2",
+                )
+            })
+    }
+}
+
+impl<'a, P> Wire for H2Wire<'_, 'a, P>
+where
+    P: Future<Output = Result<(), PumpError>> + Send,
+{
+    type Conn = H2Stream;
+    type Head = Response<RecvStream>;
+
+    #[inline]
+    fn pooled(&mut self, sender: &Sender<'_>, host: HostId, _: bool) -> Option<H2Stream> {
+        sender.pooled_stream(host)
+    }
+
+    async fn connect(
+        &mut self,
+        sender: &Sender<'_>,
+        host: HostId,
+        _fresh_only: bool,
+    ) -> Result<Result<H2Stream, Failure>, Failure> {
+        self.stream.unless_reset(sender.stream(host)).await
+    }
+
+    async fn send(
+        &mut self,
+        sender: &Sender<'_>,
+        host: HostId,
+        (send, lease): &mut Self::Conn,
+        _sent_at: Instant,
+    ) -> Result<Self::Head, Failed> {
+        let send = send
+            .take()
+            .ok_or_else(|| Failed::Final(taken(sender, host)))?;
+        let request = match self.request.take() {
+            Some(built) => built,
+            None => self.build().map_err(Failed::Final)?,
+        };
+        let opened = open(send, request, self.empty);
+        let opened = self.stream.unless_reset(opened).await;
+        let waited = match opened.map_err(Failed::Final)? {
+            Ok((mut response, upstream_body)) => {
+                // An empty body ended with the head: nothing to pump.
+                if !self.empty {
+                    let body = self.body.for_attempt();
+                    let rules = self.trailer_rules;
+                    let pump = (self.start)(body, upstream_body, self.max_body, rules);
+                    self.pumping.set(Some(pump));
+                }
+                let limits = (self.timeout, self.max_body);
+                let pump = self.pumping.as_mut();
+                let head = wait_head(self.stream, sender, host, &mut response, pump, limits);
+                head.await.map_err(Failed::Final)?
+            }
+            Err(err) => Err(err),
+        };
+        let err = match waited {
+            Ok(response) => return Ok(response),
+            Err(err) => err,
+        };
+        if !refused(&err) {
+            let what = format!("the stream failed: {err}");
+            return Err(Failed::Reset(sender.broken(host, &what, !self.in_hand)));
+        }
+        if err.is_go_away() {
+            lease.retire();
+        }
+        Err(Failed::Refused)
+    }
+
+    fn status(head: &Self::Head) -> StatusCode {
+        head.status()
+    }
+
+    fn close(&mut self, _: Self::Conn, _: Option<Self::Head>) {
+        // Dropped with its stream (reset); the request body stops with it.
+        self.pumping.set(None);
+    }
+}
+
 /// Opens the stream once the connection takes one more.
 async fn open(
-    send: h2::client::SendRequest<Bytes>,
+    send: SendRequest<Bytes>,
     request: Request<()>,
     end: bool,
 ) -> Result<(ResponseFuture, SendStream<Bytes>), h2::Error> {
@@ -170,110 +304,14 @@ fn refused(err: &h2::Error) -> bool {
     err.reason() == Some(Reason::REFUSED_STREAM) || err.is_go_away()
 }
 
-/// Sends the request body upstream: the held bytes, or the client's DATA
-/// frames as they come (their flow-control credit returned to the client
-/// only once the upstream took them), then the client's trailers as the
-/// route's `request_trailers` and the trailer rules allow.
-pub(super) async fn pump(
-    body: RequestBody,
-    mut upstream: SendStream<Bytes>,
-    max_body: usize,
-    trailer_rules: TrailerRules<'_>,
-) -> Result<(), PumpError> {
-    let mut client = match body {
-        RequestBody::Empty => return Ok(()),
-        RequestBody::Held(bytes, trailers) => {
-            let trailers = trailers.and_then(|t| trailer_rules.passable(t));
-            send_data(&mut upstream, bytes, trailers.is_none(), None)
-                .await
-                .map_err(|_| PumpError::Upstream)?;
-            return match trailers {
-                Some(trailers) => upstream
-                    .send_trailers(trailers)
-                    .map_err(|_| PumpError::Upstream),
-                None => Ok(()),
-            };
-        }
-        RequestBody::Streaming(client) => client,
-    };
-    let mut sent = 0;
-    while let Some(data) = client.data().await {
-        let data = data.map_err(|_| {
-            upstream.send_reset(Reason::CANCEL);
-            PumpError::Client
-        })?;
-        let len = data.len();
-        sent += len;
-        if sent > max_body {
-            upstream.send_reset(Reason::CANCEL);
-            return Err(PumpError::TooLarge);
-        }
-        let last = client.is_end_stream();
-        send_data(&mut upstream, data, last, None)
-            .await
-            .map_err(|_| PumpError::Upstream)?;
-        let _ = client.flow_control().release_capacity(len);
-        if last {
-            return Ok(());
-        }
-    }
-    match client.trailers().await {
-        Ok(Some(trailers)) => match trailer_rules.passable(trailers) {
-            Some(trailers) => upstream
-                .send_trailers(trailers)
-                .map_err(|_| PumpError::Upstream),
-            None => send_data(&mut upstream, Bytes::new(), true, None)
-                .await
-                .map_err(|_| PumpError::Upstream),
-        },
-        Ok(None) => send_data(&mut upstream, Bytes::new(), true, None)
-            .await
-            .map_err(|_| PumpError::Upstream),
-        Err(_) => {
-            upstream.send_reset(Reason::CANCEL);
-            Err(PumpError::Client)
-        }
-    }
-}
-
-/// Waits for the response head (sending interim answers on), then
-/// relays the response to the client.
+/// Relays the response (head, body, trailers) to the client.
 async fn relay(
     stream: &mut Stream,
     sender: &Sender<'_>,
     host: HostId,
-    mut response: ResponseFuture,
-    sent_at: Instant,
+    response: Response<RecvStream>,
     timeout: std::time::Duration,
 ) -> Result<(), Failure> {
-    let response = loop {
-        // The head, unless the client resets its stream first (in the
-        // one poll: `Stream::unless_reset` would be a layer more).
-        let respond = &mut stream.respond;
-        let next = poll_fn(|cx| match h2_pool::poll_head(&mut response, cx) {
-            Poll::Ready(head) => Poll::Ready(Some(head)),
-            Poll::Pending => respond.poll_client_reset(cx).map(|()| None),
-        });
-        let Some(next) = tokio::time::timeout(timeout, next).await.transpose() else {
-            return Err(stream.cancelled());
-        };
-        match next {
-            Ok(Ok(UpstreamHead::Interim(interim))) => {
-                let fields = Fields::Map(interim.headers());
-                if stream.interim(interim.status(), fields).is_err() {
-                    sender.worker.metrics().event(Event::InterimFlood);
-                    return Err(sender.broken(host, TooMany::DETAIL, false));
-                }
-            }
-            Ok(Ok(UpstreamHead::Final(response))) => break response,
-            Ok(Err(err)) => {
-                return Err(sender.broken(host, &format!("the stream failed: {err}"), false));
-            }
-            Err(_) => return Err(sender.timed_out(host, timeout)),
-        }
-    };
-    sender.answered(host, sent_at, response.status());
-    sender.learn_cookies(host, Fields::Map(response.headers()));
     let (parts, body) = response.into_parts();
     let status = parts.status;
     stream.outcome = crate::middleware::Outcome {

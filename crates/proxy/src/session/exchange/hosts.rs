@@ -1,29 +1,38 @@
-//! One request's view of an upstream, the same for every client
-//! protocol: picking a host (and holding its in-flight count and
+//! One request's view of an upstream's hosts, the same for every client
+//! and upstream protocol: picking a host (and holding its in-flight count and
 //! connection slot until the request is done), counting answers and
 //! failures against hosts, the retry rules, and answering for them
 //! (502, 503, 504).
 
-use super::send::{after_connect_failure, may_retry, retry_host, AfterConnectFailure};
-use super::{Failure, Worker};
+use super::decide::{retry_host, Retries, Then, Tried};
 use crate::ids::{HostId, UpstreamId};
 use crate::plan::Plan;
+use crate::session::{Failure, Worker};
 use crate::telemetry::UpstreamError;
 use crate::upstream::balance::NoSlot;
 use crate::upstream::connect::ConnectError;
+use crate::upstream::h2_pool::{self, StreamLease};
 use crate::upstream::pool::UpstreamConn;
 use crate::upstream::queue::{self, NoConnection};
-use crate::upstream::retry::{connect_retry_host, Attempt};
-use crate::wire::{edits::HeaderEdits, fields::Fields, head::Outgoing};
+use crate::upstream::retry::connect_retry_host;
+use crate::wire::edits::{with_cookie, HeaderEdits};
+use crate::wire::{fields::Fields, head::Outgoing};
 
 use std::{
     net::SocketAddr,
     sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed},
+    sync::Arc,
     time::{Duration, Instant},
 };
 
-use http::{header::SET_COOKIE, StatusCode};
+use bytes::Bytes;
+use h2::client::SendRequest;
+use http::StatusCode;
 use tracing::warn;
+
+/// A stream to open on a multiplexed HTTP/2 connection: the connection's
+/// handle (taken by the attempt that opens it) and the stream's slot.
+pub(crate) type H2Stream = (Option<SendRequest<Bytes>>, StreamLease);
 
 /// No host held.
 const NONE: usize = usize::MAX;
@@ -182,54 +191,60 @@ impl<'a> Sender<'a> {
         answered
     }
 
-    /// Whether `retry_on` lists `status` (then [`Sender::retry`] decides).
-    pub(crate) fn retries_status(&self, status: StatusCode) -> bool {
-        self.config().retry.on_status(status.as_u16())
+    /// What follows an attempt that came to `tried`, as `retries`
+    /// decides (`exchange::decide`); not async, so that an answer that
+    /// stands costs no future.
+    #[inline]
+    pub(crate) fn decide(&self, tried: Tried, retries: &mut Retries) -> Then {
+        let config = self.config();
+        retries.decide(tried, &config.retry, || self.plan.clock(), || false)
     }
 
-    /// Whether a failed attempt on `host` is tried again, and where: an
-    /// attempt that `retry_on` lists, of a request that may go again
-    /// (`safe`: idempotent with its body in hand; any request after a
-    /// connect failure), within `retries` and the retry budget, after a
-    /// jittered backoff; on another host if there is one.
-    pub(crate) async fn retry(
+    /// The host of the attempt `then` decided after one on `host`: the
+    /// same host for a replay or a resend; for a retry, after a jittered
+    /// backoff, the next host in, else the same one while it is in.
+    /// `None`: there is none, and the outcome stands.
+    pub(crate) async fn next_host(
         &self,
         host: HostId,
-        attempt: Attempt,
-        attempts: &mut u32,
-        safe: bool,
+        then: Then,
+        retries: &Retries,
     ) -> Option<HostId> {
         let config = self.config();
-        let next = || {
-            let now = self.plan.clock();
-            retry_host(host, attempt, config.balancer.pick_after(host, now), || {
-                config.balancer.healthy(now)
-            })
-        };
-        self.retry_to(next, attempt, attempts, safe).await
+        match then {
+            Then::Answer => None,
+            Then::Replay | Then::Resend => Some(host),
+            Then::Retry(attempt) => {
+                let next = || {
+                    let now = self.plan.clock();
+                    retry_host(host, attempt, config.balancer.pick_after(host, now), || {
+                        config.balancer.healthy(now)
+                    })
+                };
+                self.retry_to(next, retries).await
+            }
+        }
     }
 
-    /// [`Sender::retry`] to the host `next` names then.
+    /// [`Sender::decide`] then [`Sender::next_host`].
+    pub(crate) async fn again(
+        &self,
+        host: HostId,
+        tried: Tried,
+        retries: &mut Retries,
+    ) -> Option<HostId> {
+        let then = self.decide(tried, retries);
+        self.next_host(host, then, retries).await
+    }
+
+    /// A retry just decided: after its backoff, to the host `next` names
+    /// then, holding it.
     async fn retry_to(
         &self,
         next: impl FnOnce() -> Option<HostId>,
-        attempt: Attempt,
-        attempts: &mut u32,
-        safe: bool,
+        retries: &Retries,
     ) -> Option<HostId> {
-        let config = self.config();
-        if !may_retry(
-            &config.retry,
-            attempt,
-            *attempts,
-            config.retries,
-            safe,
-            self.plan.clock(),
-        ) {
-            return None;
-        }
-        *attempts += 1;
-        tokio::time::sleep(config.retry.backoff(*attempts)).await;
+        tokio::time::sleep(retries.backoff(&self.config().retry)).await;
         let next = next()?;
         self.hold(next).await.ok()?;
         Some(next)
@@ -241,7 +256,7 @@ impl<'a> Sender<'a> {
     pub(crate) async fn after_failure(
         &self,
         host: HostId,
-        attempts: &mut u32,
+        retries: &mut Retries,
         failure: Failure,
     ) -> Result<HostId, Failure> {
         let config = self.config();
@@ -264,17 +279,10 @@ impl<'a> Sender<'a> {
             let next = config.balancer.pick_after(host, now);
             connect_retry_host(host, timed_out, next, || config.balancer.is_in(host, now))
         };
-        match after_connect_failure(*attempts, config.retries, || next().is_some()) {
-            AfterConnectFailure::GiveUp => {
-                *attempts += 1;
-                Err(failure)
-            }
-            // Nowhere else to try: the failure itself is the answer.
-            AfterConnectFailure::NoHealthyHost => Err(failure),
-            AfterConnectFailure::Retry => self
-                .retry_to(next, Attempt::ConnectFailure, attempts, true)
-                .await
-                .ok_or(failure),
+        let now = || self.plan.clock();
+        match retries.decide(Tried::NoConnection, &config.retry, now, || next().is_some()) {
+            Then::Retry(_) => self.retry_to(next, retries).await.ok_or(failure),
+            _ => Err(failure),
         }
     }
 
@@ -391,6 +399,30 @@ impl<'a> Sender<'a> {
         )
     }
 
+    /// A stream on a pooled multiplexed HTTP/2 connection to `host` with
+    /// room for one, if any: not async, so that the common case costs no
+    /// future.
+    #[inline]
+    pub(crate) fn pooled_stream(&self, host: HostId) -> Option<H2Stream> {
+        let (send, lease) = self.worker.h2_pool.take(self.config(), host)?;
+        Some((Some(send), lease))
+    }
+
+    /// A stream on a multiplexed HTTP/2 connection to `host` (pooled, or
+    /// a new one; its failure counted as a connect failure).
+    pub(crate) async fn stream(&self, host: HostId) -> Result<H2Stream, Failure> {
+        let worker = self.worker;
+        let counted = h2_pool::Counted {
+            metrics: Arc::clone(&worker.metrics),
+            shard: worker.index,
+        };
+        let max_header_list = u32::try_from(self.plan.limits.max_head).unwrap_or(u32::MAX);
+        let (pool, config) = (&worker.h2_pool, self.config());
+        let taken = h2_pool::stream(pool, config, self.upstream, host, max_header_list, &counted);
+        let (send, lease) = taken.await.map_err(|err| self.connect_failure(host, err))?;
+        Ok((Some(send), lease))
+    }
+
     /// A pooled HTTP/1.1 connection to `host` (unless `fresh_only`), or a
     /// new one (`upstream::queue`); `now` ages the pooled ones.
     pub(crate) async fn connection(
@@ -453,18 +485,4 @@ pub(crate) fn no_healthy_host() -> Failure {
         StatusCode::SERVICE_UNAVAILABLE,
         "the upstream has no healthy host",
     )
-}
-
-/// `edits` with a `Set-Cookie: cookie` added, if there is a cookie.
-#[inline]
-pub(crate) fn with_cookie(
-    edits: Option<HeaderEdits>,
-    cookie: Option<&http::HeaderValue>,
-) -> Option<HeaderEdits> {
-    let Some(cookie) = cookie else {
-        return edits;
-    };
-    let mut edits = edits.unwrap_or_default();
-    edits.add.push((SET_COOKIE, cookie.clone()));
-    Some(edits)
 }

@@ -1,0 +1,100 @@
+//! One exchange with an upstream, whatever the protocols on either side:
+//! the loop that takes a connection to the picked host (pooled or new),
+//! sends the request, reads the answer's head, and asks `decide` what
+//! follows each attempt (the answer stands, a replay, a resend, a retry
+//! on the host `Sender` names, or the failure is the answer). The wire
+//! part of an attempt, the only part that differs between the protocol
+//! pairs, is a [`Wire`]: one per client/upstream pair, in the files of
+//! those pairs.
+
+pub(super) mod decide;
+pub(super) mod hosts;
+pub(super) mod wire;
+
+use std::time::Instant;
+
+use decide::{Retries, Then, Tried};
+
+pub(super) use hosts::Sender;
+pub(super) use wire::{Failed, Wire};
+
+use super::Failure;
+use crate::{ids::HostId, telemetry::UpstreamError};
+
+/// The answer that stands: its head read at `at` from `host` on `conn`.
+pub(super) struct Answered<C, H> {
+    pub host: HostId,
+    pub conn: C,
+    pub head: H,
+    pub at: Instant,
+}
+
+/// Sends the request to `host` (picked and held), and again as
+/// `retries` decides, until an answer stands or a failure is the answer.
+#[inline]
+pub(super) async fn run<W: Wire>(
+    wire: &mut W,
+    sender: &Sender<'_>,
+    mut host: HostId,
+    retries: &mut Retries,
+) -> Result<Answered<W::Conn, W::Head>, Failure> {
+    loop {
+        let fresh_only = retries.fresh_only();
+        let mut conn = match wire.pooled(sender, host, fresh_only) {
+            Some(conn) => conn,
+            None => match wire.connect(sender, host, fresh_only).await? {
+                Ok(conn) => conn,
+                Err(failure) => {
+                    host = sender.after_failure(host, retries, failure).await?;
+                    continue;
+                }
+            },
+        };
+        let sent_at = Instant::now();
+        let failed = match wire.send(sender, host, &mut conn, sent_at).await {
+            Ok(head) => {
+                let status = W::status(&head);
+                let at = sender.answered(host, sent_at, status);
+                let then = sender.decide(Tried::Answered(status), retries);
+                if then != Then::Answer {
+                    if let Some(next) = sender.next_host(host, then, retries).await {
+                        // The answer is dropped with its connection or stream.
+                        wire.close(conn, Some(head));
+                        host = next;
+                        continue;
+                    }
+                }
+                return Ok(Answered {
+                    host,
+                    conn,
+                    head,
+                    at,
+                });
+            }
+            Err(failed) => failed,
+        };
+        wire.close(conn, None);
+        let (tried, failure) = match failed {
+            Failed::Stale => (Tried::Stale, None),
+            Failed::Refused => (Tried::Refused, None),
+            Failed::Reset(failure) => (Tried::Reset, Some(failure)),
+            Failed::Final(failure) => return Err(failure),
+        };
+        host = match sender.again(host, tried, retries).await {
+            Some(next) => next,
+            None => {
+                return Err(failure.unwrap_or_else(|| {
+                    let what = match tried {
+                        Tried::Refused => "the upstream refused the stream",
+                        _ => "the upstream closed the connection before answering",
+                    };
+                    let body_unread = !retries.in_hand();
+                    sender.failure(host, UpstreamError::Broken, what, body_unread)
+                }))
+            }
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests;

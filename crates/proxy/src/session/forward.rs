@@ -1,0 +1,193 @@
+//! An HTTP/1.1 client's request on its way upstream: the host the
+//! balancer picks (while the client's head is at hand), the request head
+//! for the upstream's protocol, then `exchange::run` with the wire of that
+//! protocol (`upstream_h1`, `upstream_h2`), which sends it (again where
+//! `exchange::decide` says), and the answer that stands to `respond`.
+
+use std::sync::Arc;
+
+use bytes::Buf;
+use http::StatusCode;
+use http1::{Framing as RequestFraming, Head};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::{
+    exchange::{self, decide::Retries, Answered, Sender},
+    upstream_h1::H1Wire,
+    upstream_h2::H2Wire,
+    Failure, Next, Session,
+};
+use crate::{
+    config::Protocol,
+    ids::{HostId, RouteId},
+    wire::{
+        fields::Fields,
+        head::{self, Framing, Offered, Outgoing, RequestContext},
+        http2,
+    },
+};
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
+    /// Sends the request upstream (retrying where safe) and streams the answer back.
+    pub(super) async fn forward(&mut self, head: &Head, route: RouteId) -> Result<Next, Failure> {
+        let plan = Arc::clone(&self.plan);
+        let worker = Arc::clone(&self.worker);
+        let upstream_index = plan.route(route).upstream;
+        let upstream = &plan.upstream(upstream_index);
+        if upstream.protocol != Protocol::Http1 {
+            return self.forward_h2(head, route).await;
+        }
+        let sender = Sender::new(&plan, &worker, upstream_index, self.peer);
+        // Picked while the client's head is at hand (hash keys, cookies);
+        // a 503 is answered once the head is consumed.
+        let (rbuf, fields) = (&self.conn.rbuf, &self.fields);
+        let picked = sender.choose(|| outgoing(rbuf, head, fields));
+        self.build_request(head, upstream.host_header.as_ref())?;
+        // The head is in `ubuf` now; the client's copy is not needed any more.
+        self.conn.rbuf.advance(head.len);
+        let replayable = self.buffer_body(head)?;
+        let host = picked?;
+        if sender.waits() {
+            self.unless_client_gone(sender.hold(host)).await??;
+        }
+        let mut retries = Retries::new(upstream.retries, &head.method, replayable);
+        let mut wire = H1Wire {
+            session: self,
+            head,
+            replayable,
+        };
+        let answered = exchange::run(&mut wire, &sender, host, &mut retries).await?;
+        let Answered {
+            host,
+            conn,
+            head: response,
+            at,
+        } = answered;
+        sender.learn_cookies(
+            host,
+            Fields::H1 {
+                buf: &conn.buf,
+                fields: &self.response_fields,
+            },
+        );
+        let cookie = sender.cookie(host);
+        self.respond(head, route, conn, response, at, cookie).await
+    }
+
+    /// `forward` for an HTTP/2 upstream.
+    async fn forward_h2(&mut self, head: &Head, route: RouteId) -> Result<Next, Failure> {
+        let plan = Arc::clone(&self.plan);
+        let worker = Arc::clone(&self.worker);
+        let upstream_index = plan.route(route).upstream;
+        let upstream = &plan.upstream(upstream_index);
+        let picker = Sender::new(&plan, &worker, upstream_index, self.peer);
+        let context = self.request_context(head, upstream.host_header.as_ref())?;
+        let scheme = if upstream.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        let fallback = upstream.host_name(HostId::new(0));
+        let outgoing = outgoing(&self.conn.rbuf, head, &self.fields);
+        let request = http2::upstream_request(&outgoing, &context, scheme, fallback, None)
+            .ok_or_else(|| {
+                Failure::new(
+                    StatusCode::BAD_REQUEST,
+                    "the request cannot be expressed in HTTP/2",
+                )
+            })?;
+        let picked = picker.pick(&outgoing).await;
+        self.conn.rbuf.advance(head.len);
+        let host = picked?;
+        // The body streams from the client's connection: only an empty
+        // one can go again.
+        let in_hand = head.framing == RequestFraming::Empty;
+        let mut retries = Retries::new(upstream.retries, &head.method, in_hand);
+        let mut wire = H2Wire {
+            session: self,
+            head,
+            request,
+        };
+        let answered = exchange::run(&mut wire, &picker, host, &mut retries).await?;
+        let Answered {
+            host,
+            conn: (_, lease),
+            head: response,
+            ..
+        } = answered;
+        picker.learn_cookies(host, Fields::Map(response.headers()));
+        let cookie = picker.cookie(host);
+        Ok(self
+            .respond_h2(head, route, upstream_index, response, lease, cookie)
+            .await)
+    }
+
+    /// The upstream request head into `ubuf`.
+    fn build_request(
+        &mut self,
+        head: &Head,
+        host_header: Option<&http::HeaderValue>,
+    ) -> Result<(), Failure> {
+        // Taken out for the write: the context borrows the rest of the session.
+        let mut ubuf = std::mem::take(&mut self.ubuf);
+        ubuf.clear();
+        let built = self.request_context(head, host_header).map(|context| {
+            let request = outgoing(&self.conn.rbuf, head, &self.fields);
+            head::request_head(&mut ubuf, &request, &context);
+        });
+        self.ubuf = ubuf;
+        built
+    }
+
+    /// What the head rules need beyond the client's head: the peer, the
+    /// normalised target, the upgrade offer, the framing and the edits.
+    fn request_context<'a>(
+        &'a self,
+        head: &Head,
+        host_header: Option<&'a http::HeaderValue>,
+    ) -> Result<RequestContext<'a>, Failure> {
+        let framing = match head.framing {
+            RequestFraming::Empty => Framing::None,
+            RequestFraming::Length(n) => Framing::Length(n as u64),
+            RequestFraming::Chunked => Framing::Chunked,
+        };
+        let upgrade = &self.decided.upgrade.kept;
+        if !upgrade.is_empty() && head.framing != RequestFraming::Empty {
+            return Err(Failure::new(
+                StatusCode::BAD_REQUEST,
+                "an upgrade request cannot carry a body",
+            ));
+        }
+        Ok(RequestContext {
+            peer: self.peer.ip(),
+            secure: self.secure,
+            trust_forwarded: self.plan.trust_forwarded,
+            host_header,
+            path: self.decided.rewrites.path.as_deref(),
+            host: self.decided.rewrites.host.as_deref(),
+            upgrade: match self.decided.upgrade.removed {
+                _ if upgrade.is_empty() => None,
+                0 => Some(Offered::AsSent),
+                _ => Some(Offered::Only(upgrade)),
+            },
+            strip_overrides: self.decided.strip_overrides,
+            framing,
+            edits: self
+                .chain
+                .is_some()
+                .then_some(&self.exchange.request_headers)
+                .filter(|edits| !edits.is_empty()),
+        })
+    }
+}
+
+/// An HTTP/1.1 client's request, as the head rules read it.
+fn outgoing<'a>(buf: &'a [u8], head: &'a Head, fields: &'a [http1::Field]) -> Outgoing<'a> {
+    Outgoing {
+        method: &head.method,
+        path: &buf[head.path.clone()],
+        query: head.query.clone().map(|q| &buf[q]),
+        host: head.host.clone().map(|h| &buf[h]),
+        fields: Fields::H1 { buf, fields },
+    }
+}
