@@ -118,18 +118,13 @@ pub(crate) fn caddyfile(site: &Site<'_>) -> Result<String, Unsupported> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::peers::{addr, test_tls, ProxySite};
+    use crate::peers::{addr, test_tls, test_tls_site, ProxySite};
 
     #[test]
     fn reverse_proxy_with_a_pool_per_client() {
         let upstreams = [addr(2), addr(3)];
         let tls = test_tls();
-        let site = Site::Proxy(ProxySite {
-            tls: Some(&tls),
-            least_conn: true,
-            upstream_protocol: UpstreamProtocol::H2Tls { ca: &tls.ca },
-            ..ProxySite::plain(addr(1), &upstreams, 12_000)
-        });
+        let site = test_tls_site(&tls, &upstreams);
         let file = caddyfile(&site).expect("supported");
         for needle in [
             "admin off",

@@ -193,18 +193,13 @@ fn cluster(yaml: &mut String, proxy: &ProxySite<'_>, limit: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::peers::{addr, test_tls};
+    use crate::peers::{addr, test_tls, test_tls_site};
 
     #[test]
     fn proxy_listener_and_cluster() {
         let upstreams = [addr(2), addr(3)];
         let tls = test_tls();
-        let site = Site::Proxy(ProxySite {
-            tls: Some(&tls),
-            least_conn: true,
-            upstream_protocol: UpstreamProtocol::H2Tls { ca: &tls.ca },
-            ..ProxySite::plain(addr(1), &upstreams, 12_000)
-        });
+        let site = test_tls_site(&tls, &upstreams);
         let yaml = envoy_yaml(&site).expect("supported");
         for needle in [
             "socket_address: { address: 127.0.0.1, port_value: 1 }",

@@ -248,5 +248,17 @@ pub(crate) fn test_tls() -> TlsFiles {
     }
 }
 
+/// The site the peers' configuration tests write: a TLS listener on port
+/// 1, least connections over `upstreams`, an HTTP/2 TLS upstream.
+#[cfg(test)]
+pub(crate) fn test_tls_site<'a>(tls: &'a TlsFiles, upstreams: &'a [SocketAddr]) -> Site<'a> {
+    Site::Proxy(ProxySite {
+        tls: Some(tls),
+        least_conn: true,
+        upstream_protocol: UpstreamProtocol::H2Tls { ca: &tls.ca },
+        ..ProxySite::plain(addr(1), upstreams, 12_000)
+    })
+}
+
 #[cfg(test)]
 mod accepted;

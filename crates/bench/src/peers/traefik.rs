@@ -106,18 +106,13 @@ pub(crate) fn traefik_yaml(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::peers::{addr, test_tls, ProxySite};
+    use crate::peers::{addr, test_tls, test_tls_site, ProxySite};
 
     #[test]
     fn entry_point_router_and_service() {
         let upstreams = [addr(2), addr(3)];
         let tls = test_tls();
-        let site = Site::Proxy(ProxySite {
-            tls: Some(&tls),
-            least_conn: true,
-            upstream_protocol: UpstreamProtocol::H2Tls { ca: &tls.ca },
-            ..ProxySite::plain(addr(1), &upstreams, 12_000)
-        });
+        let site = test_tls_site(&tls, &upstreams);
         let (main, dynamic) = traefik_yaml(&site, Path::new("/w/dynamic.yml")).expect("supported");
         assert!(main.contains("address: \"127.0.0.1:1\""), "{main}");
         assert!(main.contains("filename: \"/w/dynamic.yml\""), "{main}");
