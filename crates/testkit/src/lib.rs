@@ -17,6 +17,7 @@ pub mod fake;
 pub mod fake_h2;
 pub mod hostile;
 mod raw;
+pub mod redis;
 
 use std::net::SocketAddr;
 
@@ -26,6 +27,7 @@ pub use fake::{Behaviour, FakeServer};
 pub use fake_h2::{H2Options, H2Server};
 pub use hostile::{HostileUpstream, Step};
 pub use raw::{request_bytes, RawConn, RawResponse, IO_TIMEOUT};
+pub use redis::RedisServer;
 
 /// A backend running in this process on 127.0.0.1 with a free port; shut
 /// down (with a short deadline) when dropped.

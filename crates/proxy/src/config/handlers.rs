@@ -260,8 +260,67 @@ pub struct RateLimit {
     #[serde(default)]
     pub burst: Option<NonZeroU32>,
     /// Distinct keys tracked; the least recently used is forgotten past it.
+    /// (`store: local` only: Redis expires each key itself.)
     #[serde(default = "default_rate_keys")]
     pub max_keys: usize,
+    /// Where the counts live: `local` (each worker's memory, shared by the
+    /// process) or `redis` (shared by every proxy using the same Redis).
+    #[serde(default)]
+    pub store: RateStore,
+    /// Required with `store: redis`.
+    #[serde(default)]
+    pub redis: Option<RedisStore>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RateStore {
+    #[default]
+    Local,
+    Redis,
+}
+
+/// A `rate_limit` counted in Redis (docs/MIDDLEWARE.md, "rate_limit on Redis").
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedisStore {
+    /// `redis://[user[:password]@]host[:port][/db]` or `rediss://` (TLS).
+    pub url: String,
+    /// A file holding the password (trailing newline ignored); overrides
+    /// one in the URL.
+    #[serde(default)]
+    pub password_file: Option<String>,
+    /// PEM file of the CA that signed Redis's certificate (`rediss://`);
+    /// default: the system's roots.
+    #[serde(default)]
+    pub ca_file: Option<String>,
+    /// The most a request waits for Redis's decision; past it, `on_failure`.
+    #[serde(
+        default = "default_redis_timeout",
+        deserialize_with = "duration",
+        serialize_with = "human"
+    )]
+    pub timeout: Duration,
+    /// What a request gets when Redis cannot decide in time.
+    #[serde(default)]
+    pub on_failure: OnFailure,
+    /// Prefix of the Redis keys; default `sluice:rate:<handler name>:`.
+    #[serde(default)]
+    pub prefix: Option<String>,
+}
+
+fn default_redis_timeout() -> Duration {
+    Duration::from_millis(5)
+}
+
+/// `fail_open`: let the request through (Envoy's ratelimit service's
+/// default); `fail_closed`: 503.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnFailure {
+    #[default]
+    FailOpen,
+    FailClosed,
 }
 
 fn default_rate_key() -> Parsed<RateKey> {

@@ -41,6 +41,8 @@ pub(crate) trait Build {
 #[derive(Debug)]
 pub(crate) struct Builder<'a> {
     pub context: &'a BuildContext<'a>,
+    /// The name of the handler being built (`middleware.NAME`).
+    pub name: String,
     pub metrics: Vec<Arc<RouteMetrics>>,
     pub access_logs: Vec<Arc<AccessLogger>>,
     pub validators: Vec<Arc<ValidateHandler>>,
@@ -100,11 +102,57 @@ impl Chains {
                 "# HELP sluice_validate_response_failures_total Upstream responses that did not match the API spec.\n# TYPE sluice_validate_response_failures_total counter\nsluice_validate_response_failures_total {failed}"
             );
         }
+        self.render_store_counts(out);
         if !self.access_logs.is_empty() {
             let dropped: u64 = self.access_logs.iter().map(|log| log.dropped()).sum();
             let _ = writeln!(
                 out,
                 "# HELP sluice_access_log_dropped_total Access log lines dropped because the writer fell behind.\n# TYPE sluice_access_log_dropped_total counter\nsluice_access_log_dropped_total {dropped}"
+            );
+        }
+    }
+}
+
+impl Chains {
+    /// The `rate_limit` handlers on Redis: whether Redis answers, what it
+    /// decided, and what `on_failure` decided for it.
+    fn render_store_counts(&self, out: &mut String) {
+        use std::fmt::Write as _;
+        let stores: Vec<_> = self
+            .instances
+            .iter()
+            .filter_map(|(name, i)| Some((name, i.handler.store_counts()?)))
+            .collect();
+        if stores.is_empty() {
+            return;
+        }
+        out.push_str("# HELP sluice_rate_limit_store_up Whether the rate limit's Redis answers (1) or not (0).\n# TYPE sluice_rate_limit_store_up gauge\n");
+        for (name, counts) in &stores {
+            let _ = writeln!(
+                out,
+                "sluice_rate_limit_store_up{{middleware=\"{name}\"}} {}",
+                u8::from(counts.up)
+            );
+        }
+        out.push_str("# HELP sluice_rate_limit_store_decisions_total Decisions Redis made, by result.\n# TYPE sluice_rate_limit_store_decisions_total counter\n");
+        for (name, counts) in &stores {
+            let _ = writeln!(out, "sluice_rate_limit_store_decisions_total{{middleware=\"{name}\",result=\"allowed\"}} {}", counts.allowed);
+            let _ = writeln!(out, "sluice_rate_limit_store_decisions_total{{middleware=\"{name}\",result=\"limited\"}} {}", counts.limited);
+        }
+        out.push_str("# HELP sluice_rate_limit_store_errors_total Calls to Redis that failed or ran past redis.timeout.\n# TYPE sluice_rate_limit_store_errors_total counter\n");
+        for (name, counts) in &stores {
+            let _ = writeln!(
+                out,
+                "sluice_rate_limit_store_errors_total{{middleware=\"{name}\"}} {}",
+                counts.errors
+            );
+        }
+        out.push_str("# HELP sluice_rate_limit_store_fallbacks_total Requests decided by on_failure because Redis gave no decision.\n# TYPE sluice_rate_limit_store_fallbacks_total counter\n");
+        for (name, counts) in &stores {
+            let _ = writeln!(
+                out,
+                "sluice_rate_limit_store_fallbacks_total{{middleware=\"{name}\"}} {}",
+                counts.fallbacks
             );
         }
     }
@@ -120,6 +168,7 @@ pub(crate) fn build(
 ) -> anyhow::Result<Chains> {
     let mut builder = Builder {
         context,
+        name: String::new(),
         metrics: Vec::new(),
         access_logs: Vec::new(),
         validators: Vec::new(),
@@ -175,6 +224,7 @@ pub(crate) fn build(
                 None => {
                     let counted = (builder.metrics.len(), builder.access_logs.len());
                     let validators = builder.validators.len();
+                    builder.name = name.to_string();
                     let handler = settings
                         .build(&mut builder)
                         .with_context(|| format!("middleware.{name}"))?;
@@ -303,6 +353,7 @@ routes:
         };
         let mut builder = Builder {
             context: &context,
+            name: String::new(),
             metrics: Vec::new(),
             access_logs: Vec::new(),
             validators: Vec::new(),

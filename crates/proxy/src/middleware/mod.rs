@@ -22,6 +22,7 @@ mod jwks;
 mod jwt;
 mod metrics;
 mod rate_limit;
+mod rate_limit_redis;
 mod validate;
 
 use std::{
@@ -216,6 +217,12 @@ pub(crate) trait Handler: Send + Sync + fmt::Debug {
 
     /// Looks at a whole response body (before the head is written).
     fn response_body(&self, _response: &ResponseView<'_>, _exchange: &Exchange) {}
+
+    /// For `/metrics`: the counts of a handler whose state is kept in
+    /// another process (a `rate_limit` on Redis).
+    fn store_counts(&self) -> Option<rate_limit_redis::StoreCounts> {
+        None
+    }
 }
 
 /// An upstream response whose body was read whole for a handler.

@@ -1,6 +1,8 @@
-//! `rate_limit`: GCRA (governor) per key: the client address, a request
-//! header or a claim of the verified token. Past the rate and burst, 429
-//! with `Retry-After` and the IETF draft `RateLimit-*` fields.
+//! `rate_limit`: GCRA per key: the client address, a request header or a
+//! claim of the verified token. Past the rate and burst, 429 with
+//! `Retry-After` and the IETF draft `RateLimit-*` fields. Counted in the
+//! process (governor, `store: local`) or in Redis, shared by every proxy
+//! that uses it (`store: redis`, rate_limit_redis.rs).
 
 use std::{
     net::IpAddr,
@@ -8,9 +10,10 @@ use std::{
         atomic::{AtomicU64, Ordering},
         Arc,
     },
+    time::Duration,
 };
 
-use anyhow::Context;
+use anyhow::{bail, Context};
 use governor::{
     clock::{Clock, DefaultClock},
     DefaultKeyedRateLimiter, Quota,
@@ -19,9 +22,10 @@ use http::{HeaderName, HeaderValue, StatusCode};
 
 use super::{
     build::{Build, Builder},
+    rate_limit_redis::RedisLimiter,
     Answer, Exchange, Flow, Handler, RequestView,
 };
-use crate::config::{RateKey as Key, RateLimit};
+use crate::config::{RateKey as Key, RateLimit, RateStore};
 
 /// How often (in requests) the key count is checked against `max_keys`.
 const SWEEP_EVERY: u64 = 4096;
@@ -36,12 +40,69 @@ pub(crate) struct RateLimiter {
     checks: AtomicU64,
 }
 
+/// One request's share of the period (the GCRA's emission interval),
+/// and how many may come at once.
+pub(super) fn interval_and_burst(config: &RateLimit) -> anyhow::Result<(Duration, u32)> {
+    let rate = *config.rate;
+    let interval = rate.per / rate.count.get();
+    if interval.is_zero() {
+        bail!("the rate is too high");
+    }
+    Ok((interval, config.burst.unwrap_or(rate.count).get()))
+}
+
+/// The key a request is counted under.
+pub(super) enum KeyOf {
+    Ip(IpAddr),
+    Text(String),
+}
+
+pub(super) fn key_of(key: &Key, request: &RequestView<'_>, exchange: &Exchange) -> KeyOf {
+    match key {
+        Key::ClientIp => KeyOf::Ip(request.client_ip),
+        Key::Header(name) => {
+            let value = request.header(name.as_str()).unwrap_or_default();
+            KeyOf::Text(String::from_utf8_lossy(value).into_owned())
+        }
+        Key::Claim(claim) => KeyOf::Text(
+            exchange
+                .claims
+                .as_ref()
+                .and_then(|verified| verified.claims.get(claim))
+                .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+                .unwrap_or_default(),
+        ),
+    }
+}
+
+/// 429, with when to come back in whole seconds (rounded up).
+pub(super) fn too_many(limit: &HeaderValue, wait: Duration) -> Flow {
+    let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    Flow::Answer(
+        Answer::problem(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!("rate limit exceeded; retry in {seconds} s"),
+        )
+        .with_header(http::header::RETRY_AFTER, HeaderValue::from(seconds))
+        .with_header(HeaderName::from_static("ratelimit-limit"), limit.clone())
+        .with_header(
+            HeaderName::from_static("ratelimit-remaining"),
+            HeaderValue::from_static("0"),
+        )
+        .with_header(
+            HeaderName::from_static("ratelimit-reset"),
+            HeaderValue::from(seconds),
+        ),
+    )
+}
+
 impl RateLimiter {
     fn new(config: &RateLimit) -> anyhow::Result<Self> {
         let rate = *config.rate;
-        let quota = Quota::with_period(rate.per / rate.count.get())
+        let (interval, burst) = interval_and_burst(config)?;
+        let quota = Quota::with_period(interval)
             .context("the rate is too high")?
-            .allow_burst(config.burst.unwrap_or(rate.count));
+            .allow_burst(std::num::NonZeroU32::new(burst).context("a burst of 0")?);
         Ok(Self {
             key: config.key.0.clone(),
             by_ip: DefaultKeyedRateLimiter::keyed(quota),
@@ -65,56 +126,35 @@ impl RateLimiter {
 }
 
 impl Build for RateLimit {
-    fn build(&self, _: &mut Builder<'_>) -> anyhow::Result<Arc<dyn Handler>> {
-        Ok(Arc::new(RateLimiter::new(self)?))
+    fn build(&self, builder: &mut Builder<'_>) -> anyhow::Result<Arc<dyn Handler>> {
+        match (self.store, &self.redis) {
+            (RateStore::Local, None) => Ok(Arc::new(RateLimiter::new(self)?)),
+            (RateStore::Redis, Some(redis)) => {
+                Ok(Arc::new(RedisLimiter::new(self, redis, &builder.name)?))
+            }
+            (RateStore::Redis, None) => {
+                bail!("`store: redis` needs a `redis` section (its `url` at least)")
+            }
+            (RateStore::Local, Some(_)) => {
+                bail!("a `redis` section is given but `store` is `local`: add `store: redis`")
+            }
+        }
     }
 }
 
 impl Handler for RateLimiter {
     fn request(&self, request: &RequestView<'_>, exchange: &mut Exchange) -> Flow {
         self.sweep();
-        let checked = match &self.key {
-            Key::ClientIp => self.by_ip.check_key(&request.client_ip),
-            Key::Header(name) => {
-                let value = request.header(name.as_str()).unwrap_or_default();
-                self.by_text
-                    .check_key(&String::from_utf8_lossy(value).into_owned())
-            }
-            Key::Claim(claim) => {
-                let value = exchange
-                    .claims
-                    .as_ref()
-                    .and_then(|verified| verified.claims.get(claim))
-                    .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
-                    .unwrap_or_default();
-                self.by_text.check_key(&value)
-            }
+        let checked = match key_of(&self.key, request, exchange) {
+            KeyOf::Ip(ip) => self.by_ip.check_key(&ip),
+            KeyOf::Text(text) => self.by_text.check_key(&text),
         };
         match checked {
             Ok(()) => Flow::Next,
-            Err(not_until) => {
-                let wait = not_until.wait_time_from(DefaultClock::default().now());
-                let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-                Flow::Answer(
-                    Answer::problem(
-                        StatusCode::TOO_MANY_REQUESTS,
-                        format!("rate limit exceeded; retry in {seconds} s"),
-                    )
-                    .with_header(http::header::RETRY_AFTER, HeaderValue::from(seconds))
-                    .with_header(
-                        HeaderName::from_static("ratelimit-limit"),
-                        self.limit.clone(),
-                    )
-                    .with_header(
-                        HeaderName::from_static("ratelimit-remaining"),
-                        HeaderValue::from_static("0"),
-                    )
-                    .with_header(
-                        HeaderName::from_static("ratelimit-reset"),
-                        HeaderValue::from(seconds),
-                    ),
-                )
-            }
+            Err(not_until) => too_many(
+                &self.limit,
+                not_until.wait_time_from(DefaultClock::default().now()),
+            ),
         }
     }
 }
@@ -130,6 +170,8 @@ mod tests {
             rate: Parsed(Rate::parse(rate).unwrap()),
             burst: burst.and_then(std::num::NonZeroU32::new),
             max_keys: 10,
+            store: RateStore::Local,
+            redis: None,
         })
         .unwrap()
     }

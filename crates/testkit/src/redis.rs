@@ -1,0 +1,193 @@
+//! A real `redis-server` (Debian's `redis-server` package) on free
+//! loopback ports, for the tests of `rate_limit` with `store: redis`:
+//! started, stopped and started again on the same ports, killed on drop.
+//!
+//! Without `redis-server` on PATH, [`RedisServer::start`] returns `None`
+//! after printing a `SKIP` line that names the test, unless
+//! `SLUICE_REQUIRE_REDIS=1` (set by `.ci/run`): then it panics, so that CI
+//! cannot pass by skipping.
+
+use std::{
+    io::{Read, Write},
+    net::{SocketAddr, TcpListener, TcpStream},
+    path::PathBuf,
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use crate::TestCerts;
+
+/// How long a started server has to answer `PING`.
+const READY_WITHIN: Duration = Duration::from_secs(10);
+
+#[derive(Debug)]
+pub struct RedisServer {
+    child: Option<Child>,
+    pub port: u16,
+    /// The TLS port, when started with [`RedisServer::start_tls`].
+    pub tls_port: Option<u16>,
+    args: Vec<String>,
+}
+
+impl RedisServer {
+    /// A plaintext server, or `None` (with a `SKIP` line for `test`) when
+    /// `redis-server` is not installed.
+    pub fn start(test: &str) -> Option<Self> {
+        Self::start_with(test, None)
+    }
+
+    /// A server with a TLS port too, its certificate from `certs`
+    /// (no client certificate asked for).
+    pub fn start_tls(test: &str, certs: &TestCerts) -> Option<Self> {
+        Self::start_with(test, Some(certs))
+    }
+
+    fn start_with(test: &str, certs: Option<&TestCerts>) -> Option<Self> {
+        if !installed() {
+            assert!(
+                std::env::var_os("SLUICE_REQUIRE_REDIS").is_none_or(|v| v != "1"),
+                "{test}: redis-server is not installed and SLUICE_REQUIRE_REDIS=1"
+            );
+            eprintln!("SKIP {test}: redis-server is not installed (apt-get install redis-server)");
+            return None;
+        }
+        let port = free_port();
+        let mut args: Vec<String> = [
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--protected-mode",
+            "no",
+            "--loglevel",
+            "warning",
+        ]
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+        let tls_port = certs.map(|certs| {
+            let tls_port = free_port();
+            let path = |p: &PathBuf| p.display().to_string();
+            args.extend([
+                "--tls-port".into(),
+                tls_port.to_string(),
+                "--tls-cert-file".into(),
+                path(&certs.cert_path),
+                "--tls-key-file".into(),
+                path(&certs.key_path),
+                "--tls-ca-cert-file".into(),
+                path(&certs.ca_path),
+                "--tls-auth-clients".into(),
+                "no".into(),
+            ]);
+            tls_port
+        });
+        let mut server = Self {
+            child: None,
+            port,
+            tls_port,
+            args,
+        };
+        server.resume();
+        Some(server)
+    }
+
+    /// `redis://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// `rediss://localhost:TLS_PORT` (the name the test certificate has).
+    pub fn tls_url(&self) -> String {
+        format!(
+            "rediss://localhost:{}",
+            self.tls_port.expect("started with start_tls")
+        )
+    }
+
+    /// Kills the server (its data goes with it: nothing is saved).
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts it again on the same ports and waits until it answers.
+    pub fn resume(&mut self) {
+        assert!(self.child.is_none(), "the server is running");
+        let child = Command::new("redis-server")
+            .args(&self.args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start redis-server");
+        self.child = Some(child);
+        let addr = SocketAddr::from(([127, 0, 0, 1], self.port));
+        let deadline = Instant::now() + READY_WITHIN;
+        while !pong(addr) {
+            assert!(
+                Instant::now() < deadline,
+                "redis-server did not answer PING on {addr} within {READY_WITHIN:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Runs one command (`redis-cli`-style words) and returns the reply's raw text.
+    pub fn command(&self, words: &[&str]) -> String {
+        let mut stream =
+            TcpStream::connect(("127.0.0.1", self.port)).expect("connect to redis-server");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("a read timeout");
+        let mut request = format!("*{}\r\n", words.len());
+        for word in words {
+            request.push_str(&format!("${}\r\n{word}\r\n", word.len()));
+        }
+        stream.write_all(request.as_bytes()).expect("send");
+        let mut reply = vec![0; 4096];
+        let n = stream.read(&mut reply).expect("a reply");
+        String::from_utf8_lossy(&reply[..n]).into_owned()
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn installed() -> bool {
+    Command::new("redis-server")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// A port nothing listens on now (the OS picks it; another process could
+/// take it before redis-server binds it, which the readiness wait shows).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+fn pong(addr: SocketAddr) -> bool {
+    let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+    let mut reply = [0; 16];
+    stream.write_all(b"PING\r\n").is_ok()
+        && stream
+            .read(&mut reply)
+            .is_ok_and(|n| reply[..n].starts_with(b"+PONG"))
+}
