@@ -5,6 +5,7 @@
 
 mod balancing;
 mod idle;
+mod middleware;
 mod runtimes;
 mod sweeps;
 mod throughput;
@@ -30,7 +31,7 @@ pub(crate) type GroupFn = fn(&mut Bench<'_>) -> anyhow::Result<()>;
 pub(crate) const ALL: &[(GroupName, GroupFn)] = &[
     (GroupName::Baseline, throughput::baseline),
     (GroupName::Proxy, throughput::proxy),
-    (GroupName::Middleware, throughput::middleware),
+    (GroupName::Middleware, middleware::middleware),
     (GroupName::Protocols, throughput::protocols),
     (GroupName::Lb, balancing::lb),
     (GroupName::LbSlow, balancing::lb_slow),
@@ -110,11 +111,13 @@ pub(crate) fn planned(outline: &Outline<'_>, name: GroupName) -> Option<(usize, 
             let peer_rows: usize = profile
                 .handlers
                 .iter()
-                .filter_map(|h| throughput::handler_site(h, addr[0], &addr, jwks, 1))
+                .filter_map(|h| middleware::handler_site(h, addr[0], &addr, jwks, 1))
                 .map(|site| players(peers, &site))
                 .sum();
             (
-                throughput::scenarios(profile.handlers).len() + peer_rows,
+                middleware::scenarios(profile.handlers).len()
+                    + usize::from(middleware::redis_row(profile.handlers))
+                    + peer_rows,
                 throughput,
             )
         }
@@ -293,8 +296,12 @@ mod tests {
                 (Baseline, 3),
                 (Proxy, 3),
                 // The empty chain, ten handlers alone, the default chain;
-                // HAProxy's and nginx's rate limits.
-                (Middleware, 14),
+                // HAProxy's and nginx's rate limits; rate_limit on Redis
+                // where redis-server is installed.
+                (
+                    Middleware,
+                    14 + usize::from(middleware::redis_row(options.profile().handlers))
+                ),
                 // Six cases for sluice and HAProxy; nginx plays the three
                 // with HTTP/1.1 upstreams.
                 (Protocols, 15),
@@ -321,8 +328,11 @@ mod tests {
                 (Baseline, 5),
                 (Proxy, 7),
                 // Envoy's jwt_authn; Envoy's, Traefik's, nginx's and
-                // HAProxy's rate limits.
-                (Middleware, 17),
+                // HAProxy's rate limits; rate_limit on Redis where installed.
+                (
+                    Middleware,
+                    17 + usize::from(middleware::redis_row(options.profile().handlers))
+                ),
                 // sluice, HAProxy, Envoy, Traefik, Caddy and nghttpx play
                 // the six cases, nginx three.
                 (Protocols, 39),
@@ -350,7 +360,10 @@ mod tests {
             [
                 (Baseline, 1),
                 (Proxy, 1),
-                (Middleware, 4),
+                (
+                    Middleware,
+                    4 + usize::from(middleware::redis_row(quick.profile().handlers))
+                ),
                 (Protocols, 6),
                 // 500 and 1,500 (for 2,000); four more policies at 500.
                 (Lb, 6),

@@ -3,7 +3,6 @@
 
 use std::net::SocketAddr;
 
-use anyhow::Context;
 use load::Protocol;
 
 use super::{begin, header, peer_component, sluice_yaml, throughput, upstream_yaml};
@@ -11,14 +10,11 @@ use crate::{
     machine::PeerKind,
     measure::RowSpec,
     options::GroupName,
-    peers::{Handler, ProxySite, Site, TlsFiles, UpstreamProtocol},
+    peers::{ProxySite, Site, TlsFiles, UpstreamProtocol},
     process::Component,
     rounds::Trial,
     stage::Bench,
 };
-
-/// The OpenAPI description the validate handler checks requests against.
-const PETSTORE_SPEC: &str = include_str!("../../../../specs/petstore.yaml");
 
 /// Question 1.
 pub(super) fn baseline(bench: &mut Bench<'_>) -> anyhow::Result<()> {
@@ -101,176 +97,6 @@ pub(super) fn proxy(bench: &mut Bench<'_>) -> anyhow::Result<()> {
     group.rows = bench.run_blocks("proxy", &mut components, vec![trials], &mut || {})?;
     bench.publish(group);
     Ok(())
-}
-
-/// The test token's issuer and audience, which the jwt handlers require.
-const ISSUER: &str = "https://issuer.example";
-const AUDIENCE: &str = "petstore";
-/// The rate_limit handlers' rate per client, and their burst: more than
-/// any row sends, so that a row is the handler's cost.
-const RATE: u64 = 1_000_000;
-
-/// A peer in front of `upstreams` running its own counterpart of sluice's
-/// handler `scenario` (`jwt`, `rate_limit`), `None` for the others.
-pub(super) fn handler_site<'a>(
-    scenario: &str,
-    listen: SocketAddr,
-    upstreams: &'a [SocketAddr],
-    jwks: &'a std::path::Path,
-    max_conns: usize,
-) -> Option<Site<'a>> {
-    let handler = match scenario {
-        "jwt" => Handler::Jwt {
-            jwks,
-            issuer: ISSUER,
-            audience: AUDIENCE,
-        },
-        "rate_limit" => Handler::RateLimit { per_second: RATE },
-        _ => return None,
-    };
-    Some(Site::Proxy(ProxySite {
-        handler: Some(handler),
-        ..ProxySite::plain(listen, upstreams, max_conns)
-    }))
-}
-
-/// Question 3: one sluice process with a route per handler, told apart by
-/// Host, so that every handler is measured on the same process; then each
-/// peer's own counterpart of `jwt` and `rate_limit`, where it has one.
-pub(super) fn middleware(bench: &mut Bench<'_>) -> anyhow::Result<()> {
-    let mut group = begin(
-        bench,
-        GroupName::Middleware.as_str(),
-        "Middleware handlers",
-        "What does each middleware handler cost, alone and as the full default chain?",
-    );
-    if bench.options.runs(GroupName::Peers) {
-        group.notes.push(
-            "Peer rows where a peer has the handler built in: jwt (Envoy jwt_authn; sluice's \
-             also requires the token's scope), rate_limit (Envoy local_ratelimit, Traefik \
-             rateLimit, nginx limit_req, HAProxy a stick table); the peers run no other handler."
-                .into(),
-        );
-    }
-    let (backend, backend_addr) = bench.serve("petstore", &[], false)?;
-    let keys = bench.work.join("jwt");
-    std::fs::create_dir_all(&keys).with_context(|| format!("cannot create {}", keys.display()))?;
-    let key = jwt::generate_key(jwt::Algorithm::RS256, "bench")
-        .map_err(|err| anyhow::anyhow!("cannot make a test key: {err}"))?;
-    let jwks = keys.join("jwks.json");
-    std::fs::write(&jwks, key.jwks_json())
-        .with_context(|| format!("cannot write {}", jwks.display()))?;
-    let token = key
-        .sign(&serde_json::json!({
-            "iss": ISSUER,
-            "aud": AUDIENCE,
-            "sub": "bench",
-            "scope": "pets:read",
-            "iat": jwt::unix_now(),
-            "exp": jwt::unix_now() + 86_400,
-        }))
-        .map_err(|err| anyhow::anyhow!("cannot sign a test token: {err}"))?;
-    let spec_file = bench.work.join("petstore.yaml");
-    std::fs::write(&spec_file, PETSTORE_SPEC)
-        .with_context(|| format!("cannot write {}", spec_file.display()))?;
-    // The access log goes to memory where there is /dev/shm: disk
-    // writeback would land on whichever row runs next.
-    let log_dir = if std::path::Path::new("/dev/shm").is_dir() {
-        std::path::PathBuf::from("/dev/shm")
-    } else {
-        bench.work.clone()
-    };
-    let access_log = log_dir.join(format!("sluice-bench-{}-access.log", std::process::id()));
-    let scenarios = scenarios(bench.profile.handlers);
-    let listen = bench.port()?;
-    let mut routes = String::new();
-    for (name, chain) in &scenarios {
-        routes.push_str(&format!(
-            "  - {{ path: /, host: {}, chain: {chain}, upstream: backend }}\n",
-            host_of(name)
-        ));
-    }
-    let yaml = sluice_yaml(
-        bench.options.connections,
-        &format!(
-            "listeners: [{{ address: {listen} }}]\nupstreams:\n{}\
-middleware:
-  access_log: {{ path: \"{}\" }}
-  headers: {{ request: {{ set: {{ x-env: bench }} }}, response: {{ set: {{ x-served-by: sluice }} }} }}
-  ip_filter: {{ allow: [127.0.0.0/8] }}
-  body_limit: {{ max: 1MiB }}
-  jwt: {{ jwks: \"{}\", algorithms: [RS256], issuer: \"{ISSUER}\", audience: [{AUDIENCE}], scopes: [pets:read] }}
-  validate: {{ openapi: \"{}\" }}
-  rate_limit: {{ rate: {RATE}/s }}
-chains:
-  default: [correlation, metrics, access_log, jwt, validate, rate_limit, headers]
-routes:
-{routes}",
-            upstream_yaml("backend", &[backend_addr], ""),
-            access_log.display(),
-            jwks.display(),
-            spec_file.display(),
-        ),
-    );
-    let sluice = bench.sluice_proxy("sluice proxy (middleware)", &yaml, &[listen])?;
-    let mut components = vec![sluice, backend];
-    let url = format!("http://{listen}/v1/pets");
-    let mut trials = Vec::new();
-    for (name, _) in &scenarios {
-        let mut config = throughput(bench, &url)?;
-        config.headers = vec![
-            header("host", &host_of(name))?,
-            header("authorization", &format!("Bearer {token}"))?,
-        ];
-        trials.push(Trial::new(RowSpec::new(*name, "sluice", config), &[0, 1]));
-    }
-    let upstream = [backend_addr];
-    for peer in bench.peers.clone() {
-        for scenario in bench.profile.handlers {
-            let listen = bench.port()?;
-            let connections = bench.options.connections;
-            let Some(site) = handler_site(scenario, listen, &upstream, &jwks, connections) else {
-                continue;
-            };
-            let system = peer.kind.name();
-            let name = format!("{system} {scenario}");
-            let Some(server) =
-                peer_component(bench, &mut group.notes, &peer, &name, &site, listen)?
-            else {
-                continue;
-            };
-            components.push(server);
-            let mut config = throughput(bench, &format!("http://{listen}/v1/pets"))?;
-            config.headers = vec![header("authorization", &format!("Bearer {token}"))?];
-            let spec = RowSpec::new(name, system, config);
-            trials.push(Trial::new(spec, &[components.len() - 1, 1]));
-        }
-    }
-    // Each sample starts with an empty log, as the first did.
-    let mut empty_log = || {
-        let _ = std::fs::write(&access_log, b"");
-    };
-    let rows = bench.run_blocks("middleware", &mut components, vec![trials], &mut empty_log);
-    let _ = std::fs::remove_file(&access_log);
-    group.rows = rows?;
-    bench.publish(group);
-    Ok(())
-}
-
-/// The middleware group's rows, `(name, chain)`: the empty chain, each
-/// handler alone, and the full default chain.
-pub(super) fn scenarios(handlers: &[&'static str]) -> Vec<(&'static str, String)> {
-    let mut scenarios = vec![("empty chain", "[]".to_string())];
-    for handler in handlers {
-        scenarios.push((handler, format!("[{handler}]")));
-    }
-    scenarios.push(("default chain", "default".into()));
-    scenarios
-}
-
-/// `default chain` becomes the host `default-chain`.
-fn host_of(scenario: &str) -> String {
-    scenario.replace([' ', '_'], "-")
 }
 
 /// Connections and streams per connection of the HTTP/2-client rows.
@@ -474,15 +300,4 @@ routes:\n  - {{ path: /, host: h1, upstream: h1 }}\n  - {{ path: /, host: tls, u
     group.rows = bench.run_blocks("protocols", &mut components, blocks, &mut || {})?;
     bench.publish(group);
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hosts_for_scenarios() {
-        assert_eq!(host_of("default chain"), "default-chain");
-        assert_eq!(host_of("ip_filter"), "ip-filter");
-    }
 }
