@@ -2,7 +2,7 @@
 //! per-second series. Memory is constant however long the run; threads merge
 //! at the end.
 
-use std::time::Duration;
+use std::{sync::mpsc::Sender, time::Duration};
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -69,11 +69,8 @@ pub(crate) struct Figures {
 #[derive(Debug)]
 pub(crate) struct Stats {
     pub(crate) total: Figures,
-    /// The log's current interval, handed over each second (`take_window`);
-    /// `None` without a log.
-    window: Option<Figures>,
-    /// The index of the current interval: seconds since recording started.
-    window_index: u64,
+    /// The log's current interval; `None` without a log.
+    window: Option<Window>,
     pub(crate) responses: u64,
     /// Responses by status code, 100 to 599 (others counted at index 0).
     pub(crate) status: Box<[u64; 600]>,
@@ -145,6 +142,17 @@ impl Figures {
     }
 }
 
+/// The log's current interval of one thread, handed to the log's writer
+/// as soon as a later second is recorded (or the thread's timer sees it
+/// has passed), so an interval holds what `per_second` counts for it.
+#[derive(Debug)]
+struct Window {
+    figures: Figures,
+    /// Seconds since recording started.
+    index: u64,
+    out: Sender<(u64, Figures)>,
+}
+
 /// Adds `theirs` to `mine`, taking it whole when `mine` has none (a log's
 /// first open-model interval).
 fn add_optional(mine: &mut Option<Histogram<u64>>, theirs: &Option<Histogram<u64>>) {
@@ -158,12 +166,19 @@ fn add_optional(mine: &mut Option<Histogram<u64>>, theirs: &Option<Histogram<u64
 }
 
 impl Stats {
-    /// `windowed`: also keep the current interval for the log.
-    pub(crate) fn new(record_from: Instant, open_model: bool, windowed: bool) -> Self {
+    /// With `windows`, each second's figures are also sent there, for the log.
+    pub(crate) fn new(
+        record_from: Instant,
+        open_model: bool,
+        windows: Option<Sender<(u64, Figures)>>,
+    ) -> Self {
         Self {
             total: Figures::new(open_model),
-            window: windowed.then(|| Figures::new(open_model)),
-            window_index: 0,
+            window: windows.map(|out| Window {
+                figures: Figures::new(open_model),
+                index: 0,
+                out,
+            }),
             responses: 0,
             status: Box::new([0; 600]),
             per_second: Vec::new(),
@@ -184,7 +199,7 @@ impl Stats {
             0
         }] += 1;
         self.total.response(intended, sent, now);
-        if let Some(window) = &mut self.window {
+        if let Some(window) = self.window_at(now) {
             window.response(intended, sent, now);
         }
         let second = (now - self.record_from).as_secs() as usize;
@@ -203,7 +218,7 @@ impl Stats {
             .unwrap_or(u64::MAX)
             .max(1);
         self.total.sent(ns);
-        if let Some(window) = &mut self.window {
+        if let Some(window) = self.window_at(now) {
             window.sent(ns);
         }
     }
@@ -211,7 +226,7 @@ impl Stats {
     pub(crate) fn bytes(&mut self, count: usize, now: Instant) {
         if now >= self.record_from {
             self.total.bytes_read += count as u64;
-            if let Some(window) = &mut self.window {
+            if let Some(window) = self.window_at(now) {
                 window.bytes_read += count as u64;
             }
         }
@@ -222,18 +237,28 @@ impl Stats {
             return;
         }
         self.total.error(kind);
-        if let Some(window) = &mut self.window {
+        if let Some(window) = self.window_at(now) {
             window.error(kind);
         }
     }
 
-    /// Ends the log's current interval: returns its index and figures and
-    /// starts the next. `None` without a log.
-    pub(crate) fn take_window(&mut self) -> Option<(u64, Figures)> {
-        let open_model = self.total.uncorrected.is_some();
-        let window = std::mem::replace(self.window.as_mut()?, Figures::new(open_model));
-        self.window_index += 1;
-        Some((self.window_index - 1, window))
+    /// The log's interval for `now`, after handing over those before it
+    /// (empty ones too: the writer waits for every thread's).
+    pub(crate) fn window_at(&mut self, now: Instant) -> Option<&mut Figures> {
+        let second = now.saturating_duration_since(self.record_from).as_secs();
+        let window = self.window.as_mut()?;
+        while window.index < second {
+            window.hand_over();
+            window.index += 1;
+        }
+        Some(&mut window.figures)
+    }
+
+    /// Hands over the last interval, at the end of the run.
+    pub(crate) fn end_window(&mut self) {
+        if let Some(window) = &mut self.window {
+            window.hand_over();
+        }
     }
 
     /// Adds another thread's figures; per-second series are summed second by second.
@@ -244,6 +269,15 @@ impl Stats {
             *mine += theirs;
         }
         add_series(&mut self.per_second, &other.per_second, 0);
+    }
+}
+
+impl Window {
+    fn hand_over(&mut self) {
+        let open_model = self.figures.uncorrected.is_some();
+        let figures = std::mem::replace(&mut self.figures, Figures::new(open_model));
+        // The writer outlives the threads; a send fails only if it stopped on an error.
+        let _ = self.out.send((self.index, figures));
     }
 }
 
@@ -271,7 +305,7 @@ mod tests {
     fn warm_up_is_not_recorded_and_merge_adds_up() {
         let start = Instant::now();
         let record_from = start + Duration::from_secs(1);
-        let mut a = Stats::new(record_from, true, true);
+        let mut a = Stats::new(record_from, true, None);
         a.response(200, start, start, start + Duration::from_millis(500));
         assert_eq!(a.responses, 0);
         a.response(
@@ -281,7 +315,7 @@ mod tests {
             record_from + Duration::from_millis(10),
         );
         a.error(ErrorKind::Timeout, record_from);
-        let mut b = Stats::new(record_from, true, true);
+        let mut b = Stats::new(record_from, true, None);
         b.response(
             503,
             record_from,

@@ -80,7 +80,7 @@ pub(crate) fn run_thread(
     let stats = Rc::new(RefCell::new(stats::Stats::new(
         plan.record_from,
         plan.rate.is_some(),
-        windows.is_some(),
+        windows.clone(),
     )));
     // The open model sends on time to the microsecond: one pacer per
     // thread, whose task ends with the `LocalSet`. Its spacing is this
@@ -115,12 +115,8 @@ pub(crate) fn run_thread(
         if let Some(drive) = drive {
             tokio::task::spawn_local(drive);
         }
-        if let Some(windows) = &windows {
-            tokio::task::spawn_local(hand_over_windows(
-                Rc::clone(&stats),
-                windows.clone(),
-                plan.record_from,
-            ));
+        if windows.is_some() {
+            tokio::task::spawn_local(hand_over_windows(Rc::clone(&stats), plan.record_from));
         }
         let tasks: Vec<_> = clients
             .into_iter()
@@ -156,11 +152,7 @@ pub(crate) fn run_thread(
     // The last, partial interval; the task handing over the others ends
     // with the `LocalSet`.
     drop(local);
-    let last = stats.borrow_mut().take_window();
-    if let (Some(windows), Some(last)) = (windows, last) {
-        // The log's writer outlives the threads; a send fails only if it stopped on an error.
-        let _ = windows.send(last);
-    }
+    stats.borrow_mut().end_window();
     let stats = Rc::try_unwrap(stats)
         .map_err(|_| anyhow::anyhow!("statistics still shared after the run"))?
         .into_inner();
@@ -197,7 +189,7 @@ pub(crate) fn measure(
             Some(all) => all.merge(&result.stats),
         }
     }
-    let all = merged.unwrap_or_else(|| stats::Stats::new(Instant::now(), false, false));
+    let all = merged.unwrap_or_else(|| stats::Stats::new(Instant::now(), false, None));
     let status = all
         .status
         .iter()
@@ -218,20 +210,13 @@ pub(crate) fn measure(
     }
 }
 
-/// Hands this thread's intervals to the log's writer, one each second
-/// from `record_from` on, until the run ends.
-async fn hand_over_windows(
-    stats: Rc<RefCell<stats::Stats>>,
-    windows: mpsc::Sender<(u64, stats::Figures)>,
-    record_from: Instant,
-) {
+/// Hands this thread's intervals to the log's writer as they pass, even
+/// when it records nothing (a user thinking, a stalled server).
+async fn hand_over_windows(stats: Rc<RefCell<stats::Stats>>, record_from: Instant) {
     let mut next = record_from + log::INTERVAL;
     loop {
         tokio::time::sleep_until(next).await;
-        let window = stats.borrow_mut().take_window();
-        if window.is_some_and(|window| windows.send(window).is_err()) {
-            return;
-        }
+        stats.borrow_mut().window_at(Instant::now());
         next += log::INTERVAL;
     }
 }
