@@ -84,6 +84,10 @@ impl LogWriter {
         let out: Box<dyn Write + Send> = if path == Path::new("-") {
             Box::new(io::stdout())
         } else {
+            // A folder per run (deploy/kubernetes/load-job.yaml) is made here.
+            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                std::fs::create_dir_all(parent)?;
+            }
             Box::new(io::BufWriter::new(std::fs::File::create(path)?))
         };
         let mut log = Self {
