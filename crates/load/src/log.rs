@@ -33,6 +33,7 @@ use crate::{
 pub(crate) const LOG_VERSION: u32 = 1;
 /// The length of an interval.
 pub(crate) const INTERVAL: Duration = Duration::from_secs(1);
+const HEADER: &str = "#[Logged with sluice load ";
 const WINDOW: &str = "#sluice-window ";
 const RUN: &str = "#sluice-run ";
 const UNCORRECTED: &str = "uncorrected";
@@ -102,7 +103,7 @@ impl LogWriter {
         let human = humantime::format_rfc3339_millis(start);
         write!(
             log.out,
-            "#[Logged with sluice load {} (log version {LOG_VERSION})]\n\
+            "{HEADER}{} (log version {LOG_VERSION})]\n\
              #[Histogram log format version 1.3]\n\
              #[StartTime: {at:.3} (seconds since epoch), {human}]\n\
              #[BaseTime: {at:.3} (seconds since epoch)]\n\
@@ -208,8 +209,14 @@ pub(crate) struct LoadLog {
 pub(crate) fn read_log(text: &str) -> Result<LoadLog, String> {
     let mut windows: Vec<Window> = Vec::new();
     let mut summary: Option<LogSummary> = None;
-    for (number, line) in text.lines().enumerate() {
+    // `kubectl logs` of a `--log -` run interleaves stderr: whatever comes
+    // before the header (a warning) or after the summary (the report) is not the log's.
+    let start = text.find(HEADER).unwrap_or(0);
+    for (number, line) in text[start..].lines().enumerate() {
         let at = |why: String| format!("line {}: {why}", number + 1);
+        if summary.is_some() {
+            break;
+        }
         if let Some(json) = line.strip_prefix(WINDOW) {
             let counts: WindowCounts = serde_json::from_str(json)
                 .map_err(|err| at(format!("bad interval counts: {err}")))?;
@@ -294,5 +301,77 @@ impl Measured {
             unsent: self.unsent,
             interrupted: self.interrupted,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_log_reads_back_with_stderr_around_it_and_refuses_a_cut_one() {
+        let path =
+            std::env::temp_dir().join(format!("sluice-log-unit-{}.hlog", std::process::id()));
+        let start = SystemTime::now();
+        let mut writer = LogWriter::create(&path, start, 1).expect("create");
+        let mut figures = Figures::new(true);
+        figures.latency.record(250).expect("in range");
+        figures
+            .uncorrected
+            .as_mut()
+            .unwrap()
+            .record(200)
+            .expect("in range");
+        figures
+            .lateness
+            .as_mut()
+            .unwrap()
+            .record(5_000)
+            .expect("in range");
+        figures.errors.timeout = 2;
+        figures.bytes_read = 100;
+        writer.add(0, figures.clone()).expect("write");
+        let url = [(http::Method::GET, "http://127.0.0.1:1/".to_string())];
+        let config = ReportConfig::new(&crate::LoadConfig::new(&url).expect("valid"));
+        let measured = Measured {
+            figures,
+            status: [(200, 1)].into(),
+            per_second: vec![1],
+            thread_samples: vec![1],
+            max_lag: Duration::ZERO,
+            unsent: 0,
+            elapsed: Duration::from_secs(1),
+            interrupted: false,
+            intervals: Vec::new(),
+        };
+        let written = writer
+            .finish(&measured.log_summary(&config, start))
+            .expect("finish");
+        assert_eq!(written.len(), 1);
+        let log = std::fs::read_to_string(&path).expect("read");
+        std::fs::remove_file(&path).ok();
+
+        // As `kubectl logs` shows a `--log -` run: a warning before, the report after.
+        let noisy = format!("WARN late\n{log}Running 1 requests test @ GET http://127.0.0.1:1/\n");
+        let read = read_log(&noisy).expect("a log");
+        assert_eq!(read.windows.len(), 1);
+        let window = &read.windows[0].figures;
+        assert_eq!(window.latency.len(), 1);
+        assert_eq!(window.uncorrected.as_ref().map(Histogram::len), Some(1));
+        assert_eq!(window.lateness.as_ref().map(Histogram::len), Some(1));
+        assert_eq!((window.errors.timeout, window.bytes_read), (2, 100));
+        assert_eq!(read.windows[0].duration, INTERVAL);
+        assert_eq!(read.summary.requests, 1);
+        assert_eq!(read.summary.config, config);
+
+        let cut: String = log
+            .lines()
+            .filter(|l| !l.starts_with(RUN))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let err = read_log(&cut).expect_err("no summary");
+        assert!(err.contains("did not finish"), "{err}");
+        let err = read_log("1.0,1.0,5.0,HISTFAAAAA\n").expect_err("not ours");
+        assert!(err.contains("not a sluice load log"), "{err}");
     }
 }
