@@ -241,8 +241,10 @@ pub fn run(config: &LoadConfig, mut control: RunControl) -> anyhow::Result<Repor
 /// time already past starts at once, with a warning: this shard is late.
 fn wait_until(at: SystemTime, interrupt: &AtomicBool) -> bool {
     if let Err(late) = at.duration_since(SystemTime::now()) {
-        tracing::warn!(
-            "--start-at was {:.3}s ago: starting now, late against the other shards",
+        // `sluice load` sets up no logging: straight to stderr, where the
+        // report of a `--log -` run goes too.
+        eprintln!(
+            "sluice load: warning: --start-at was {:.3}s ago: starting now, late against the other shards",
             late.duration().as_secs_f64()
         );
         return false;
