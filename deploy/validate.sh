@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Validates the deployment files offline: YAML style, the Kubernetes
-# manifests and every Helm rendering against the Kubernetes 1.30 schemas
+# manifests (deploy/kubernetes/**, the load Job's among them) and every
+# Helm rendering (both charts) against the Kubernetes 1.30 schemas
 # (strict), `sluice proxy --check` on every ConfigMap,
 # docker-compose.yml, the systemd unit, and the container image (built and
 # checked). A step whose tool is missing is skipped with one line.
@@ -77,19 +78,21 @@ else
   skip "yamllint is not installed"
 fi
 
-step "Helm chart: lint and render each values file"
+step "Helm charts: lint and render each values file"
 if have helm; then
   helm version --short
-  chart=deploy/helm/sluice
-  for values in default "$chart"/ci/*-values.yaml; do
-    args=(--kube-version "$KUBERNETES")
-    [[ "$values" != default ]] && args+=(-f "$values")
-    # The jwt variant's key set comes from a file, as a user would give it.
-    [[ "$values" == *jwt* ]] && args+=(--set-file 'files.jwks\.json=examples/keys/jwks.json')
-    helm lint --strict --quiet "$chart" "${args[@]}"
-    out="$rendered/$(basename "$values" .yaml).yaml"
-    helm template sluice "$chart" "${args[@]}" >"$out"
-    echo "rendered $values: $(grep -c '^kind:' "$out") resources"
+  # sluice (gateway, sidecar) and sluice-load (a distributed load test).
+  for chart in deploy/helm/sluice deploy/helm/sluice-load; do
+    for values in default "$chart"/ci/*-values.yaml; do
+      args=(--kube-version "$KUBERNETES")
+      [[ "$values" != default ]] && args+=(-f "$values")
+      # The jwt variant's key set comes from a file, as a user would give it.
+      [[ "$values" == *jwt* ]] && args+=(--set-file 'files.jwks\.json=examples/keys/jwks.json')
+      helm lint --strict --quiet "$chart" "${args[@]}"
+      out="$rendered/$(basename "$chart")-$(basename "$values" .yaml).yaml"
+      helm template sluice "$chart" "${args[@]}" >"$out"
+      echo "rendered $chart $values: $(grep -c '^kind:' "$out") resources"
+    done
   done
 else
   skip "helm is not installed"

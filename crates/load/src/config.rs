@@ -1,11 +1,18 @@
 //! What a run does, checked before anything starts.
 
-use std::{fmt, path::PathBuf, time::Duration};
+use std::{
+    fmt,
+    path::PathBuf,
+    time::{Duration, SystemTime},
+};
 
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Method};
 
-use crate::target::{parse_url, RequestSpec, Target};
+use crate::{
+    shard::Shard,
+    target::{parse_url, RequestSpec, Target},
+};
 
 /// Everything `sluice load` needs to run. Build it with [`LoadConfig::new`]
 /// and set fields; [`crate::run`] validates it.
@@ -46,6 +53,15 @@ pub struct LoadConfig {
     /// Users model: connection `i` of `n` sends its first request at
     /// `start + ramp * i / n` (Gatling's `rampUsers`); zero starts all at once.
     pub ramp: Duration,
+    /// This process's part of a test spread over many (`--shard i/N`):
+    /// `connections`, `total_requests` and `rate` are the whole test's.
+    pub shard: Shard,
+    /// Start at this wall-clock time (`--start-at`), so that the shards
+    /// on many machines start together.
+    pub start_at: Option<SystemTime>,
+    /// Write the latencies and counts as an HdrHistogram interval log
+    /// (`--log`; `-` is stdout): `sluice load merge` adds such logs up.
+    pub log: Option<PathBuf>,
 }
 
 /// A user's pause between a response and its next request: uniformly
@@ -57,7 +73,7 @@ pub struct ThinkTime {
 }
 
 /// The wire protocol of a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum Protocol {
     #[default]
     #[serde(rename = "HTTP/1.1")]
@@ -142,6 +158,9 @@ impl LoadConfig {
             cacert: None,
             think: None,
             ramp: Duration::ZERO,
+            shard: Shard::WHOLE,
+            start_at: None,
+            log: None,
         })
     }
 
@@ -150,10 +169,12 @@ impl LoadConfig {
         if self.threads == 0 {
             return fail("--threads must be at least 1".into());
         }
-        if self.connections < self.threads {
+        self.check_shard()?;
+        if self.connections() < self.threads {
             return fail(format!(
                 "--connections ({}) must be at least --threads ({}): each thread needs a connection",
-                self.connections, self.threads
+                self.connections(),
+                self.threads
             ));
         }
         if self.pipeline == 0 {
@@ -211,6 +232,48 @@ impl LoadConfig {
         self.check_users()?;
         if self.requests.is_empty() {
             return fail("no request to send".into());
+        }
+        Ok(())
+    }
+
+    /// This process's connections (users): its shard's part of `connections`.
+    pub fn connections(&self) -> usize {
+        self.shard.share(self.connections as u64) as usize
+    }
+
+    /// This process's requests with `-n`: its shard's part of `total_requests`.
+    pub fn total_requests(&self) -> Option<u64> {
+        self.total_requests.map(|total| self.shard.share(total))
+    }
+
+    /// This process's rate in the open model: its connections' part of `rate`.
+    pub fn rate(&self) -> Option<f64> {
+        self.rate
+            .map(|rate| rate * self.connections() as f64 / self.connections as f64)
+    }
+
+    /// Each shard needs a connection and, with `-n`, a request.
+    fn check_shard(&self) -> Result<(), ConfigError> {
+        let Shard { index, count } = self.shard;
+        if index >= count {
+            return Err(ConfigError(format!(
+                "shard {index}/{count}: the index must be below the count"
+            )));
+        }
+        let count = u64::from(count);
+        if count > 1 && (self.connections as u64) < count {
+            return Err(ConfigError(format!(
+                "--connections ({}) must be at least the number of shards ({count}): \
+                 -c and -u count the whole test's connections",
+                self.connections
+            )));
+        }
+        if count > 1 && self.total_requests.is_some_and(|n| n < count) {
+            return Err(ConfigError(format!(
+                "--requests ({}) must be at least the number of shards ({count}): \
+                 -n counts the whole test's requests",
+                self.total_requests.unwrap_or(0)
+            )));
         }
         Ok(())
     }

@@ -22,36 +22,43 @@
 
 mod config;
 mod conn;
+mod format;
 pub mod idle;
+mod log;
+mod measured;
+mod merge;
 mod pacer;
 mod report;
 mod response;
+mod shard;
 mod stats;
 mod target;
+mod thread;
 
 use std::{
-    cell::RefCell,
     net::{SocketAddr, ToSocketAddrs},
-    rc::Rc,
     sync::{
         atomic::{AtomicBool, AtomicU64, Ordering},
-        Arc,
+        mpsc, Arc,
     },
-    time::Duration,
+    time::{Duration, SystemTime},
 };
 
 use anyhow::Context;
-use conn::{Client, Prepared, Requests, Shared, Template};
-use pacer::{Pace, Pacer, Schedule};
+use conn::{Prepared, Requests, Shared, Template};
+use thread::{measure, run_thread, ThreadPlan};
 use tls::rustls::pki_types::ServerName;
 use tokio::{sync::watch, time::Instant};
 
 pub use config::{ConfigError, LoadConfig, Protocol, ThinkTime};
+pub use format::{format_bytes, format_count, format_us};
+pub use merge::{merge, read_logs, RunLog, LOG_EXTENSION};
 pub use report::{
-    format_bytes, format_count, format_us, LatencySummary, Lateness, Percentile, RateSummary,
-    Report, ReportConfig, ScheduleReport, SpectrumPoint, GENERATOR_BOUND_SHARE, PERCENTILES,
+    IntervalSummary, LatencySummary, Lateness, Percentile, RateSummary, Report, ReportConfig,
+    ScheduleReport, SpectrumPoint, GENERATOR_BOUND_SHARE, PERCENTILES,
 };
 pub use response::{Done, ResponseReader};
+pub use shard::{parse_start_at, Shard, JOB_COMPLETION_INDEX};
 pub use stats::Errors;
 pub use target::{
     parse_header, parse_requests_file, parse_url, request_bytes, RequestSpec, Scheme, Target,
@@ -112,8 +119,13 @@ pub fn ensure_fd_limit(connections: usize) -> Result<u64, ConfigError> {
 /// [`ConfigError`]s (`sluice load` exits 2 on those).
 pub fn run(config: &LoadConfig, mut control: RunControl) -> anyhow::Result<Report> {
     config.validate()?;
-    ensure_fd_limit(config.connections)?;
+    ensure_fd_limit(config.connections())?;
     let shared = Arc::new(prepare(config)?);
+    if let Some(at) = config.start_at {
+        if wait_until(at, &control.interrupt) {
+            return Err(anyhow::anyhow!("interrupted before --start-at"));
+        }
+    }
 
     let start = Instant::now();
     let record_from = start + config.warmup;
@@ -124,6 +136,16 @@ pub fn run(config: &LoadConfig, mut control: RunControl) -> anyhow::Result<Repor
     let progress: Vec<Arc<AtomicU64>> = (0..config.threads)
         .map(|_| Arc::new(AtomicU64::new(0)))
         .collect();
+    // Threads hand their intervals to this thread, which writes the log.
+    let (windows, handed) = mpsc::channel();
+    let measuring_at = SystemTime::now() + config.warmup;
+    let mut log = match &config.log {
+        Some(path) => Some(
+            log::LogWriter::create(path, measuring_at, config.threads)
+                .with_context(|| format!("cannot write the log {}", path.display()))?,
+        ),
+        None => None,
+    };
 
     let mut workers = Vec::with_capacity(config.threads);
     for (thread, counter) in progress.iter().enumerate() {
@@ -132,22 +154,29 @@ pub fn run(config: &LoadConfig, mut control: RunControl) -> anyhow::Result<Repor
         let plan = ThreadPlan {
             thread,
             threads: config.threads,
-            connections: config.connections,
+            shard: config.shard,
+            connections: config.connections(),
+            all_connections: config.connections,
             rate: config.rate,
             think: config.think,
             ramp: config.ramp,
             start,
             record_from,
         };
+        let windows = log.is_some().then(|| windows.clone());
         let handle = std::thread::Builder::new()
             .name(format!("load-{thread}"))
-            .spawn(move || run_thread(shared, counter, plan))
+            .spawn(move || run_thread(shared, counter, plan, windows))
             .context("cannot spawn a load thread")?;
         workers.push(handle);
     }
 
+    drop(windows);
     let mut last_progress = start;
     let interrupted = loop {
+        if let Some(log) = &mut log {
+            write_windows(log, &handed)?;
+        }
         let now = Instant::now();
         if now >= record_from {
             if let Some(measuring) = control.on_measure.take() {
@@ -195,7 +224,50 @@ pub fn run(config: &LoadConfig, mut control: RunControl) -> anyhow::Result<Repor
         return Err(ConfigError(why.clone()).into());
     }
     let elapsed = stopped_at.saturating_duration_since(record_from);
-    Ok(build_report(config, results, elapsed, interrupted))
+    let mut measured = measure(results, elapsed, interrupted);
+    let report_config = ReportConfig::new(config);
+    if let Some(mut log) = log {
+        write_windows(&mut log, &handed)?;
+        let summary = measured.log_summary(&report_config, measuring_at);
+        let path = log.path().display().to_string();
+        measured.intervals = log
+            .finish(&summary)
+            .with_context(|| format!("cannot write the log {path}"))?;
+    }
+    Ok(Report::build(report_config, measured, 0))
+}
+
+/// Sleeps until the wall-clock time `at`; true if interrupted first. A
+/// time already past starts at once, with a warning: this shard is late.
+fn wait_until(at: SystemTime, interrupt: &AtomicBool) -> bool {
+    if let Err(late) = at.duration_since(SystemTime::now()) {
+        // `sluice load` sets up no logging: straight to stderr, where the
+        // report of a `--log -` run goes too.
+        eprintln!(
+            "sluice load: warning: --start-at was {:.3}s ago: starting now, late against the other shards",
+            late.duration().as_secs_f64()
+        );
+        return false;
+    }
+    while let Ok(left) = at.duration_since(SystemTime::now()) {
+        if interrupt.load(Ordering::Relaxed) {
+            return true;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(10)));
+    }
+    false
+}
+
+/// Writes the intervals the threads handed over so far.
+fn write_windows(
+    log: &mut log::LogWriter,
+    handed: &mpsc::Receiver<(u64, stats::Figures)>,
+) -> anyhow::Result<()> {
+    while let Ok((index, figures)) = handed.try_recv() {
+        log.add(index, figures)
+            .with_context(|| format!("cannot write the log {}", log.path().display()))?;
+    }
+    Ok(())
 }
 
 fn prepare(config: &LoadConfig) -> Result<Shared, ConfigError> {
@@ -244,8 +316,8 @@ fn prepare(config: &LoadConfig) -> Result<Shared, ConfigError> {
         pipeline: config.pipeline,
         streams: config.streams,
         timeout: config.timeout,
-        budget: config.total_requests.map(AtomicU64::new),
-        total: config.total_requests,
+        budget: config.total_requests().map(AtomicU64::new),
+        total: config.total_requests(),
         finished: AtomicU64::new(0),
         stopped: AtomicBool::new(false),
         stopped_at: std::sync::OnceLock::new(),
@@ -279,218 +351,4 @@ fn resolve(host: &str, port: u16) -> Result<SocketAddr, ConfigError> {
         .ok()
         .and_then(|mut addrs| addrs.next())
         .ok_or_else(|| ConfigError(format!("cannot resolve host `{host}`")))
-}
-
-#[derive(Debug, Clone, Copy)]
-struct ThreadPlan {
-    thread: usize,
-    threads: usize,
-    connections: usize,
-    rate: Option<f64>,
-    think: Option<config::ThinkTime>,
-    ramp: Duration,
-    start: Instant,
-    record_from: Instant,
-}
-
-impl ThreadPlan {
-    /// The users model's pacing of connection `index`: its first request
-    /// at `start + ramp * index / connections`, its think times drawn from
-    /// a generator seeded with its index (runs are repeatable). `None` for
-    /// the plain closed and open models.
-    fn pace(&self, index: usize) -> Option<Pace> {
-        if self.think.is_none() && self.ramp.is_zero() {
-            return None;
-        }
-        let offset = self.ramp.as_nanos() * index as u128 / self.connections as u128;
-        Some(Pace::new(
-            self.start + Duration::from_nanos(offset as u64),
-            self.think,
-            index as u64,
-        ))
-    }
-}
-
-/// What one thread brings back.
-struct ThreadResult {
-    stats: stats::Stats,
-    max_lag: Duration,
-    unsent: u64,
-}
-
-fn run_thread(
-    shared: Arc<Shared>,
-    progress: Arc<AtomicU64>,
-    plan: ThreadPlan,
-) -> anyhow::Result<ThreadResult> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot build a load runtime")?;
-    let local = tokio::task::LocalSet::new();
-    // Clients create their timers up front, which needs the runtime's context.
-    let _context = runtime.enter();
-    let stats = Rc::new(RefCell::new(stats::Stats::new(
-        plan.record_from,
-        plan.rate.is_some(),
-    )));
-    // The open model sends on time to the microsecond: one pacer per
-    // thread, whose task ends with the `LocalSet`.
-    let spacing = |rate| Duration::from_secs_f64(plan.threads as f64 / rate);
-    let pacer = plan.rate.map(|rate| Pacer::new(spacing(rate))).transpose();
-    let (pacer, drive) = pacer.context("cannot create the pacer's timer")?.unzip();
-    let clients: Vec<Client> = (plan.thread..plan.connections)
-        .step_by(plan.threads)
-        .map(|index| {
-            let schedule = plan.rate.map(|rate| Schedule {
-                // Connections take turns so that the total is evenly spaced.
-                next: plan.start + Duration::from_secs_f64(index as f64 / rate),
-                interval: Duration::from_secs_f64(plan.connections as f64 / rate),
-            });
-            Client::new(
-                Arc::clone(&shared),
-                Rc::clone(&stats),
-                Arc::clone(&progress),
-                index,
-                schedule,
-                plan.pace(index),
-                pacer.as_ref(),
-            )
-        })
-        .collect();
-    let clients = local.block_on(&runtime, async {
-        if let Some(drive) = drive {
-            tokio::task::spawn_local(drive);
-        }
-        let tasks: Vec<_> = clients
-            .into_iter()
-            .map(|mut client| {
-                tokio::task::spawn_local(async move {
-                    client.run().await;
-                    client
-                })
-            })
-            .collect();
-        let mut finished = Vec::with_capacity(tasks.len());
-        for task in tasks {
-            finished.push(task.await.context("a load connection panicked")?);
-        }
-        anyhow::Ok(finished)
-    })?;
-    let now = Instant::now();
-    let mut max_lag = Duration::ZERO;
-    let mut unsent = 0;
-    // A `-n` run ends when its budget is spent: nothing is "behind" then.
-    if let (Some(rate), None) = (plan.rate, shared.total) {
-        let interval = plan.connections as f64 / rate;
-        for client in &clients {
-            let lag = client.lag(now);
-            max_lag = max_lag.max(lag);
-            // The request at the head of the timetable is itself due.
-            if !lag.is_zero() {
-                unsent += (lag.as_secs_f64() / interval) as u64 + 1;
-            }
-        }
-    }
-    drop(clients);
-    let stats = Rc::try_unwrap(stats)
-        .map_err(|_| anyhow::anyhow!("statistics still shared after the run"))?
-        .into_inner();
-    Ok(ThreadResult {
-        stats,
-        max_lag,
-        unsent,
-    })
-}
-
-fn build_report(
-    config: &LoadConfig,
-    results: Vec<ThreadResult>,
-    elapsed: Duration,
-    interrupted: bool,
-) -> Report {
-    let whole_seconds = elapsed.as_secs() as usize;
-    let mut thread_samples = Vec::new();
-    let mut merged: Option<stats::Stats> = None;
-    let mut max_lag = Duration::ZERO;
-    let mut unsent = 0;
-    for result in &results {
-        // Seconds without a response count as zero, not as missing.
-        thread_samples.extend(
-            (0..whole_seconds)
-                .map(|second| result.stats.per_second.get(second).copied().unwrap_or(0)),
-        );
-        max_lag = max_lag.max(result.max_lag);
-        unsent += result.unsent;
-    }
-    for result in results {
-        match &mut merged {
-            None => merged = Some(result.stats),
-            Some(all) => all.merge(&result.stats),
-        }
-    }
-    let all = merged.unwrap_or_else(|| stats::Stats::new(Instant::now(), false));
-    let seconds = elapsed.as_secs_f64().max(1e-9);
-    let requests_per_sec = all.responses as f64 / seconds;
-    let status = all
-        .status
-        .iter()
-        .enumerate()
-        .filter(|(_, &n)| n > 0)
-        .map(|(code, &n)| (code as u16, n))
-        .collect::<std::collections::BTreeMap<_, _>>();
-    let non_2xx_3xx = status
-        .iter()
-        .filter(|(code, _)| !(200..400).contains(*code))
-        .map(|(_, n)| n)
-        .sum();
-    let uncorrected = all.uncorrected.as_ref().map(LatencySummary::from_histogram);
-    let lateness = all.lateness.as_ref().map(Lateness::from_histogram);
-    let schedule = (config.rate)
-        .map(|rate| ScheduleReport::new(rate, requests_per_sec, max_lag, unsent, lateness));
-    // Whole seconds only: a last partial second would read as a drop.
-    let mut per_second = all.per_second.clone();
-    per_second.resize(whole_seconds.max(1), 0);
-    Report {
-        tool: format!("sluice load {}", env!("CARGO_PKG_VERSION")),
-        config: ReportConfig {
-            target: config.target.to_string(),
-            urls: config
-                .requests
-                .iter()
-                .map(|r| format!("{} {}", r.method, r.url))
-                .collect(),
-            threads: config.threads,
-            connections: config.connections,
-            duration_s: config
-                .total_requests
-                .is_none()
-                .then_some(config.duration.as_secs_f64()),
-            total_requests: config.total_requests,
-            protocol: config.protocol,
-            pipeline: config.pipeline,
-            streams: config.streams,
-            rate: config.rate,
-            timeout_ms: config.timeout.as_millis() as u64,
-            warmup_s: config.warmup.as_secs_f64(),
-            think_ms: config
-                .think
-                .map(|t| [t.min.as_millis() as u64, t.max.as_millis() as u64]),
-            ramp_s: config.ramp.as_secs_f64(),
-        },
-        elapsed_s: elapsed.as_secs_f64(),
-        requests: all.responses,
-        bytes_read: all.bytes_read,
-        requests_per_sec,
-        bytes_per_sec: all.bytes_read as f64 / seconds,
-        latency: LatencySummary::from_histogram(&all.latency),
-        thread_rate: RateSummary::from_samples(&thread_samples),
-        per_second,
-        errors: all.errors,
-        status,
-        non_2xx_3xx,
-        schedule: schedule.map(|s| s.judged(uncorrected.as_ref())),
-        uncorrected_latency: uncorrected,
-        interrupted,
-    }
 }

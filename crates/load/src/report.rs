@@ -4,9 +4,14 @@
 use std::{collections::BTreeMap, fmt::Write as _};
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::{stats::Errors, Protocol};
+use crate::{
+    format::{format_bytes, format_count, format_percentile, format_us},
+    shard::Shard,
+    stats::Errors,
+    Protocol,
+};
 
 /// Percentiles shown in the text and listed in the JSON summary.
 pub const PERCENTILES: [f64; 8] = [50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 99.99, 99.999];
@@ -37,10 +42,31 @@ pub struct Report {
     pub schedule: Option<ScheduleReport>,
     /// True if the run was interrupted (Ctrl-C) before its end.
     pub interrupted: bool,
+    /// Each second of the run, when it was logged (`--log`) or merged.
+    pub intervals: Vec<IntervalSummary>,
+    /// `sluice load merge`: the number of logs added up (0 for a run).
+    pub merged_logs: usize,
 }
 
-/// The run's settings as they were applied.
-#[derive(Debug, Clone, Serialize)]
+/// One interval (a second) of the run, all threads (and shards) together.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct IntervalSummary {
+    /// From the start of measuring, in seconds.
+    pub start_s: f64,
+    pub duration_s: f64,
+    pub requests: u64,
+    pub errors: u64,
+    pub bytes_read: u64,
+    /// Latency percentiles in µs (corrected in the open model).
+    pub p50_us: u64,
+    pub p90_us: u64,
+    pub p99_us: u64,
+    pub p99_9_us: u64,
+    pub max_us: u64,
+}
+
+/// The run's settings as they were applied; a log carries them for `merge`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ReportConfig {
     pub target: String,
     pub urls: Vec<String>,
@@ -59,6 +85,10 @@ pub struct ReportConfig {
     pub think_ms: Option<[u64; 2]>,
     /// Users model: the time over which the users start, in seconds (0: all at once).
     pub ramp_s: f64,
+    /// The part of a test spread over many processes this run was
+    /// (`--shard`); its connections, requests and rate are its part.
+    #[serde(default)]
+    pub shard: Option<Shard>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -254,47 +284,6 @@ fn percent(part: u64, whole: u64) -> f64 {
     }
 }
 
-/// `765.52us`, `1.23ms`, `2.00s`, as wrk prints times.
-pub fn format_us(us: f64) -> String {
-    if us < 1000.0 {
-        format!("{us:.2}us")
-    } else if us < 1_000_000.0 {
-        format!("{:.2}ms", us / 1000.0)
-    } else if us < 60_000_000.0 {
-        format!("{:.2}s", us / 1_000_000.0)
-    } else {
-        format!("{:.2}m", us / 60_000_000.0)
-    }
-}
-
-/// `160.95k`, as wrk prints counts.
-pub fn format_count(n: f64) -> String {
-    if n < 1000.0 {
-        format!("{n:.2}")
-    } else if n < 1_000_000.0 {
-        format!("{:.2}k", n / 1000.0)
-    } else {
-        format!("{:.2}M", n / 1_000_000.0)
-    }
-}
-
-/// `19.29MB`, as wrk prints sizes (binary multiples).
-pub fn format_bytes(n: f64) -> String {
-    const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
-    let mut value = n;
-    let mut unit = 0;
-    while value >= 1024.0 && unit < UNITS.len() - 1 {
-        value /= 1024.0;
-        unit += 1;
-    }
-    format!("{value:.2}{}", UNITS[unit])
-}
-
-fn format_percentile(p: f64) -> String {
-    let text = format!("{p}");
-    format!("{text:>7}%")
-}
-
 impl Report {
     /// The wrk-style text block.
     pub fn to_text(&self) -> String {
@@ -306,6 +295,16 @@ impl Report {
             (None, None) => String::new(),
         };
         let _ = writeln!(out, "Running {length} test @ {}", c.urls.join(", "));
+        if let Some(shard) = c.shard {
+            let _ = writeln!(out, "  Shard {shard}: this process's part of the test");
+        }
+        if self.merged_logs > 0 {
+            let _ = writeln!(
+                out,
+                "  Merged from {} logs: histograms added, so percentiles are exact",
+                self.merged_logs
+            );
+        }
         let mut shape = format!("  {} threads and {} connections", c.threads, c.connections);
         if c.pipeline > 1 {
             let _ = write!(shape, ", pipeline {}", c.pipeline);
@@ -417,6 +416,7 @@ impl Report {
                 );
             }
         }
+        write_intervals(&mut out, &self.intervals);
         if self.interrupted {
             let _ = writeln!(out, "  Interrupted: these are the results so far.");
         }
@@ -442,20 +442,33 @@ fn write_distribution(out: &mut String, title: &str, latency: &LatencySummary) {
     }
 }
 
+fn write_intervals(out: &mut String, intervals: &[IntervalSummary]) {
+    if intervals.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "  Intervals:  start  requests  errors       p50       p90       p99     p99.9       max"
+    );
+    for i in intervals {
+        let _ = writeln!(
+            out,
+            "         {:>6.1}s {:>9} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            i.start_s,
+            i.requests,
+            i.errors,
+            format_us(i.p50_us as f64),
+            format_us(i.p90_us as f64),
+            format_us(i.p99_us as f64),
+            format_us(i.p99_9_us as f64),
+            format_us(i.max_us as f64)
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn units_like_wrk() {
-        assert_eq!(format_us(765.52), "765.52us");
-        assert_eq!(format_us(1234.0), "1.23ms");
-        assert_eq!(format_us(2_000_000.0), "2.00s");
-        assert_eq!(format_count(160_950.0), "160.95k");
-        assert_eq!(format_count(12.0), "12.00");
-        assert_eq!(format_bytes(19.29 * 1024.0 * 1024.0), "19.29MB");
-        assert_eq!(format_percentile(99.9), "   99.9%");
-    }
 
     #[test]
     fn rate_summary() {

@@ -2,10 +2,10 @@
 //! per-second series. Memory is constant however long the run; threads merge
 //! at the end.
 
-use std::time::Duration;
+use std::{sync::mpsc::Sender, time::Duration};
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 /// Lowest and highest latency the histograms resolve, in microseconds.
@@ -26,7 +26,7 @@ pub(crate) enum ErrorKind {
 }
 
 /// Failures by kind.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Errors {
     pub connect: u64,
     pub read: u64,
@@ -40,7 +40,7 @@ impl Errors {
         self.connect + self.read + self.write + self.timeout + self.parse
     }
 
-    fn add(&mut self, other: &Errors) {
+    pub(crate) fn add(&mut self, other: &Errors) {
         self.connect += other.connect;
         self.read += other.read;
         self.write += other.write;
@@ -49,9 +49,10 @@ impl Errors {
     }
 }
 
-/// What one thread measured.
-#[derive(Debug)]
-pub(crate) struct Stats {
+/// Latency histograms and counters: a thread's whole run, one interval
+/// of the log (`--log`), or either added up over threads and shards.
+#[derive(Debug, Clone)]
+pub(crate) struct Figures {
     /// Latency in µs: from the intended send time in the open model
     /// (coordinated-omission corrected), from the send otherwise.
     pub(crate) latency: Histogram<u64>,
@@ -60,9 +61,17 @@ pub(crate) struct Stats {
     /// Open model only: the generator's own lateness in ns, from when each
     /// request could be sent (due, with a free slot) to when it was.
     pub(crate) lateness: Option<Histogram<u64>>,
-    pub(crate) responses: u64,
     pub(crate) bytes_read: u64,
     pub(crate) errors: Errors,
+}
+
+/// What one thread measured.
+#[derive(Debug)]
+pub(crate) struct Stats {
+    pub(crate) total: Figures,
+    /// The log's current interval; `None` without a log.
+    window: Option<Window>,
+    pub(crate) responses: u64,
     /// Responses by status code, 100 to 599 (others counted at index 0).
     pub(crate) status: Box<[u64; 600]>,
     /// Responses completed in each second since recording started.
@@ -71,25 +80,106 @@ pub(crate) struct Stats {
     record_from: Instant,
 }
 
-fn histogram() -> Histogram<u64> {
+pub(crate) fn histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(LOWEST_US, HIGHEST_US, SIGNIFICANT_DIGITS)
         .unwrap_or_else(|_| unreachable!("constant bounds are valid"))
 }
 
-fn nanosecond_histogram() -> Histogram<u64> {
+pub(crate) fn nanosecond_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, HIGHEST_NS, SIGNIFICANT_DIGITS)
         .unwrap_or_else(|_| unreachable!("constant bounds are valid"))
 }
 
-impl Stats {
-    pub(crate) fn new(record_from: Instant, open_model: bool) -> Self {
+impl Figures {
+    pub(crate) fn new(open_model: bool) -> Self {
         Self {
             latency: histogram(),
             uncorrected: open_model.then(histogram),
             lateness: open_model.then(nanosecond_histogram),
-            responses: 0,
             bytes_read: 0,
             errors: Errors::default(),
+        }
+    }
+
+    fn response(&mut self, intended: Instant, sent: Instant, now: Instant) {
+        self.latency.saturating_record(micros(now - intended));
+        if let Some(uncorrected) = &mut self.uncorrected {
+            uncorrected.saturating_record(micros(now - sent));
+        }
+    }
+
+    fn sent(&mut self, lateness_ns: u64) {
+        if let Some(lateness) = &mut self.lateness {
+            lateness.saturating_record(lateness_ns);
+        }
+    }
+
+    fn error(&mut self, kind: ErrorKind) {
+        let counter = match kind {
+            ErrorKind::Connect => &mut self.errors.connect,
+            ErrorKind::Read => &mut self.errors.read,
+            ErrorKind::Write => &mut self.errors.write,
+            ErrorKind::Timeout => &mut self.errors.timeout,
+            ErrorKind::Parse => &mut self.errors.parse,
+        };
+        *counter += 1;
+    }
+
+    /// Adds `other`'s figures: histograms add, so percentiles of the sum
+    /// are exact, not averages of percentiles.
+    pub(crate) fn add(&mut self, other: &Figures) {
+        // Histograms with the same bounds always add.
+        let _ = self.latency.add(&other.latency);
+        add_optional(&mut self.uncorrected, &other.uncorrected);
+        add_optional(&mut self.lateness, &other.lateness);
+        self.bytes_read += other.bytes_read;
+        self.errors.add(&other.errors);
+    }
+
+    /// Nothing recorded: no response, no error, no byte.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.latency.is_empty() && self.errors.total() == 0 && self.bytes_read == 0
+    }
+}
+
+/// The log's current interval of one thread, handed to the log's writer
+/// as soon as a later second is recorded (or the thread's timer sees it
+/// has passed), so an interval holds what `per_second` counts for it.
+#[derive(Debug)]
+struct Window {
+    figures: Figures,
+    /// Seconds since recording started.
+    index: u64,
+    out: Sender<(u64, Figures)>,
+}
+
+/// Adds `theirs` to `mine`, taking it whole when `mine` has none (a log's
+/// first open-model interval).
+fn add_optional(mine: &mut Option<Histogram<u64>>, theirs: &Option<Histogram<u64>>) {
+    match (mine.as_mut(), theirs) {
+        (Some(mine), Some(theirs)) => {
+            let _ = mine.add(theirs);
+        }
+        (None, Some(theirs)) => *mine = Some(theirs.clone()),
+        (_, None) => {}
+    }
+}
+
+impl Stats {
+    /// With `windows`, each second's figures are also sent there, for the log.
+    pub(crate) fn new(
+        record_from: Instant,
+        open_model: bool,
+        windows: Option<Sender<(u64, Figures)>>,
+    ) -> Self {
+        Self {
+            total: Figures::new(open_model),
+            window: windows.map(|out| Window {
+                figures: Figures::new(open_model),
+                index: 0,
+                out,
+            }),
+            responses: 0,
             status: Box::new([0; 600]),
             per_second: Vec::new(),
             record_from,
@@ -108,9 +198,9 @@ impl Stats {
         } else {
             0
         }] += 1;
-        self.latency.saturating_record(micros(now - intended));
-        if let Some(uncorrected) = &mut self.uncorrected {
-            uncorrected.saturating_record(micros(now - sent));
+        self.total.response(intended, sent, now);
+        if let Some(window) = self.window_at(now) {
+            window.response(intended, sent, now);
         }
         let second = (now - self.record_from).as_secs() as usize;
         if self.per_second.len() <= second {
@@ -124,15 +214,21 @@ impl Stats {
         if now < self.record_from {
             return;
         }
-        if let Some(lateness) = &mut self.lateness {
-            let ns = u64::try_from((now - ready).as_nanos()).unwrap_or(u64::MAX);
-            lateness.saturating_record(ns.max(1));
+        let ns = u64::try_from((now - ready).as_nanos())
+            .unwrap_or(u64::MAX)
+            .max(1);
+        self.total.sent(ns);
+        if let Some(window) = self.window_at(now) {
+            window.sent(ns);
         }
     }
 
     pub(crate) fn bytes(&mut self, count: usize, now: Instant) {
         if now >= self.record_from {
-            self.bytes_read += count as u64;
+            self.total.bytes_read += count as u64;
+            if let Some(window) = self.window_at(now) {
+                window.bytes_read += count as u64;
+            }
         }
     }
 
@@ -140,38 +236,58 @@ impl Stats {
         if now < self.record_from {
             return;
         }
-        let counter = match kind {
-            ErrorKind::Connect => &mut self.errors.connect,
-            ErrorKind::Read => &mut self.errors.read,
-            ErrorKind::Write => &mut self.errors.write,
-            ErrorKind::Timeout => &mut self.errors.timeout,
-            ErrorKind::Parse => &mut self.errors.parse,
-        };
-        *counter += 1;
+        self.total.error(kind);
+        if let Some(window) = self.window_at(now) {
+            window.error(kind);
+        }
+    }
+
+    /// The log's interval for `now`, after handing over those before it
+    /// (empty ones too: the writer waits for every thread's).
+    pub(crate) fn window_at(&mut self, now: Instant) -> Option<&mut Figures> {
+        let second = now.saturating_duration_since(self.record_from).as_secs();
+        let window = self.window.as_mut()?;
+        while window.index < second {
+            window.hand_over();
+            window.index += 1;
+        }
+        Some(&mut window.figures)
+    }
+
+    /// Hands over the last interval, at the end of the run.
+    pub(crate) fn end_window(&mut self) {
+        if let Some(window) = &mut self.window {
+            window.hand_over();
+        }
     }
 
     /// Adds another thread's figures; per-second series are summed second by second.
     pub(crate) fn merge(&mut self, other: &Stats) {
-        // Histograms with the same bounds always merge.
-        let _ = self.latency.add(&other.latency);
-        if let (Some(mine), Some(theirs)) = (&mut self.uncorrected, &other.uncorrected) {
-            let _ = mine.add(theirs);
-        }
-        if let (Some(mine), Some(theirs)) = (&mut self.lateness, &other.lateness) {
-            let _ = mine.add(theirs);
-        }
+        self.total.add(&other.total);
         self.responses += other.responses;
-        self.bytes_read += other.bytes_read;
-        self.errors.add(&other.errors);
         for (mine, theirs) in self.status.iter_mut().zip(other.status.iter()) {
             *mine += theirs;
         }
-        if self.per_second.len() < other.per_second.len() {
-            self.per_second.resize(other.per_second.len(), 0);
-        }
-        for (mine, theirs) in self.per_second.iter_mut().zip(&other.per_second) {
-            *mine += theirs;
-        }
+        add_series(&mut self.per_second, &other.per_second, 0);
+    }
+}
+
+impl Window {
+    fn hand_over(&mut self) {
+        let open_model = self.figures.uncorrected.is_some();
+        let figures = std::mem::replace(&mut self.figures, Figures::new(open_model));
+        // The writer outlives the threads; a send fails only if it stopped on an error.
+        let _ = self.out.send((self.index, figures));
+    }
+}
+
+/// Adds `theirs` into `mine` from position `offset` on, growing `mine`.
+pub(crate) fn add_series(mine: &mut Vec<u64>, theirs: &[u64], offset: usize) {
+    if mine.len() < offset + theirs.len() {
+        mine.resize(offset + theirs.len(), 0);
+    }
+    for (mine, theirs) in mine[offset..].iter_mut().zip(theirs) {
+        *mine += theirs;
     }
 }
 
@@ -189,7 +305,7 @@ mod tests {
     fn warm_up_is_not_recorded_and_merge_adds_up() {
         let start = Instant::now();
         let record_from = start + Duration::from_secs(1);
-        let mut a = Stats::new(record_from, true);
+        let mut a = Stats::new(record_from, true, None);
         a.response(200, start, start, start + Duration::from_millis(500));
         assert_eq!(a.responses, 0);
         a.response(
@@ -199,7 +315,7 @@ mod tests {
             record_from + Duration::from_millis(10),
         );
         a.error(ErrorKind::Timeout, record_from);
-        let mut b = Stats::new(record_from, true);
+        let mut b = Stats::new(record_from, true, None);
         b.response(
             503,
             record_from,
@@ -213,9 +329,9 @@ mod tests {
         assert_eq!(a.responses, 2);
         assert_eq!(a.status[200] + a.status[503], 2);
         assert_eq!(a.per_second, vec![1, 0, 1]);
-        assert_eq!(a.errors.timeout, 1);
+        assert_eq!(a.total.errors.timeout, 1);
         // Lateness: in ns, after the warm-up only.
-        let lateness = a.lateness.as_ref().unwrap();
+        let lateness = a.total.lateness.as_ref().unwrap();
         assert_eq!(lateness.len(), 2);
         assert!(
             (2_490..=2_510).contains(&lateness.min()),
@@ -228,7 +344,7 @@ mod tests {
             lateness.max()
         );
         // Corrected latency counts from the intended time (start), uncorrected from the send.
-        assert!(a.latency.max() >= 1_000_000);
-        assert!(a.uncorrected.as_ref().unwrap().value_at_quantile(0.0) <= 10_100);
+        assert!(a.total.latency.max() >= 1_000_000);
+        assert!(a.total.uncorrected.as_ref().unwrap().value_at_quantile(0.0) <= 10_100);
     }
 }

@@ -133,6 +133,7 @@ fn open_report(lateness_p99_us: f64, target_p99_us: u64) -> Report {
             warmup_s: 0.0,
             think_ms: None,
             ramp_s: 0.0,
+            shard: None,
         },
         elapsed_s: 1.0,
         requests: 100,
@@ -155,6 +156,8 @@ fn open_report(lateness_p99_us: f64, target_p99_us: u64) -> Report {
         status: Default::default(),
         non_2xx_3xx: 0,
         interrupted: false,
+        intervals: Vec::new(),
+        merged_logs: 0,
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::{
     io::IsTerminal,
-    path::PathBuf,
+    path::{Path, PathBuf},
     process::ExitCode,
     sync::{
         atomic::{AtomicBool, Ordering},
@@ -14,7 +14,9 @@ use std::{
 use clap::Args;
 use http::Method;
 use indicatif::{ProgressBar, ProgressStyle};
-use load::{ConfigError, LoadConfig, Progress, Protocol, RunControl, ThinkTime};
+use load::{ConfigError, LoadConfig, Progress, Protocol, Report, RunControl, ThinkTime};
+
+use crate::load_merge::{LoadCommand, ShardArgs};
 
 /// Load an HTTP/1.1 or HTTP/2 server: wrk's closed model with pipelining
 /// (h2load's with --h2 -m), wrk2's open model (--rate) with
@@ -28,7 +30,9 @@ use load::{ConfigError, LoadConfig, Progress, Protocol, RunControl, ThinkTime};
     sluice load -n 10000 -c16 -X POST -H 'Content-Type: application/json' \\\n      \
       --body '{\"id\":\"1\",\"delay\":300}' http://127.0.0.1:8081/messages\n  \
     sluice load --requests-file urls.txt -c64 --json result.json\n  \
-    sluice load -u 1000 --think 1s..2s --ramp 5s -d60s http://127.0.0.1:8082/passthrough/message\n\n\
+    sluice load -u 1000 --think 1s..2s --ramp 5s -d60s http://127.0.0.1:8082/passthrough/message\n  \
+    sluice load --shard 0/4 --start-at 2025-06-01T12:00:00Z --log shard-0.hlog -c64 --rate 8000 URL\n  \
+    sluice load merge shard-*.hlog\n\n\
 --h2 speaks h2c (prior knowledge) to http:// URLs and negotiates h2 (ALPN) with\n\
 https:// ones. Latency is measured per request, pipelined ones and HTTP/2\n\
 streams included. With --rate it counts from each request's intended send time,\n\
@@ -38,9 +42,13 @@ figures are printed beside it. Requests leave within microseconds of their time\
 send lateness and warns when it is large against the target's latency. With\n\
 --think each connection is a user that waits a random time in the range\n\
 between a response and its next request (think time is not latency); --ramp\n\
-starts the users one by one over that time.\n\
+starts the users one by one over that time. --shard i/N runs one part of a\n\
+test spread over N processes; each writes --log, `sluice load merge` adds them.\n\
 Exit status: 0 after a run (errors are reported, not fatal), 2 for bad input.")]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub(crate) struct LoadArgs {
+    #[command(subcommand)]
+    command: Option<LoadCommand>,
     /// Target URLs (http:// or https://), used round-robin; all on one host and port.
     #[arg(required_unless_present = "requests_file")]
     urls: Vec<String>,
@@ -114,6 +122,8 @@ pub(crate) struct LoadArgs {
     /// Accepted for wrk compatibility: the distribution is always printed.
     #[arg(long, hide = true)]
     latency: bool,
+    #[command(flatten)]
+    shard: ShardArgs,
 }
 
 /// wrk accepts `10` as ten seconds; humantime wants a unit.
@@ -155,6 +165,9 @@ fn parse_method(text: &str) -> Result<Method, String> {
 }
 
 pub(crate) fn run(args: LoadArgs) -> ExitCode {
+    if let Some(command) = args.command {
+        return crate::load_merge::run(command);
+    }
     let config = match build_config(&args) {
         Ok(config) => config,
         Err(err) => return usage_error(&err),
@@ -181,9 +194,19 @@ pub(crate) fn run(args: LoadArgs) -> ExitCode {
             }
         },
     };
-    print!("{}", report.to_text());
-    if let Some(path) = &args.json {
-        let written = serde_json::to_vec_pretty(&report)
+    write_report(&report, args.shard.logs_to_stdout(), args.json.as_deref())
+}
+
+/// Prints the text report (on stderr when the log takes stdout) and writes
+/// the JSON one.
+pub(crate) fn write_report(report: &Report, to_stderr: bool, json: Option<&Path>) -> ExitCode {
+    if to_stderr {
+        eprint!("{}", report.to_text());
+    } else {
+        print!("{}", report.to_text());
+    }
+    if let Some(path) = json {
+        let written = serde_json::to_vec_pretty(report)
             .map_err(std::io::Error::other)
             .and_then(|json| std::fs::write(path, json));
         if let Err(err) = written {
@@ -243,6 +266,7 @@ fn build_config(args: &LoadArgs) -> Result<LoadConfig, ConfigError> {
     config.cacert = args.cacert.clone();
     config.think = args.think;
     config.ramp = args.ramp;
+    args.shard.apply(&mut config)?;
     config.validate()?;
     Ok(config)
 }

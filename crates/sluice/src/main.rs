@@ -4,6 +4,7 @@ mod allocator;
 mod bench;
 mod cert;
 mod load;
+mod load_merge;
 mod process;
 mod proxy;
 mod secret;
@@ -37,7 +38,7 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Run the reverse proxy from a YAML configuration.
     Proxy(proxy::ProxyArgs),
-    Load(load::LoadArgs),
+    Load(Box<load::LoadArgs>),
     Serve(serve::ServeArgs),
     /// Create test keys (JWKS + private key) and sign tokens for the jwt handler.
     Token(token::TokenArgs),
@@ -49,7 +50,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Bench(args) => return bench::run(args),
-        Command::Load(args) => return load::run(args),
+        Command::Load(args) => return load::run(*args),
         Command::Proxy(args) => return proxy::run(args),
         Command::Token(args) => return token::run(args),
         Command::Cert(args) => return cert::run(args),

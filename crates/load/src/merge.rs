@@ -1,0 +1,233 @@
+//! `sluice load merge`: the logs of many processes (shards) added up into
+//! the report one process with the whole load would have printed. The
+//! histograms add, so the merged percentiles are exact, not averages of
+//! percentiles; the intervals line up on the wall clock.
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    path::{Path, PathBuf},
+    sync::atomic::{AtomicBool, Ordering},
+    time::{Duration, Instant},
+};
+
+use crate::{
+    config::ConfigError,
+    log::{read_log, LoadLog, INTERVAL},
+    measured::Measured,
+    report::{IntervalSummary, Report, ReportConfig},
+    stats::{add_series, Figures},
+};
+
+/// The file name ending of the logs a directory is searched for.
+pub const LOG_EXTENSION: &str = "hlog";
+/// How often `read_logs` looks again while it waits.
+const POLL: Duration = Duration::from_millis(200);
+
+/// A log read back from a file.
+#[derive(Debug)]
+pub struct RunLog {
+    pub path: PathBuf,
+    log: LoadLog,
+}
+
+impl RunLog {
+    /// Reads a log `sluice load --log` wrote.
+    pub fn read(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|err| ConfigError(format!("{}: {err}", path.display())))?;
+        let log =
+            read_log(&text).map_err(|err| ConfigError(format!("{}: {err}", path.display())))?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            log,
+        })
+    }
+}
+
+/// Reads the logs at `paths`: files, or directories whose `*.hlog` files
+/// are read. With `expect`, waits up to `wait` until that many complete
+/// logs are there (the shards of a Kubernetes Job write into a shared
+/// volume as they finish); `interrupt` ends the wait early.
+pub fn read_logs(
+    paths: &[PathBuf],
+    expect: Option<usize>,
+    wait: Duration,
+    interrupt: &AtomicBool,
+) -> Result<Vec<RunLog>, ConfigError> {
+    let deadline = Instant::now() + wait;
+    loop {
+        let files = log_files(paths)?;
+        let Some(expect) = expect else {
+            return files.iter().map(|file| RunLog::read(file)).collect();
+        };
+        let mut complete = Vec::new();
+        let mut not_yet = Vec::new();
+        for file in &files {
+            match RunLog::read(file) {
+                Ok(log) => complete.push(log),
+                Err(why) => not_yet.push(why.0),
+            }
+        }
+        if complete.len() >= expect {
+            return Ok(complete);
+        }
+        if Instant::now() >= deadline || interrupt.load(Ordering::Relaxed) {
+            let mut message = format!(
+                "{} of the {expect} expected logs are complete after waiting {:?}",
+                complete.len(),
+                wait
+            );
+            for why in not_yet {
+                message.push_str(&format!("\n  {why}"));
+            }
+            return Err(ConfigError(message));
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// The files named, with each directory's `*.hlog` files in name order.
+fn log_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ConfigError> {
+    let mut files = Vec::new();
+    for path in paths {
+        if !path.is_dir() {
+            files.push(path.clone());
+            continue;
+        }
+        let entries = std::fs::read_dir(path)
+            .map_err(|err| ConfigError(format!("{}: {err}", path.display())))?;
+        let mut found: Vec<PathBuf> = entries
+            .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+            .filter(|file| file.extension().is_some_and(|ext| ext == LOG_EXTENSION))
+            .collect();
+        found.sort();
+        files.extend(found);
+    }
+    Ok(files)
+}
+
+/// The report of `logs` added up: what one process with all their load
+/// would have printed.
+pub fn merge(logs: &[RunLog]) -> Result<Report, ConfigError> {
+    let first = logs
+        .first()
+        .ok_or_else(|| ConfigError("no log to merge".into()))?;
+    let config = merged_config(logs)?;
+    // Measuring started at `start`: the first shard's start on the wall clock.
+    let start = logs
+        .iter()
+        .map(|run| run.log.summary.start_unix_s)
+        .fold(f64::INFINITY, f64::min);
+    let end = logs
+        .iter()
+        .map(|run| run.log.summary.start_unix_s + run.log.summary.elapsed_s)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let open_model = first.log.summary.config.rate.is_some();
+    let mut measured = Measured {
+        figures: Figures::new(open_model),
+        status: BTreeMap::new(),
+        per_second: Vec::new(),
+        thread_samples: Vec::new(),
+        max_lag: Duration::ZERO,
+        unsent: 0,
+        elapsed: Duration::from_secs_f64((end - start).max(0.0)),
+        interrupted: false,
+        intervals: Vec::new(),
+    };
+    let mut intervals: BTreeMap<u64, (Duration, Figures)> = BTreeMap::new();
+    for run in logs {
+        let summary = &run.log.summary;
+        // Whole intervals after the first start, to the nearest: shards
+        // started together (--start-at) share their interval indices.
+        let offset = ((summary.start_unix_s - start) / INTERVAL.as_secs_f64()).round() as u64;
+        let mut requests = 0;
+        for window in &run.log.windows {
+            requests += window.figures.latency.len();
+            measured.figures.add(&window.figures);
+            let (duration, sum) = intervals
+                .entry(window.index + offset)
+                .or_insert_with(|| (Duration::ZERO, Figures::new(open_model)));
+            *duration = (*duration).max(window.duration);
+            sum.add(&window.figures);
+        }
+        if requests != summary.requests {
+            return Err(ConfigError(format!(
+                "{}: its intervals hold {requests} responses, its summary says {}: the log is damaged",
+                run.path.display(),
+                summary.requests
+            )));
+        }
+        for (code, n) in &summary.status {
+            *measured.status.entry(*code).or_default() += n;
+        }
+        add_series(
+            &mut measured.per_second,
+            &summary.per_second,
+            offset as usize,
+        );
+        measured.thread_samples.extend(&summary.thread_samples);
+        measured.max_lag = measured.max_lag.max(Duration::from_secs_f64(
+            summary.max_lag_ms.max(0.0) / 1000.0,
+        ));
+        measured.unsent += summary.unsent;
+        measured.interrupted |= summary.interrupted;
+    }
+    measured.intervals = intervals
+        .iter()
+        .map(|(&index, (duration, figures))| {
+            IntervalSummary::new(INTERVAL * index as u32, *duration, figures)
+        })
+        .collect();
+    Ok(Report::build(config, measured, logs.len()))
+}
+
+/// The settings of the whole test: the logs' connections, threads,
+/// requests and rates added up. Logs of different targets or protocols,
+/// or the same shard twice, do not merge.
+fn merged_config(logs: &[RunLog]) -> Result<ReportConfig, ConfigError> {
+    let mut merged = logs[0].log.summary.config.clone();
+    let mut shards = BTreeSet::new();
+    for (n, run) in logs.iter().enumerate() {
+        let config = &run.log.summary.config;
+        let differs = |what: &str, theirs: &dyn std::fmt::Debug, ours: &dyn std::fmt::Debug| {
+            ConfigError(format!(
+                "{}: its {what} ({theirs:?}) differs from {}'s ({ours:?}): not parts of one test",
+                run.path.display(),
+                logs[0].path.display()
+            ))
+        };
+        if config.urls != merged.urls {
+            return Err(differs("URLs", &config.urls, &merged.urls));
+        }
+        if config.protocol != merged.protocol {
+            return Err(differs("protocol", &config.protocol, &merged.protocol));
+        }
+        if config.rate.is_some() != merged.rate.is_some() {
+            return Err(differs("model", &config.rate, &merged.rate));
+        }
+        if let Some(shard) = config.shard {
+            if !shards.insert(shard) {
+                return Err(ConfigError(format!(
+                    "{}: shard {shard} is already in another log: its requests would count twice",
+                    run.path.display()
+                )));
+            }
+        }
+        if n == 0 {
+            continue;
+        }
+        merged.threads += config.threads;
+        merged.connections += config.connections;
+        merged.total_requests = merged
+            .total_requests
+            .zip(config.total_requests)
+            .map(|(a, b)| a + b);
+        merged.rate = merged.rate.zip(config.rate).map(|(a, b)| a + b);
+        merged.duration_s = merged
+            .duration_s
+            .zip(config.duration_s)
+            .map(|(a, b)| a.max(b));
+    }
+    merged.shard = None;
+    Ok(merged)
+}
