@@ -10,7 +10,7 @@
 use std::{
     io::{BufRead, BufReader},
     net::SocketAddr,
-    path::PathBuf,
+    path::Path,
     process::{Child, Command, Stdio},
     sync::{Arc, Mutex},
     time::{Duration, Instant},
@@ -34,7 +34,7 @@ struct Running {
 }
 
 impl Running {
-    fn start(config: &PathBuf) -> Self {
+    fn start(config: &Path) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
             .args(["proxy", "-c", config.to_str().unwrap()])
             .env("RUST_LOG", "info")
