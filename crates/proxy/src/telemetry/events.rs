@@ -70,4 +70,6 @@ pub(crate) fn render<'a>(out: &mut String, shards: impl Iterator<Item = &'a Even
             event.label()
         );
     }
+    // The tracing counters follow: one process-wide pair (trace.rs).
+    super::trace::render(out);
 }

@@ -28,8 +28,8 @@ use crate::{
 };
 
 mod events;
-pub(crate) use events::Event;
-use events::EventCells;
+pub(crate) mod trace;
+pub(crate) use events::{Event, EventCells};
 
 /// Upper bounds of the upstream latency buckets, in seconds.
 const BUCKETS: [f64; 14] = [
