@@ -12,8 +12,9 @@ mod support;
 use std::{net::SocketAddr, time::Duration};
 
 use serde_json::Value;
-use support::{Echo, Proxy};
-use testkit::{otelcol::attribute, Collector, RawConn};
+use support::{h2_client, h2_exchange, Echo, Proxy};
+use testkit::{otelcol::attribute, Collector, H2Server, HostileUpstream, RawConn, Step};
+use tokio::net::TcpStream;
 
 const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -244,5 +245,89 @@ async fn a_collector_that_is_down_costs_requests_nothing_and_spans_are_counted_d
             "{dropped} spans counted dropped, 20 expected"
         );
         tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// Each client/upstream protocol pair: the SERVER span says the client's
+/// HTTP version, and the upstream's `traceparent` names the attempt's
+/// CLIENT span, whichever wire carried it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_protocol_pair_names_its_attempt_upstream() {
+    let Some(collector) = Collector::start("every_protocol_pair_names_its_attempt_upstream") else {
+        return;
+    };
+    let endpoint = format!("http://{}", collector.grpc);
+    for (n, (h2_client_side, h2_upstream)) in
+        [(false, false), (false, true), (true, false), (true, true)]
+            .into_iter()
+            .enumerate()
+    {
+        let pair = format!("h2 client: {h2_client_side}, h2c upstream: {h2_upstream}");
+        let trace = format!("{:032x}", 0xabc0 + n);
+        let parent = format!("00-{trace}-00f067aa0ba902b7-01");
+        let h1 = HostileUpstream::start(|_| {
+            vec![Step::Write(
+                b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok".to_vec(),
+            )]
+        });
+        let h2 = H2Server::start();
+        let (addr, protocol) = if h2_upstream {
+            (h2.addr(), "h2c")
+        } else {
+            (h1.addr(), "http1")
+        };
+        let proxy = Proxy::start(&format!(
+            "{}upstreams:\n  up:\n    hosts: [\"http://{addr}\"]\n    protocol: {protocol}\nroutes:\n  - {{ path: /, upstream: up }}\n",
+            traces(&endpoint, "grpc", "")
+        ));
+        let status = if h2_client_side {
+            let sender = h2_client(TcpStream::connect(proxy.addr()).await.unwrap()).await;
+            let request = http::Request::get("http://pairs.test/p")
+                .header("traceparent", &parent)
+                .body(())
+                .unwrap();
+            h2_exchange(&sender, request, b"").await.0.status().as_u16()
+        } else {
+            let header = format!("traceparent: {parent}");
+            proxy
+                .conn()
+                .await
+                .request("GET", "/p", &[&header], b"")
+                .await
+                .status
+        };
+        assert_eq!(status, 200, "{pair}");
+        let spans = collector.wait_for(&pair, |spans| {
+            spans
+                .iter()
+                .filter(|s| s["traceId"] == trace.as_str())
+                .count()
+                >= 2
+        });
+        let ours: Vec<&Value> = spans
+            .iter()
+            .filter(|s| s["traceId"] == trace.as_str())
+            .collect();
+        let server = ours.iter().find(|s| kind(s) == 2).expect("a SERVER span");
+        let client = ours.iter().find(|s| kind(s) == 3).expect("a CLIENT span");
+        assert_eq!(
+            attribute(server, "network.protocol.version").as_deref(),
+            Some(if h2_client_side { "2" } else { "1.1" }),
+            "{pair}"
+        );
+        assert_eq!(client["parentSpanId"], server["spanId"], "{pair}");
+        let sent = if h2_upstream {
+            h2.traceparents().last().cloned().unwrap_or_default()
+        } else {
+            let requests = h1.requests();
+            let text = String::from_utf8_lossy(requests.last().unwrap()).into_owned();
+            text.lines()
+                .find_map(|l| l.strip_prefix("traceparent: "))
+                .unwrap_or_default()
+                .trim()
+                .to_string()
+        };
+        let expected = format!("00-{trace}-{}-01", client["spanId"].as_str().unwrap());
+        assert_eq!(sent, expected, "{pair}");
     }
 }
