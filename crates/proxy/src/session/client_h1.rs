@@ -235,17 +235,20 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
             fields: &self.fields,
         };
         let rbuf = &self.conn.rbuf;
-        self.span = traced::begin(plan.tracer.as_deref(), || traced::Facts {
-            method: head.method.as_str(),
-            path: &rbuf[head.path.clone()],
-            query: head.query.clone().map(|q| &rbuf[q]),
-            host: head.host.clone().map(|h| &rbuf[h]),
-            secure: self.secure,
-            peer: self.peer,
-            version: if head.http10 { "1.0" } else { "1.1" },
-            user_agent: fields.get("user-agent"),
-            traceparent: fields.get("traceparent"),
-        });
+        self.span = traced::begin(
+            plan.tracer.as_deref(),
+            || fields.get("traceparent"),
+            || traced::Facts {
+                method: head.method.as_str(),
+                path: &rbuf[head.path.clone()],
+                query: head.query.clone().map(|q| &rbuf[q]),
+                host: head.host.clone().map(|h| &rbuf[h]),
+                secure: self.secure,
+                peer: self.peer,
+                version: if head.http10 { "1.0" } else { "1.1" },
+                user_agent: fields.get("user-agent"),
+            },
+        );
         let admission = match admit::raw_h1(&self.conn.rbuf, head, self.secure) {
             Ok(raw) => admit::admit(&plan, &raw, fields, head.upgrade),
             Err(refusal) => Admission::Refused(refusal),

@@ -28,18 +28,18 @@ pub(super) struct Facts<'a> {
     /// `1.0`, `1.1` or `2`.
     pub version: &'static str,
     pub user_agent: Option<&'a [u8]>,
-    pub traceparent: Option<&'a [u8]>,
 }
 
-/// The request's SERVER span, if tracing is on and it is sampled; `facts`
-/// is read only then.
+/// The request's SERVER span, if tracing is on and it is sampled (by the
+/// `traceparent` that `parent` finds); `facts` is read only then.
 pub(super) fn begin<'a>(
     tracer: Option<&Tracer>,
+    parent: impl FnOnce() -> Option<&'a [u8]>,
     facts: impl FnOnce() -> Facts<'a>,
 ) -> Option<Box<Span>> {
     let tracer = tracer?;
+    let (context, parent) = tracer.sample(parent())?;
     let facts = facts();
-    let (context, parent) = tracer.sample(facts.traceparent)?;
     let mut span = Box::new(Span::new(context, parent, Kind::Server));
     span.name = facts.method.to_string();
     span.str("http.request.method", facts.method.as_bytes());

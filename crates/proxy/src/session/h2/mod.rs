@@ -162,17 +162,20 @@ impl Stream {
     async fn exchange_with(&mut self, parts: &Parts, body: RecvStream) -> Result<(), Failure> {
         let plan = Arc::clone(&self.plan);
         let fields = Fields::Map(&parts.headers);
-        self.span = traced::begin(plan.tracer.as_deref(), || traced::Facts {
-            method: parts.method.as_str(),
-            path: parts.uri.path().as_bytes(),
-            query: parts.uri.query().map(str::as_bytes),
-            host: host_of(parts),
-            secure: self.origin.secure,
-            peer: self.origin.peer,
-            version: "2",
-            user_agent: fields.get("user-agent"),
-            traceparent: fields.get("traceparent"),
-        });
+        self.span = traced::begin(
+            plan.tracer.as_deref(),
+            || fields.get("traceparent"),
+            || traced::Facts {
+                method: parts.method.as_str(),
+                path: parts.uri.path().as_bytes(),
+                query: parts.uri.query().map(str::as_bytes),
+                host: host_of(parts),
+                secure: self.origin.secure,
+                peer: self.origin.peer,
+                version: "2",
+                user_agent: fields.get("user-agent"),
+            },
+        );
         let admission = match raw_h2(parts, self.origin.secure) {
             Ok(raw) => admit::admit(&plan, &raw, fields, false),
             Err(refusal) => Admission::Refused(refusal),

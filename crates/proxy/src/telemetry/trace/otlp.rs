@@ -33,49 +33,119 @@ fn fixed64(out: &mut Vec<u8>, field: u8, value: u64) {
     out.extend_from_slice(&value.to_le_bytes());
 }
 
-/// A nested message: written into `scratch`, then as a length-delimited field.
-fn message(out: &mut Vec<u8>, field: u8, write: impl FnOnce(&mut Vec<u8>)) {
-    let mut inner = Vec::new();
-    write(&mut inner);
-    bytes(out, field, &inner);
+fn varint_len(value: u64) -> usize {
+    (64 - (value | 1).leading_zeros() as usize).div_ceil(7)
 }
 
-/// `KeyValue { key = 1; AnyValue value = 2 }`.
-fn attribute(out: &mut Vec<u8>, field: u8, name: &str, value: &Value) {
-    message(out, field, |kv| {
-        bytes(kv, 1, name.as_bytes());
-        message(kv, 2, |any| match value {
-            Value::Str(s) => bytes(any, 1, s.as_bytes()),
-            Value::Int(i) => {
-                key(any, 3, VARINT);
-                varint(any, *i as u64);
-            }
-        });
-    });
+/// The size of a length-delimited field (one-byte key) of `len` bytes.
+fn field_len(len: usize) -> usize {
+    1 + varint_len(len as u64) + len
 }
+
+/// The key and length of a nested message of `len` bytes; its fields follow.
+fn open(out: &mut Vec<u8>, field: u8, len: usize) {
+    key(out, field, LEN);
+    varint(out, len as u64);
+}
+
+fn any_value_len(value: &Value) -> usize {
+    match value {
+        Value::Str(s) => field_len(s.len()),
+        Value::Int(i) => 1 + varint_len(*i as u64),
+    }
+}
+
+fn attribute_len(name: &str, value: &Value) -> usize {
+    field_len(name.len()) + field_len(any_value_len(value))
+}
+
+/// `KeyValue { key = 1; AnyValue value = 2 }`. Sizes are worked out
+/// before writing (no buffer per nested message, no copies).
+fn attribute(out: &mut Vec<u8>, field: u8, name: &str, value: &Value) {
+    open(out, field, attribute_len(name, value));
+    bytes(out, 1, name.as_bytes());
+    open(out, 2, any_value_len(value));
+    match value {
+        Value::Str(s) => bytes(out, 1, s.as_bytes()),
+        Value::Int(i) => {
+            key(out, 3, VARINT);
+            varint(out, *i as u64);
+        }
+    }
+}
+
+const SCOPE_NAME: &[u8] = b"sluice";
+const SCOPE_VERSION: &[u8] = env!("CARGO_PKG_VERSION").as_bytes();
 
 /// `ExportTraceServiceRequest` with one resource and one scope.
 pub(super) fn encode(resource: &[(String, String)], spans: &[Box<Span>]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(256 * spans.len() + 256);
-    message(&mut out, 1, |rs| {
-        // Resource { attributes = 1 }
-        message(rs, 1, |r| {
-            for (k, v) in resource {
-                attribute(r, 1, k, &Value::Str(v.clone()));
-            }
-        });
-        // ScopeSpans { scope = 1; spans = 2 }
-        message(rs, 2, |ss| {
-            message(ss, 1, |scope| {
-                bytes(scope, 1, b"sluice");
-                bytes(scope, 2, env!("CARGO_PKG_VERSION").as_bytes());
-            });
-            for span in spans {
-                message(ss, 2, |s| encode_span(s, span));
-            }
-        });
-    });
+    let resource: Vec<(&str, Value)> = resource
+        .iter()
+        .map(|(k, v)| (k.as_str(), Value::Str(v.clone())))
+        .collect();
+    let resource_len: usize = resource
+        .iter()
+        .map(|(k, v)| field_len(attribute_len(k, v)))
+        .sum();
+    let span_lens: Vec<usize> = spans.iter().map(|s| span_len(s)).collect();
+    let scope_len = field_len(SCOPE_NAME.len()) + field_len(SCOPE_VERSION.len());
+    let scope_spans_len =
+        field_len(scope_len) + span_lens.iter().map(|&l| field_len(l)).sum::<usize>();
+    let resource_spans_len = field_len(resource_len) + field_len(scope_spans_len);
+    let mut out = Vec::with_capacity(field_len(resource_spans_len));
+    open(&mut out, 1, resource_spans_len);
+    // Resource { attributes = 1 }
+    open(&mut out, 1, resource_len);
+    for (k, v) in &resource {
+        attribute(&mut out, 1, k, v);
+    }
+    // ScopeSpans { scope = 1; spans = 2 }
+    open(&mut out, 2, scope_spans_len);
+    open(&mut out, 1, scope_len);
+    bytes(&mut out, 1, SCOPE_NAME);
+    bytes(&mut out, 2, SCOPE_VERSION);
+    for (span, &len) in spans.iter().zip(&span_lens) {
+        open(&mut out, 2, len);
+        encode_span(&mut out, span);
+    }
     out
+}
+
+fn event_len(event: &super::Event) -> usize {
+    9 + field_len(event.name.len())
+        + event
+            .attributes
+            .iter()
+            .map(|(k, v)| field_len(attribute_len(k, v)))
+            .sum::<usize>()
+}
+
+/// Status { code = 3 }: ERROR (2).
+const STATUS_ERROR: [u8; 2] = [3 << 3, 2];
+
+fn span_len(span: &Span) -> usize {
+    field_len(16)
+        + field_len(8)
+        + span.parent.map_or(0, |_| field_len(8))
+        + field_len(span.name.len())
+        + 2
+        + 9
+        + 9
+        + span
+            .attributes
+            .iter()
+            .map(|(k, v)| field_len(attribute_len(k, v)))
+            .sum::<usize>()
+        + span
+            .events
+            .iter()
+            .map(|e| field_len(event_len(e)))
+            .sum::<usize>()
+        + if span.error {
+            field_len(STATUS_ERROR.len())
+        } else {
+            0
+        }
 }
 
 fn encode_span(out: &mut Vec<u8>, span: &Span) {
@@ -94,20 +164,15 @@ fn encode_span(out: &mut Vec<u8>, span: &Span) {
     }
     for event in &span.events {
         // Event { time_unix_nano = 1; name = 2; attributes = 3 }
-        message(out, 11, |e| {
-            fixed64(e, 1, event.time);
-            bytes(e, 2, event.name.as_bytes());
-            for (k, v) in &event.attributes {
-                attribute(e, 3, k, v);
-            }
-        });
+        open(out, 11, event_len(event));
+        fixed64(out, 1, event.time);
+        bytes(out, 2, event.name.as_bytes());
+        for (k, v) in &event.attributes {
+            attribute(out, 3, k, v);
+        }
     }
-    // Status { code = 3 }: ERROR (2) for failed requests, else UNSET.
     if span.error {
-        message(out, 15, |status| {
-            key(status, 3, VARINT);
-            varint(status, 2);
-        });
+        bytes(out, 15, &STATUS_ERROR);
     }
 }
 
@@ -124,5 +189,44 @@ mod tests {
         attribute(&mut out, 9, "a", &Value::Int(1));
         // 9<<3|2, len 7: key "a" (0a 01 61), value (12 02 18 01).
         assert_eq!(out, [0x4a, 7, 0x0a, 1, b'a', 0x12, 2, 0x18, 1]);
+        for n in [0, 1, 127, 128, 16_383, 16_384, u64::MAX] {
+            let mut out = Vec::new();
+            varint(&mut out, n);
+            assert_eq!(out.len(), varint_len(n), "{n}");
+        }
+    }
+
+    #[test]
+    fn sizes_worked_out_are_the_sizes_written() {
+        let mut span = Span::new(
+            super::super::SpanContext {
+                trace_id: 1,
+                span_id: 2,
+            },
+            Some(3),
+            super::super::Kind::Server,
+        );
+        span.name = "GET /".into();
+        span.int("n", -1);
+        span.str("s", &[b'x'; 300]);
+        span.event("e", vec![("k", Value::Int(429))]);
+        span.error = true;
+        let mut out = Vec::new();
+        encode_span(&mut out, &span);
+        assert_eq!(out.len(), span_len(&span));
+        let whole = encode(&[("service.name".into(), "a".into())], &[Box::new(span)]);
+        // The outer length is the rest of the message.
+        let mut rest = &whole[1..];
+        let mut len = 0u64;
+        let mut shift = 0;
+        while let Some((&b, tail)) = rest.split_first() {
+            len |= u64::from(b & 0x7f) << shift;
+            shift += 7;
+            rest = tail;
+            if b < 0x80 {
+                break;
+            }
+        }
+        assert_eq!(len as usize, rest.len());
     }
 }
