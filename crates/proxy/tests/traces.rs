@@ -40,7 +40,9 @@ fn kind(span: &Value) -> i64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grpc_export_carries_a_server_span_and_a_client_span_per_attempt() {
-    let Some(collector) = Collector::start("grpc_export_carries_a_server_span") else {
+    let Some(collector) =
+        Collector::start("grpc_export_carries_a_server_span_and_a_client_span_per_attempt")
+    else {
         return;
     };
     let echo = Echo::start("e").await;
@@ -159,7 +161,9 @@ async fn grpc_export_carries_a_server_span_and_a_client_span_per_attempt() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_protobuf_export_with_gzip_records_middleware_refusals() {
-    let Some(collector) = Collector::start("http_protobuf_export_with_gzip") else {
+    let Some(collector) =
+        Collector::start("http_protobuf_export_with_gzip_records_middleware_refusals")
+    else {
         return;
     };
     let echo = Echo::start("e").await;

@@ -30,11 +30,12 @@ pub struct Collector {
 
 /// The collector's binary, if built.
 fn binary() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("SLUICE_OTELCOL") {
-        return Some(PathBuf::from(path));
-    }
-    let home = std::env::var_os("HOME")?;
-    let path = PathBuf::from(home).join(".cache/sluice/otelcol/otelcol-sluice");
+    let path = match std::env::var_os("SLUICE_OTELCOL") {
+        Some(path) => PathBuf::from(path),
+        None => {
+            PathBuf::from(std::env::var_os("HOME")?).join(".cache/sluice/otelcol/otelcol-sluice")
+        }
+    };
     path.is_file().then_some(path)
 }
 
