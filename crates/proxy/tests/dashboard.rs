@@ -120,9 +120,17 @@ fn chromium(test: &str) -> Option<&'static str> {
     found
 }
 
-/// Runs headless Chromium on `url` with `action` (`--dump-dom` or
-/// `--screenshot=…`), its network log in `net_log`; what it printed.
-fn run_chromium(binary: &str, profile: &Path, net_log: &Path, action: &str, url: &str) -> String {
+/// Runs headless Chromium on `url` for `budget_ms` of virtual time (the
+/// page's timers run that fast; its fetches are real) with `action`
+/// (`--dump-dom` or `--screenshot=…`), its network log in `net_log`;
+/// what it printed.
+fn run_chromium(
+    binary: &str,
+    profile: &Path,
+    net_log: &Path,
+    (action, budget_ms): (&str, u32),
+    url: &str,
+) -> String {
     let output = Command::new(binary)
         .args([
             "--headless",
@@ -138,8 +146,8 @@ fn run_chromium(binary: &str, profile: &Path, net_log: &Path, action: &str, url:
             // page with a password field; the clock is checked online.
             "--disable-features=AutofillServerCommunication,NetworkTimeServiceQuerying",
             "--window-size=1280,900",
-            "--virtual-time-budget=5000",
         ])
+        .arg(format!("--virtual-time-budget={budget_ms}"))
         .arg(format!("--user-data-dir={}", profile.display()))
         .arg(format!("--log-net-log={}", net_log.display()))
         .arg(action)
@@ -231,18 +239,21 @@ async fn chromium_shows_numbers_that_move_and_fetches_only_from_the_admin_origin
     let screenshot = std::env::var_os("SLUICE_DASHBOARD_SCREENSHOT").map(PathBuf::from);
     let browse = tokio::task::spawn_blocking(move || {
         let mut doms = Vec::new();
-        for round in 0..2 {
+        // 5 polls, then 200: more than the 120 the page keeps.
+        for (round, budget) in [5_000, 200_000].into_iter().enumerate() {
             let net_log = dir.join(format!("net-{round}.json"));
-            let dom = run_chromium(binary, &dir.join("profile"), &net_log, "--dump-dom", &url);
+            let action = ("--dump-dom", budget);
+            let dom = run_chromium(binary, &dir.join("profile"), &net_log, action, &url);
             doms.push((dom, page_urls(&net_log)));
         }
         if let Some(file) = screenshot {
             let action = format!("--screenshot={}", file.display());
+            let net_log = dir.join("net-shot.json");
             run_chromium(
                 binary,
                 &dir.join("profile"),
-                &dir.join("net-shot.json"),
-                &action,
+                &net_log,
+                (&action, 30_000),
                 &url,
             );
         }
@@ -261,6 +272,10 @@ async fn chromium_shows_numbers_that_move_and_fetches_only_from_the_admin_origin
         "{totals:?} (sent {sent})"
     );
     let (last, _) = &doms[1];
+    // Rows are replaced at each poll, never appended: the same tables
+    // have the same rows however long the page ran.
+    let rows = |dom: &str| dom.matches("<tr>").count();
+    assert_eq!(rows(&doms[0].0), rows(last), "{last}");
     let rps: f64 = shown(last, "rps")
         .parse()
         .unwrap_or_else(|_| panic!("{last}"));
