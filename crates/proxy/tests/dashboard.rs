@@ -103,6 +103,27 @@ async fn the_page_needs_no_token_and_its_data_does() {
     assert_eq!(host["requests"], 3, "{stats}");
     assert!(stats["upstreams"]["echo"]["latency"]["count"].as_u64() == Some(3));
     assert!(stats["at_ms"].as_u64().unwrap() > 1_600_000_000_000);
+
+    // In a browser, the page asks for the token instead of showing data.
+    let test = "the_page_needs_no_token_and_its_data_does (browser)";
+    if let Some(binary) = chromium(test) {
+        let url = format!("http://{}/ui", proxy.admin());
+        let dom = tokio::task::spawn_blocking(move || {
+            let net_log = dir.join("net.json");
+            run_chromium(
+                binary,
+                &dir.join("profile"),
+                &net_log,
+                ("--dump-dom", 3_000),
+                &url,
+            )
+        })
+        .await
+        .unwrap();
+        assert_eq!(shown(&dom, "status"), "token needed", "{dom}");
+        assert!(dom.contains("<form id=\"auth\">"), "{dom}");
+        assert_eq!(shown(&dom, "total"), "-", "{dom}");
+    }
 }
 
 /// The Chromium binary, or `None` with a SKIP line (a panic when required).
