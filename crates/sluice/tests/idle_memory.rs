@@ -7,8 +7,9 @@
 // Helpers below panic on any failure: that is what a test wants.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::{
-    io::BufRead,
     net::{SocketAddr, TcpStream},
     process::{Child, Command, Stdio},
     time::Duration,
@@ -45,15 +46,7 @@ fn spawn_proxy(backend: SocketAddr, protocols: &str) -> (Child, SocketAddr) {
         .stdout(Stdio::piped())
         .spawn()
         .expect("spawn sluice proxy");
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix("http://"))
-        .and_then(|a| a.parse().ok())
-        .unwrap_or_else(|| panic!("no address in {line:?}"));
+    let addr = common::first_address(&mut child, "http://");
     (child, addr)
 }
 

@@ -5,6 +5,8 @@
 // Helpers below panic on any failure: that is what a test wants.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::{
     io::{BufRead, BufReader, Read, Write},
     net::{SocketAddr, TcpListener, TcpStream},
@@ -36,15 +38,7 @@ fn spawn_proxy_as(path: &Path, scheme: &str) -> (Child, SocketAddr) {
         .stdout(Stdio::piped())
         .spawn()
         .expect("spawn sluice proxy");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr: SocketAddr = line
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix(scheme))
-        .and_then(|a| a.parse().ok())
-        .unwrap_or_else(|| panic!("no address in {line:?}"));
+    let addr = common::first_address(&mut child, scheme);
     (child, addr)
 }
 
@@ -413,15 +407,7 @@ fn an_upstream_tls_failure_names_no_internal_host_to_the_client_but_to_the_log()
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn sluice proxy");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr: SocketAddr = line
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix("http://"))
-        .and_then(|a| a.parse().ok())
-        .unwrap_or_else(|| panic!("no address in {line:?}"));
+    let addr = common::first_address(&mut child, "http://");
     let mut client = TcpStream::connect(addr).unwrap();
     client
         .write_all(b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")

@@ -7,6 +7,8 @@
 // Helpers below panic on any failure: that is what a test wants.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::{
     io::{BufRead, BufReader},
     net::SocketAddr,
@@ -42,15 +44,7 @@ impl Running {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn sluice proxy");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let addr = line
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix("http://"))
-            .and_then(|a| a.parse().ok())
-            .unwrap_or_else(|| panic!("no address in {line:?}"));
+        let addr = common::first_address(&mut child, "http://");
         let log = Arc::new(Mutex::new(Vec::new()));
         let stderr = child.stderr.take().unwrap();
         let lines = Arc::clone(&log);

@@ -11,7 +11,14 @@ use serde_saphyr::{Location, Spanned};
 use super::{env::FromEnv, validate::Problem, Config};
 
 /// The admin endpoints that only read; `POST /reload` changes state.
-pub const READ_ENDPOINTS: &[&str] = &["/health", "/ready", "/metrics", "/config", "/upstreams"];
+pub const READ_ENDPOINTS: &[&str] = &[
+    "/health",
+    "/ready",
+    "/metrics",
+    "/config",
+    "/upstreams",
+    "/stats.json",
+];
 
 /// Shortest token accepted: guessing 16 random characters is out of reach.
 const MIN_TOKEN: usize = 16;

@@ -16,9 +16,16 @@ use std::{collections::BTreeMap, sync::Arc};
 use anyhow::Context as _;
 
 use super::{
-    access_log::AccessLogger, metrics::RouteMetrics, validate::ValidateHandler, Chain, Handler,
+    access_log::AccessLogger, metrics::RouteMetrics, rate_limit_redis::StoreCounts,
+    validate::ValidateHandler, Chain, Handler,
 };
-use crate::config::{ChainRef, Config, Handler as HandlerConfig};
+use crate::{
+    config::{ChainRef, Config, Handler as HandlerConfig},
+    telemetry::{
+        Exposition,
+        Kind::{Counter, Gauge},
+    },
+};
 
 /// Everything the handlers need from the rest of the configuration.
 #[derive(Debug)]
@@ -89,71 +96,112 @@ struct Instance {
 }
 
 impl Chains {
-    /// The handlers' own metrics, in Prometheus text.
-    pub(crate) fn render_metrics(&self, out: &mut String) {
-        use std::fmt::Write as _;
+    /// The handlers' own metrics.
+    pub(crate) fn render_metrics(&self, out: &mut Exposition) {
         for metrics in &self.metrics {
             metrics.render(out);
         }
         if !self.validators.is_empty() {
             let failed: u64 = self.validators.iter().map(|v| v.response_failures()).sum();
-            let _ = writeln!(
-                out,
-                "# HELP sluice_validate_response_failures_total Upstream responses that did not match the API spec.\n# TYPE sluice_validate_response_failures_total counter\nsluice_validate_response_failures_total {failed}"
-            );
+            out.family(
+                "sluice_validate_response_failures_total",
+                Counter,
+                "Upstream responses that did not match the API spec.",
+            )
+            .sample(&[], failed);
         }
         self.render_store_counts(out);
         if !self.access_logs.is_empty() {
             let dropped: u64 = self.access_logs.iter().map(|log| log.dropped()).sum();
-            let _ = writeln!(
-                out,
-                "# HELP sluice_access_log_dropped_total Access log lines dropped because the writer fell behind.\n# TYPE sluice_access_log_dropped_total counter\nsluice_access_log_dropped_total {dropped}"
-            );
+            out.family(
+                "sluice_access_log_dropped_total",
+                Counter,
+                "Access log lines dropped because the writer fell behind.",
+            )
+            .sample(&[], dropped);
         }
     }
-}
 
-impl Chains {
+    /// For `/stats.json`: the request durations of each route whose chain
+    /// has a `metrics` handler (from the first), and each Redis
+    /// `rate_limit`'s counts.
+    pub(crate) fn stats(&self) -> (BTreeMap<&str, serde_json::Value>, serde_json::Value) {
+        let mut latency = BTreeMap::new();
+        for (route, chain) in self.by_route.iter().enumerate() {
+            let timed = self.metrics.iter().find(|m| {
+                let m: *const RouteMetrics = Arc::as_ptr(m);
+                chain
+                    .handlers
+                    .iter()
+                    .any(|h| std::ptr::addr_eq(Arc::as_ptr(h), m))
+            });
+            if let Some((name, histogram)) = timed.and_then(|m| m.route_latency(route)) {
+                latency.entry(name).or_insert(histogram);
+            }
+        }
+        let stores: serde_json::Map<String, serde_json::Value> = self
+            .instances
+            .iter()
+            .filter_map(|(name, i)| Some((name.clone(), i.handler.store_counts()?)))
+            .map(|(name, c)| {
+                let counts = serde_json::json!({ "up": c.up, "allowed": c.allowed, "limited": c.limited, "errors": c.errors, "fallbacks": c.fallbacks });
+                (name, counts)
+            })
+            .collect();
+        (latency, stores.into())
+    }
+
     /// The `rate_limit` handlers on Redis: whether Redis answers, what it
     /// decided, and what `on_failure` decided for it.
-    fn render_store_counts(&self, out: &mut String) {
-        use std::fmt::Write as _;
+    fn render_store_counts(&self, out: &mut Exposition) {
         let stores: Vec<_> = self
             .instances
             .iter()
-            .filter_map(|(name, i)| Some((name, i.handler.store_counts()?)))
+            .filter_map(|(name, i)| Some((name.as_str(), i.handler.store_counts()?)))
             .collect();
         if stores.is_empty() {
             return;
         }
-        out.push_str("# HELP sluice_rate_limit_store_up Whether the rate limit's Redis answers (1) or not (0).\n# TYPE sluice_rate_limit_store_up gauge\n");
+        let mut family = out.family(
+            "sluice_rate_limit_store_up",
+            Gauge,
+            "Whether the rate limit's Redis answers (1) or not (0).",
+        );
         for (name, counts) in &stores {
-            let _ = writeln!(
-                out,
-                "sluice_rate_limit_store_up{{middleware=\"{name}\"}} {}",
-                u8::from(counts.up)
+            family.sample(&[("middleware", name)], u8::from(counts.up));
+        }
+        let mut family = out.family(
+            "sluice_rate_limit_store_decisions_total",
+            Counter,
+            "Decisions Redis made, by result.",
+        );
+        for (name, counts) in &stores {
+            family.sample(
+                &[("middleware", name), ("result", "allowed")],
+                counts.allowed,
+            );
+            family.sample(
+                &[("middleware", name), ("result", "limited")],
+                counts.limited,
             );
         }
-        out.push_str("# HELP sluice_rate_limit_store_decisions_total Decisions Redis made, by result.\n# TYPE sluice_rate_limit_store_decisions_total counter\n");
-        for (name, counts) in &stores {
-            let _ = writeln!(out, "sluice_rate_limit_store_decisions_total{{middleware=\"{name}\",result=\"allowed\"}} {}", counts.allowed);
-            let _ = writeln!(out, "sluice_rate_limit_store_decisions_total{{middleware=\"{name}\",result=\"limited\"}} {}", counts.limited);
-        }
-        out.push_str("# HELP sluice_rate_limit_store_errors_total Calls to Redis that failed or ran past redis.timeout.\n# TYPE sluice_rate_limit_store_errors_total counter\n");
-        for (name, counts) in &stores {
-            let _ = writeln!(
-                out,
-                "sluice_rate_limit_store_errors_total{{middleware=\"{name}\"}} {}",
-                counts.errors
-            );
-        }
-        out.push_str("# HELP sluice_rate_limit_store_fallbacks_total Requests decided by on_failure because Redis gave no decision.\n# TYPE sluice_rate_limit_store_fallbacks_total counter\n");
-        for (name, counts) in &stores {
-            let _ = writeln!(
-                out,
-                "sluice_rate_limit_store_fallbacks_total{{middleware=\"{name}\"}} {}",
-                counts.fallbacks
-            );
+        let families = [
+            (
+                "sluice_rate_limit_store_errors_total",
+                "Calls to Redis that failed or ran past redis.timeout.",
+                (|c| c.errors) as fn(&StoreCounts) -> u64,
+            ),
+            (
+                "sluice_rate_limit_store_fallbacks_total",
+                "Requests decided by on_failure because Redis gave no decision.",
+                |c| c.fallbacks,
+            ),
+        ];
+        for (metric, help, count) in families {
+            let mut family = out.family(metric, Counter, help);
+            for (name, counts) in &stores {
+                family.sample(&[("middleware", name)], count(counts));
+            }
         }
     }
 }

@@ -3,7 +3,7 @@
 //! one shard per worker, like the proxy's own metrics: a request takes no
 //! lock and shares no cache line with another core.
 
-use std::{fmt::Write as _, sync::Arc, time::Instant};
+use std::{sync::Arc, time::Instant};
 
 use http::Method;
 
@@ -12,7 +12,7 @@ use super::{
     Exchange, Handler, Outcome,
 };
 use crate::config::Metrics;
-use crate::telemetry::{escape, observe, write_histogram, HistogramCells};
+use crate::telemetry::{self, observe, write_histogram, Exposition, HistogramCells, Kind};
 
 const METHODS: [&str; 8] = [
     "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "other",
@@ -56,8 +56,8 @@ impl RouteMetrics {
     }
 
     /// Appends the Prometheus text of every series that has observations.
-    pub(crate) fn render(&self, out: &mut String) {
-        out.push_str("# HELP sluice_http_request_duration_seconds Requests through the metrics handler, from the head read to the answer, by route, method, status class and upstream (empty: answered by the proxy).\n# TYPE sluice_http_request_duration_seconds histogram\n");
+    pub(crate) fn render(&self, out: &mut Exposition) {
+        let mut family = out.family("sluice_http_request_duration_seconds", Kind::Histogram, "Requests through the metrics handler, from the head read to the answer, by route, method, status class and upstream (empty: answered by the proxy).");
         for (r, route) in self.routes.iter().enumerate() {
             for (m, method) in METHODS.iter().enumerate() {
                 for (c, class) in CLASSES.iter().enumerate() {
@@ -79,16 +79,14 @@ impl RouteMetrics {
                         } else {
                             ""
                         };
-                        let mut labels = String::new();
-                        let _ = write!(
-                            labels,
-                            "route=\"{}\",method=\"{method}\",status=\"{class}\",upstream=\"{}\"",
-                            escape(route),
-                            escape(upstream)
-                        );
+                        let labels = [
+                            ("route", route.as_str()),
+                            ("method", method),
+                            ("status", class),
+                            ("upstream", upstream),
+                        ];
                         write_histogram(
-                            out,
-                            "sluice_http_request_duration_seconds",
+                            &mut family,
                             &labels,
                             self.shards.iter().map(|s| &s[index]),
                         );
@@ -96,6 +94,20 @@ impl RouteMetrics {
                 }
             }
         }
+    }
+}
+
+impl RouteMetrics {
+    /// The request durations of the route at `route` (its position), over
+    /// every method, status class and source (for `/stats.json`).
+    pub(crate) fn route_latency(&self, route: usize) -> Option<(&str, serde_json::Value)> {
+        let name = self.routes.get(route)?;
+        let block = route * PER_ROUTE..(route + 1) * PER_ROUTE;
+        let cells = self
+            .shards
+            .iter()
+            .flat_map(move |s| s[block.clone()].iter());
+        Some((name.as_str(), telemetry::histogram(cells)))
     }
 }
 

@@ -1,11 +1,14 @@
 //! The admin API's view of the balancers: `/upstreams` (each upstream's
 //! policy and hosts with their state) and the per-host metrics.
 
-use std::fmt::Write as _;
-
 use serde_json::json;
 
-use crate::{ids::HostId, plan::Plan, telemetry, upstream::balance::HostHealth};
+use crate::{
+    ids::HostId,
+    plan::Plan,
+    telemetry::{Exposition, Kind},
+    upstream::balance::HostHealth,
+};
 
 /// `/upstreams`: every upstream, its hosts and their state now.
 pub(super) fn render(plan: &Plan) -> serde_json::Value {
@@ -48,47 +51,50 @@ pub(super) fn render(plan: &Plan) -> serde_json::Value {
 }
 
 /// Per-host series: answers, failures, ejections, state and weight.
-pub(super) fn host_metrics(plan: &Plan, out: &mut String) {
+pub(super) fn host_metrics(plan: &Plan, out: &mut Exposition) {
     let now = plan.clock();
-    let family = |out: &mut String,
-                  name: &str,
-                  help: &str,
-                  kind: &str,
-                  value: &dyn Fn(usize, usize) -> u64| {
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
-        for (u, upstream) in plan.upstreams.iter().enumerate() {
-            for h in 0..upstream.hosts.len() {
-                let _ = writeln!(out, "{name}{{{}}} {}", labels(plan, u, h), value(u, h));
+    let mut family =
+        |name: &'static str, help: &str, kind: Kind, value: &dyn Fn(usize, usize) -> u64| {
+            let mut family = out.family(name, kind, help);
+            for (u, upstream) in plan.upstreams.iter().enumerate() {
+                for h in 0..upstream.hosts.len() {
+                    let host = HostId::new(h);
+                    let address = upstream.hosts[h].to_string();
+                    // `host` as written and the `address` it resolved to: a
+                    // name with several addresses is several hosts, and each
+                    // needs a label set of its own.
+                    let labels = [
+                        ("upstream", upstream.name.as_str()),
+                        ("host", upstream.host_name(host)),
+                        ("address", &address),
+                    ];
+                    family.sample(&labels, value(u, h));
+                }
             }
-        }
-    };
+        };
     let view = |u: usize, h: usize| plan.upstreams[u].balancer.view(HostId::new(h), now);
     family(
-        out,
         "sluice_upstream_host_requests_total",
         "Response heads from each host.",
-        "counter",
+        Kind::Counter,
         &|u, h| view(u, h).requests,
     );
     family(
-        out,
         "sluice_upstream_host_failures_total",
         "Failures counted against each host (connect, reset, timeout, 5xx).",
-        "counter",
+        Kind::Counter,
         &|u, h| view(u, h).failures,
     );
     family(
-        out,
         "sluice_upstream_host_ejections_total",
         "Times passive health ejected each host.",
-        "counter",
+        Kind::Counter,
         &|u, h| view(u, h).ejections,
     );
     family(
-        out,
         "sluice_upstream_host_healthy",
         "Whether each host takes traffic (1) or not (0).",
-        "gauge",
+        Kind::Gauge,
         &|u, h| {
             u64::from(matches!(
                 view(u, h).health,
@@ -97,23 +103,9 @@ pub(super) fn host_metrics(plan: &Plan, out: &mut String) {
         },
     );
     family(
-        out,
         "sluice_upstream_host_weight",
         "Each host's configured weight.",
-        "gauge",
+        Kind::Gauge,
         &|u, h| u64::from(view(u, h).weight),
     );
-}
-
-/// `upstream`, `host` as written and the `address` it resolved to: a
-/// name with several addresses is several hosts, and each needs a label
-/// set of its own.
-fn labels(plan: &Plan, upstream: usize, host: usize) -> String {
-    let upstream = &plan.upstreams[upstream];
-    format!(
-        "upstream=\"{}\",host=\"{}\",address=\"{}\"",
-        telemetry::escape(&upstream.name),
-        telemetry::escape(upstream.host_name(HostId::new(host))),
-        upstream.hosts[host]
-    )
 }

@@ -1,10 +1,9 @@
 //! Exchanges and connections that a guard or a peer cut short:
 //! `sluice_guard_events_total{event}`, one counter per [`Event`].
 
-use std::{
-    fmt::Write as _,
-    sync::atomic::{AtomicU64, Ordering::Relaxed},
-};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use super::{Exposition, Kind};
 
 /// What was cut short, and why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,19 +56,20 @@ impl Event {
 pub(crate) type EventCells = [AtomicU64; Event::ALL.len()];
 
 /// Appends the family, summing each event over `shards`.
-pub(crate) fn render<'a>(out: &mut String, shards: impl Iterator<Item = &'a EventCells> + Clone) {
-    out.push_str("# HELP sluice_guard_events_total Exchanges and connections cut short by a guard or a peer, by event (docs/CONFIG.md).\n# TYPE sluice_guard_events_total counter\n");
+pub(crate) fn render<'a>(
+    out: &mut Exposition,
+    shards: impl Iterator<Item = &'a EventCells> + Clone,
+) {
+    let mut family = out.family(
+        "sluice_guard_events_total",
+        Kind::Counter,
+        "Exchanges and connections cut short by a guard or a peer, by event (docs/CONFIG.md).",
+    );
     for event in Event::ALL {
         let n: u64 = shards
             .clone()
             .map(|cells| cells[event as usize].load(Relaxed))
             .sum();
-        let _ = writeln!(
-            out,
-            "sluice_guard_events_total{{event=\"{}\"}} {n}",
-            event.label()
-        );
+        family.sample(&[("event", event.label())], n);
     }
-    // The tracing counters follow: one process-wide pair (trace.rs).
-    super::trace::render(out);
 }

@@ -14,7 +14,6 @@
 //! as the process.
 
 use std::{
-    fmt::Write as _,
     sync::{
         atomic::{AtomicI64, AtomicU64, Ordering::Relaxed},
         Mutex, OnceLock,
@@ -28,8 +27,14 @@ use crate::{
 };
 
 mod events;
+mod exposition;
+mod snapshot;
 pub(crate) mod trace;
-pub(crate) use events::{Event, EventCells};
+pub(crate) use events::Event;
+use events::EventCells;
+pub(crate) use exposition::{Exposition, Family, Kind, Labels};
+pub(crate) use snapshot::{bounds, histogram, write_histogram};
+use Kind::{Counter, Gauge};
 
 /// Upper bounds of the upstream latency buckets, in seconds.
 const BUCKETS: [f64; 14] = [
@@ -76,31 +81,6 @@ pub(crate) fn observe(cells: &HistogramCells, elapsed: Duration) {
     let micros = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
     cells[BUCKETS.len()].fetch_add(micros, Relaxed);
     cells[BUCKETS.len() + 1].fetch_add(1, Relaxed);
-}
-
-/// Writes one histogram series, summing `cells` over shards; `labels` is
-/// `name="value",...` (already escaped).
-pub(crate) fn write_histogram<'a>(
-    out: &mut String,
-    metric: &str,
-    labels: &str,
-    cells: impl Iterator<Item = &'a HistogramCells> + Clone,
-) {
-    let sum = |i: usize| cells.clone().map(|c| c[i].load(Relaxed)).sum::<u64>();
-    let mut cumulative = 0;
-    for (b, bound) in BUCKETS.iter().enumerate() {
-        cumulative += sum(b);
-        let _ = writeln!(
-            out,
-            "{metric}_bucket{{{labels},le=\"{bound}\"}} {cumulative}"
-        );
-    }
-    let count = sum(BUCKETS.len() + 1);
-    let _ = writeln!(
-        out,
-        "{metric}_bucket{{{labels},le=\"+Inf\"}} {count}\n{metric}_sum{{{labels}}} {}\n{metric}_count{{{labels}}} {count}",
-        sum(BUCKETS.len()) as f64 / 1e6
-    );
 }
 
 /// One row of counters, made when its name is first compiled.
@@ -235,19 +215,30 @@ impl Metrics {
             .sum()
     }
 
-    /// The Prometheus text exposition: every route and upstream name
+    /// Of those, the ones parked.
+    pub(crate) fn parked_connections(&self) -> i64 {
+        self.shards
+            .iter()
+            .map(|s| s.parked_connections.load(Relaxed))
+            .sum()
+    }
+
+    /// Appends the proxy's families: every route and upstream name
     /// compiled since start (a removed one keeps its counters, in case it
     /// comes back).
-    pub(crate) fn render(&self) -> String {
+    pub(crate) fn render(&self, out: &mut Exposition) {
         let (route_names, upstream_names) = match self.names.lock() {
             Ok(names) => (names.routes.clone(), names.upstreams.clone()),
             Err(_) => Default::default(),
         };
-        let mut out = String::with_capacity(4096);
         let sum = |f: &dyn Fn(&Shard) -> u64| self.shards.iter().map(f).sum::<u64>();
         let sum_i = |f: &dyn Fn(&Shard) -> i64| self.shards.iter().map(f).sum::<i64>();
 
-        out.push_str("# HELP sluice_requests_total Requests answered, by route and status.\n# TYPE sluice_requests_total counter\n");
+        let mut family = out.family(
+            "sluice_requests_total",
+            Counter,
+            "Requests answered, by route and status.",
+        );
         for (route, label) in route_names.iter().enumerate() {
             for status in 0..STATUSES {
                 let n = sum(&|s| {
@@ -256,22 +247,21 @@ impl Metrics {
                         .map_or(0, |row| row[status].load(Relaxed))
                 });
                 if n > 0 {
-                    let _ = writeln!(
-                        out,
-                        "sluice_requests_total{{route=\"{}\",status=\"{}\"}} {n}",
-                        escape(label),
-                        status + 100
-                    );
+                    let code = (status + 100).to_string();
+                    family.sample(&[("route", label), ("status", &code)], n);
                 }
             }
         }
 
-        out.push_str("# HELP sluice_upstream_response_seconds Time from sending a request upstream to its response head.\n# TYPE sluice_upstream_response_seconds histogram\n");
+        let mut family = out.family(
+            "sluice_upstream_response_seconds",
+            Kind::Histogram,
+            "Time from sending a request upstream to its response head.",
+        );
         for (u, upstream) in upstream_names.iter().enumerate() {
             write_histogram(
-                &mut out,
-                "sluice_upstream_response_seconds",
-                &format!("upstream=\"{}\"", escape(upstream)),
+                &mut family,
+                &[("upstream", upstream)],
                 self.shards
                     .iter()
                     .filter_map(|s| s.upstreams[u].get())
@@ -279,96 +269,100 @@ impl Metrics {
             );
         }
 
-        out.push_str("# HELP sluice_upstream_errors_total Failed upstream exchanges, by kind.\n# TYPE sluice_upstream_errors_total counter\n");
+        let mut family = out.family(
+            "sluice_upstream_errors_total",
+            Counter,
+            "Failed upstream exchanges, by kind.",
+        );
         for (u, upstream) in upstream_names.iter().enumerate() {
             for (kind, label) in ["connect", "broken", "timeout"].iter().enumerate() {
                 let n = sum(&|s| s.upstream(u).map_or(0, |c| c.errors[kind].load(Relaxed)));
-                let _ = writeln!(
-                    out,
-                    "sluice_upstream_errors_total{{upstream=\"{}\",kind=\"{label}\"}} {n}",
-                    escape(upstream)
-                );
+                family.sample(&[("upstream", upstream), ("kind", label)], n);
             }
         }
 
-        out.push_str("# HELP sluice_requests_refused_total Requests refused (400) before routing, by reason (docs/CONFIG.md, Request normalisation).\n# TYPE sluice_requests_refused_total counter\n");
+        let mut family = out.family("sluice_requests_refused_total", Counter, "Requests refused (400) before routing, by reason (docs/CONFIG.md, Request normalisation).");
         for (i, reason) in Refusal::ALL.iter().enumerate() {
-            let n = sum(&|s| s.refused[i].load(Relaxed));
-            let _ = writeln!(
-                out,
-                "sluice_requests_refused_total{{reason=\"{}\"}} {n}",
-                reason.label()
+            family.sample(
+                &[("reason", reason.label())],
+                sum(&|s| s.refused[i].load(Relaxed)),
             );
         }
-        let _ = writeln!(
-            out,
-            "# HELP sluice_upgrades_removed_total Upgrade offers removed from requests (h2c, or a protocol the route does not list).\n# TYPE sluice_upgrades_removed_total counter\nsluice_upgrades_removed_total {}",
-            sum(&|s| s.upgrades_removed.load(Relaxed))
+        let counters = [
+            ("sluice_upgrades_removed_total", "Upgrade offers removed from requests (h2c, or a protocol the route does not list).", sum(&|s| s.upgrades_removed.load(Relaxed))),
+            ("sluice_override_headers_removed_total", "Requests whose X-Original-URL, X-Rewrite-URL or method override fields were removed (paths.override_headers).", sum(&|s| s.overrides_removed.load(Relaxed))),
+        ];
+        for (name, help, value) in counters {
+            out.family(name, Counter, help).sample(&[], value);
+        }
+        out.family("sluice_open_connections", Gauge, "Client connections open.")
+            .sample(&[], self.open_connections());
+        out.family(
+            "sluice_parked_connections",
+            Gauge,
+            "Client connections idle long enough to be parked (no task, no buffers).",
+        )
+        .sample(&[], self.parked_connections());
+        let counters = [
+            (
+                "sluice_tls_handshake_failures_total",
+                "Client TLS handshakes that failed or timed out.",
+                sum(&|s| s.tls_handshake_failures.load(Relaxed)),
+            ),
+            (
+                "sluice_h2_streams_total",
+                "HTTP/2 streams accepted from clients.",
+                sum(&|s| s.h2_streams.load(Relaxed)),
+            ),
+            (
+                "sluice_h2_connection_errors_total",
+                "HTTP/2 client connections closed for a protocol error or flood (GOAWAY).",
+                sum(&|s| s.h2_connection_errors.load(Relaxed)),
+            ),
+        ];
+        for (name, help, value) in counters {
+            out.family(name, Counter, help).sample(&[], value);
+        }
+        events::render(out, self.shards.iter().map(|s| &s.events));
+        trace::render(out);
+        let mut family = out.family(
+            "sluice_config_reloads_total",
+            Counter,
+            "Configuration reloads, by result (error: the configuration in use stayed).",
         );
-        let _ = writeln!(
-            out,
-            "# HELP sluice_override_headers_removed_total Requests whose X-Original-URL, X-Rewrite-URL or method override fields were removed (paths.override_headers).\n# TYPE sluice_override_headers_removed_total counter\nsluice_override_headers_removed_total {}",
-            sum(&|s| s.overrides_removed.load(Relaxed))
-        );
-        let _ = writeln!(
-            out,
-            "# HELP sluice_open_connections Client connections open.\n# TYPE sluice_open_connections gauge\nsluice_open_connections {}",
-            self.open_connections()
-        );
-        let _ = writeln!(
-            out,
-            "# HELP sluice_parked_connections Client connections idle long enough to be parked (no task, no buffers).\n# TYPE sluice_parked_connections gauge\nsluice_parked_connections {}",
-            self.shards.iter().map(|s| s.parked_connections.load(Relaxed)).sum::<i64>()
-        );
-        let _ = writeln!(
-            out,
-            "# HELP sluice_tls_handshake_failures_total Client TLS handshakes that failed or timed out.\n# TYPE sluice_tls_handshake_failures_total counter\nsluice_tls_handshake_failures_total {}",
-            sum(&|s| s.tls_handshake_failures.load(Relaxed))
-        );
-        let _ = writeln!(
-            out,
-            "# HELP sluice_h2_streams_total HTTP/2 streams accepted from clients.\n# TYPE sluice_h2_streams_total counter\nsluice_h2_streams_total {}",
-            sum(&|s| s.h2_streams.load(Relaxed))
-        );
-        let _ = writeln!(
-            out,
-            "# HELP sluice_h2_connection_errors_total HTTP/2 client connections closed for a protocol error or flood (GOAWAY).\n# TYPE sluice_h2_connection_errors_total counter\nsluice_h2_connection_errors_total {}",
-            sum(&|s| s.h2_connection_errors.load(Relaxed))
-        );
-        events::render(&mut out, self.shards.iter().map(|s| &s.events));
-        out.push_str("# HELP sluice_config_reloads_total Configuration reloads, by result (error: the configuration in use stayed).\n# TYPE sluice_config_reloads_total counter\n");
         for (i, result) in ["success", "error"].iter().enumerate() {
-            let n = self.reloads[i].load(Relaxed);
-            let _ = writeln!(
-                out,
-                "sluice_config_reloads_total{{result=\"{result}\"}} {n}"
-            );
+            family.sample(&[("result", result)], self.reloads[i].load(Relaxed));
         }
-        let _ = writeln!(
-            out,
-            "# HELP sluice_discovery_failures_total Upstream host name resolutions that failed (the last answer stayed).\n# TYPE sluice_discovery_failures_total counter\nsluice_discovery_failures_total {}\n# HELP sluice_discovery_changes_total Resolutions that changed an upstream's addresses.\n# TYPE sluice_discovery_changes_total counter\nsluice_discovery_changes_total {}",
-            self.discovery_failures.load(Relaxed),
-            self.discovery_changes.load(Relaxed)
+        out.family(
+            "sluice_discovery_failures_total",
+            Counter,
+            "Upstream host name resolutions that failed (the last answer stayed).",
+        )
+        .sample(&[], self.discovery_failures.load(Relaxed));
+        out.family(
+            "sluice_discovery_changes_total",
+            Counter,
+            "Resolutions that changed an upstream's addresses.",
+        )
+        .sample(&[], self.discovery_changes.load(Relaxed));
+        let mut family = out.family(
+            "sluice_pool_idle_connections",
+            Gauge,
+            "Idle keep-alive connections pooled, by upstream.",
         );
-        out.push_str("# HELP sluice_pool_idle_connections Idle keep-alive connections pooled, by upstream.\n# TYPE sluice_pool_idle_connections gauge\n");
         for (u, upstream) in upstream_names.iter().enumerate() {
             let n = sum_i(&|s| s.upstream(u).map_or(0, |c| c.pool_idle.load(Relaxed)));
-            let _ = writeln!(
-                out,
-                "sluice_pool_idle_connections{{upstream=\"{}\"}} {n}",
-                escape(upstream)
-            );
+            family.sample(&[("upstream", upstream)], n);
         }
-        out.push_str("# HELP sluice_upstream_open_connections Connections open to upstream hosts (idle or busy), by upstream.\n# TYPE sluice_upstream_open_connections gauge\n");
+        let mut family = out.family(
+            "sluice_upstream_open_connections",
+            Gauge,
+            "Connections open to upstream hosts (idle or busy), by upstream.",
+        );
         for (u, upstream) in upstream_names.iter().enumerate() {
             let n = sum_i(&|s| s.upstream(u).map_or(0, |c| c.open.load(Relaxed)));
-            let _ = writeln!(
-                out,
-                "sluice_upstream_open_connections{{upstream=\"{}\"}} {n}",
-                escape(upstream)
-            );
+            family.sample(&[("upstream", upstream)], n);
         }
-        out
     }
 }
 
@@ -489,12 +483,4 @@ fn slots(
         slots.push(slot);
     }
     Ok(slots)
-}
-
-/// A label value with `\`, `"` and newlines escaped.
-pub(crate) fn escape(value: &str) -> String {
-    value
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
 }

@@ -1,6 +1,7 @@
-//! What the `sluice bench` end-to-end tests share: the binary, scratch
-//! folders, a run with a mark in every child's environment (so that
-//! leftover processes can be found) and the results schema.
+//! What the end-to-end tests share: the binary, the address a started
+//! `sluice proxy` prints, scratch folders, a `sluice bench` run with a
+//! mark in every child's environment (so that leftover processes can be
+//! found) and the results schema.
 // Each test file uses its own share of these.
 #![allow(dead_code)]
 
@@ -11,6 +12,20 @@ use std::{
 
 pub(crate) fn sluice() -> &'static str {
     env!("CARGO_BIN_EXE_sluice")
+}
+
+/// The first address a started `sluice proxy` (stdout piped) prints on
+/// its first line, after `scheme` (`http://`, `https://`).
+pub(crate) fn first_address(child: &mut std::process::Child, scheme: &str) -> std::net::SocketAddr {
+    use std::io::BufRead as _;
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout piped"))
+        .read_line(&mut line)
+        .expect("the proxy's first line");
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix(scheme))
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
 }
 
 /// A folder under the target dir, empty.

@@ -3,9 +3,11 @@
 //! (Prometheus text), `/config` (the effective configuration as JSON, with
 //! the reload status, secrets hidden: `redact`), `/upstreams` (each
 //! upstream's hosts and their state) and `POST /reload` (read the file
-//! again). Who may ask what: `access` (docs/CONFIG.md, "Admin API").
+//! again), and the live dashboard (`/`, `/stats.json`: `dashboard`). Who
+//! may ask what: `access` (docs/CONFIG.md, "Admin API").
 
 mod access;
+mod dashboard;
 mod effective;
 mod redact;
 
@@ -27,7 +29,7 @@ use super::reload::{ReloadError, Reloader};
 use crate::{
     config::READ_ENDPOINTS,
     plan::{Plan, Plans},
-    telemetry::Metrics,
+    telemetry::{Exposition, Kind, Metrics},
 };
 use access::Verdict;
 
@@ -82,12 +84,14 @@ pub(crate) async fn run(
     }
 }
 
-/// A status, a content type and a body; 401s also challenge.
+/// A status, a content type and a body; 401s also challenge, and the
+/// dashboard's answers carry its fields.
 struct Answer {
     status: StatusCode,
     content_type: &'static str,
     body: Vec<u8>,
     challenge: Option<&'static str>,
+    fields: &'static [(&'static str, &'static str)],
 }
 
 impl From<(StatusCode, &'static str, Vec<u8>)> for Answer {
@@ -97,6 +101,7 @@ impl From<(StatusCode, &'static str, Vec<u8>)> for Answer {
             content_type,
             body,
             challenge: None,
+            fields: &[],
         }
     }
 }
@@ -138,7 +143,12 @@ async fn serve(mut stream: TcpStream, peer: SocketAddr, state: AdminState, beyon
         http1::encode_head(
             &mut out,
             answer.status,
-            std::iter::once(content_type).chain(challenge),
+            std::iter::once(content_type).chain(challenge).chain(
+                answer
+                    .fields
+                    .iter()
+                    .map(|(n, v)| (n.as_bytes(), v.as_bytes())),
+            ),
             answer.body.len(),
             date,
             http1::Persistence::Close,
@@ -200,10 +210,24 @@ async fn answer(state: &AdminState, beyond_loopback: bool, request: &Request<'_>
     let path = std::str::from_utf8(&request.buf[request.head.path.clone()]).unwrap_or("");
     let method = &request.head.method;
     let reload = path == "/reload";
+    if let Some((content_type, body)) = dashboard::asset(path) {
+        // The page holds no data: it needs no token (docs/DASHBOARD.md).
+        if method != Method::GET && method != Method::HEAD {
+            return problem(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "the dashboard answers GET and HEAD".into(),
+            )
+            .into();
+        }
+        return Answer {
+            fields: dashboard::HEADERS,
+            ..(StatusCode::OK, content_type, body.as_bytes().to_vec()).into()
+        };
+    }
     if !reload && !READ_ENDPOINTS.contains(&path) {
         return problem(
             StatusCode::NOT_FOUND,
-            format!("no admin resource at {path}; try /health, /ready, /metrics, /config, /upstreams or POST /reload"),
+            format!("no admin resource at {path}; try /health, /ready, /metrics, /config, /upstreams, /stats.json, / (the dashboard) or POST /reload"),
         )
         .into();
     }
@@ -224,6 +248,10 @@ async fn answer(state: &AdminState, beyond_loopback: bool, request: &Request<'_>
     let authorization = request.field("authorization");
     match access::authorize(admin, beyond_loopback, path, reload, authorization) {
         Verdict::Allowed if reload => reload_now(&state.reloader).await.into(),
+        Verdict::Allowed if path == "/stats.json" => Answer {
+            fields: dashboard::HEADERS,
+            ..dashboard::stats(state, &state.plans.load()).into()
+        },
         Verdict::Allowed => route(state, path).into(),
         Verdict::Unauthorized { wrong } => {
             warn!(client = %request.peer, %method, path, wrong_token = wrong, "admin request refused: no valid bearer token");
@@ -298,11 +326,12 @@ fn route(state: &AdminState, path: &str) -> (StatusCode, &'static str, Vec<u8>) 
             StatusCode::OK,
             "text/plain; version=0.0.4; charset=utf-8",
             {
-                let mut text = state.metrics.render();
+                let mut text = Exposition::new();
+                state.metrics.render(&mut text);
                 healthy_hosts(&plan, &mut text);
                 super::upstreams::host_metrics(&plan, &mut text);
                 plan.chains.render_metrics(&mut text);
-                text.into_bytes()
+                text.finish().into_bytes()
             },
         ),
         "/config" => (
@@ -323,16 +352,17 @@ fn route(state: &AdminState, path: &str) -> (StatusCode, &'static str, Vec<u8>) 
 }
 
 /// `sluice_upstream_healthy_hosts`: hosts not ejected, per upstream.
-fn healthy_hosts(plan: &Plan, out: &mut String) {
-    use std::fmt::Write as _;
+fn healthy_hosts(plan: &Plan, out: &mut Exposition) {
     let now = plan.clock();
-    out.push_str("# HELP sluice_upstream_healthy_hosts Hosts not ejected by passive health checks.\n# TYPE sluice_upstream_healthy_hosts gauge\n");
+    let mut family = out.family(
+        "sluice_upstream_healthy_hosts",
+        Kind::Gauge,
+        "Hosts not ejected by passive health checks.",
+    );
     for upstream in &plan.upstreams {
-        let _ = writeln!(
-            out,
-            "sluice_upstream_healthy_hosts{{upstream=\"{}\"}} {}",
-            crate::telemetry::escape(&upstream.name),
-            upstream.balancer.healthy(now)
+        family.sample(
+            &[("upstream", &upstream.name)],
+            upstream.balancer.healthy(now),
         );
     }
 }

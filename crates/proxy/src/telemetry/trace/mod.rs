@@ -9,7 +9,6 @@ mod export;
 mod otlp;
 
 use std::{
-    fmt::Write as _,
     sync::{
         atomic::{AtomicU64, Ordering::Relaxed},
         mpsc::{self, SyncSender, TrySendError},
@@ -17,6 +16,7 @@ use std::{
     time::{Instant, SystemTime, UNIX_EPOCH},
 };
 
+use super::{Exposition, Kind as MetricKind};
 use crate::config::{QueryPolicy, TraceSettings};
 
 /// Spans dropped: the queue was full, or their export failed. One for the
@@ -25,14 +25,21 @@ static DROPPED: AtomicU64 = AtomicU64::new(0);
 /// Spans the collector accepted.
 static EXPORTED: AtomicU64 = AtomicU64::new(0);
 
-/// Appends the tracing counters to the metrics page.
-pub(crate) fn render(out: &mut String) {
-    let _ = write!(
-        out,
-        "# HELP sluice_trace_spans_dropped_total Spans not exported: the queue was full or the collector failed (docs/OBSERVABILITY.md).\n# TYPE sluice_trace_spans_dropped_total counter\nsluice_trace_spans_dropped_total {}\n# HELP sluice_trace_spans_exported_total Spans the collector accepted.\n# TYPE sluice_trace_spans_exported_total counter\nsluice_trace_spans_exported_total {}\n",
-        DROPPED.load(Relaxed),
-        EXPORTED.load(Relaxed)
-    );
+/// Appends the tracing counters to the metrics page (process-wide: the
+/// exporter is not a worker's).
+pub(crate) fn render(out: &mut Exposition) {
+    out.family(
+        "sluice_trace_spans_dropped_total",
+        MetricKind::Counter,
+        "Spans not exported: the queue was full or the collector failed (docs/OBSERVABILITY.md).",
+    )
+    .sample(&[], DROPPED.load(Relaxed));
+    out.family(
+        "sluice_trace_spans_exported_total",
+        MetricKind::Counter,
+        "Spans the collector accepted.",
+    )
+    .sample(&[], EXPORTED.load(Relaxed));
 }
 
 /// Where a span sits in its trace.
