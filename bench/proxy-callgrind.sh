@@ -12,6 +12,8 @@
 #   SLUICE=/tmp/sluice-before bench/proxy-callgrind.sh
 #   REQUEST_PATH='/v1//pets/./x/../' bench/proxy-callgrind.sh  # the rewrite path
 #   PIPELINE=16 N1=4000 N2=24000 bench/proxy-callgrind.sh      # pipelined 16 deep
+#   EXTRA_CONFIG='traces: { otlp: { endpoint: "http://127.0.0.1:4317" }, sampler: { parent_based_ratio: 0.01 } }' \
+#     bench/proxy-callgrind.sh                     # with tracing (docs/OBSERVABILITY.md)
 #
 # Needs: valgrind, nginx (apt-get install -y valgrind nginx-light), a
 # release build. LOADER (default: SLUICE) sends the requests.
@@ -42,6 +44,7 @@ upstreams:
 routes:
   - { path: /, upstream: backend }
 log: { level: warn }
+${EXTRA_CONFIG:-}
 YAML
 
 # instructions N: total instructions the proxy ran to serve N requests.

@@ -111,3 +111,50 @@ fn every_upstream_key_is_documented_with_its_default() {
         format!("`{}`", petstore.health.panic_threshold)
     );
 }
+
+#[test]
+fn every_traces_key_is_documented() {
+    let doc = doc();
+    let base = format!(
+        "{}traces: {{ otlp: {{ endpoint: \"http://c:4317\" }} }}\n",
+        example()
+    );
+    let top = keys_expected(&base.replace("traces: {", "traces: { servce_name: x,"));
+    let otlp = keys_expected(&base.replace("otlp: {", "otlp: { timout: 1s,"));
+    let sampler = keys_expected(&base.replace("traces: {", "traces: { sampler: { ratio: 1 },"));
+    let keys = top
+        .iter()
+        .map(|k| format!("traces.{k}"))
+        .chain(otlp.iter().map(|k| format!("traces.otlp.{k}")))
+        .chain(sampler.iter().map(|k| format!("traces.sampler.{k}")));
+    // A map key (`otlp`, `sampler`) is documented by its own keys' rows.
+    for key in keys {
+        assert!(
+            doc.contains(&format!("| `{key}")),
+            "docs/CONFIG.md does not document {key}"
+        );
+    }
+    // A bad value names the file, line and key.
+    let bad = base.replace(
+        "traces: {",
+        "traces: { sampler: { parent_based_ratio: 1.5 },",
+    );
+    let shown = proxy::config::parse(&bad, Path::new("sluice.yaml"), |_| None)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        shown.starts_with("sluice.yaml:") && shown.contains("traces.sampler.parent_based_ratio"),
+        "{shown}"
+    );
+    assert!(shown.contains("between 0 and 1"), "{shown}");
+    // A bad SDK variable is a bad configuration, named.
+    let shown = proxy::config::parse(&base, Path::new("sluice.yaml"), |name| {
+        (name == "OTEL_TRACES_SAMPLER").then(|| "jaeger_remote".to_string())
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(
+        shown.contains("traces") && shown.contains("OTEL_TRACES_SAMPLER"),
+        "{shown}"
+    );
+}

@@ -55,6 +55,8 @@ const SHARED: &[&str] = &[
     "exchange/decide.rs",
     "exchange/hosts.rs",
     "exchange/wire.rs",
+    "exchange/traced.rs",
+    "traced.rs",
     "h2/client_side.rs",
     "h2/request_body.rs",
 ];

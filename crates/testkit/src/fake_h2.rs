@@ -87,6 +87,8 @@ struct Counters {
     /// Streams being answered now.
     in_flight: AtomicUsize,
     request_trailers: Mutex<Option<HeaderMap>>,
+    /// The `traceparent` of each request processed, in order.
+    traceparents: Mutex<Vec<String>>,
 }
 
 /// A running HTTP/2 test server on 127.0.0.1; stops when dropped.
@@ -162,6 +164,15 @@ impl H2Server {
     /// Requests (streams) answered or being answered so far.
     pub fn requests(&self) -> u64 {
         self.counters.requests.load(Ordering::SeqCst)
+    }
+
+    /// The `traceparent` of each request processed so far (those that had one).
+    pub fn traceparents(&self) -> Vec<String> {
+        self.counters
+            .traceparents
+            .lock()
+            .map(|seen| seen.clone())
+            .unwrap_or_default()
     }
 
     /// Streams refused unprocessed so far ([`H2Options::refuse_first`]).
@@ -258,6 +269,12 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(io: S, counters: Arc<Counters>
             continue;
         }
         counters.requests.fetch_add(1, Ordering::SeqCst);
+        if let (Some(value), Ok(mut seen)) = (
+            request.headers().get("traceparent"),
+            counters.traceparents.lock(),
+        ) {
+            seen.push(String::from_utf8_lossy(value.as_bytes()).into_owned());
+        }
         let failing = streams - limits.refuse_first;
         if failing <= limits.reset_first {
             respond.send_reset(Reason::INTERNAL_ERROR);

@@ -16,6 +16,7 @@ pub mod certs;
 pub mod fake;
 pub mod fake_h2;
 pub mod hostile;
+pub mod otelcol;
 mod raw;
 pub mod redis;
 
@@ -26,6 +27,7 @@ pub use certs::TestCerts;
 pub use fake::{Behaviour, FakeServer};
 pub use fake_h2::{H2Options, H2Server};
 pub use hostile::{HostileUpstream, Step};
+pub use otelcol::Collector;
 pub use raw::{request_bytes, RawConn, RawResponse, IO_TIMEOUT};
 pub use redis::RedisServer;
 

@@ -15,6 +15,7 @@ mod listener_tls;
 mod middleware;
 mod paths;
 mod schema;
+mod traces;
 mod typed;
 mod validate;
 
@@ -29,6 +30,7 @@ pub use listener_tls::ListenerTls;
 pub use middleware::*;
 pub use paths::*;
 pub use schema::*;
+pub use traces::*;
 pub use typed::*;
 
 /// Reads, substitutes, parses and validates `path`.
@@ -56,7 +58,7 @@ pub fn parse(
         key,
         message,
     };
-    let (text, substituted) = env::substitute(text, lookup)
+    let (text, substituted) = env::substitute(text, &lookup)
         .map_err(|err| at(err.line, err.column, String::new(), err.message))?;
     // An error quoting a value never shows one the environment gave.
     let at = |line: usize, column: usize, key: String, message: String| {
@@ -96,6 +98,13 @@ pub fn parse(
             message,
         )
     })?;
+    if let Some(traces) = &config.traces {
+        // The SDK's variables are checked with the file: a bad one is a
+        // bad configuration, not a surprise at the first export.
+        traces
+            .settings(&lookup)
+            .map_err(|message| at(0, 0, "traces".into(), message))?;
+    }
     config.substituted = Substituted(substituted);
     Ok(config)
 }

@@ -15,6 +15,7 @@ use super::{
     listener_tls::ListenerTls,
     middleware::{ChainRef, Chains, Middleware},
     paths::Paths,
+    traces::Traces,
 };
 
 /// A whole configuration file.
@@ -55,6 +56,9 @@ pub struct Config {
     /// How upstream host names are re-resolved.
     #[serde(default)]
     pub discovery: Discovery,
+    /// Spans of requests over OTLP (docs/OBSERVABILITY.md); absent: none.
+    #[serde(default)]
+    pub traces: Option<Traces>,
     /// What `${VAR}` took from the environment (not a key of the file).
     #[serde(skip)]
     pub substituted: Substituted,

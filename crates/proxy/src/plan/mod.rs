@@ -18,7 +18,7 @@ use crate::{
     config::{Config, Paths},
     ids::{RouteId, UpstreamId},
     middleware::{self, BuildContext, Chain, Chains},
-    telemetry::{Metrics, Shard},
+    telemetry::{trace::Tracer, Metrics, Shard},
     upstream::{
         discovery::{self, Answers},
         Upstream,
@@ -49,6 +49,8 @@ pub(crate) struct Route {
     /// The protocols its requests may upgrade to (lower case).
     pub upgrades: Vec<String>,
     pub chain: Arc<Chain>,
+    /// Its path as written: `http.route` of its spans.
+    pub name: String,
     /// Where an HTTP/2 client's request trailers go.
     pub request_trailers: crate::config::TrailerPolicy,
 }
@@ -77,6 +79,8 @@ pub struct Plan {
     pub(crate) chains: Chains,
     /// The origin of the balancers' nanosecond clock.
     epoch: Instant,
+    /// `traces:`, when on: the sampler and the exporter's queue.
+    pub(crate) tracer: Option<Arc<Tracer>>,
 }
 
 /// What a plan is compiled with besides its configuration.
@@ -172,9 +176,11 @@ impl Plan {
                     .map(|p| p.value.to_ascii_lowercase())
                     .collect(),
                 chain: Arc::clone(chain),
+                name: route.path.value.clone(),
                 request_trailers: route.request_trailers,
             })
             .collect();
+        let tracer = tracer(config, with.previous)?;
         let limits = &config.limits;
         let http2 = &config.http2;
         let as_u32 = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
@@ -210,6 +216,7 @@ impl Plan {
             trust_forwarded: config.forwarded.trust,
             chains,
             epoch: with.previous.map_or_else(Instant::now, |p| p.epoch),
+            tracer,
         })
     }
 
@@ -250,4 +257,22 @@ impl Plan {
     pub fn clock(&self) -> u64 {
         u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
+}
+
+/// The tracer of `traces:`: the previous plan's when its settings did not
+/// change (its exporter thread goes on), else a new one.
+fn tracer(config: &Config, previous: Option<&Plan>) -> anyhow::Result<Option<Arc<Tracer>>> {
+    let Some(traces) = &config.traces else {
+        return Ok(None);
+    };
+    let settings = traces
+        .settings(|name| std::env::var(name).ok())
+        .map_err(|message| anyhow::anyhow!("traces: {message}"))?;
+    let kept = previous
+        .and_then(|p| p.tracer.as_ref())
+        .filter(|t| t.settings == settings);
+    Ok(Some(match kept {
+        Some(tracer) => Arc::clone(tracer),
+        None => Arc::new(Tracer::start(settings)?),
+    }))
 }

@@ -5,10 +5,10 @@
 
 use super::admit::{Admission, Decided};
 use super::idle::{Idle, BUSY_LINGER};
-use super::{admit, Failure, Next, Worker, SHRINK_ABOVE};
+use super::{admit, traced, Failure, Next, Worker, SHRINK_ABOVE};
 use crate::middleware::{Chain, Exchange, Outcome};
 use crate::plan::Snapshot;
-use crate::telemetry::Event;
+use crate::telemetry::{trace::Span, Event};
 use crate::wire::fields::Fields;
 use crate::wire::interim::InterimAnswers;
 use crate::wire::normalize::Refusal;
@@ -74,6 +74,8 @@ pub(crate) struct Session<S> {
     pub(super) interim: InterimAnswers,
     /// See [`Idle`].
     chatty: bool,
+    /// The current request's SERVER span, when it is traced.
+    pub(super) span: Option<Box<Span>>,
 }
 
 impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
@@ -111,6 +113,7 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
             body_abandoned: false,
             interim: InterimAnswers::default(),
             chatty: idle.chatty,
+            span: None,
         }
     }
 
@@ -196,6 +199,7 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
                 };
                 self.conn.request_read();
                 let next = self.exchange(&head).await;
+                traced::end(self.plan.tracer.as_deref(), self.span.take());
                 if let Some(chain) = self.chain.take() {
                     chain.done(&mut self.exchange, &self.outcome);
                 }
@@ -230,6 +234,21 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
             buf: &self.conn.rbuf,
             fields: &self.fields,
         };
+        let rbuf = &self.conn.rbuf;
+        self.span = traced::begin(
+            plan.tracer.as_deref(),
+            || fields.get("traceparent"),
+            || traced::Facts {
+                method: head.method.as_str(),
+                path: &rbuf[head.path.clone()],
+                query: head.query.clone().map(|q| &rbuf[q]),
+                host: head.host.clone().map(|h| &rbuf[h]),
+                secure: self.secure,
+                peer: self.peer,
+                version: if head.http10 { "1.0" } else { "1.1" },
+                user_agent: fields.get("user-agent"),
+            },
+        );
         let admission = match admit::raw_h1(&self.conn.rbuf, head, self.secure) {
             Ok(raw) => admit::admit(&plan, &raw, fields, head.upgrade),
             Err(refusal) => Admission::Refused(refusal),
@@ -243,6 +262,7 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
                     self.worker.metrics().overrides_removed();
                 }
                 self.decided = decided;
+                traced::routed(&mut self.span, &plan.route(route).name);
                 route
             }
             Admission::Refused(refusal) => {

@@ -13,6 +13,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{
     exchange::{self, decide::Retries, Answered, Sender},
+    traced,
     upstream_h1::H1Wire,
     upstream_h2::H2Wire,
     Failure, Next, Session,
@@ -37,7 +38,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if upstream.protocol != Protocol::Http1 {
             return self.forward_h2(head, route).await;
         }
-        let sender = Sender::new(&plan, &worker, upstream_index, self.peer);
+        let mut sender = Sender::new(&plan, &worker, upstream_index, self.peer);
+        sender.trace = traced::for_attempts(&self.span, &head.method);
         // Picked while the client's head is at hand (hash keys, cookies);
         // a 503 is answered once the head is consumed.
         let (rbuf, fields) = (&self.conn.rbuf, &self.fields);
@@ -80,7 +82,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let worker = Arc::clone(&self.worker);
         let upstream_index = plan.route(route).upstream;
         let upstream = &plan.upstream(upstream_index);
-        let picker = Sender::new(&plan, &worker, upstream_index, self.peer);
+        let mut picker = Sender::new(&plan, &worker, upstream_index, self.peer);
+        picker.trace = traced::for_attempts(&self.span, &head.method);
         let context = self.request_context(head, upstream.host_header.as_ref())?;
         let scheme = if upstream.tls.is_some() {
             "https"

@@ -26,6 +26,7 @@ mod park;
 mod respond;
 mod respond_h2;
 mod response;
+mod traced;
 mod upstream_h1;
 mod upstream_h2;
 mod waits;

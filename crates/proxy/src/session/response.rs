@@ -23,7 +23,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
     }
 
-    pub(super) fn count(&self, route: Option<RouteId>, status: StatusCode) {
+    pub(super) fn count(&mut self, route: Option<RouteId>, status: StatusCode) {
+        super::traced::status(&mut self.span, status);
         let routes = self.plan.route_count();
         self.worker
             .metrics()

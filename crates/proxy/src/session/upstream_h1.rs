@@ -258,6 +258,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Wire for H1Wire<'_, S> {
             .send_and_read_head(sender, head, conn, replayable, sent_at)
     }
 
+    fn traceparent(&mut self, value: &[u8; 55]) {
+        crate::wire::traceparent::set_in_h1(&mut self.session.ubuf, value);
+    }
+
     fn status(head: &ResponseHead) -> StatusCode {
         head.status
     }

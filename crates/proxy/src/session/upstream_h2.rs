@@ -318,6 +318,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Wire for H2Wire<'_, S> {
         }
     }
 
+    fn traceparent(&mut self, value: &[u8; 55]) {
+        crate::wire::traceparent::set_in_map(self.request.headers_mut(), value);
+    }
+
     fn status(head: &Self::Head) -> StatusCode {
         head.status()
     }

@@ -29,6 +29,7 @@ use crate::{
 mod events;
 mod exposition;
 mod snapshot;
+pub(crate) mod trace;
 pub(crate) use events::Event;
 use events::EventCells;
 pub(crate) use exposition::{Exposition, Family, Kind, Labels};
@@ -323,6 +324,7 @@ impl Metrics {
             out.family(name, Counter, help).sample(&[], value);
         }
         events::render(out, self.shards.iter().map(|s| &s.events));
+        trace::render(out);
         let mut family = out.family(
             "sluice_config_reloads_total",
             Counter,

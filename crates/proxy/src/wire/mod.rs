@@ -11,4 +11,5 @@ pub(crate) mod head;
 pub(crate) mod http2;
 pub(crate) mod interim;
 pub mod normalize;
+pub(crate) mod traceparent;
 pub(crate) mod trailers;

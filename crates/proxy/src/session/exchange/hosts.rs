@@ -44,6 +44,9 @@ pub(crate) struct Sender<'a> {
     pub upstream: UpstreamId,
     /// The client, for the log and `hash: { key: client_ip }`.
     pub peer: SocketAddr,
+    /// The request's SERVER span, when it is traced: each attempt gets a
+    /// CLIENT span under it (`exchange::traced`).
+    pub trace: Option<super::traced::Traced>,
     /// The host whose in-flight count and slot this request holds.
     held: AtomicUsize,
     /// The answer must carry the sticky cookie of the host it came from.
@@ -70,6 +73,7 @@ impl<'a> Sender<'a> {
             worker,
             upstream,
             peer,
+            trace: None,
             held: AtomicUsize::new(NONE),
             set_cookie: AtomicBool::new(false),
             busy: AtomicBool::new(false),

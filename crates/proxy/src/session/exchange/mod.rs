@@ -9,11 +9,13 @@
 
 pub(super) mod decide;
 pub(super) mod hosts;
+pub(super) mod traced;
 pub(super) mod wire;
 
 use std::time::Instant;
 
 use decide::{Retries, Then, Tried};
+use traced::AttemptSpan;
 
 pub(super) use hosts::Sender;
 pub(super) use wire::{Failed, Wire};
@@ -38,22 +40,35 @@ pub(super) async fn run<W: Wire>(
     mut host: HostId,
     retries: &mut Retries,
 ) -> Result<Answered<W::Conn, W::Head>, Failure> {
+    // Attempts before the current one, for its CLIENT span.
+    let mut attempt = 0;
     loop {
+        let span = AttemptSpan::begin(sender, host, attempt);
+        attempt += 1;
         let fresh_only = retries.fresh_only();
         let mut conn = match wire.pooled(sender, host, fresh_only) {
             Some(conn) => conn,
-            None => match wire.connect(sender, host, fresh_only).await? {
-                Ok(conn) => conn,
-                Err(failure) => {
+            None => match wire.connect(sender, host, fresh_only).await {
+                Ok(Ok(conn)) => conn,
+                Ok(Err(failure)) => {
+                    span.failed(sender, "no_connection");
                     host = sender.after_failure(host, retries, failure).await?;
                     continue;
                 }
+                Err(failure) => {
+                    span.failed(sender, "client_gone");
+                    return Err(failure);
+                }
             },
         };
+        if let Some(traceparent) = span.traceparent() {
+            wire.traceparent(&traceparent);
+        }
         let sent_at = Instant::now();
         let failed = match wire.send(sender, host, &mut conn, sent_at).await {
             Ok(head) => {
                 let status = W::status(&head);
+                span.answered(sender, status);
                 let at = sender.answered(host, sent_at, status);
                 let then = sender.decide(Tried::Answered(status), retries);
                 if then != Then::Answer {
@@ -78,8 +93,19 @@ pub(super) async fn run<W: Wire>(
             Failed::Stale => (Tried::Stale, None),
             Failed::Refused => (Tried::Refused, None),
             Failed::Reset(failure) => (Tried::Reset, Some(failure)),
-            Failed::Final(failure) => return Err(failure),
+            Failed::Final(failure) => {
+                span.failed(sender, failure.status.as_str());
+                return Err(failure);
+            }
         };
+        span.failed(
+            sender,
+            match tried {
+                Tried::Stale => "stale_connection",
+                Tried::Refused => "refused_stream",
+                _ => "reset",
+            },
+        );
         host = match sender.again(host, tried, retries).await {
             Some(next) => next,
             None => {

@@ -79,6 +79,8 @@ impl Wire for Scripted {
         }
     }
 
+    fn traceparent(&mut self, _value: &[u8; 55]) {}
+
     fn status(head: &StatusCode) -> StatusCode {
         *head
     }

@@ -64,6 +64,10 @@ pub(crate) trait Wire {
 
     fn status(head: &Self::Head) -> StatusCode;
 
+    /// Sets the request's `traceparent` (a traced request: its attempt's
+    /// CLIENT span), replacing any sent, before `send`.
+    fn traceparent(&mut self, value: &[u8; 55]);
+
     /// Drops a connection whose attempt is over without an answer that
     /// stands: it failed, or its answer (`head`) goes again.
     fn close(&mut self, conn: Self::Conn, head: Option<Self::Head>);

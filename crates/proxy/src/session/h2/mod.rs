@@ -26,13 +26,13 @@ use http1::Problem;
 
 use super::{
     admit::{self, Admission},
-    ClientOrigin, Failure, Worker, CLIENT_CLOSED,
+    traced, ClientOrigin, Failure, Worker, CLIENT_CLOSED,
 };
 use crate::{
     ids::RouteId,
     middleware::{Answer, Chain, Exchange, Outcome, RequestView},
     plan::Snapshot,
-    telemetry::Event,
+    telemetry::{trace::Span, Event},
     wire::{
         edits::HeaderEdits,
         fields::Fields,
@@ -58,6 +58,8 @@ pub(super) struct Stream {
     interim: InterimAnswers,
     /// The client reset the stream before its response was complete.
     pub reset: bool,
+    /// The request's SERVER span, when it is traced.
+    pub span: Option<Box<Span>>,
 }
 
 /// Serves one stream until its response has gone out (or failed), on
@@ -86,6 +88,7 @@ pub(crate) async fn serve_stream(
         },
         interim: InterimAnswers::default(),
         reset: false,
+        span: None,
     };
     let (parts, body) = request.into_parts();
     // Boxed: the task's future stays a few hundred bytes, and the task
@@ -105,6 +108,8 @@ pub(crate) async fn serve_stream(
     }
     let status = stream.outcome.status;
     stream.count(status);
+    traced::status(&mut stream.span, status);
+    traced::end(stream.plan.tracer.as_deref(), stream.span.take());
     if let Some(chain) = stream.chain.take() {
         chain.done(&mut stream.exchange, &stream.outcome);
     }
@@ -157,6 +162,20 @@ impl Stream {
     async fn exchange_with(&mut self, parts: &Parts, body: RecvStream) -> Result<(), Failure> {
         let plan = Arc::clone(&self.plan);
         let fields = Fields::Map(&parts.headers);
+        self.span = traced::begin(
+            plan.tracer.as_deref(),
+            || fields.get("traceparent"),
+            || traced::Facts {
+                method: parts.method.as_str(),
+                path: parts.uri.path().as_bytes(),
+                query: parts.uri.query().map(str::as_bytes),
+                host: host_of(parts),
+                secure: self.origin.secure,
+                peer: self.origin.peer,
+                version: "2",
+                user_agent: fields.get("user-agent"),
+            },
+        );
         let admission = match raw_h2(parts, self.origin.secure) {
             Ok(raw) => admit::admit(&plan, &raw, fields, false),
             Err(refusal) => Admission::Refused(refusal),
@@ -183,6 +202,7 @@ impl Stream {
             }
         };
         self.route = Some(route);
+        traced::routed(&mut self.span, &plan.route(route).name);
         if decided.strip_overrides {
             self.worker.metrics().overrides_removed();
         }
@@ -221,6 +241,7 @@ impl Stream {
                 ..view
             };
             if let Some(answer) = chain.request(&view, &mut self.exchange).await {
+                traced::refused(&mut self.span, &answer);
                 self.answer(answer);
                 return Ok(());
             }

@@ -57,7 +57,8 @@ pub(super) async fn forward(
     let plan = Arc::clone(&stream.plan);
     let worker = Arc::clone(&stream.worker);
     let config = plan.upstream(upstream);
-    let sender = Sender::new(&plan, &worker, upstream, stream.origin.peer);
+    let mut sender = Sender::new(&plan, &worker, upstream, stream.origin.peer);
+    sender.trace = crate::session::traced::for_attempts(&stream.span, outgoing.method);
     let mut request = Vec::with_capacity(1024);
     head::request_head(&mut request, outgoing, context);
     let replayable = body.in_hand();
@@ -270,6 +271,10 @@ impl<'a> Wire for H1Wire<'_, 'a> {
             )),
             HeadError::Broken(what) => Failed::Final(sender.broken(host, &what, unread)),
         })
+    }
+
+    fn traceparent(&mut self, value: &[u8; 55]) {
+        crate::wire::traceparent::set_in_h1(&mut self.request, value);
     }
 
     fn status(head: &Self::Head) -> StatusCode {

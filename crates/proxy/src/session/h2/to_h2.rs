@@ -63,7 +63,8 @@ pub(super) async fn forward(
     } else {
         "http"
     };
-    let sender = Sender::new(&plan, &worker, upstream, stream.origin.peer);
+    let mut sender = Sender::new(&plan, &worker, upstream, stream.origin.peer);
+    sender.trace = crate::session::traced::for_attempts(&stream.span, outgoing.method);
     let mut retries = Retries::new(config.retries, outgoing.method, body.in_hand());
     let timeout = config.timeouts.request;
     let trailer_rules = TrailerRules {
@@ -80,6 +81,7 @@ pub(super) async fn forward(
         fallback: config.host_name(HostId::new(0)),
         // Built once; again only if the request is sent again.
         request: None,
+        traceparent: None,
         empty: matches!(body, RequestBody::Empty),
         in_hand: body.in_hand(),
         body,
@@ -186,6 +188,8 @@ struct H2Wire<'s, 'a, P> {
     /// The authority when the request names none.
     fallback: &'s str,
     request: Option<Request<()>>,
+    /// This attempt's `traceparent`, when the request is traced.
+    traceparent: Option<[u8; 55]>,
     empty: bool,
     /// The whole body is in hand (it can go again).
     in_hand: bool,
@@ -243,10 +247,13 @@ where
         let send = send
             .take()
             .ok_or_else(|| Failed::Final(taken(sender, host)))?;
-        let request = match self.request.take() {
+        let mut request = match self.request.take() {
             Some(built) => built,
             None => self.build().map_err(Failed::Final)?,
         };
+        if let Some(traceparent) = &self.traceparent {
+            crate::wire::traceparent::set_in_map(request.headers_mut(), traceparent);
+        }
         let opened = open(send, request, self.empty);
         let opened = self.stream.unless_reset(opened).await;
         let waited = match opened.map_err(Failed::Final)? {
@@ -277,6 +284,10 @@ where
             lease.retire();
         }
         Err(Failed::Refused)
+    }
+
+    fn traceparent(&mut self, value: &[u8; 55]) {
+        self.traceparent = Some(*value);
     }
 
     fn status(head: &Self::Head) -> StatusCode {

@@ -1,0 +1,357 @@
+//! `traces:`: OpenTelemetry traces exported over OTLP (docs/OBSERVABILITY.md).
+//! `log:` is the proxy's own log; this is the spans of requests. The
+//! OpenTelemetry SDK's environment variables (`OTEL_EXPORTER_OTLP_*`,
+//! `OTEL_SERVICE_NAME`, `OTEL_TRACES_SAMPLER*`, `OTEL_RESOURCE_ATTRIBUTES`)
+//! fill in what the file leaves out, as Caddy does; the file wins.
+
+use std::{collections::BTreeMap, time::Duration};
+
+use serde::{de::Error as _, Deserialize, Deserializer};
+
+use super::schema::duration;
+
+/// Spans of requests, sent to an OpenTelemetry collector.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Traces {
+    #[serde(default)]
+    pub otlp: Otlp,
+    #[serde(default)]
+    pub sampler: Sampler,
+    /// `service.name` of the resource; default `OTEL_SERVICE_NAME`, else `sluice`.
+    #[serde(default)]
+    pub service_name: Option<String>,
+    /// More resource attributes (after `OTEL_RESOURCE_ATTRIBUTES`).
+    #[serde(default)]
+    pub resource: BTreeMap<String, String>,
+    /// Finished spans waiting for export at most; past it they are dropped
+    /// (and counted), never waited for.
+    #[serde(default = "default_queue")]
+    pub queue: usize,
+    /// Spans sent in one export request at most.
+    #[serde(default = "default_batch")]
+    pub batch: usize,
+    /// Record `url.query` as sent (default: every value replaced by `REDACTED`).
+    #[serde(default)]
+    pub query: QueryPolicy,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QueryPolicy {
+    #[default]
+    Redacted,
+    Full,
+    Omitted,
+}
+
+fn default_queue() -> usize {
+    2048
+}
+
+fn default_batch() -> usize {
+    512
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Otlp {
+    /// `http://HOST:PORT` (gRPC: the collector's 4317; HTTP: 4318, the
+    /// path `/v1/traces` added when it has none).
+    #[serde(default)]
+    pub endpoint: Option<String>,
+    #[serde(default)]
+    pub protocol: Option<OtlpProtocol>,
+    /// Sent with every export (`OTEL_EXPORTER_OTLP_HEADERS`).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    #[serde(default)]
+    pub compression: Option<Compression>,
+    /// One export request at most; default 10s.
+    #[serde(default, deserialize_with = "optional_duration")]
+    pub timeout: Option<Duration>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum OtlpProtocol {
+    #[serde(rename = "grpc")]
+    Grpc,
+    #[serde(rename = "http/protobuf")]
+    HttpProtobuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Compression {
+    Gzip,
+    None,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sampler {
+    /// Sample this share of new traces (0 to 1); a request with a
+    /// `traceparent` follows its parent's decision.
+    #[serde(default, deserialize_with = "optional_ratio")]
+    pub parent_based_ratio: Option<f64>,
+}
+
+fn optional_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    duration(d).map(Some)
+}
+
+fn optional_ratio<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    let ratio = f64::deserialize(d)?;
+    if !(0.0..=1.0).contains(&ratio) {
+        return Err(D::Error::custom(format!(
+            "a ratio is between 0 and 1, not {ratio}"
+        )));
+    }
+    Ok(Some(ratio))
+}
+
+/// `traces:` with the SDK's environment variables filled in: what the
+/// exporter runs with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceSettings {
+    pub endpoint: String,
+    pub protocol: OtlpProtocol,
+    pub headers: Vec<(String, String)>,
+    pub gzip: bool,
+    pub timeout: Duration,
+    pub ratio: f64,
+    pub service_name: String,
+    pub resource: Vec<(String, String)>,
+    pub queue: usize,
+    pub batch: usize,
+    pub query: QueryPolicy,
+}
+
+impl Traces {
+    /// The settings, with `env` standing in for the environment; the
+    /// error names the variable and what is wrong with it.
+    pub fn settings(&self, env: impl Fn(&str) -> Option<String>) -> Result<TraceSettings, String> {
+        let var = |names: &[&'static str]| names.iter().find_map(|n| env(n).map(|v| (*n, v)));
+        let protocol = match self.otlp.protocol {
+            Some(protocol) => protocol,
+            None => match var(&[
+                "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+                "OTEL_EXPORTER_OTLP_PROTOCOL",
+            ]) {
+                None => OtlpProtocol::Grpc,
+                Some((_, v)) if v == "grpc" => OtlpProtocol::Grpc,
+                Some((_, v)) if v == "http/protobuf" => OtlpProtocol::HttpProtobuf,
+                Some((n, v)) => {
+                    return Err(format!(
+                        "{n}: `{v}` is not supported; use grpc or http/protobuf"
+                    ))
+                }
+            },
+        };
+        let endpoint = match (&self.otlp.endpoint, protocol) {
+            (Some(e), _) => e.clone(),
+            (None, _) => {
+                if let Some((_, v)) = var(&["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]) {
+                    v
+                } else if let Some((_, v)) = var(&["OTEL_EXPORTER_OTLP_ENDPOINT"]) {
+                    match protocol {
+                        // The general endpoint is a base: the signal's path goes on it.
+                        OtlpProtocol::HttpProtobuf => {
+                            format!("{}/v1/traces", v.trim_end_matches('/'))
+                        }
+                        OtlpProtocol::Grpc => v,
+                    }
+                } else {
+                    match protocol {
+                        OtlpProtocol::Grpc => "http://localhost:4317".into(),
+                        OtlpProtocol::HttpProtobuf => "http://localhost:4318/v1/traces".into(),
+                    }
+                }
+            }
+        };
+        if !endpoint.starts_with("http://") {
+            return Err(format!(
+                "otlp.endpoint `{endpoint}`: only http:// endpoints are supported (no TLS yet)"
+            ));
+        }
+        let mut headers = Vec::new();
+        if let Some((n, v)) = var(&[
+            "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+            "OTEL_EXPORTER_OTLP_HEADERS",
+        ]) {
+            headers = pairs(&v).map_err(|e| format!("{n}: {e}"))?;
+        }
+        headers.extend(
+            self.otlp
+                .headers
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone())),
+        );
+        let gzip = match self.otlp.compression {
+            Some(c) => c == Compression::Gzip,
+            None => match var(&[
+                "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION",
+                "OTEL_EXPORTER_OTLP_COMPRESSION",
+            ]) {
+                None => false,
+                Some((_, v)) if v == "gzip" => true,
+                Some((_, v)) if v == "none" => false,
+                Some((n, v)) => return Err(format!("{n}: `{v}`; use gzip or none")),
+            },
+        };
+        let timeout = match self.otlp.timeout {
+            Some(t) => t,
+            None => match var(&[
+                "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
+                "OTEL_EXPORTER_OTLP_TIMEOUT",
+            ]) {
+                None => Duration::from_secs(10),
+                Some((n, v)) => Duration::from_millis(
+                    v.parse()
+                        .map_err(|_| format!("{n}: `{v}` is not a number of milliseconds"))?,
+                ),
+            },
+        };
+        let ratio = match self.sampler.parent_based_ratio {
+            Some(r) => r,
+            None => sampler_from_env(&env)?,
+        };
+        let mut resource = Vec::new();
+        if let Some(v) = env("OTEL_RESOURCE_ATTRIBUTES") {
+            resource = pairs(&v).map_err(|e| format!("OTEL_RESOURCE_ATTRIBUTES: {e}"))?;
+        }
+        resource.extend(self.resource.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let service_name = self
+            .service_name
+            .clone()
+            .or_else(|| env("OTEL_SERVICE_NAME"))
+            .unwrap_or_else(|| "sluice".into());
+        if self.queue == 0 || self.batch == 0 {
+            return Err("queue and batch must be at least 1".into());
+        }
+        Ok(TraceSettings {
+            endpoint,
+            protocol,
+            headers,
+            gzip,
+            timeout,
+            ratio,
+            service_name,
+            resource,
+            queue: self.queue,
+            batch: self.batch,
+            query: self.query,
+        })
+    }
+}
+
+/// `OTEL_TRACES_SAMPLER` and its argument; default: every trace.
+fn sampler_from_env(env: &impl Fn(&str) -> Option<String>) -> Result<f64, String> {
+    let arg = || -> Result<f64, String> {
+        match env("OTEL_TRACES_SAMPLER_ARG") {
+            None => Ok(1.0),
+            Some(v) => v
+                .parse::<f64>()
+                .ok()
+                .filter(|r| (0.0..=1.0).contains(r))
+                .ok_or_else(|| format!("OTEL_TRACES_SAMPLER_ARG: `{v}` is not a ratio (0 to 1)")),
+        }
+    };
+    match env("OTEL_TRACES_SAMPLER").as_deref() {
+        None | Some("parentbased_always_on") | Some("always_on") => Ok(1.0),
+        Some("parentbased_always_off") | Some("always_off") => Ok(0.0),
+        Some("parentbased_traceidratio") | Some("traceidratio") => arg(),
+        Some(other) => Err(format!(
+            "OTEL_TRACES_SAMPLER: `{other}` is not supported; use parentbased_traceidratio, parentbased_always_on or parentbased_always_off"
+        )),
+    }
+}
+
+/// `k1=v1,k2=v2` (the SDK's list format, values percent-decoded).
+fn pairs(text: &str) -> Result<Vec<(String, String)>, String> {
+    text.split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(|pair| {
+            let (k, v) = pair
+                .split_once('=')
+                .ok_or_else(|| format!("`{pair}` is not key=value"))?;
+            Ok((k.trim().to_string(), percent_decode(v.trim())))
+        })
+        .collect()
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn traces(yaml: &str) -> Traces {
+        serde_saphyr::from_str(yaml).unwrap()
+    }
+
+    #[test]
+    fn the_environment_fills_in_what_the_file_leaves_out() {
+        let env = |name: &str| match name {
+            "OTEL_EXPORTER_OTLP_ENDPOINT" => Some("http://c:4318/".to_string()),
+            "OTEL_EXPORTER_OTLP_PROTOCOL" => Some("http/protobuf".into()),
+            "OTEL_EXPORTER_OTLP_HEADERS" => Some("a=b%20c,d=e".into()),
+            "OTEL_SERVICE_NAME" => Some("edge".into()),
+            "OTEL_TRACES_SAMPLER" => Some("parentbased_traceidratio".into()),
+            "OTEL_TRACES_SAMPLER_ARG" => Some("0.25".into()),
+            _ => None,
+        };
+        let s = traces("{}").settings(env).unwrap();
+        assert_eq!(s.endpoint, "http://c:4318/v1/traces");
+        assert_eq!(s.protocol, OtlpProtocol::HttpProtobuf);
+        assert_eq!(
+            s.headers,
+            [("a".into(), "b c".into()), ("d".into(), "e".into())]
+        );
+        assert_eq!(s.service_name, "edge");
+        assert_eq!(s.ratio, 0.25);
+        let s = traces("{otlp: {endpoint: 'http://x:4317', protocol: grpc}, sampler: {parent_based_ratio: 0.01}, service_name: a}")
+            .settings(env)
+            .unwrap();
+        assert_eq!(
+            (s.endpoint.as_str(), s.protocol, s.ratio),
+            ("http://x:4317", OtlpProtocol::Grpc, 0.01)
+        );
+        assert_eq!(s.service_name, "a");
+    }
+
+    #[test]
+    fn bad_values_are_refused() {
+        let env = |name: &str| (name == "OTEL_TRACES_SAMPLER").then(|| "jaeger".to_string());
+        assert!(traces("{}")
+            .settings(env)
+            .unwrap_err()
+            .contains("OTEL_TRACES_SAMPLER"));
+        assert!(traces("{otlp: {endpoint: 'https://x'}}")
+            .settings(|_| None)
+            .is_err());
+        assert!(serde_saphyr::from_str::<Traces>("{sampler: {parent_based_ratio: 2}}").is_err());
+        assert!(serde_saphyr::from_str::<Traces>("{otlp: {protocol: thrift}}").is_err());
+    }
+}

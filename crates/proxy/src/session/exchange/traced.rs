@@ -1,0 +1,82 @@
+//! The CLIENT span of one attempt of an exchange (docs/OBSERVABILITY.md):
+//! a child of the request's SERVER span, naming the host tried and how
+//! many attempts went before it (`http.request.resend_count`); the
+//! upstream's `traceparent` names it as the parent.
+
+use http::{Method, StatusCode};
+
+use super::Sender;
+use crate::{
+    ids::HostId,
+    telemetry::trace::{Kind, Span, SpanContext},
+};
+
+/// What a traced request's attempts need: the SERVER span they are
+/// children of, and the method.
+#[derive(Debug, Clone)]
+pub(crate) struct Traced {
+    pub parent: SpanContext,
+    pub method: Method,
+}
+
+/// An attempt's span, `None` when the request is not traced.
+pub(super) struct AttemptSpan(Option<Box<Span>>);
+
+impl AttemptSpan {
+    pub(super) fn begin(sender: &Sender<'_>, host: HostId, attempt: u32) -> Self {
+        let Some(Traced { parent, method }) = &sender.trace else {
+            return Self(None);
+        };
+        let mut span = Box::new(Span::new(
+            parent.child(),
+            Some(parent.span_id),
+            Kind::Client,
+        ));
+        let upstream = sender.plan.upstream(sender.upstream);
+        span.name = format!("{} {}", method, upstream.name);
+        span.str("http.request.method", method.as_str().as_bytes());
+        let address = upstream.hosts[host.index()];
+        let name = upstream.host_name(host);
+        let name = name.rsplit_once(':').map_or(name, |(n, _)| n);
+        span.str("server.address", name.as_bytes());
+        span.int("server.port", i64::from(address.port()));
+        span.str("network.peer.address", address.ip().to_string().as_bytes());
+        span.str("sluice.upstream", upstream.name.as_bytes());
+        if attempt > 0 {
+            span.int("http.request.resend_count", i64::from(attempt));
+        }
+        Self(Some(span))
+    }
+
+    /// The `traceparent` the upstream gets: this span as the parent.
+    pub(super) fn traceparent(&self) -> Option<[u8; 55]> {
+        self.0.as_ref().map(|span| span.context.traceparent())
+    }
+
+    pub(super) fn answered(self, sender: &Sender<'_>, status: StatusCode) {
+        self.end(sender, |span| {
+            span.int("http.response.status_code", i64::from(status.as_u16()));
+            if status.is_server_error() {
+                span.error = true;
+                span.str("error.type", status.as_str().as_bytes());
+            }
+        });
+    }
+
+    /// The attempt failed: `why` is `error.type` (no connection, stale,
+    /// refused, reset, or the status the failure is answered with).
+    pub(super) fn failed(self, sender: &Sender<'_>, why: &str) {
+        self.end(sender, |span| {
+            span.error = true;
+            span.str("error.type", why.as_bytes());
+        });
+    }
+
+    fn end(self, sender: &Sender<'_>, fill: impl FnOnce(&mut Span)) {
+        if let (Some(mut span), Some(tracer)) = (self.0, sender.plan.tracer.as_deref()) {
+            fill(&mut span);
+            span.end();
+            tracer.send(span);
+        }
+    }
+}

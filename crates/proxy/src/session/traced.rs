@@ -1,0 +1,169 @@
+//! The SERVER span of one request (docs/OBSERVABILITY.md), the same for
+//! HTTP/1.1 and HTTP/2 clients: begun when a head is read (if `traces:`
+//! is on and the sampler takes the request), named and given its route
+//! when routed, a middleware refusal recorded as an event, its status
+//! set with the request's row in the metrics, and sent when the exchange
+//! ends. With `traces:` off, each of these is one `None` check.
+
+use std::net::SocketAddr;
+
+use http::StatusCode;
+
+use super::exchange::traced::Traced;
+use crate::{
+    config::QueryPolicy,
+    middleware::Answer,
+    telemetry::trace::{Kind, Span, Tracer, Value},
+};
+
+/// What the span records of a request's head.
+pub(super) struct Facts<'a> {
+    pub method: &'a str,
+    pub path: &'a [u8],
+    pub query: Option<&'a [u8]>,
+    /// Host or `:authority`.
+    pub host: Option<&'a [u8]>,
+    pub secure: bool,
+    pub peer: SocketAddr,
+    /// `1.0`, `1.1` or `2`.
+    pub version: &'static str,
+    pub user_agent: Option<&'a [u8]>,
+}
+
+/// The request's SERVER span, if tracing is on and it is sampled (by the
+/// `traceparent` that `parent` finds); `facts` is read only then.
+pub(super) fn begin<'a>(
+    tracer: Option<&Tracer>,
+    parent: impl FnOnce() -> Option<&'a [u8]>,
+    facts: impl FnOnce() -> Facts<'a>,
+) -> Option<Box<Span>> {
+    let tracer = tracer?;
+    let (context, parent) = tracer.sample(parent())?;
+    let facts = facts();
+    let mut span = Box::new(Span::new(context, parent, Kind::Server));
+    span.name = facts.method.to_string();
+    span.str("http.request.method", facts.method.as_bytes());
+    span.str("url.path", facts.path);
+    span.str("url.scheme", if facts.secure { b"https" } else { b"http" });
+    if let Some(query) = facts.query {
+        match tracer.query_policy() {
+            QueryPolicy::Full => span.str("url.query", query),
+            QueryPolicy::Redacted => span.str("url.query", &redacted(query)),
+            QueryPolicy::Omitted => {}
+        }
+    }
+    if let Some(host) = facts.host {
+        let (name, port) = split_host(host);
+        span.str("server.address", name);
+        let port = port.unwrap_or(if facts.secure { 443 } else { 80 });
+        span.int("server.port", i64::from(port));
+    }
+    span.str("client.address", facts.peer.ip().to_string().as_bytes());
+    span.int("client.port", i64::from(facts.peer.port()));
+    span.str("network.protocol.version", facts.version.as_bytes());
+    if let Some(agent) = facts.user_agent {
+        span.str("user_agent.original", agent);
+    }
+    Some(span)
+}
+
+/// The route matched: `http.route` and the span's name, `METHOD route`.
+pub(super) fn routed(span: &mut Option<Box<Span>>, route: &str) {
+    if let Some(span) = span {
+        span.str("http.route", route.as_bytes());
+        span.name.push(' ');
+        span.name.push_str(route);
+    }
+}
+
+/// A handler of the chain answered instead of the upstream: jwt's 401,
+/// rate_limit's 429, validate's 400; the reason is its problem's detail.
+pub(super) fn refused(span: &mut Option<Box<Span>>, answer: &Answer) {
+    if let Some(span) = span {
+        let mut attributes = vec![(
+            "http.response.status_code",
+            Value::Int(i64::from(answer.status.as_u16())),
+        )];
+        if let Some(detail) = &answer.detail {
+            attributes.push(("sluice.reason", Value::Str(detail.clone())));
+        }
+        span.event("middleware.refused", attributes);
+        span.str("sluice.refused_by", b"middleware");
+        if let Some(detail) = &answer.detail {
+            span.str("sluice.refusal_reason", detail.as_bytes());
+        }
+    }
+}
+
+/// The status the client gets; 5xx marks the span failed (`error.type`).
+pub(super) fn status(span: &mut Option<Box<Span>>, status: StatusCode) {
+    if let Some(span) = span {
+        span.int("http.response.status_code", i64::from(status.as_u16()));
+        if status.is_server_error() {
+            span.error = true;
+            span.str("error.type", status.as_str().as_bytes());
+        }
+    }
+}
+
+/// What a traced request's upstream attempts need of its SERVER span.
+pub(super) fn for_attempts(span: &Option<Box<Span>>, method: &http::Method) -> Option<Traced> {
+    span.as_ref().map(|span| Traced {
+        parent: span.context,
+        method: method.clone(),
+    })
+}
+
+/// Ends the span and queues it for export.
+pub(super) fn end(tracer: Option<&Tracer>, span: Option<Box<Span>>) {
+    if let (Some(tracer), Some(mut span)) = (tracer, span) {
+        span.end();
+        tracer.send(span);
+    }
+}
+
+/// Each value of `a=1&b=2` as `REDACTED` (the keys stay).
+fn redacted(query: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(query.len());
+    for (i, pair) in query.split(|&b| b == b'&').enumerate() {
+        if i > 0 {
+            out.push(b'&');
+        }
+        match pair.iter().position(|&b| b == b'=') {
+            Some(eq) => {
+                out.extend_from_slice(&pair[..=eq]);
+                out.extend_from_slice(b"REDACTED");
+            }
+            None => out.extend_from_slice(pair),
+        }
+    }
+    out
+}
+
+/// `name[:port]`, `[v6][:port]`.
+fn split_host(host: &[u8]) -> (&[u8], Option<u16>) {
+    let colon = match host.iter().rposition(|&b| b == b':') {
+        Some(i) if !host[i..].contains(&b']') => i,
+        _ => return (host, None),
+    };
+    let port = std::str::from_utf8(&host[colon + 1..])
+        .ok()
+        .and_then(|p| p.parse().ok());
+    (&host[..colon], port)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queries_are_redacted_and_hosts_split() {
+        assert_eq!(redacted(b"a=1&b&c=x=y"), b"a=REDACTED&b&c=REDACTED");
+        assert_eq!(
+            split_host(b"example.com:8080"),
+            (&b"example.com"[..], Some(8080))
+        );
+        assert_eq!(split_host(b"[::1]"), (&b"[::1]"[..], None));
+        assert_eq!(split_host(b"[::1]:9"), (&b"[::1]"[..], Some(9)));
+    }
+}
