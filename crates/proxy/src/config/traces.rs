@@ -275,32 +275,14 @@ fn pairs(text: &str) -> Result<Vec<(String, String)>, String> {
             let (k, v) = pair
                 .split_once('=')
                 .ok_or_else(|| format!("`{pair}` is not key=value"))?;
-            Ok((k.trim().to_string(), percent_decode(v.trim())))
+            Ok((
+                k.trim().to_string(),
+                percent_encoding::percent_decode_str(v.trim())
+                    .decode_utf8_lossy()
+                    .into_owned(),
+            ))
         })
         .collect()
-}
-
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok())
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match (bytes[i], hex) {
-            (b'%', Some(b)) => {
-                out.push(b);
-                i += 3;
-            }
-            (b, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]
