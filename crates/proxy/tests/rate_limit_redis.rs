@@ -245,4 +245,8 @@ fn the_configuration_errors_name_the_handler_and_never_the_password() {
         "store: redis, redis: { url: \"redis://127.0.0.1\", password_file: /nonexistent/secret }",
     ));
     assert!(shown.contains("redis.password_file"), "{shown}");
+    let shown = refused(&with(
+        "store: redis, redis: { url: \"redis://127.0.0.1\", timeout: 0s }",
+    ));
+    assert!(shown.contains("redis.timeout"), "{shown}");
 }

@@ -120,6 +120,9 @@ impl RedisLimiter {
         if interval_us == 0 {
             bail!("the rate is too high for Redis's microsecond clock (at most 1,000,000/s)");
         }
+        if redis.timeout.is_zero() {
+            bail!("redis.timeout: 0 would decide every request by on_failure; give a budget such as 5ms");
+        }
         let client = client(redis)?;
         let shared = Shared {
             name: name.to_string(),
