@@ -14,6 +14,8 @@
 #   PIPELINE=16 N1=4000 N2=24000 bench/proxy-callgrind.sh      # pipelined 16 deep
 #   EXTRA_CONFIG='traces: { otlp: { endpoint: "http://127.0.0.1:4317" }, sampler: { parent_based_ratio: 0.01 } }' \
 #     bench/proxy-callgrind.sh                     # with tracing (docs/OBSERVABILITY.md)
+#   KEEP=/tmp/cg bench/proxy-callgrind.sh          # keeps callgrind.N2 there, for
+#     callgrind_annotate --inclusive=yes /tmp/cg/callgrind.12000 (per function)
 #
 # Needs: valgrind, nginx (apt-get install -y valgrind nginx-light), a
 # release build. LOADER (default: SLUICE) sends the requests.
@@ -62,6 +64,9 @@ instructions() {
 i1=$(instructions "$N1")
 i2=$(instructions "$N2")
 per=$(( (i2 - i1) / (N2 - N1) ))
+if [[ -n ${KEEP:-} ]]; then
+  mkdir -p "$KEEP" && cp "$WORK/callgrind.$N1" "$WORK/callgrind.$N2" "$KEEP/"
+fi
 mkdir -p "$OUT"
 line="$(basename "$SLUICE") $REQUEST_PATH: $i1 Ir for $N1 requests, $i2 Ir for $N2: $per instructions per request"
 echo "$line" | tee -a "$OUT/results.txt"

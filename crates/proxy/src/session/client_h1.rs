@@ -262,7 +262,7 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
                     self.worker.metrics().overrides_removed();
                 }
                 self.decided = decided;
-                traced::routed(&mut self.span, &plan.route(route).name);
+                traced::routed(&mut self.span, || &plan.route(route).name);
                 route
             }
             Admission::Refused(refusal) => {

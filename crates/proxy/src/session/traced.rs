@@ -13,7 +13,7 @@ use super::exchange::traced::Traced;
 use crate::{
     config::QueryPolicy,
     middleware::Answer,
-    telemetry::trace::{Kind, Span, Tracer, Value},
+    telemetry::trace::{Kind, Span, SpanContext, Tracer, Value},
 };
 
 /// What the span records of a request's head.
@@ -32,6 +32,11 @@ pub(super) struct Facts<'a> {
 
 /// The request's SERVER span, if tracing is on and it is sampled (by the
 /// `traceparent` that `parent` finds); `facts` is read only then.
+///
+/// Each hook here is an inlined `None` check in front of a cold body, so
+/// that with `traces:` off a request pays a compare and no call
+/// (bench/proxy-callgrind.sh measures it, docs/OBSERVABILITY.md).
+#[inline]
 pub(super) fn begin<'a>(
     tracer: Option<&Tracer>,
     parent: impl FnOnce() -> Option<&'a [u8]>,
@@ -39,7 +44,17 @@ pub(super) fn begin<'a>(
 ) -> Option<Box<Span>> {
     let tracer = tracer?;
     let (context, parent) = tracer.sample(parent())?;
-    let facts = facts();
+    Some(started(tracer, context, parent, &facts()))
+}
+
+#[cold]
+#[inline(never)]
+fn started(
+    tracer: &Tracer,
+    context: SpanContext,
+    parent: Option<u64>,
+    facts: &Facts<'_>,
+) -> Box<Span> {
     let mut span = Box::new(Span::new(context, parent, Kind::Server));
     span.name = facts.method.to_string();
     span.str("http.request.method", facts.method.as_bytes());
@@ -64,62 +79,98 @@ pub(super) fn begin<'a>(
     if let Some(agent) = facts.user_agent {
         span.str("user_agent.original", agent);
     }
-    Some(span)
+    span
 }
 
-/// The route matched: `http.route` and the span's name, `METHOD route`.
-pub(super) fn routed(span: &mut Option<Box<Span>>, route: &str) {
+/// The route matched: `http.route` and the span's name, `METHOD route`
+/// (`route` is looked up only for a traced request).
+#[inline]
+pub(super) fn routed<'a>(span: &mut Option<Box<Span>>, route: impl FnOnce() -> &'a str) {
     if let Some(span) = span {
-        span.str("http.route", route.as_bytes());
-        span.name.push(' ');
-        span.name.push_str(route);
+        name_route(span, route());
     }
+}
+
+#[cold]
+#[inline(never)]
+fn name_route(span: &mut Span, route: &str) {
+    span.str("http.route", route.as_bytes());
+    span.name.push(' ');
+    span.name.push_str(route);
 }
 
 /// A handler of the chain answered instead of the upstream: jwt's 401,
 /// rate_limit's 429, validate's 400; the reason is its problem's detail.
+#[inline]
 pub(super) fn refused(span: &mut Option<Box<Span>>, answer: &Answer) {
     if let Some(span) = span {
-        let mut attributes = vec![(
-            "http.response.status_code",
-            Value::Int(i64::from(answer.status.as_u16())),
-        )];
-        if let Some(detail) = &answer.detail {
-            attributes.push(("sluice.reason", Value::Str(detail.clone())));
-        }
-        span.event("middleware.refused", attributes);
-        span.str("sluice.refused_by", b"middleware");
-        if let Some(detail) = &answer.detail {
-            span.str("sluice.refusal_reason", detail.as_bytes());
-        }
+        refusal(span, answer);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn refusal(span: &mut Span, answer: &Answer) {
+    let mut attributes = vec![(
+        "http.response.status_code",
+        Value::Int(i64::from(answer.status.as_u16())),
+    )];
+    if let Some(detail) = &answer.detail {
+        attributes.push(("sluice.reason", Value::Str(detail.clone())));
+    }
+    span.event("middleware.refused", attributes);
+    span.str("sluice.refused_by", b"middleware");
+    if let Some(detail) = &answer.detail {
+        span.str("sluice.refusal_reason", detail.as_bytes());
     }
 }
 
 /// The status the client gets; 5xx marks the span failed (`error.type`).
+#[inline]
 pub(super) fn status(span: &mut Option<Box<Span>>, status: StatusCode) {
     if let Some(span) = span {
-        span.int("http.response.status_code", i64::from(status.as_u16()));
-        if status.is_server_error() {
-            span.error = true;
-            span.str("error.type", status.as_str().as_bytes());
-        }
+        set_status(span, status);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn set_status(span: &mut Span, status: StatusCode) {
+    span.int("http.response.status_code", i64::from(status.as_u16()));
+    if status.is_server_error() {
+        span.error = true;
+        span.str("error.type", status.as_str().as_bytes());
     }
 }
 
 /// What a traced request's upstream attempts need of its SERVER span.
-pub(super) fn for_attempts(span: &Option<Box<Span>>, method: &http::Method) -> Option<Traced> {
-    span.as_ref().map(|span| Traced {
+#[inline]
+pub(super) fn for_attempts(span: &Option<Box<Span>>, method: &http::Method) -> Option<Box<Traced>> {
+    span.as_deref().map(|span| attempts_of(span, method))
+}
+
+#[cold]
+#[inline(never)]
+fn attempts_of(span: &Span, method: &http::Method) -> Box<Traced> {
+    Box::new(Traced {
         parent: span.context,
         method: method.clone(),
     })
 }
 
 /// Ends the span and queues it for export.
+#[inline]
 pub(super) fn end(tracer: Option<&Tracer>, span: Option<Box<Span>>) {
-    if let (Some(tracer), Some(mut span)) = (tracer, span) {
-        span.end();
-        tracer.send(span);
+    if let (Some(tracer), Some(span)) = (tracer, span) {
+        send(tracer, span);
     }
+}
+
+#[cold]
+#[inline(never)]
+fn send(tracer: &Tracer, mut span: Box<Span>) {
+    span.end();
+    tracer.send(span);
 }
 
 /// Each value of `a=1&b=2` as `REDACTED` (the keys stay).

@@ -53,10 +53,15 @@ impl<'a> Fields<'a> {
     pub(crate) fn get(&self, name: &str) -> Option<&'a [u8]> {
         match *self {
             Self::Map(map) => map.get(name).map(http::HeaderValue::as_bytes),
-            Self::H1 { .. } => self
+            // A plain loop over the ranges that compares lengths before
+            // bytes: most names are ruled out without slicing the buffer
+            // (a per-request lookup, `traceparent`, when tracing is on).
+            Self::H1 { buf, fields } => fields
                 .iter()
-                .find(|(n, _)| n.eq_ignore_ascii_case(name.as_bytes()))
-                .map(|(_, v)| v),
+                .find(|(n, _)| {
+                    n.len() == name.len() && buf[n.clone()].eq_ignore_ascii_case(name.as_bytes())
+                })
+                .map(|(_, v)| &buf[v.clone()]),
         }
     }
 

@@ -46,7 +46,7 @@ pub(crate) struct Sender<'a> {
     pub peer: SocketAddr,
     /// The request's SERVER span, when it is traced: each attempt gets a
     /// CLIENT span under it (`exchange::traced`).
-    pub trace: Option<super::traced::Traced>,
+    pub trace: Option<Box<super::traced::Traced>>,
     /// The host whose in-flight count and slot this request holds.
     held: AtomicUsize,
     /// The answer must carry the sticky cookie of the host it came from.

@@ -22,11 +22,21 @@ pub(crate) struct Traced {
 /// An attempt's span, `None` when the request is not traced.
 pub(super) struct AttemptSpan(Option<Box<Span>>);
 
+// Each method is an inlined `None` check in front of a cold body: with
+// `traces:` off an attempt pays a compare and no call.
 impl AttemptSpan {
+    #[inline]
     pub(super) fn begin(sender: &Sender<'_>, host: HostId, attempt: u32) -> Self {
-        let Some(Traced { parent, method }) = &sender.trace else {
-            return Self(None);
-        };
+        match &sender.trace {
+            None => Self(None),
+            Some(traced) => Self(Some(Self::started(sender, traced, host, attempt))),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn started(sender: &Sender<'_>, traced: &Traced, host: HostId, attempt: u32) -> Box<Span> {
+        let Traced { parent, method } = traced;
         let mut span = Box::new(Span::new(
             parent.child(),
             Some(parent.span_id),
@@ -45,15 +55,20 @@ impl AttemptSpan {
         if attempt > 0 {
             span.int("http.request.resend_count", i64::from(attempt));
         }
-        Self(Some(span))
+        span
     }
 
     /// The `traceparent` the upstream gets: this span as the parent.
+    #[inline]
     pub(super) fn traceparent(&self) -> Option<[u8; 55]> {
         self.0.as_ref().map(|span| span.context.traceparent())
     }
 
+    #[inline]
     pub(super) fn answered(self, sender: &Sender<'_>, status: StatusCode) {
+        if self.0.is_none() {
+            return;
+        }
         self.end(sender, |span| {
             span.int("http.response.status_code", i64::from(status.as_u16()));
             if status.is_server_error() {
@@ -65,13 +80,19 @@ impl AttemptSpan {
 
     /// The attempt failed: `why` is `error.type` (no connection, stale,
     /// refused, reset, or the status the failure is answered with).
+    #[inline]
     pub(super) fn failed(self, sender: &Sender<'_>, why: &str) {
+        if self.0.is_none() {
+            return;
+        }
         self.end(sender, |span| {
             span.error = true;
             span.str("error.type", why.as_bytes());
         });
     }
 
+    #[cold]
+    #[inline(never)]
     fn end(self, sender: &Sender<'_>, fill: impl FnOnce(&mut Span)) {
         if let (Some(mut span), Some(tracer)) = (self.0, sender.plan.tracer.as_deref()) {
             fill(&mut span);

@@ -202,7 +202,7 @@ impl Stream {
             }
         };
         self.route = Some(route);
-        traced::routed(&mut self.span, &plan.route(route).name);
+        traced::routed(&mut self.span, || &plan.route(route).name);
         if decided.strip_overrides {
             self.worker.metrics().overrides_removed();
         }
