@@ -41,6 +41,16 @@ fn binary() -> Option<PathBuf> {
 
 impl Collector {
     pub fn start(test: &str) -> Option<Self> {
+        Self::start_with(test, None)
+    }
+
+    /// A collector whose two receivers take TLS only, with this server
+    /// certificate and key (PEM files).
+    pub fn start_tls(test: &str, cert: &std::path::Path, key: &std::path::Path) -> Option<Self> {
+        Self::start_with(test, Some((cert, key)))
+    }
+
+    fn start_with(test: &str, tls: Option<(&std::path::Path, &std::path::Path)>) -> Option<Self> {
         let Some(binary) = binary() else {
             assert!(
                 std::env::var_os("SLUICE_REQUIRE_OTELCOL").is_none_or(|v| v != "1"),
@@ -59,8 +69,16 @@ impl Collector {
         std::fs::create_dir_all(&dir).expect("a directory for the collector");
         let grpc = SocketAddr::from(([127, 0, 0, 1], free_port()));
         let http = SocketAddr::from(([127, 0, 0, 1], free_port()));
+        let tls = match tls {
+            Some((cert, key)) => format!(
+                ", tls: {{ cert_file: \"{}\", key_file: \"{}\" }}",
+                cert.display(),
+                key.display()
+            ),
+            None => String::new(),
+        };
         let config = format!(
-            "receivers:\n  otlp:\n    protocols:\n      grpc: {{ endpoint: \"{grpc}\" }}\n      http: {{ endpoint: \"{http}\" }}\n\
+            "receivers:\n  otlp:\n    protocols:\n      grpc: {{ endpoint: \"{grpc}\"{tls} }}\n      http: {{ endpoint: \"{http}\"{tls} }}\n\
              processors:\n  batch: {{ timeout: 50ms }}\n\
              exporters:\n  file: {{ path: \"{}\", format: json, flush_interval: 50ms }}\n\
              service:\n  telemetry: {{ metrics: {{ level: none }} }}\n  pipelines:\n    traces: {{ receivers: [otlp], processors: [batch], exporters: [file] }}\n",

@@ -4,7 +4,7 @@
 //! `OTEL_SERVICE_NAME`, `OTEL_TRACES_SAMPLER*`, `OTEL_RESOURCE_ATTRIBUTES`)
 //! fill in what the file leaves out, as Caddy does; the file wins.
 
-use std::{collections::BTreeMap, time::Duration};
+use std::{collections::BTreeMap, path::PathBuf, time::Duration};
 
 use serde::{de::Error as _, Deserialize, Deserializer};
 
@@ -70,6 +70,18 @@ pub struct Otlp {
     /// One export request at most; default 10s.
     #[serde(default, deserialize_with = "optional_duration")]
     pub timeout: Option<Duration>,
+    /// `https://` endpoints: the CA certificates (PEM) the collector's
+    /// certificate is checked against (`OTEL_EXPORTER_OTLP_CERTIFICATE`);
+    /// default the web's roots (webpki-roots).
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
+    /// A client certificate (PEM) for a collector that asks for one
+    /// (`OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE`), with `key_file`.
+    #[serde(default)]
+    pub cert_file: Option<PathBuf>,
+    /// Its private key (`OTEL_EXPORTER_OTLP_CLIENT_KEY`).
+    #[serde(default)]
+    pub key_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -125,6 +137,17 @@ pub struct TraceSettings {
     pub queue: usize,
     pub batch: usize,
     pub query: QueryPolicy,
+    /// For an `https://` endpoint.
+    pub tls: Option<OtlpTls>,
+}
+
+/// How the exporter checks the collector, and what it shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OtlpTls {
+    /// `None`: the web's roots.
+    pub ca_file: Option<PathBuf>,
+    /// A client certificate and its key.
+    pub identity: Option<(PathBuf, PathBuf)>,
 }
 
 impl Traces {
@@ -169,11 +192,7 @@ impl Traces {
                 }
             }
         };
-        if !endpoint.starts_with("http://") {
-            return Err(format!(
-                "otlp.endpoint `{endpoint}`: only http:// endpoints are supported (no TLS yet)"
-            ));
-        }
+        let tls = self.tls(&endpoint, &var)?;
         let mut headers = Vec::new();
         if let Some((n, v)) = var(&[
             "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
@@ -239,9 +258,71 @@ impl Traces {
             service_name,
             resource,
             queue: self.queue,
+            tls,
             batch: self.batch,
             query: self.query,
         })
+    }
+
+    /// The TLS of an `https://` endpoint: the file's keys, else the SDK's
+    /// variables. TLS keys in the file with an `http://` endpoint are an
+    /// error (they would be ignored, and the spans sent in the clear).
+    fn tls(
+        &self,
+        endpoint: &str,
+        var: &impl Fn(&[&'static str]) -> Option<(&'static str, String)>,
+    ) -> Result<Option<OtlpTls>, String> {
+        let file = |key: &Option<PathBuf>, names: &[&'static str]| {
+            key.clone()
+                .or_else(|| var(names).map(|(_, v)| PathBuf::from(v)))
+        };
+        let ca_file = file(
+            &self.otlp.ca_file,
+            &[
+                "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE",
+                "OTEL_EXPORTER_OTLP_CERTIFICATE",
+            ],
+        );
+        let cert_file = file(
+            &self.otlp.cert_file,
+            &[
+                "OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE",
+                "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE",
+            ],
+        );
+        let key_file = file(
+            &self.otlp.key_file,
+            &[
+                "OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY",
+                "OTEL_EXPORTER_OTLP_CLIENT_KEY",
+            ],
+        );
+        let identity = match (cert_file, key_file) {
+            (Some(cert), Some(key)) => Some((cert, key)),
+            (None, None) => None,
+            _ => {
+                return Err(
+                    "otlp.cert_file and otlp.key_file go together: give both or neither".into(),
+                )
+            }
+        };
+        if endpoint.starts_with("https://") {
+            Ok(Some(OtlpTls { ca_file, identity }))
+        } else if endpoint.starts_with("http://") {
+            // The SDK's variables are ignored here, as the SDKs do (one
+            // environment may serve several exporters); the file's keys not.
+            let otlp = &self.otlp;
+            if otlp.ca_file.is_some() || otlp.cert_file.is_some() || otlp.key_file.is_some() {
+                return Err(format!(
+                    "otlp.endpoint `{endpoint}` is http://: TLS settings (ca_file, cert_file, key_file) need an https:// endpoint"
+                ));
+            }
+            Ok(None)
+        } else {
+            Err(format!(
+                "otlp.endpoint `{endpoint}`: give http://HOST:PORT or https://HOST:PORT"
+            ))
+        }
     }
 }
 
@@ -324,15 +405,62 @@ mod tests {
     }
 
     #[test]
+    fn https_endpoints_take_tls_from_the_file_or_the_environment() {
+        let s = traces("{otlp: {endpoint: 'https://c:4317'}}")
+            .settings(|_| None)
+            .unwrap();
+        assert_eq!(
+            s.tls,
+            Some(OtlpTls {
+                ca_file: None,
+                identity: None
+            })
+        );
+        let env = |name: &str| match name {
+            "OTEL_EXPORTER_OTLP_CERTIFICATE" => Some("/env/ca.pem".to_string()),
+            "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE" => Some("/env/c.pem".into()),
+            "OTEL_EXPORTER_OTLP_CLIENT_KEY" => Some("/env/k.pem".into()),
+            _ => None,
+        };
+        let s = traces("{otlp: {endpoint: 'https://c:4317', ca_file: /file/ca.pem}}")
+            .settings(env)
+            .unwrap();
+        assert_eq!(
+            s.tls,
+            Some(OtlpTls {
+                ca_file: Some("/file/ca.pem".into()),
+                identity: Some(("/env/c.pem".into(), "/env/k.pem".into()))
+            })
+        );
+        let s = traces("{otlp: {endpoint: 'http://c:4317'}}")
+            .settings(env)
+            .unwrap();
+        assert_eq!(s.tls, None);
+    }
+
+    #[test]
     fn bad_values_are_refused() {
         let env = |name: &str| (name == "OTEL_TRACES_SAMPLER").then(|| "jaeger".to_string());
         assert!(traces("{}")
             .settings(env)
             .unwrap_err()
             .contains("OTEL_TRACES_SAMPLER"));
-        assert!(traces("{otlp: {endpoint: 'https://x'}}")
+        assert!(traces("{otlp: {endpoint: 'ftp://x'}}")
             .settings(|_| None)
-            .is_err());
+            .unwrap_err()
+            .contains("http://HOST:PORT or https://HOST:PORT"));
+        assert!(
+            traces("{otlp: {endpoint: 'http://x:4317', ca_file: ca.pem}}")
+                .settings(|_| None)
+                .unwrap_err()
+                .contains("need an https:// endpoint")
+        );
+        assert!(
+            traces("{otlp: {endpoint: 'https://x:4317', cert_file: c.pem}}")
+                .settings(|_| None)
+                .unwrap_err()
+                .contains("go together")
+        );
         assert!(serde_saphyr::from_str::<Traces>("{sampler: {parent_based_ratio: 2}}").is_err());
         assert!(serde_saphyr::from_str::<Traces>("{otlp: {protocol: thrift}}").is_err());
     }

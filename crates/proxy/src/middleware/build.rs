@@ -238,6 +238,7 @@ pub(crate) fn build(
                 .collect(),
         };
         let mut handlers = Vec::new();
+        let handler_names = names.iter().map(|&n| Arc::from(n)).collect();
         for name in names {
             if let Some(handler) = instances.get(name) {
                 handlers.push(Arc::clone(handler));
@@ -292,7 +293,10 @@ pub(crate) fn build(
             handlers.push(Arc::clone(&instance.handler));
             built.insert(name.to_string(), instance);
         }
-        by_route.push(Arc::new(Chain { handlers }));
+        by_route.push(Arc::new(Chain {
+            handlers,
+            names: handler_names,
+        }));
     }
     Ok(Chains {
         by_route,

@@ -237,9 +237,18 @@ pub(crate) struct ResponseView<'a> {
 #[derive(Debug, Default)]
 pub(crate) struct Chain {
     handlers: Vec<Arc<dyn Handler>>,
+    /// Each handler's name in `middleware:` (or its type's), for the
+    /// trace event of a refusal.
+    names: Vec<Arc<str>>,
 }
 
 impl Chain {
+    /// The name of the handler that answered in [`Self::request`]: the
+    /// one after those that ran through.
+    pub(crate) fn answered_by(&self, exchange: &Exchange) -> &str {
+        self.names.get(exchange.ran).map_or("", |name| name)
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.handlers.is_empty()
     }

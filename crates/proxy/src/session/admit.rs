@@ -163,7 +163,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let path = self.decided.rewrites.path.as_deref();
         let view = request_view(head, &self.conn.rbuf, &self.fields, ip, path, held);
         if let Some(answer) = chain.request(&view, &mut self.exchange).await {
-            super::traced::refused(&mut self.span, &answer);
+            super::traced::refused(&mut self.span, &answer, || {
+                chain.answered_by(&self.exchange)
+            });
             return Some(self.answer(head, route, answer));
         }
         self.max_body = self.exchange.max_body;

@@ -100,26 +100,34 @@ fn name_route(span: &mut Span, route: &str) {
 }
 
 /// A handler of the chain answered instead of the upstream: jwt's 401,
-/// rate_limit's 429, validate's 400; the reason is its problem's detail.
+/// rate_limit's 429, validate's 400; the reason is its problem's detail,
+/// `by` the handler's name (looked up only for a traced request).
 #[inline]
-pub(super) fn refused(span: &mut Option<Box<Span>>, answer: &Answer) {
+pub(super) fn refused<'a>(
+    span: &mut Option<Box<Span>>,
+    answer: &Answer,
+    by: impl FnOnce() -> &'a str,
+) {
     if let Some(span) = span {
-        refusal(span, answer);
+        refusal(span, answer, by());
     }
 }
 
 #[cold]
 #[inline(never)]
-fn refusal(span: &mut Span, answer: &Answer) {
-    let mut attributes = vec![(
-        "http.response.status_code",
-        Value::Int(i64::from(answer.status.as_u16())),
-    )];
+fn refusal(span: &mut Span, answer: &Answer, by: &str) {
+    let mut attributes = vec![
+        (
+            "http.response.status_code",
+            Value::Int(i64::from(answer.status.as_u16())),
+        ),
+        ("sluice.handler", Value::Str(by.to_string())),
+    ];
     if let Some(detail) = &answer.detail {
         attributes.push(("sluice.reason", Value::Str(detail.clone())));
     }
     span.event("middleware.refused", attributes);
-    span.str("sluice.refused_by", b"middleware");
+    span.str("sluice.refused_by", by.as_bytes());
     if let Some(detail) = &answer.detail {
         span.str("sluice.refusal_reason", detail.as_bytes());
     }

@@ -241,7 +241,9 @@ impl Stream {
                 ..view
             };
             if let Some(answer) = chain.request(&view, &mut self.exchange).await {
-                traced::refused(&mut self.span, &answer);
+                traced::refused(&mut self.span, &answer, || {
+                    chain.answered_by(&self.exchange)
+                });
                 self.answer(answer);
                 return Ok(());
             }

@@ -167,9 +167,10 @@ pub(crate) struct Tracer {
 
 impl Tracer {
     /// Starts the exporter thread (it ends when the tracer is dropped).
-    pub(crate) fn start(settings: TraceSettings) -> std::io::Result<Self> {
+    pub(crate) fn start(settings: TraceSettings) -> anyhow::Result<Self> {
+        let tls = export::connector(&settings)?;
         let (queue, spans) = mpsc::sync_channel(settings.queue);
-        export::spawn(settings.clone(), spans)?;
+        export::spawn(settings.clone(), tls, spans)?;
         let threshold = if settings.ratio >= 1.0 {
             u64::MAX
         } else {
