@@ -297,6 +297,14 @@ async fn chromium_shows_numbers_that_move_and_fetches_only_from_the_admin_origin
     // have the same rows however long the page ran.
     let rows = |dom: &str| dom.matches("<tr>").count();
     assert_eq!(rows(&doms[0].0), rows(last), "{last}");
+    // The history is bounded: past 120 polls the page keeps 120. (The
+    // second page made about 200 polls in its virtual time: at least
+    // 121 or this says nothing.)
+    let polled: u32 = shown(last, "polled").parse().unwrap();
+    assert!(polled > 120, "{polled} polls in 200 s of virtual time");
+    assert_eq!(shown(last, "kept"), "120", "{last}");
+    let first_polled: u32 = shown(&doms[0].0, "polled").parse().unwrap();
+    assert_eq!(shown(&doms[0].0, "kept"), first_polled.to_string());
     let rps: f64 = shown(last, "rps")
         .parse()
         .unwrap_or_else(|_| panic!("{last}"));

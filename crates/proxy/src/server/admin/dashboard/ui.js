@@ -10,6 +10,7 @@
   const KEEP = 120;
   const WINDOW = 10;
   const polls = [];
+  let polled = 0;
   let token = '';
   const $ = (id) => document.getElementById(id);
 
@@ -175,6 +176,11 @@
       } else {
         polls.push(await answer.json());
         if (polls.length > KEEP) polls.shift();
+        // Shown so that a test (and a curious operator) can see the
+        // history stays bounded however long the page has run.
+        polled += 1;
+        $('kept').textContent = String(polls.length);
+        $('polled').textContent = String(polled);
         status('live', 'live');
         render();
       }
