@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::{
-    http1::{Request, Response},
+    message::{Request, Response},
     problem::{method_not_allowed, not_found, problem, IntoResponse, Problem, Violation},
     request::parse_json,
 };

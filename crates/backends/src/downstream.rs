@@ -8,7 +8,7 @@ use http::{Method, StatusCode};
 use serde_json::{json, Value};
 
 use crate::{
-    http1::{Request, Response},
+    message::{Request, Response},
     problem::{method_not_allowed, not_found, IntoResponse, Problem, Violation},
     request::parse_json,
 };

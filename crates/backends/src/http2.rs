@@ -25,9 +25,8 @@ use tokio::{
 use tracing::debug;
 
 use crate::{
-    http1::{
-        request_timeout, Request, Response, IDLE_TIMEOUT, LIMITS, REQUEST_TIMEOUT, WRITE_TIMEOUT,
-    },
+    h1::{request_timeout, IDLE_TIMEOUT, LIMITS, REQUEST_TIMEOUT, WRITE_TIMEOUT},
+    message::{Request, Response},
     problem::IntoResponse,
     App,
 };

@@ -8,8 +8,9 @@
 
 mod customers;
 mod downstream;
-pub mod http1;
+mod h1;
 mod http2;
+pub mod message;
 mod passthrough;
 mod petstore;
 pub mod problem;
@@ -21,7 +22,7 @@ use std::{fmt, net::SocketAddr, path::PathBuf, str::FromStr, time::Duration};
 
 use http::Uri;
 
-use crate::http1::{Request, Response};
+use crate::message::{Request, Response};
 
 pub use customers::CAPACITY as CUSTOMERS_CAPACITY;
 pub use downstream::MAX_DELAY_MS;

@@ -13,7 +13,7 @@ use hyper_util::{
 use serde::de::IgnoredAny;
 
 use crate::{
-    http1::{Request, Response, APPLICATION_JSON},
+    message::{Request, Response, APPLICATION_JSON},
     problem::{method_not_allowed, not_found, problem},
     request::json_body,
 };

@@ -8,7 +8,7 @@ use http::{header, HeaderValue, Method, StatusCode};
 use serde_json::{json, Map, Value};
 
 use crate::{
-    http1::{Request, Response},
+    message::{Request, Response},
     problem::{method_not_allowed, not_found, IntoResponse, Problem, Violation},
     request::parse_json,
 };

@@ -4,7 +4,7 @@ use bytes::Bytes;
 use http::{header, HeaderValue, StatusCode};
 use http1::Rejection;
 
-use crate::http1::Response;
+use crate::message::Response;
 
 pub use http1::{Problem, Violation};
 

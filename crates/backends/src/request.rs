@@ -3,7 +3,7 @@
 use http::StatusCode;
 
 use crate::{
-    http1::{Request, Response},
+    message::{Request, Response},
     problem::problem,
 };
 

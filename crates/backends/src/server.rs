@@ -29,7 +29,7 @@ use tracing::{debug, info, warn};
 
 use crate::{
     customers,
-    http1::{serve_connection, H2c},
+    h1::{serve_connection, H2c},
     http2, passthrough, static_body, App, Backend, ServeOptions, TlsFiles,
 };
 

@@ -4,7 +4,7 @@ use bytes::Bytes;
 use http::{HeaderValue, Method, StatusCode};
 
 use crate::{
-    http1::{Request, Response},
+    message::{Request, Response},
     problem::method_not_allowed,
 };
 

@@ -32,10 +32,10 @@ use std::{
 use anyhow::{bail, Context};
 
 pub use machine::{find_peer, find_program, peers_dir, PeerKind};
-pub use measure::Round;
 pub use options::{BenchOptions, GroupName, Profile};
 pub use results::Results;
 pub use stage::Observer;
+pub use stage::Round;
 
 use results::{Settings, SCHEMA};
 use stage::Bench;

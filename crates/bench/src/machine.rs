@@ -6,10 +6,9 @@ use std::{
     process::Command,
 };
 
-use crate::{
-    process::status_kib,
-    results::{Machine, PeerVersion},
-};
+use load::procfs::status_kib;
+
+use crate::results::{Machine, PeerVersion};
 
 /// The peers a run compares with, as found on PATH.
 #[derive(Debug, Clone)]

@@ -13,7 +13,7 @@ use load::{LoadConfig, RunControl};
 use crate::{
     process::{Component, Usage},
     results::{Errors, Figures, Latency, LoadShape, ProcessUsage, Row, RuntimeInfo, SweepPoint},
-    stage::Bench,
+    stage::{Bench, Round},
 };
 
 /// What a row measures and how it is labelled.
@@ -111,25 +111,6 @@ impl Bench<'_> {
         let figures = to_figures(&report, &sut_name, before, after);
         self.observer.row_finished(&spec.label, round, &figures);
         Ok((load_shape(&report), figures))
-    }
-}
-
-/// Which round of how many a sample belongs to (`index` from 0), or
-/// which of the warm-up rounds run before them and discarded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Round {
-    pub index: usize,
-    pub of: usize,
-    pub warmup: bool,
-}
-
-impl Round {
-    pub(crate) fn measured(index: usize, of: usize) -> Self {
-        Self {
-            index,
-            of,
-            warmup: false,
-        }
     }
 }
 

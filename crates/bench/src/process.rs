@@ -13,6 +13,7 @@ use std::{
 };
 
 use anyhow::{bail, Context};
+use load::procfs::status_kib;
 use nix::{
     sys::signal::{kill, Signal},
     unistd::Pid,
@@ -278,14 +279,6 @@ fn clock_ticks() -> f64 {
     100.0
 }
 
-/// A `Name:   123 kB` line of /proc/PID/status, in KiB.
-pub(crate) fn status_kib(status: &str, name: &str) -> Option<u64> {
-    status.lines().find_map(|line| {
-        let value = line.strip_prefix(name)?.strip_prefix(':')?;
-        value.split_whitespace().next()?.parse().ok()
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -295,14 +288,6 @@ mod tests {
         let stat = "4242 (my (odd) name) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 1 0 1000 0 0";
         assert_eq!(cpu_seconds(stat), Some(3.0));
         assert_eq!(cpu_seconds("garbage"), None);
-    }
-
-    #[test]
-    fn status_fields_in_kib() {
-        let status = "Name:\tsluice\nVmHWM:\t   10240 kB\nVmRSS:\t    9000 kB\n";
-        assert_eq!(status_kib(status, "VmHWM"), Some(10240));
-        assert_eq!(status_kib(status, "VmRSS"), Some(9000));
-        assert_eq!(status_kib(status, "VmPeak"), None);
     }
 
     #[test]

@@ -5,10 +5,11 @@
 //! on a JVM first runs whole rounds that are discarded (its warm-up).
 
 use crate::{
-    measure::{Measured, Round, RowSpec},
+    measure::{Measured, RowSpec},
     process::Component,
     results::Row,
     stage::Bench,
+    stage::Round,
 };
 
 /// One row to measure and the components on its stage, as indices into

@@ -7,11 +7,29 @@ use std::{
     time::Duration,
 };
 
+/// Which round of how many a sample belongs to (`index` from 0), or
+/// which of the warm-up rounds run before them and discarded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Round {
+    pub index: usize,
+    pub of: usize,
+    pub warmup: bool,
+}
+
+impl Round {
+    pub(crate) fn measured(index: usize, of: usize) -> Self {
+        Self {
+            index,
+            of,
+            warmup: false,
+        }
+    }
+}
+
 use anyhow::{bail, Context};
 
 use crate::{
     machine::{find_peers, find_program, Peer},
-    measure::Round,
     options::{BenchOptions, GroupName, Profile},
     peers::{setup, Site, TlsFiles},
     process::{Component, Launch, Probe},

@@ -5,7 +5,7 @@ use std::fmt;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use crate::verify::Verified;
+use crate::verified::Verified;
 
 const SHARDS: usize = 16;
 

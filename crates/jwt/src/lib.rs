@@ -28,6 +28,7 @@ mod alg;
 mod cache;
 mod keys;
 mod mint;
+mod verified;
 mod verify;
 
 #[cfg(test)]
@@ -39,7 +40,8 @@ pub use keys::{
     JwkProblem, Key, KeyError, KeySet, KeyStore, MAX_RSA_BITS, MIN_HMAC_SECRET_BYTES, MIN_RSA_BITS,
 };
 pub use mint::{generate_key, GeneratedKey, Signer, GENERATED_RSA_BITS};
-pub use verify::{JwtError, JwtVerifier, SettingsError, Verified, VerifierSettings};
+pub use verified::Verified;
+pub use verify::{JwtError, JwtVerifier, SettingsError, VerifierSettings};
 
 /// The current time in Unix seconds, the clock [`JwtVerifier::verify`] expects
 /// (0 if the system clock is before 1970).

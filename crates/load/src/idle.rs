@@ -148,14 +148,7 @@ fn h2_exchange(conn: &mut TcpStream, host: &str, path: &str) -> io::Result<()> {
     }
 }
 
-/// VmRSS of process `pid`, in KiB (`None` if /proc cannot say).
-pub fn rss_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
-}
+pub use crate::procfs::rss_kib;
 
 #[cfg(test)]
 mod tests {

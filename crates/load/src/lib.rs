@@ -28,6 +28,7 @@ mod log;
 mod measured;
 mod merge;
 mod pacer;
+pub mod procfs;
 mod report;
 mod response;
 mod shard;

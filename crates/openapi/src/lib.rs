@@ -131,6 +131,7 @@ mod param;
 mod router;
 mod schema;
 mod spec;
+mod text;
 mod validator;
 
 pub use spec::{OpenApiVersion, Spec, SpecError};

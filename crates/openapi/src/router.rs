@@ -6,7 +6,7 @@
 //! literals compare with the percent-decoded request segment; `.` and `..`
 //! segments match nothing.
 
-use crate::param::percent_decode;
+use crate::text::percent_decode;
 
 /// Path parameters a template may have.
 pub(crate) const MAX_CAPTURES: usize = 16;

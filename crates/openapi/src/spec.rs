@@ -246,6 +246,6 @@ fn percent_decode_fragment(fragment: &str) -> Option<Cow<'_, str>> {
     if !fragment.contains('%') {
         return Some(Cow::Borrowed(fragment));
     }
-    let bytes = crate::param::percent_decode(fragment.as_bytes(), false).ok()?;
+    let bytes = crate::text::percent_decode(fragment.as_bytes(), false).ok()?;
     String::from_utf8(bytes.into_owned()).ok().map(Cow::Owned)
 }

@@ -16,7 +16,7 @@ use bench::{
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::load::{parse_duration, parse_think, watch_interrupts};
+use crate::cli::{parse_duration, parse_think, watch_interrupts};
 
 /// Run the whole benchmark on loopback: the backend alone, behind sluice,
 /// each middleware handler, HTTP/1.1 vs HTTP/2 vs TLS, load balancing

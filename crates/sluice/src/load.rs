@@ -2,20 +2,18 @@
 
 use std::{
     io::IsTerminal,
-    path::{Path, PathBuf},
+    path::PathBuf,
     process::ExitCode,
-    sync::{
-        atomic::{AtomicBool, Ordering},
-        Arc,
-    },
+    sync::{atomic::AtomicBool, Arc},
     time::Duration,
 };
 
 use clap::Args;
 use http::Method;
 use indicatif::{ProgressBar, ProgressStyle};
-use load::{ConfigError, LoadConfig, Progress, Protocol, Report, RunControl, ThinkTime};
+use load::{ConfigError, LoadConfig, Progress, Protocol, RunControl, ThinkTime};
 
+use crate::cli::{parse_duration, parse_think, watch_interrupts, write_report};
 use crate::load_merge::{LoadCommand, ShardArgs};
 
 /// Load an HTTP/1.1 or HTTP/2 server: wrk's closed model with pipelining
@@ -126,31 +124,6 @@ pub(crate) struct LoadArgs {
     shard: ShardArgs,
 }
 
-/// wrk accepts `10` as ten seconds; humantime wants a unit.
-pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
-    if let Ok(seconds) = text.parse::<u64>() {
-        return Ok(Duration::from_secs(seconds));
-    }
-    humantime::parse_duration(text).map_err(|err| format!("invalid duration `{text}`: {err}"))
-}
-
-/// `1s..2s`, `1s-2s` or `1s` (min = max); bare numbers are seconds.
-pub(crate) fn parse_think(text: &str) -> Result<ThinkTime, String> {
-    let invalid = |why: String| {
-        format!("invalid think time `{text}`: {why} (expected MIN..MAX like 1s..2s, or one time)")
-    };
-    let (min, max) = match text.split_once("..").or_else(|| text.split_once('-')) {
-        Some((min, max)) => (min.trim(), max.trim()),
-        None => (text.trim(), text.trim()),
-    };
-    let min = parse_duration(min).map_err(invalid)?;
-    let max = parse_duration(max).map_err(invalid)?;
-    if min > max {
-        return Err(invalid(format!("{min:?} is more than {max:?}")));
-    }
-    Ok(ThinkTime { min, max })
-}
-
 fn parse_rate(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(rate) if rate.is_finite() && rate > 0.0 => Ok(rate),
@@ -195,26 +168,6 @@ pub(crate) fn run(args: LoadArgs) -> ExitCode {
         },
     };
     write_report(&report, args.shard.logs_to_stdout(), args.json.as_deref())
-}
-
-/// Prints the text report (on stderr when the log takes stdout) and writes
-/// the JSON one.
-pub(crate) fn write_report(report: &Report, to_stderr: bool, json: Option<&Path>) -> ExitCode {
-    if to_stderr {
-        eprint!("{}", report.to_text());
-    } else {
-        print!("{}", report.to_text());
-    }
-    if let Some(path) = json {
-        let written = serde_json::to_vec_pretty(report)
-            .map_err(std::io::Error::other)
-            .and_then(|json| std::fs::write(path, json));
-        if let Err(err) = written {
-            eprintln!("sluice load: error: cannot write {}: {err}", path.display());
-            return ExitCode::FAILURE;
-        }
-    }
-    ExitCode::SUCCESS
 }
 
 fn usage_error(err: &ConfigError) -> ExitCode {
@@ -303,39 +256,6 @@ fn progress_callback(bar: ProgressBar) -> Box<dyn FnMut(Progress) + Send> {
         ));
         bar.tick();
     })
-}
-
-/// The first Ctrl-C (SIGINT) or SIGTERM ends the run and prints what was
-/// measured (a bench run also stops its components); a second exits at
-/// once.
-pub(crate) fn watch_interrupts(interrupt: Arc<AtomicBool>) {
-    std::thread::spawn(move || {
-        let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-        else {
-            return;
-        };
-        runtime.block_on(async {
-            use tokio::signal::unix::{signal, SignalKind};
-            let (Ok(mut int), Ok(mut term)) = (
-                signal(SignalKind::interrupt()),
-                signal(SignalKind::terminate()),
-            ) else {
-                return;
-            };
-            for round in 0.. {
-                let code = tokio::select! {
-                    _ = int.recv() => 130,
-                    _ = term.recv() => 143,
-                };
-                if round > 0 {
-                    std::process::exit(code);
-                }
-                interrupt.store(true, Ordering::Relaxed);
-            }
-        });
-    });
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use std::{
 use clap::{Args, Subcommand};
 use load::{ConfigError, Shard, JOB_COMPLETION_INDEX};
 
-use crate::load::{parse_duration, watch_interrupts, write_report};
+use crate::cli::{parse_duration, watch_interrupts, write_report};
 
 /// The environment variable that gives `--shards` when the flag is absent.
 const SHARDS_ENV: &str = "SLUICE_SHARDS";

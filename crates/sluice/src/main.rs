@@ -3,6 +3,7 @@
 mod allocator;
 mod bench;
 mod cert;
+mod cli;
 mod load;
 mod load_merge;
 mod process;

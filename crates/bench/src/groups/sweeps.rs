@@ -11,12 +11,13 @@ use super::{
 };
 use crate::{
     machine::{Peer, PeerKind},
-    measure::{load_config, Measured, Round, RowSpec},
+    measure::{load_config, Measured, RowSpec},
     options::GroupName,
     process::Component,
     results::{Group, Row},
     rounds::{rotation, Trial},
     stage::Bench,
+    stage::Round,
 };
 
 /// seeds/003's message: the downstream waits `delay` ms.

@@ -18,7 +18,7 @@ use http1::{
     ChunkedDecoder, Framing, Head, Limits, Persistence, Rejection,
 };
 
-use super::{Request, Response};
+use crate::message::{Request, Response};
 use crate::{problem::IntoResponse, App};
 
 /// Limits for every backend connection.
