@@ -170,7 +170,12 @@ fn the_runtimes_group_reproduces_each_seed_section() {
             assert_eq!(row["warmup_rounds"], expected, "{row}");
             // The discarded round is not among the measured ones (--quick: 1).
             assert_eq!(row["rounds"].as_array().map(Vec::len), Some(1), "{row}");
-            assert!(row["requests"].as_u64().unwrap_or(0) > 0, "{row}");
+            // A cold row is the first second after a start: on a loaded
+            // machine a JVM may answer nothing in it. Every other row has
+            // answers.
+            if row["phase"] != "cold" {
+                assert!(row["requests"].as_u64().unwrap_or(0) > 0, "{row}");
+            }
         }
     }
 
