@@ -785,18 +785,7 @@ async fn validate_reports_responses_that_break_the_spec_without_breaking_clients
         "upstreams:\n  good: {{ hosts: [\"http://{}\"] }}\n  bad: {{ hosts: [\"http://{bad}\"] }}\nmiddleware:\n  validate: {{ openapi: \"{spec}\", responses: true }}\nroutes:\n  - {{ path: /, chain: [validate], upstream: good }}\n  - {{ path: /, host: bad.example, chain: [validate], upstream: bad }}\n",
         good.addr()
     ));
-    let failures = || async {
-        let metrics = RawConn::connect(proxy.admin())
-            .await
-            .get("/metrics")
-            .await
-            .text();
-        metrics
-            .lines()
-            .find_map(|l| l.strip_prefix("sluice_validate_response_failures_total "))
-            .map(|n| n.trim().parse::<u64>().unwrap())
-            .unwrap()
-    };
+    let failures = || counter(proxy.admin(), "sluice_validate_response_failures_total");
     let mut conn = proxy.conn().await;
     let response = conn.get("/v1/pets").await;
     assert_eq!(response.status, 200);
@@ -830,20 +819,7 @@ async fn a_full_access_log_queue_drops_and_counts_lines_without_stalling() {
     for _ in 0..200 {
         assert_eq!(conn.read_response(false).await.status, 200);
     }
-    let dropped = || async {
-        let metrics = RawConn::connect(proxy.admin())
-            .await
-            .get("/metrics")
-            .await
-            .text();
-        metrics
-            .lines()
-            .find_map(|l| l.strip_prefix("sluice_access_log_dropped_total "))
-            .unwrap()
-            .trim()
-            .parse::<u64>()
-            .unwrap()
-    };
+    let dropped = || counter(proxy.admin(), "sluice_access_log_dropped_total");
     let written = || {
         std::fs::read_to_string(&log)
             .unwrap_or_default()
@@ -862,4 +838,16 @@ async fn a_full_access_log_queue_drops_and_counts_lines_without_stalling() {
     // batches: some were dropped (a queue that blocked instead drops none).
     assert!(dropped > 0, "nothing dropped");
     let _ = std::fs::remove_file(&log);
+}
+
+/// The value of the unlabelled counter `name` on the admin's `/metrics`.
+async fn counter(admin: std::net::SocketAddr, name: &str) -> u64 {
+    let metrics = RawConn::connect(admin).await.get("/metrics").await.text();
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("no {name} in\n{metrics}"))
+        .trim()
+        .parse()
+        .unwrap()
 }

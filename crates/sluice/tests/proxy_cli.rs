@@ -32,9 +32,15 @@ fn spawn_proxy(path: &Path) -> (Child, SocketAddr) {
 
 /// The same for a first listener whose URL starts with `scheme`.
 fn spawn_proxy_as(path: &Path, scheme: &str) -> (Child, SocketAddr) {
+    spawn_with_stderr(path, scheme, Stdio::inherit())
+}
+
+/// The same, its stderr (the log) going to `stderr`.
+fn spawn_with_stderr(path: &Path, scheme: &str, stderr: Stdio) -> (Child, SocketAddr) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args(["proxy", "-c", path.to_str().unwrap()])
         .stdout(Stdio::piped())
+        .stderr(stderr)
         .spawn()
         .expect("spawn sluice proxy");
     let addr = common::first_address(&mut child, scheme);
@@ -359,13 +365,7 @@ fn sighup_reloads_the_tls_certificate_and_a_bad_one_keeps_the_old() {
             "listeners:\n  - address: 127.0.0.1:0\n    tls: {{ cert: {certs}/server.pem, key: {certs}/server.key.pem }}\nupstreams:\n  a: {{ hosts: [\"http://127.0.0.1:1\"] }}\nroutes: [{{ path: /, upstream: a }}]\n"
         ),
     );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["proxy", "-c", config.to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn sluice proxy");
-    let addr = common::first_address(&mut child, "https://");
+    let (mut child, addr) = spawn_with_stderr(&config, "https://", Stdio::piped());
     // The log, read as it comes: the failed reload is a state seen there.
     let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
     let stderr = BufReader::new(child.stderr.take().unwrap());
@@ -431,13 +431,7 @@ fn an_upstream_tls_failure_names_no_internal_host_to_the_client_but_to_the_log()
             certs.ca_path.display()
         ),
     );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["proxy", "-c", config.to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn sluice proxy");
-    let addr = common::first_address(&mut child, "http://");
+    let (mut child, addr) = spawn_with_stderr(&config, "http://", Stdio::piped());
     let mut client = TcpStream::connect(addr).unwrap();
     client
         .write_all(b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
