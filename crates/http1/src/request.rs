@@ -175,8 +175,9 @@ pub fn parse_head_into(
 }
 
 /// httparse accepts a lone LF as a line end; an intermediary that reads
-/// lines differently from its peer can be made to see two requests in one.
-fn has_bare_lf(head: &[u8]) -> bool {
+/// lines differently from its peer can be made to see two requests in one
+/// (or, in an upstream's answer, two responses).
+pub(crate) fn has_bare_lf(head: &[u8]) -> bool {
     head.iter()
         .enumerate()
         .any(|(i, &b)| b == b'\n' && (i == 0 || head[i - 1] != b'\r'))

@@ -5,7 +5,7 @@ use std::mem::MaybeUninit;
 
 use http::StatusCode;
 
-use crate::request::{content_length, trim, FieldSink, Rejection, MAX_HEADERS};
+use crate::request::{content_length, has_bare_lf, trim, FieldSink, Rejection, MAX_HEADERS};
 
 /// 1xx and 204 responses carry neither a body nor `Content-Length` (RFC 9110 8.6).
 pub fn may_have_body(status: StatusCode) -> bool {
@@ -111,6 +111,9 @@ pub fn parse_response_head(
         }
         Err(err) => return Err(bad_gateway(format!("malformed response: {err}"))),
     };
+    if has_bare_lf(&buf[..len]) {
+        return Err(bad_gateway("bare LF in the response head"));
+    }
     let status = response
         .code
         .and_then(|code| StatusCode::from_u16(code).ok())
@@ -295,6 +298,7 @@ mod tests {
             "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
             "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
             "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nX: 1\nContent-Length: 1\r\n\r\n",
             "HTTP/1.1 2000 OK\r\n\r\n",
             "SSH-2.0-OpenSSH\r\n\r\n",
         ] {

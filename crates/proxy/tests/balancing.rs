@@ -100,7 +100,11 @@ async fn max_pending_answers_503_past_the_limit() {
     ));
     let addr = proxy.addr();
     let first = tokio::spawn(async move { RawConn::connect(addr).await.get("/").await.status });
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The first holds the one connection once the silent upstream has it.
+    assert!(
+        support::live::until(Duration::from_secs(5), || async { silent.requests() == 1 }).await,
+        "the first request never reached the upstream"
+    );
     let second = RawConn::connect(addr).await.get("/").await;
     assert_eq!(second.status, 503);
     assert_eq!(
@@ -168,10 +172,15 @@ async fn active_checks_take_a_host_out_and_bring_it_back() {
             .await
             .json()
     };
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // `fall` failed checks take the closed port down; `rise` passes keep the
+    // echo healthy.
+    let settled = support::live::until(Duration::from_secs(10), || async {
+        let body = upstreams().await;
+        state(&body, 0) == "healthy" && state(&body, 1) == "down"
+    })
+    .await;
     let body = upstreams().await;
-    assert_eq!(state(&body, 0), "healthy");
-    assert_eq!(state(&body, 1), "down");
+    assert!(settled, "{body}");
     let mut conn = proxy.conn().await;
     for _ in 0..4 {
         assert!(conn.get("/").await.text().starts_with("upstream: up"));
@@ -183,8 +192,11 @@ async fn active_checks_take_a_host_out_and_bring_it_back() {
             tokio::spawn(support::echo(stream, "back", Default::default()));
         }
     });
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(state(&upstreams().await, 1), "healthy");
+    let back = support::live::until(Duration::from_secs(10), || async {
+        state(&upstreams().await, 1) == "healthy"
+    })
+    .await;
+    assert!(back, "{}", upstreams().await);
     let seen: HashSet<String> = first_lines(&mut conn, 4).await;
     assert!(seen.contains("upstream: back"), "{seen:?}");
 }

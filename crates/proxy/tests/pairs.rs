@@ -1,7 +1,8 @@
 //! The exchange's decisions over real sockets, the same scenarios on each
 //! of the four client/upstream protocol pairs (HTTP/1.1 or HTTP/2 client,
 //! HTTP/1.1 or h2c upstream): `retry_on` statuses and resets, a refused
-//! stream resent, a stale pooled connection replayed. The rules are the
+//! stream resent, requests after a GOAWAY sent on a new connection, a stale
+//! pooled connection replayed. The rules are the
 //! loop's (`session/exchange/decide.rs`, tested there without sockets);
 //! this shows every pair asks them.
 
@@ -47,6 +48,9 @@ struct Fails {
     /// HTTP/1.1 only: the second request, on the connection kept from
     /// the first, finds it closed (the upstream's keep-alive ran out).
     stale_second: bool,
+    /// HTTP/2 only: each connection goes away (GOAWAY) after this many
+    /// streams; a request sent meanwhile was not processed.
+    goaway_after: Option<u64>,
 }
 
 struct Scenario {
@@ -165,6 +169,17 @@ const SCENARIOS: &[Scenario] = &[
         received: 2,
         only: Some(Upstream::Http1),
     },
+    Scenario {
+        why: "requests after a GOAWAY go on a new connection, POST too",
+        settings: "    retries: 1\n    retry_on: []\n",
+        fails: Fails {
+            goaway_after: Some(1),
+            ..NO_FAILS
+        },
+        requests: &[("GET", b"", 200), ("POST", b"hi", 200), ("GET", b"", 200)],
+        received: 3,
+        only: Some(Upstream::H2c),
+    },
 ];
 
 const NO_FAILS: Fails = Fails {
@@ -172,6 +187,7 @@ const NO_FAILS: Fails = Fails {
     unavailable_first: 0,
     refuse_first: 0,
     stale_second: false,
+    goaway_after: None,
 };
 
 /// An upstream of the given protocol that fails as `fails` says and
@@ -205,6 +221,7 @@ impl Fake {
                 refuse_first: fails.refuse_first,
                 reset_first: fails.reset_first,
                 unavailable_first: fails.unavailable_first,
+                goaway_after: fails.goaway_after,
                 ..H2Options::default()
             })),
         }

@@ -14,9 +14,15 @@ use support::{one_upstream, Echo, Proxy};
 use testkit::RawConn;
 use tokio::{io::AsyncReadExt, net::TcpStream};
 
-/// Longer than the one second after which an idle connection is parked,
-/// and the lot's quarter-second sweep.
-const PARKED: Duration = Duration::from_millis(1600);
+/// Until `count` connections are parked: one second idle, then the lot's
+/// quarter-second sweep; ten seconds before the test fails instead.
+async fn parked(admin: SocketAddr, count: i64) {
+    let seen = support::live::until(Duration::from_secs(10), || async {
+        gauge(admin, "sluice_parked_connections").await == count
+    })
+    .await;
+    assert!(seen, "never {count} parked connections");
+}
 
 /// A gauge of the admin's `/metrics`.
 async fn gauge(admin: SocketAddr, name: &str) -> i64 {
@@ -32,8 +38,7 @@ async fn an_idle_connection_is_parked_and_served_again() {
     let proxy = Proxy::start(&one_upstream(echo.addr, ""));
     let mut conn = proxy.conn().await;
     assert_eq!(conn.get("/first").await.status, 200);
-    tokio::time::sleep(PARKED).await;
-    assert_eq!(gauge(proxy.admin(), "sluice_parked_connections").await, 1);
+    parked(proxy.admin(), 1).await;
     assert_eq!(gauge(proxy.admin(), "sluice_open_connections").await, 1);
     // The same connection, served again: twice, the second time from a
     // task that was not parked in between.
@@ -51,8 +56,7 @@ async fn a_parked_connection_closes_at_its_idle_timeout() {
     let proxy = Proxy::start(&one_upstream(echo.addr, "limits: { idle_timeout: 2s }\n"));
     let mut conn = proxy.conn().await;
     assert_eq!(conn.get("/").await.status, 200);
-    tokio::time::sleep(PARKED).await;
-    assert_eq!(gauge(proxy.admin(), "sluice_parked_connections").await, 1);
+    parked(proxy.admin(), 1).await;
     // Closed by the lot within its sweep of the deadline (2 s after the
     // request), not at once and not left open.
     assert!(conn.is_closed_by_peer().await);
@@ -66,8 +70,7 @@ async fn a_client_that_goes_away_while_parked_frees_its_place() {
     let proxy = Proxy::start(&one_upstream(echo.addr, "limits: { max_connections: 1 }\n"));
     let mut conn = proxy.conn().await;
     assert_eq!(conn.get("/").await.status, 200);
-    tokio::time::sleep(PARKED).await;
-    assert_eq!(gauge(proxy.admin(), "sluice_parked_connections").await, 1);
+    parked(proxy.admin(), 1).await;
     drop(conn);
     // With max_connections 1, a new client is served only once the parked
     // one's permit is given back.
@@ -81,8 +84,7 @@ async fn a_connection_parked_before_its_first_bytes_may_still_speak_h2c() {
     let echo = Echo::start("echo").await;
     let proxy = Proxy::start(&one_upstream(echo.addr, ""));
     let stream = TcpStream::connect(proxy.addr()).await.unwrap();
-    tokio::time::sleep(PARKED).await;
-    assert_eq!(gauge(proxy.admin(), "sluice_parked_connections").await, 1);
+    parked(proxy.admin(), 1).await;
     let mut client = support::h2_client(stream).await;
     let request = http::Request::get(format!("http://{}/h2", proxy.addr()))
         .body(())
@@ -103,8 +105,7 @@ fn shutdown_closes_parked_connections() {
         let mut conn = TcpStream::connect(proxy.addr()).await.unwrap();
         let mut raw = RawConn::connect(proxy.addr()).await;
         assert_eq!(raw.get("/").await.status, 200);
-        tokio::time::sleep(PARKED).await;
-        assert_eq!(gauge(proxy.admin(), "sluice_parked_connections").await, 2);
+        parked(proxy.admin(), 2).await;
         // Keep `conn` (parked before its first bytes) to watch it close.
         let _ = &mut conn;
         (proxy, conn)

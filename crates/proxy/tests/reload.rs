@@ -240,7 +240,16 @@ async fn a_reload_adds_changes_and_removes_listeners_and_the_removed_ones_drain(
     // An idle connection on the listener about to go, parked by now (it
     // has sent nothing for over a second: crates/proxy/src/session/park.rs).
     let mut parked = tokio::net::TcpStream::connect(removed).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(1600)).await;
+    let admin = proxy.admin.unwrap();
+    let is_parked = until(Duration::from_secs(10), || async {
+        let metrics = admin_get(admin, "/metrics").await.text();
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix("sluice_parked_connections "))
+            .is_some_and(|v| v.trim().parse::<i64>().unwrap_or(0) >= 1)
+    })
+    .await;
+    assert!(is_parked, "the idle connection was never parked");
     // A slow request in flight on the listener about to go.
     let mut in_flight = RawConn::connect(removed).await;
     in_flight.send("GET / HTTP/1.1\r\nhost: app\r\n\r\n").await;

@@ -130,7 +130,11 @@ async fn a_full_queue_answers_503_with_a_problem_after_timeouts_queue() {
     ));
     let addr = proxy.addr();
     let first = tokio::spawn(async move { RawConn::connect(addr).await.get("/").await.status });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The slot is held once the silent host has the first request.
+    assert!(
+        support::live::until(Duration::from_secs(5), || async { silent.requests() == 1 }).await,
+        "the first request never reached the upstream"
+    );
     let second = proxy.conn().await.get("/").await;
     assert_eq!(second.status, 503);
     assert_eq!(

@@ -14,6 +14,7 @@ use std::time::Instant;
 use bench::runtimes::{Toolchain, Toolchains};
 use common::{bench, leftovers, schema_errors, scratch, text};
 use serde_json::Value;
+use testkit::Need;
 
 /// The rows of the group named `name`.
 fn rows<'a>(json: &'a Value, name: &str) -> &'a [Value] {
@@ -45,7 +46,33 @@ fn backends(json: &Value, name: &str) -> Vec<String> {
 
 #[test]
 fn the_runtimes_group_reproduces_each_seed_section() {
+    let test = "the_runtimes_group_reproduces_each_seed_section";
     let toolchains = Toolchains::detect();
+    // A runtime or peer left out is a skip of that part: a SKIP line, or a
+    // failure under SLUICE_STRICT=1.
+    for (toolchain, runtime) in [
+        (Toolchain::Go, "go-http"),
+        (Toolchain::Node, "node"),
+        (Toolchain::Jvm, "spring-mvc"),
+    ] {
+        if let Some(missing) = toolchains.missing(toolchain) {
+            let reason = format!("{runtime} is only checked for its skip note: {missing}");
+            testkit::skip(test, Need::Toolchain, &reason);
+        }
+    }
+    if std::env::var("SLUICE_BENCH_JVM").as_deref() == Ok("0") {
+        testkit::skip(
+            test,
+            Need::Toolchain,
+            "spring-mvc left out: SLUICE_BENCH_JVM=0",
+        );
+    }
+    for peer in ["nginx", "haproxy"] {
+        if bench::find_program(peer).is_none() {
+            let reason = format!("no {peer} rows: not installed (bash bench/install-peers.sh)");
+            testkit::skip(test, Need::Peer, &reason);
+        }
+    }
     let jvm = toolchains.missing(Toolchain::Jvm).is_none()
         && std::env::var("SLUICE_BENCH_JVM").as_deref() != Ok("0");
     let mut asked = vec!["go-http", "node"];
@@ -143,7 +170,12 @@ fn the_runtimes_group_reproduces_each_seed_section() {
             assert_eq!(row["warmup_rounds"], expected, "{row}");
             // The discarded round is not among the measured ones (--quick: 1).
             assert_eq!(row["rounds"].as_array().map(Vec::len), Some(1), "{row}");
-            assert!(row["requests"].as_u64().unwrap_or(0) > 0, "{row}");
+            // A cold row is the first second after a start: on a loaded
+            // machine a JVM may answer nothing in it. Every other row has
+            // answers.
+            if row["phase"] != "cold" {
+                assert!(row["requests"].as_u64().unwrap_or(0) > 0, "{row}");
+            }
         }
     }
 

@@ -256,11 +256,12 @@ fn python_hdrhistogram_reads_the_logs() {
         .output()
         .is_ok_and(|output| output.status.success());
     if !found {
-        println!(
-            "SKIP {name}: python3 with the hdrhistogram package (import hdrh) is not \
-             available; install it with `pip install hdrhistogram` (.ci/run does)"
+        return testkit::skip(
+            name,
+            testkit::Need::Hdrh,
+            "python3 with the hdrhistogram package (import hdrh) is not available; \
+             install it with `pip install hdrhistogram` (.ci/run does)",
         );
-        return;
     }
     let script = "import sys\n\
         from hdrh.histogram import HdrHistogram\n\

@@ -15,8 +15,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use backends::Backend;
-use testkit::{serve, RawConn};
+use testkit::RawConn;
 
 fn write_config(name: &str, text: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("sluice-proxy-cli-{}", std::process::id()));
@@ -33,9 +32,15 @@ fn spawn_proxy(path: &Path) -> (Child, SocketAddr) {
 
 /// The same for a first listener whose URL starts with `scheme`.
 fn spawn_proxy_as(path: &Path, scheme: &str) -> (Child, SocketAddr) {
+    spawn_with_stderr(path, scheme, Stdio::inherit())
+}
+
+/// The same, its stderr (the log) going to `stderr`.
+fn spawn_with_stderr(path: &Path, scheme: &str, stderr: Stdio) -> (Child, SocketAddr) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args(["proxy", "-c", path.to_str().unwrap()])
         .stdout(Stdio::piped())
+        .stderr(stderr)
         .spawn()
         .expect("spawn sluice proxy");
     let addr = common::first_address(&mut child, scheme);
@@ -130,7 +135,11 @@ fn the_example_config_is_valid() {
 
 #[tokio::test]
 async fn sigterm_drains_a_request_in_flight() {
-    let downstream = serve(Backend::Downstream);
+    // Answers 700 ms after each request arrives, and counts them.
+    let downstream = testkit::FakeServer::start(testkit::Behaviour::DelayEvery {
+        nth: 1,
+        delay: Duration::from_millis(700),
+    });
     let path = write_config(
         "drain.yaml",
         &format!(
@@ -141,15 +150,16 @@ async fn sigterm_drains_a_request_in_flight() {
     let (mut child, addr) = spawn_proxy(&path);
 
     let mut conn = RawConn::connect(addr).await;
-    let body = r#"{"id":"1","payload":"p","delay":700}"#;
-    conn.send(testkit::request_bytes(
-        "POST",
-        "/messages",
-        &["Content-Type: application/json"],
-        body.as_bytes(),
-    ))
-    .await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    conn.send("GET /messages HTTP/1.1\r\nHost: t\r\n\r\n").await;
+    // In flight once the upstream has it.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while downstream.requests() == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the request never reached the upstream"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let started = Instant::now();
     let status = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
@@ -355,7 +365,17 @@ fn sighup_reloads_the_tls_certificate_and_a_bad_one_keeps_the_old() {
             "listeners:\n  - address: 127.0.0.1:0\n    tls: {{ cert: {certs}/server.pem, key: {certs}/server.key.pem }}\nupstreams:\n  a: {{ hosts: [\"http://127.0.0.1:1\"] }}\nroutes: [{{ path: /, upstream: a }}]\n"
         ),
     );
-    let (mut child, addr) = spawn_proxy_as(&config, "https://");
+    let (mut child, addr) = spawn_with_stderr(&config, "https://", Stdio::piped());
+    // The log, read as it comes: the failed reload is a state seen there.
+    let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let collected = std::sync::Arc::clone(&log);
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            collected.lock().unwrap().push_str(&line);
+            collected.lock().unwrap().push('\n');
+        }
+    });
     let ca = dir.join("ca.pem");
     let first = presented_certificate(addr, &ca);
 
@@ -380,7 +400,17 @@ fn sighup_reloads_the_tls_certificate_and_a_bad_one_keeps_the_old() {
 
     std::fs::write(dir.join("server.key.pem"), "not a key").unwrap();
     hangup();
-    std::thread::sleep(Duration::from_millis(300));
+    // Only once the proxy has read the bad key (and said so) does the
+    // certificate it presents say anything about the reload.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !log.lock().unwrap().contains("TLS reload failed") {
+        assert!(
+            Instant::now() < deadline,
+            "no failed TLS reload logged within 10 s: {}",
+            log.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert_eq!(presented_certificate(addr, &ca), second);
     child.kill().unwrap();
     let _ = child.wait();
@@ -401,13 +431,7 @@ fn an_upstream_tls_failure_names_no_internal_host_to_the_client_but_to_the_log()
             certs.ca_path.display()
         ),
     );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["proxy", "-c", config.to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn sluice proxy");
-    let addr = common::first_address(&mut child, "http://");
+    let (mut child, addr) = spawn_with_stderr(&config, "http://", Stdio::piped());
     let mut client = TcpStream::connect(addr).unwrap();
     client
         .write_all(b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")

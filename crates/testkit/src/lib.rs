@@ -19,6 +19,7 @@ pub mod hostile;
 pub mod otelcol;
 mod raw;
 pub mod redis;
+pub mod skip;
 
 use std::net::SocketAddr;
 
@@ -30,6 +31,7 @@ pub use hostile::{HostileUpstream, Step};
 pub use otelcol::Collector;
 pub use raw::{request_bytes, RawConn, RawResponse, IO_TIMEOUT};
 pub use redis::RedisServer;
+pub use skip::{skip, Need};
 
 /// A backend running in this process on 127.0.0.1 with a free port; shut
 /// down (with a short deadline) when dropped.

@@ -52,12 +52,10 @@ impl Collector {
 
     fn start_with(test: &str, tls: Option<(&std::path::Path, &std::path::Path)>) -> Option<Self> {
         let Some(binary) = binary() else {
-            assert!(
-                std::env::var_os("SLUICE_REQUIRE_OTELCOL").is_none_or(|v| v != "1"),
-                "{test}: the OpenTelemetry Collector is not built and SLUICE_REQUIRE_OTELCOL=1"
-            );
-            eprintln!(
-                "SKIP {test}: no OpenTelemetry Collector (build it with bash bench/otelcol/build.sh; needs Go)"
+            crate::skip(
+                test,
+                crate::Need::Otelcol,
+                "no OpenTelemetry Collector (build it with bash bench/otelcol/build.sh; needs Go)",
             );
             return None;
         };

@@ -153,6 +153,8 @@ pub(crate) async fn echo(mut stream: TcpStream, name: &'static str, requests: Ar
         let text = String::from_utf8_lossy(&buf[..head.len]).into_owned();
         buf.advance(head.len);
         let mut body_bytes = 0usize;
+        // Trailer field lines of a chunked body, echoed back one per line.
+        let mut trailers = String::new();
         match head.framing {
             http1::Framing::Empty => {}
             http1::Framing::Length(mut left) => loop {
@@ -170,7 +172,15 @@ pub(crate) async fn echo(mut stream: TcpStream, name: &'static str, requests: Ar
             http1::Framing::Chunked => {
                 let mut decoder = http1::ChunkedDecoder::default();
                 loop {
-                    let decoded = decoder.decode(&buf, &limits, |_| {}).unwrap();
+                    let decoded = decoder
+                        .decode_parts(&buf, &limits, |part| {
+                            if let http1::Part::Trailer(line) = part {
+                                trailers.push_str("trailer: ");
+                                trailers.push_str(&String::from_utf8_lossy(line));
+                                trailers.push('\n');
+                            }
+                        })
+                        .unwrap();
                     buf.advance(decoded.consumed);
                     if decoded.done {
                         break;
@@ -182,7 +192,7 @@ pub(crate) async fn echo(mut stream: TcpStream, name: &'static str, requests: Ar
                 body_bytes = decoder.data_len();
             }
         }
-        let body = format!("upstream: {name}\n{text}body-bytes: {body_bytes}");
+        let body = format!("upstream: {name}\n{text}{trailers}body-bytes: {body_bytes}");
         let answer = format!(
             "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\nconnection: keep-alive\r\nx-upstream-hop: 1\r\ncontent-length: {}\r\n\r\n{body}",
             body.len()
