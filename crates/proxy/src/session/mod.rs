@@ -106,8 +106,17 @@ fn response_edits(
     chain: Option<&std::sync::Arc<Chain>>,
     exchange: &mut Exchange,
     status: StatusCode,
+    alt_svc: Option<std::num::NonZeroU16>,
 ) -> Option<HeaderEdits> {
-    chain?.response(status, exchange);
+    if let Some(chain) = chain {
+        chain.response(status, exchange);
+    }
+    if let Some(port) = alt_svc {
+        exchange
+            .response_headers
+            .add
+            .push((http::header::ALT_SVC, crate::wire::alt_svc::value(port)));
+    }
     if exchange.response_headers.is_empty() {
         return None;
     }
@@ -119,4 +128,7 @@ fn response_edits(
 pub(crate) struct ClientOrigin {
     pub peer: SocketAddr,
     pub secure: bool,
+    /// The UDP port the listener serves HTTP/3 on, advertised by
+    /// `Alt-Svc` on its responses.
+    pub alt_svc: Option<std::num::NonZeroU16>,
 }
