@@ -61,3 +61,51 @@ pub enum RetryMode {
 
 /// Handshakes in progress past which `retry: auto` sends Retry packets.
 pub const RETRY_AUTO_ABOVE: usize = 64;
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::path::Path;
+
+    fn parse(listener: &str) -> Result<crate::config::Config, String> {
+        let yaml = format!(
+            "listeners:\n  - address: 127.0.0.1:8443\n{listener}upstreams:\n  u: {{ hosts: [\"http://127.0.0.1:1\"] }}\nroutes:\n  - {{ path: /, upstream: u }}\n"
+        );
+        crate::config::parse(&yaml, Path::new("sluice.yaml"), |_| None).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn h3_without_tls_is_refused_naming_file_line_and_key() {
+        let err = parse("    protocols: [http1, h3]\n").unwrap_err();
+        assert!(
+            err.starts_with("sluice.yaml:2:")
+                && err.contains("listeners[0].protocols: h3 needs `tls`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn h3_alone_is_refused_and_the_defaults_hold() {
+        let tls = "    tls: { cert: c.pem, key: k.pem }\n";
+        let err = parse(&format!("    protocols: [h3]\n{tls}")).unwrap_err();
+        assert!(err.contains("h3 is served beside http1 or h2"), "{err}");
+        let config = parse(&format!("    protocols: [h2, http1, h3]\n{tls}")).unwrap();
+        let h3 = &config.listeners[0].h3;
+        assert_eq!(*h3, super::H3Settings::default());
+        assert_eq!(h3.max_concurrent_streams, 100);
+        assert_eq!(h3.retry, super::RetryMode::Auto);
+        let config = parse(&format!(
+            "    protocols: [h2, h3]\n{tls}    h3: {{ retry: always, idle_timeout: 5s, max_field_section_size: 8KiB }}\n"
+        ))
+        .unwrap();
+        let h3 = &config.listeners[0].h3;
+        assert_eq!(h3.retry, super::RetryMode::Always);
+        assert_eq!(h3.idle_timeout, std::time::Duration::from_secs(5));
+        assert_eq!(h3.max_field_section_size, Some(8192));
+        let err = parse(&format!(
+            "    protocols: [h2, h3]\n{tls}    h3: {{ retry: sometimes }}\n"
+        ))
+        .unwrap_err();
+        assert!(err.contains("listeners[0].h3.retry"), "{err}");
+    }
+}

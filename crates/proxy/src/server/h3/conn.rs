@@ -44,7 +44,7 @@ pub(super) async fn serve(
         .unwrap_or(plan.limits.max_head as u64);
     let mut builder = h3::server::builder();
     builder.max_field_section_size(max_field);
-    let built = builder.build::<_, Bytes>(h3_quinn::Connection::new(quic));
+    let built = builder.build::<_, Bytes>(h3_quinn::Connection::new(quic.clone()));
     let mut h3 = match tokio::time::timeout(plan.header_read_timeout, built).await {
         Ok(Ok(h3)) => h3,
         Ok(Err(err)) => return debug!(%peer, %err, "HTTP/3 connection setup failed"),
@@ -61,6 +61,11 @@ pub(super) async fn serve(
         let _ = h3.shutdown(0).await;
     }
     loop {
+        // After our GOAWAY, `h3` would wait for the client to leave: the
+        // connection ends as soon as its last request is done.
+        if draining && streams.is_empty() {
+            break;
+        }
         let next = tokio::select! {
             accepted = h3.accept() => Next::Accepted(accepted),
             _ = shutdown.wait_for(|stop| *stop), if !draining => Next::Drain,
@@ -91,7 +96,11 @@ pub(super) async fn serve(
     }
     while streams.join_next().await.is_some() {}
     bridge.close().await;
+    quic.close(H3_NO_ERROR, b"");
 }
+
+/// The application error code of a clean close (RFC 9114 8.1).
+const H3_NO_ERROR: quinn::VarInt = quinn::VarInt::from_u32(0x100);
 
 enum Next<A> {
     Accepted(A),
