@@ -1,6 +1,9 @@
 //! What the HTTP/3 tests share: a proxy with an h3 listener, and an
 //! HTTP/3 client (`h3` and `h3-quinn`) trusting the test CA.
 
+// Each test crate that includes it uses a part.
+#![allow(dead_code, clippy::unwrap_used)]
+
 use std::{future::poll_fn, net::SocketAddr, sync::Arc};
 
 use bytes::{Buf, Bytes};
