@@ -209,6 +209,7 @@ pub(crate) fn spawn_connection(
         peer,
         secure: false,
         alt_svc: None,
+        h3: false,
     };
     let (worker, shutdown) = (Arc::clone(worker), shutdown.clone());
     match (&endpoint.tls, endpoint.versions.as_slice()) {
@@ -219,6 +220,7 @@ pub(crate) fn spawn_connection(
                     peer,
                     secure: true,
                     alt_svc: endpoint.alt_svc,
+                    h3: false,
                 },
                 Arc::clone(tls),
                 worker,

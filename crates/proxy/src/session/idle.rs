@@ -94,6 +94,7 @@ where
                         peer: idle.peer,
                         secure: idle.secure,
                         alt_svc: idle.alt_svc,
+                        h3: false,
                     };
                     let _slot = slot;
                     return h2c(stream, origin, idle.worker, shutdown).await;

@@ -131,4 +131,7 @@ pub(crate) struct ClientOrigin {
     /// The UDP port the listener serves HTTP/3 on, advertised by
     /// `Alt-Svc` on its responses.
     pub alt_svc: Option<std::num::NonZeroU16>,
+    /// An HTTP/3 client, whose requests reach the HTTP/2 codec through
+    /// an in-process HTTP/2 connection (server/h3): traced as version 3.
+    pub h3: bool,
 }

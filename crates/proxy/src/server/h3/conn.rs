@@ -123,6 +123,7 @@ impl Bridge {
             peer,
             secure: true,
             alt_svc: None,
+            h3: true,
         };
         let (stop, stopped) = watch::channel(false);
         let mut tasks = JoinSet::new();
