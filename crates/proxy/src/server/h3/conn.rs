@@ -16,7 +16,7 @@ use crate::{
 
 /// The in-process pipe between the HTTP/3 side and the HTTP/2 codec,
 /// each way: frames move through it, bounded by the HTTP/2 windows.
-const BRIDGE_BUFFER: usize = 64 * 1024;
+const BRIDGE_BUFFER: usize = 16 * 1024;
 /// The HTTP/2 side's stream window: what one request may have in flight
 /// between the two sides.
 const BRIDGE_WINDOW: u32 = 256 * 1024;
