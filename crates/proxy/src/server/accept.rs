@@ -146,7 +146,7 @@ impl Listeners {
         self.sessions.spawn(serve_endpoint(
             udp,
             source,
-            Arc::clone(&self.worker),
+            (Arc::clone(&self.worker), Arc::clone(&self.connections)),
             self.sessions.clone(),
             listening.stopped.clone(),
         ));

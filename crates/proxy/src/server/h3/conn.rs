@@ -11,7 +11,7 @@ use tracing::debug;
 use super::{stream, Handshaking};
 use crate::{
     config::H3Settings,
-    session::{ClientOrigin, Worker},
+    session::{ClientOrigin, ConnectionSlot, Worker},
 };
 
 /// The in-process pipe between the HTTP/3 side and the HTTP/2 codec,
@@ -25,7 +25,7 @@ const BRIDGE_WINDOW: u32 = 256 * 1024;
 /// its listener) stops, its open requests have finished.
 pub(super) async fn serve(
     connecting: quinn::Connecting,
-    mut handshaking: Handshaking,
+    (mut handshaking, _slot): (Handshaking, ConnectionSlot),
     settings: H3Settings,
     worker: Arc<Worker>,
     mut shutdown: watch::Receiver<bool>,

@@ -21,13 +21,13 @@ use quinn::{
     crypto::rustls::QuicServerConfig, EndpointConfig, TokioRuntime, TransportConfig, VarInt,
 };
 use tls::{rustls::ServerConfig, TlsError};
-use tokio::sync::watch;
+use tokio::sync::{watch, Semaphore};
 use tokio_util::task::TaskTracker;
 use tracing::{debug, warn};
 
 use crate::{
     config::{H3Settings, RetryMode, RETRY_AUTO_ABOVE},
-    session::Worker,
+    session::{ConnectionSlot, Worker},
 };
 
 /// The ALPN id of HTTP/3 (RFC 9114 3.1).
@@ -74,10 +74,13 @@ pub(crate) trait QuicSource: Send + Sync + 'static {
 
 /// Serves a listener's UDP socket as a QUIC endpoint until `stopped`,
 /// then lets its connections finish (they see `stopped` too: GOAWAY).
+/// Each connection holds one of the worker's `connections` permits
+/// (`limits.max_connections`, shared with its TCP connections): at the
+/// limit a new one is refused (CONNECTION_REFUSED), as no backlog waits.
 pub(crate) async fn serve_endpoint(
     socket: UdpSocket,
     source: Arc<dyn QuicSource>,
-    worker: Arc<Worker>,
+    (worker, connections): (Arc<Worker>, Arc<Semaphore>),
     sessions: TaskTracker,
     mut stopped: watch::Receiver<bool>,
 ) {
@@ -122,9 +125,16 @@ pub(crate) async fn serve_endpoint(
             let _ = incoming.retry();
             continue;
         }
+        let Ok(permit) = Arc::clone(&connections).try_acquire_owned() else {
+            incoming.refuse();
+            continue;
+        };
         match incoming.accept_with(Arc::clone(&config)) {
             Ok(connecting) => {
-                let guard = Handshaking::new(&handshaking);
+                let guard = (
+                    Handshaking::new(&handshaking),
+                    ConnectionSlot::new(permit, &worker),
+                );
                 let (worker, shutdown) = (Arc::clone(&worker), stopped.clone());
                 sessions.spawn(conn::serve(connecting, guard, settings, worker, shutdown));
             }

@@ -70,9 +70,15 @@ pub(super) async fn serve(
         std::future::pending::<()>().await;
     };
     let relay = relay_response(response, &mut send, send_timeout);
-    tokio::select! {
-        () = pump => {}
-        () = relay => {}
+    let answered = tokio::select! {
+        () = pump => false,
+        () = relay => true,
+    };
+    if answered {
+        // The answer is complete: the rest of the request is not needed,
+        // and the client is told so with H3_NO_ERROR (RFC 9114 4.1), not
+        // the bare 0 a dropped QUIC stream would send.
+        recv.stop_sending(Code::H3_NO_ERROR);
     }
 }
 
