@@ -1,5 +1,6 @@
 //! HTTP/3 under abuse (docs/LIFECYCLE-h3.md): a flood of QUIC Initial
-//! packets from many loopback sources meets Retry (no handshake state),
+//! packets from many loopback sources meets Retry (no handshake state;
+//! with `retry: never` the handshake answers, within the amplification limit),
 //! a client that never reads loses its stream after `limits.send_timeout`,
 //! and shutdown lets a request in flight finish.
 
@@ -42,9 +43,15 @@ fn initial_packet(
     buf
 }
 
-/// A Retry packet: long header, fixed bit, type 3 (RFC 9000 17.2.5).
+/// The type of a long-header packet (RFC 9000 17.2): 0 Initial, 3 Retry.
+/// The fixed bit (0x40) is left out: a peer may grease it (RFC 9287).
+fn long_header_type(packet: &[u8]) -> Option<u8> {
+    let first = *packet.first()?;
+    (first & 0x80 != 0).then_some((first & 0x30) >> 4)
+}
+
 fn is_retry(packet: &[u8]) -> bool {
-    packet.first().is_some_and(|first| first & 0xf0 == 0xf0)
+    long_header_type(packet) == Some(3)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -171,4 +178,38 @@ async fn a_client_that_never_reads_loses_its_stream_and_the_upstream_exchange_en
     let (response, body) = client.get("/small").await;
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(body, "xx");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_retry_never_an_initial_is_answered_by_the_handshake_itself() {
+    let certs = TestCerts::generate();
+    let echo = support::Echo::start("e").await;
+    let proxy = proxy(
+        &certs,
+        "    h3: { retry: never }\n",
+        &support::one_upstream(echo.addr, ""),
+    );
+    let target = proxy.addr();
+    let tls = tls::client_config(tls::Trust::CaFile(&certs.ca_path), None, &[b"h3"]).unwrap();
+    let quic = quinn_proto::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
+    let config = quinn_proto::ClientConfig::new(Arc::new(quic));
+    let mut endpoint = quinn_proto::Endpoint::new(Default::default(), None, false, None);
+    let socket = UdpSocket::bind((Ipv4Addr::new(127, 0, 0, 10), 0))
+        .await
+        .unwrap();
+    socket
+        .send_to(&initial_packet(&mut endpoint, &config, target), target)
+        .await
+        .unwrap();
+    let mut reply = vec![0u8; 2048];
+    let wait = Duration::from_secs(5);
+    let (n, _) = tokio::time::timeout(wait, socket.recv_from(&mut reply))
+        .await
+        .expect("an answer to the Initial")
+        .unwrap();
+    // An Initial (type 0) carrying the server's handshake, no Retry; at
+    // most three times the 1200 bytes sent (the amplification limit).
+    let kind = long_header_type(&reply[..n]);
+    assert_eq!(kind, Some(0), "not an Initial: {:02x?}", &reply[..8]);
+    assert!(n <= 3 * 1200, "{n} bytes");
 }

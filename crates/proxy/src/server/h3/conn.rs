@@ -31,7 +31,11 @@ pub(super) async fn serve(
     mut shutdown: watch::Receiver<bool>,
 ) {
     let plan = worker.plans.current();
-    let handshake = tokio::time::timeout(plan.header_read_timeout, connecting).await;
+    // A handshake still going at shutdown is dropped, not waited for.
+    let handshake = tokio::select! {
+        done = tokio::time::timeout(plan.header_read_timeout, connecting) => done,
+        _ = shutdown.wait_for(|stop| *stop) => return,
+    };
     handshaking.done();
     let quic = match handshake {
         Ok(Ok(quic)) => quic,
