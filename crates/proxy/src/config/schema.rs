@@ -12,6 +12,7 @@ use super::{
         at_least_one, default_max_connecting, default_retry_backoff, default_retry_on,
         optional_duration, Balance, HashSettings, Health, HostEntry, RetryBudget, RetryOn, Sticky,
     },
+    listener_h3::H3Settings,
     listener_tls::ListenerTls,
     middleware::{ChainRef, Chains, Middleware},
     paths::Paths,
@@ -90,6 +91,9 @@ pub struct Listener {
     /// requires it (h2c only) and `[http1]` never looks for it.
     #[serde(default = "both_versions")]
     pub protocols: Vec<HttpVersion>,
+    /// HTTP/3 limits, used when `protocols` names `h3` (TLS only).
+    #[serde(default)]
+    pub h3: H3Settings,
 }
 
 /// An HTTP version a listener serves.
@@ -98,6 +102,8 @@ pub struct Listener {
 pub enum HttpVersion {
     Http1,
     H2,
+    /// HTTP/3 over QUIC, on UDP at the TLS listener's address.
+    H3,
 }
 
 fn both_versions() -> Vec<HttpVersion> {
@@ -466,7 +472,9 @@ pub(super) fn size<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u64, D:
     }
 }
 
-fn optional_size<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
+pub(super) fn optional_size<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<u64>, D::Error> {
     size(deserializer).map(Some)
 }
 

@@ -7,7 +7,7 @@ use serde_saphyr::Location;
 use super::{
     handlers::Jwt,
     middleware::{ChainRef, Handler, HANDLER_TYPES},
-    schema::{Config, Http2, Protocol, UpstreamSettings},
+    schema::{Config, Http2, HttpVersion, Protocol, UpstreamSettings},
 };
 
 /// Where, which key, and what is wrong.
@@ -36,6 +36,24 @@ pub(crate) fn check(config: &Config) -> Result<(), Problem> {
                 format!("listeners[{i}].protocols"),
                 "name at least one of http1, h2".into(),
             ));
+        }
+        if listener.protocols.contains(&HttpVersion::H3) {
+            let key = format!("listeners[{i}].protocols");
+            if listener.tls.is_none() {
+                return Err((
+                    listener.address.referenced,
+                    key,
+                    "h3 needs `tls` (QUIC is always encrypted)".into(),
+                ));
+            }
+            if listener.protocols == [HttpVersion::H3] {
+                return Err((
+                    listener.address.referenced,
+                    key,
+                    "h3 is served beside http1 or h2 (their responses advertise it by Alt-Svc)"
+                        .into(),
+                ));
+            }
         }
         if let Some(tls) = &listener.tls {
             tls.check(&format!("listeners[{i}].tls"))?;

@@ -5,7 +5,11 @@
 //! and its connections drain as they would at shutdown (the request in
 //! flight finishes, then the connection closes).
 
-use std::{collections::HashMap, net::SocketAddr, net::TcpListener as StdListener, sync::Arc};
+use std::{
+    collections::HashMap,
+    net::{SocketAddr, TcpListener as StdListener, UdpSocket},
+    sync::Arc,
+};
 
 use arc_swap::ArcSwap;
 use tokio::{
@@ -17,6 +21,7 @@ use tokio::{
 use tokio_util::task::TaskTracker;
 use tracing::warn;
 
+use super::h3::{serve_endpoint, QuicSource};
 use super::listener::{serve_h2c, spawn_connection, Endpoint};
 use super::Accepting;
 use crate::session::{serve_unparked, Serving, Worker};
@@ -34,12 +39,16 @@ pub(super) enum ListenerChange {
     Add {
         id: ListenerId,
         socket: StdListener,
+        /// The UDP socket to serve HTTP/3 on (one worker's only).
+        udp: Option<UdpSocket>,
         endpoint: Arc<Endpoint>,
     },
     /// New connections are served as `endpoint` says (protocols or TLS
     /// files changed); open ones keep what they started with.
     Update {
         id: ListenerId,
+        /// The UDP socket of a listener that starts serving h3.
+        udp: Option<UdpSocket>,
         endpoint: Arc<Endpoint>,
     },
     /// Close the socket; the listener's connections drain.
@@ -81,10 +90,26 @@ struct Listeners {
     open: HashMap<ListenerId, Open>,
     accepted: mpsc::UnboundedSender<Accepted>,
     connections: Arc<Semaphore>,
+    worker: Arc<Worker>,
+    sessions: TaskTracker,
+}
+
+/// An h3 listener's QUIC endpoint reads the listener's current settings
+/// for each new connection.
+impl QuicSource for Listening {
+    fn current(&self) -> Option<(Arc<quinn::ServerConfig>, crate::config::H3Settings)> {
+        self.endpoint.load().tls.as_ref()?.quic()
+    }
 }
 
 impl Listeners {
-    fn add(&mut self, id: ListenerId, socket: StdListener, endpoint: Arc<Endpoint>) {
+    fn add(
+        &mut self,
+        id: ListenerId,
+        socket: StdListener,
+        udp: Option<UdpSocket>,
+        endpoint: Arc<Endpoint>,
+    ) {
         let socket = match TcpListener::from_std(socket) {
             Ok(socket) => socket,
             Err(err) => return warn!(%err, "cannot register a listener"),
@@ -101,6 +126,9 @@ impl Listeners {
             self.accepted.clone(),
             stop.subscribe(),
         ));
+        if let Some(udp) = udp {
+            self.serve_h3(udp, &listening);
+        }
         self.open.insert(
             id,
             Open {
@@ -111,16 +139,33 @@ impl Listeners {
         );
     }
 
+    /// Serves HTTP/3 on `udp` while the listener is open; its
+    /// connections drain with the others.
+    fn serve_h3(&self, udp: UdpSocket, listening: &Arc<Listening>) {
+        let source: Arc<dyn QuicSource> = Arc::clone(listening) as _;
+        self.sessions.spawn(serve_endpoint(
+            udp,
+            source,
+            (Arc::clone(&self.worker), Arc::clone(&self.connections)),
+            self.sessions.clone(),
+            listening.stopped.clone(),
+        ));
+    }
+
     async fn apply(&mut self, change: ListenerChange) {
         match change {
             ListenerChange::Add {
                 id,
                 socket,
+                udp,
                 endpoint,
-            } => self.add(id, socket, endpoint),
-            ListenerChange::Update { id, endpoint } => {
+            } => self.add(id, socket, udp, endpoint),
+            ListenerChange::Update { id, udp, endpoint } => {
                 if let Some(open) = self.open.get(&id) {
                     open.listening.endpoint.store(endpoint);
+                    if let Some(udp) = udp {
+                        self.serve_h3(udp, &open.listening);
+                    }
                 }
             }
             ListenerChange::Remove { id } => {
@@ -167,9 +212,11 @@ pub(super) async fn serve(
         open: HashMap::new(),
         accepted,
         connections,
+        worker: Arc::clone(&worker),
+        sessions: sessions.clone(),
     };
-    for (id, socket, endpoint) in listeners {
-        open.add(id, socket, endpoint);
+    for (id, socket, udp, endpoint) in listeners {
+        open.add(id, socket, udp, endpoint);
     }
     loop {
         tokio::select! {

@@ -14,7 +14,8 @@
 //! of the same address, so that a reload does not move them to another port.
 
 use std::{
-    net::{SocketAddr, TcpListener as StdListener},
+    net::{SocketAddr, TcpListener as StdListener, UdpSocket},
+    num::NonZeroU16,
     sync::Arc,
 };
 
@@ -26,7 +27,7 @@ use super::{
     accept::{ListenerChange, ListenerChanges, ListenerId},
     listener::{Endpoint, TlsListener},
 };
-use crate::config::{Config, Listener};
+use crate::config::{Config, HttpVersion, Listener};
 
 /// What identifies a configured listener across reloads: its address,
 /// and its place among the listeners of that address (only port 0 repeats).
@@ -52,7 +53,10 @@ pub(super) struct Bound {
 }
 
 /// What each worker starts accepting on.
-pub(super) type WorkerSockets = Vec<(ListenerId, StdListener, Arc<Endpoint>)>;
+/// The first worker also gets the UDP socket of an h3 listener: one
+/// QUIC endpoint per address, so that a connection's packets reach the
+/// endpoint that knows it whatever their source port (migration).
+pub(super) type WorkerSockets = Vec<(ListenerId, StdListener, Option<UdpSocket>, Arc<Endpoint>)>;
 
 /// A reload's listeners, bound and read, not yet in use.
 #[derive(Debug)]
@@ -80,11 +84,12 @@ impl Bound {
             next_id: 0,
         };
         let mut per_worker: Vec<WorkerSockets> = (0..workers).map(|_| Vec::new()).collect();
-        for ((listener, key), endpoint) in keyed(config)?.into_iter().zip(endpoints) {
+        for ((listener, key), mut endpoint) in keyed(config)?.into_iter().zip(endpoints) {
             let (address, sockets) = bind_per_worker(key.0, workers)?;
+            let mut udp = bind_udp(&mut endpoint, address)?;
             let open = bound.opened(listener, key, address, Arc::new(endpoint));
             for (mine, socket) in per_worker.iter_mut().zip(sockets) {
-                mine.push((open.id, socket, Arc::clone(&open.endpoint)));
+                mine.push((open.id, socket, udp.take(), Arc::clone(&open.endpoint)));
             }
             bound.open.push(open);
         }
@@ -141,14 +146,16 @@ impl Bound {
             changed: Vec::new(),
             removed: Vec::new(),
         };
-        for ((listener, key), endpoint) in keyed(config)?.into_iter().zip(endpoints) {
+        for ((listener, key), mut endpoint) in keyed(config)?.into_iter().zip(endpoints) {
             let Some(old) = self.open.iter().find(|open| open.key == key) else {
                 let (address, sockets) = bind_per_worker(key.0, workers)?;
+                let mut udp = bind_udp(&mut endpoint, address)?;
                 let open = self.opened(listener, key, address, Arc::new(endpoint));
                 for (changes, socket) in prepared.per_worker.iter_mut().zip(sockets) {
                     changes.push(ListenerChange::Add {
                         id: open.id,
                         socket,
+                        udp: udp.take(),
                         endpoint: Arc::clone(&open.endpoint),
                     });
                 }
@@ -160,10 +167,21 @@ impl Bound {
             let endpoint = if settings == old.settings {
                 Arc::clone(&old.endpoint)
             } else {
+                // An h3 listener keeps its UDP endpoint (its new
+                // connections read the new settings); one that starts
+                // serving h3 binds it now.
+                let mut udp = match old.endpoint.alt_svc {
+                    Some(port) if endpoint.versions.contains(&HttpVersion::H3) => {
+                        endpoint.alt_svc = Some(port);
+                        None
+                    }
+                    _ => bind_udp(&mut endpoint, old.bound)?,
+                };
                 let endpoint = Arc::new(endpoint);
                 for changes in &mut prepared.per_worker {
                     changes.push(ListenerChange::Update {
                         id: old.id,
+                        udp: udp.take(),
                         endpoint: Arc::clone(&endpoint),
                     });
                 }
@@ -247,7 +265,21 @@ fn settings(listener: &Listener) -> String {
             tls.policy(),
         )
     });
-    format!("{:?} {tls:?}", listener.protocols)
+    format!("{:?} {tls:?} {:?}", listener.protocols, listener.h3)
+}
+
+/// Binds the UDP socket of a listener that serves h3, at the address
+/// (and port) its TCP sockets are bound to, and has its responses
+/// advertise it.
+fn bind_udp(endpoint: &mut Endpoint, bound: SocketAddr) -> anyhow::Result<Option<UdpSocket>> {
+    if !endpoint.versions.contains(&HttpVersion::H3) {
+        return Ok(None);
+    }
+    let socket =
+        UdpSocket::bind(bound).with_context(|| format!("cannot listen on {bound} (UDP, h3)"))?;
+    socket.set_nonblocking(true)?;
+    endpoint.alt_svc = NonZeroU16::new(bound.port());
+    Ok(Some(socket))
 }
 
 /// Binds `wanted` once per worker: the first socket picks the port when

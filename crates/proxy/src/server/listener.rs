@@ -6,13 +6,14 @@
 
 use std::{
     net::SocketAddr,
+    num::NonZeroU16,
     path::{Path, PathBuf},
     pin::Pin,
     sync::Arc,
     time::Duration,
 };
 
-use arc_swap::ArcSwap;
+use arc_swap::{ArcSwap, ArcSwapOption};
 use bytes::BytesMut;
 use http1::io::{Prefaced, H2_PREFACE};
 use tls::{rustls::ServerConfig, tokio_rustls::TlsAcceptor, TlsError};
@@ -25,7 +26,7 @@ use tokio_util::task::TaskTracker;
 use tracing::debug;
 
 use crate::{
-    config::{HttpVersion, ListenerTls},
+    config::{H3Settings, HttpVersion, ListenerTls},
     session::Worker,
     session::{serve_h1, ClientOrigin, ConnectionSlot, H2c},
 };
@@ -46,11 +47,19 @@ pub(crate) struct TlsListener {
     policy: tls::Policy,
     pub handshake_timeout: Duration,
     current: ArcSwap<ServerConfig>,
+    /// The HTTP/3 settings, when the listener serves h3 too.
+    h3: Option<H3Settings>,
+    /// The QUIC configuration built from the same files (ALPN `h3`).
+    quic: ArcSwapOption<quinn::ServerConfig>,
 }
 
 impl TlsListener {
     /// Reads the certificate, key and client CA files.
-    pub(crate) fn load(settings: &ListenerTls, versions: &[HttpVersion]) -> Result<Self, TlsError> {
+    pub(crate) fn load(
+        settings: &ListenerTls,
+        versions: &[HttpVersion],
+        h3: &H3Settings,
+    ) -> Result<Self, TlsError> {
         let mut listener = Self {
             cert: PathBuf::from(&settings.cert.value),
             key: PathBuf::from(&settings.key.value),
@@ -69,9 +78,32 @@ impl TlsListener {
             policy: settings.policy(),
             handshake_timeout: settings.handshake_timeout,
             current: ArcSwap::from_pointee(empty_config()?),
+            h3: versions.contains(&HttpVersion::H3).then(|| h3.clone()),
+            quic: ArcSwapOption::empty(),
         };
         listener.current = ArcSwap::from_pointee(listener.read()?);
+        listener.quic.store(listener.read_quic()?.map(Arc::new));
         Ok(listener)
+    }
+
+    /// The QUIC configuration of an h3 listener, from the same files.
+    fn read_quic(&self) -> Result<Option<quinn::ServerConfig>, TlsError> {
+        let Some(settings) = &self.h3 else {
+            return Ok(None);
+        };
+        let identity = tls::Identity {
+            cert: &self.cert,
+            key: &self.key,
+        };
+        let alpn = [super::h3::ALPN_H3];
+        let config =
+            tls::server_config_with(identity, self.client_ca.as_deref(), &alpn, &self.policy)?;
+        super::h3::quic_config(config, settings).map(Some)
+    }
+
+    /// The QUIC configuration and HTTP/3 settings, if the listener serves h3.
+    pub(crate) fn quic(&self) -> Option<(Arc<quinn::ServerConfig>, H3Settings)> {
+        Some((self.quic.load_full()?, self.h3.clone()?))
     }
 
     fn read(&self) -> Result<ServerConfig, TlsError> {
@@ -89,7 +121,9 @@ impl TlsListener {
 
     /// Re-reads the files; on failure the configuration in use stays.
     pub(crate) fn reload(&self) -> Result<(), TlsError> {
-        self.current.store(Arc::new(self.read()?));
+        let (tcp, quic) = (self.read()?, self.read_quic()?);
+        self.current.store(Arc::new(tcp));
+        self.quic.store(quic.map(Arc::new));
         Ok(())
     }
 
@@ -132,6 +166,9 @@ impl tls::rustls::server::ResolvesServerCert for NoCertificate {
 pub(crate) struct Endpoint {
     pub tls: Option<Arc<TlsListener>>,
     pub versions: Vec<HttpVersion>,
+    /// The port HTTP/3 is served on (UDP), advertised by `Alt-Svc` on
+    /// this listener's responses; none unless it serves h3.
+    pub alt_svc: Option<NonZeroU16>,
 }
 
 impl Endpoint {
@@ -140,11 +177,12 @@ impl Endpoint {
         let tls = listener
             .tls
             .as_ref()
-            .map(|tls| TlsListener::load(tls, &listener.protocols).map(Arc::new))
+            .map(|tls| TlsListener::load(tls, &listener.protocols, &listener.h3).map(Arc::new))
             .transpose()?;
         Ok(Self {
             tls,
             versions: listener.protocols.clone(),
+            alt_svc: None,
         })
     }
 }
@@ -170,13 +208,20 @@ pub(crate) fn spawn_connection(
     let origin = ClientOrigin {
         peer,
         secure: false,
+        alt_svc: None,
+        h3: false,
     };
     let (worker, shutdown) = (Arc::clone(worker), shutdown.clone());
     match (&endpoint.tls, endpoint.versions.as_slice()) {
         (Some(tls), _) => {
             sessions.spawn(secure(
                 stream,
-                peer,
+                ClientOrigin {
+                    peer,
+                    secure: true,
+                    alt_svc: endpoint.alt_svc,
+                    h3: false,
+                },
                 Arc::clone(tls),
                 worker,
                 shutdown,
@@ -259,13 +304,14 @@ fn boxed(
 
 async fn secure(
     stream: TcpStream,
-    peer: SocketAddr,
+    origin: ClientOrigin,
     tls: Arc<TlsListener>,
     worker: Arc<Worker>,
     shutdown: watch::Receiver<bool>,
     slot: ConnectionSlot,
 ) {
     let worker = &worker;
+    let peer = origin.peer;
     let handshake = tls.acceptor().accept(stream);
     let stream = match tokio::time::timeout(tls.handshake_timeout, handshake).await {
         Ok(Ok(stream)) => stream,
@@ -278,7 +324,6 @@ async fn secure(
             return debug!(%peer, timeout = ?tls.handshake_timeout, "TLS handshake timed out");
         }
     };
-    let origin = ClientOrigin { peer, secure: true };
     if stream.get_ref().1.alpn_protocol() == Some(tls::ALPN_H2) {
         super::h2::serve(stream, origin, Arc::clone(worker), shutdown).await;
     } else {

@@ -14,6 +14,7 @@ pub(crate) mod admin;
 mod bound;
 mod control;
 mod h2;
+mod h3;
 mod health_checks;
 pub(crate) mod listener;
 mod reload;

@@ -48,6 +48,8 @@ pub(crate) struct Session<S> {
     pub(super) peer: SocketAddr,
     /// Whether the client reached us over TLS (`X-Forwarded-Proto`).
     pub(super) secure: bool,
+    /// See [`super::ClientOrigin::alt_svc`].
+    pub(super) alt_svc: Option<std::num::NonZeroU16>,
     pub(super) worker: Arc<Worker>,
     /// The plan of the current request (or of the next, between requests).
     pub(super) plan: Arc<Snapshot>,
@@ -94,6 +96,7 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
             conn: idle.conn,
             peer: idle.peer,
             secure: idle.secure,
+            alt_svc: idle.alt_svc,
             worker: idle.worker,
             plan: idle.plan,
             ubuf: scratch.ubuf,
@@ -135,6 +138,7 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
             conn: self.conn,
             peer: self.peer,
             secure: self.secure,
+            alt_svc: self.alt_svc,
             chatty: self.chatty,
             worker: self.worker,
             plan: self.plan,

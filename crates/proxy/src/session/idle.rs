@@ -28,6 +28,8 @@ pub(crate) struct Idle<S> {
     pub(super) conn: ServerConnection<S>,
     pub(super) peer: SocketAddr,
     pub(super) secure: bool,
+    /// See [`super::ClientOrigin::alt_svc`].
+    pub(super) alt_svc: Option<std::num::NonZeroU16>,
     /// The client's last request came within [`BUSY_LINGER`] of the one
     /// before: its next session waits for the next request a while.
     pub(super) chatty: bool,
@@ -75,6 +77,7 @@ where
         conn: ServerConnection::new(client, received, shutdown, plan.idle_timeout),
         peer: origin.peer,
         secure: origin.secure,
+        alt_svc: origin.alt_svc,
         chatty: false,
         worker,
         plan,
@@ -90,6 +93,8 @@ where
                     let origin = ClientOrigin {
                         peer: idle.peer,
                         secure: idle.secure,
+                        alt_svc: idle.alt_svc,
+                        h3: false,
                     };
                     let _slot = slot;
                     return h2c(stream, origin, idle.worker, shutdown).await;

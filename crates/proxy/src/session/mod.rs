@@ -101,13 +101,26 @@ fn passable_trailers(
 }
 
 /// Runs `chain`'s response phase; the edits it made, taken out of
-/// `exchange` (given back once the head is written), if any.
+/// `exchange` (given back once the head is written), if any, with the
+/// listener's `Alt-Svc` (`alt_svc`: the port it serves HTTP/3 on).
 fn response_edits(
     chain: Option<&std::sync::Arc<Chain>>,
     exchange: &mut Exchange,
     status: StatusCode,
+    alt_svc: Option<std::num::NonZeroU16>,
 ) -> Option<HeaderEdits> {
-    chain?.response(status, exchange);
+    match chain {
+        Some(chain) => chain.response(status, exchange),
+        // No chain began this exchange: what is left is the last answer's
+        // `Alt-Svc`, given back with the edits' buffers.
+        None => exchange.response_headers.clear(),
+    }
+    if let Some(port) = alt_svc {
+        // Set: an upstream's own is replaced (its alternatives are not
+        // the proxy's), and it is there once however often it is asked.
+        let value = crate::wire::alt_svc::value(port);
+        exchange.response_headers.set(http::header::ALT_SVC, value);
+    }
     if exchange.response_headers.is_empty() {
         return None;
     }
@@ -119,4 +132,10 @@ fn response_edits(
 pub(crate) struct ClientOrigin {
     pub peer: SocketAddr,
     pub secure: bool,
+    /// The UDP port the listener serves HTTP/3 on, advertised by
+    /// `Alt-Svc` on its responses.
+    pub alt_svc: Option<std::num::NonZeroU16>,
+    /// An HTTP/3 client, whose requests reach the HTTP/2 codec through
+    /// an in-process HTTP/2 connection (server/h3): traced as version 3.
+    pub h3: bool,
 }

@@ -258,6 +258,8 @@ pub(crate) async fn serve_unparked(mut woken: mpsc::UnboundedReceiver<Parked>, s
         let origin = ClientOrigin {
             peer: parked.peer,
             secure: false,
+            alt_svc: None,
+            h3: false,
         };
         serving.tasks.spawn(serve_h1(
             stream,

@@ -13,7 +13,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Runs the chain's response phase; the edits it made, taken out of
     /// the exchange (give them back with `put_back_edits`), if any.
     pub(super) fn response_edits(&mut self, status: StatusCode) -> Option<HeaderEdits> {
-        super::response_edits(self.chain.as_ref(), &mut self.exchange, status)
+        super::response_edits(
+            self.chain.as_ref(),
+            &mut self.exchange,
+            status,
+            self.alt_svc,
+        )
     }
 
     /// Returns the edits' buffers to the exchange, for the next request.

@@ -5,6 +5,7 @@
 //! added, framing re-emitted); `edits` carries the middleware's header
 //! changes to those writers.
 
+pub(crate) mod alt_svc;
 pub(crate) mod edits;
 pub(crate) mod fields;
 pub(crate) mod head;

@@ -100,7 +100,8 @@ impl Stream {
 
     /// Runs the chain's response phase; its edits, taken out of the exchange.
     pub(super) fn response_edits(&mut self, status: StatusCode) -> Option<HeaderEdits> {
-        crate::session::response_edits(self.chain.as_ref(), &mut self.exchange, status)
+        let alt_svc = self.origin.alt_svc;
+        crate::session::response_edits(self.chain.as_ref(), &mut self.exchange, status, alt_svc)
     }
 
     /// An interim answer from the upstream (either protocol), sent on as

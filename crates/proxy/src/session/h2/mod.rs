@@ -172,7 +172,7 @@ impl Stream {
                 host: host_of(parts),
                 secure: self.origin.secure,
                 peer: self.origin.peer,
-                version: "2",
+                version: if self.origin.h3 { "3" } else { "2" },
                 user_agent: fields.get("user-agent"),
             },
         );
