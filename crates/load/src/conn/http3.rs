@@ -45,6 +45,9 @@ const CONNECTION_WINDOW: u32 = 16 << 20;
 /// A silent server is given up after this long (quinn's default is 30 s;
 /// `--timeout` bounds each request anyway).
 const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
+/// A PING this often keeps a quiet connection (a user thinking) open, as
+/// a kept-alive TCP connection stays open.
+const KEEP_ALIVE: Duration = Duration::from_secs(4);
 /// The application error code of a graceful close (RFC 9114 section 8.1).
 const H3_NO_ERROR: quinn::VarInt = quinn::VarInt::from_u32(0x100);
 /// The TLS alert a server sends when it has none of the ALPN protocols
@@ -80,7 +83,8 @@ impl Dialer {
                 IDLE_TIMEOUT
                     .try_into()
                     .map_err(|_| ConfigError("QUIC idle timeout out of range".into()))?,
-            ));
+            ))
+            .keep_alive_interval(Some(KEEP_ALIVE));
         let mut config = quinn::ClientConfig::new(Arc::new(crypto));
         config.transport_config(Arc::new(transport));
         let bind = match server {
@@ -371,10 +375,11 @@ impl slots::Exchange for Exchange {
 }
 
 /// How a connection's closing counts: `None` for a graceful close
-/// (H3_NO_ERROR), a parse error when this side caught a protocol error,
-/// else a read error.
+/// (H3_NO_ERROR) or an idle timeout (the server went away while nothing
+/// was asked of it), a parse error when this side caught a protocol
+/// error, else a read error.
 fn closed_kind(err: &ConnectionError) -> Option<ErrorKind> {
-    if err.is_h3_no_error() {
+    if err.is_h3_no_error() || matches!(err, ConnectionError::Timeout { .. }) {
         return None;
     }
     Some(match err {
