@@ -1,8 +1,8 @@
-//! `sluice load`: an HTTP/1.1 and HTTP/2 load generator.
+//! `sluice load`: an HTTP/1.1, HTTP/2 and HTTP/3 load generator.
 //!
 //! Closed model (wrk, h2load): `-c` connections over `-t` threads, each
 //! connection keeping `--pipeline` HTTP/1.1 requests or `--streams` HTTP/2
-//! streams in flight. Open model (wrk2): `--rate`
+//! or HTTP/3 streams in flight. Open model (wrk2): `--rate`
 //! requests/s on a fixed timetable, each request sent within microseconds
 //! of its time by its thread's pacer (`pacer.rs`), latency measured from
 //! its intended send time (coordinated-omission corrected), with the
