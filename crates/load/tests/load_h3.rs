@@ -218,7 +218,12 @@ fn no_server_is_connect_errors_and_the_run_ends() {
     let started = Instant::now();
     let report = run(&dead);
     assert_eq!(report.requests, 0);
-    assert_eq!(report.errors.connect, 4, "{:?}", report.errors);
+    // The other connection may fail once more before it sees the stop.
+    assert!(
+        (4..=5).contains(&report.errors.connect),
+        "{:?}",
+        report.errors
+    );
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "{:?}",
@@ -259,7 +264,13 @@ fn certificates_are_checked_unless_insecure() {
     untrusted.total_requests = Some(3);
     let report = run(&untrusted);
     assert_eq!(report.requests, 0);
-    assert_eq!(report.errors.connect, 3, "{:?}", report.errors);
+    // Each failed connect uses up a request; the other connection may
+    // fail once more before it sees the stop.
+    assert!(
+        (3..=4).contains(&report.errors.connect),
+        "{:?}",
+        report.errors
+    );
     assert_eq!(server.requests(), 0);
 
     let mut insecure = get(&other, server.url("/"));
