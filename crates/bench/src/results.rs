@@ -274,7 +274,7 @@ pub struct SweepPoint {
 pub struct LoadShape {
     /// `GET http://127.0.0.1:PORT/v1/pets`.
     pub request: String,
-    /// `HTTP/1.1` or `HTTP/2`.
+    /// `HTTP/1.1`, `HTTP/2` or `HTTP/3`.
     pub protocol: String,
     /// Connections, or users in the users model.
     pub connections: usize,

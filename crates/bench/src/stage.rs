@@ -309,6 +309,30 @@ impl<'a> Bench<'a> {
         })
     }
 
+    /// What `sluice proxy --check` says against `yaml` (written where
+    /// [`Bench::sluice_proxy`] writes it for `name`): `None` when it takes
+    /// it, else its first line.
+    pub(crate) fn sluice_refuses(&self, name: &str, yaml: &str) -> anyhow::Result<Option<String>> {
+        let config = self.work.join(format!("{}.yaml", file_name(name)));
+        std::fs::write(&config, yaml)
+            .with_context(|| format!("cannot write {}", config.display()))?;
+        let output = std::process::Command::new(&self.options.sluice)
+            .args(["proxy", "-c"])
+            .arg(&config)
+            .arg("--check")
+            .output()
+            .with_context(|| format!("cannot run {}", self.options.sluice.display()))?;
+        if output.status.success() {
+            return Ok(None);
+        }
+        let said = String::from_utf8_lossy(&output.stderr);
+        let first = said.lines().map(str::trim).find(|line| !line.is_empty());
+        Ok(Some(first.map_or_else(
+            || format!("exit status {}", output.status),
+            str::to_string,
+        )))
+    }
+
     /// A peer playing `site`, as the system under test; `Ok(Err(why))`
     /// when it cannot play it.
     pub(crate) fn peer(

@@ -11,7 +11,7 @@ use http::{HeaderName, HeaderValue, Method};
 
 use crate::{
     shard::Shard,
-    target::{parse_url, RequestSpec, Target},
+    target::{parse_url, RequestSpec, Scheme, Target},
 };
 
 /// Everything `sluice load` needs to run. Build it with [`LoadConfig::new`]
@@ -29,12 +29,12 @@ pub struct LoadConfig {
     pub duration: Duration,
     /// Stop after this many requests instead of after `duration`.
     pub total_requests: Option<u64>,
-    /// HTTP/1.1, or HTTP/2 (h2c with prior knowledge for `http://`, ALPN
-    /// `h2` for `https://`).
+    /// HTTP/1.1, HTTP/2 (h2c with prior knowledge for `http://`, ALPN
+    /// `h2` for `https://`), or HTTP/3 (QUIC, `https://` only).
     pub protocol: Protocol,
     /// HTTP/1.1: requests written together per connection (pipelining).
     pub pipeline: usize,
-    /// HTTP/2: streams in flight per connection (h2load's `-m`).
+    /// HTTP/2 and HTTP/3: streams in flight per connection (h2load's `-m`).
     pub streams: usize,
     /// Open model: requests per second across all connections.
     pub rate: Option<f64>,
@@ -80,6 +80,20 @@ pub enum Protocol {
     Http1,
     #[serde(rename = "HTTP/2")]
     Http2,
+    /// HTTP/3 over QUIC (https:// only), ALPN `h3`.
+    #[serde(rename = "HTTP/3")]
+    Http3,
+}
+
+impl Protocol {
+    /// The `sluice load` flag that picks it.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Self::Http1 => "HTTP/1.1 (no flag)",
+            Self::Http2 => "--h2",
+            Self::Http3 => "--h3",
+        }
+    }
 }
 
 impl fmt::Display for Protocol {
@@ -87,6 +101,7 @@ impl fmt::Display for Protocol {
         f.write_str(match self {
             Self::Http1 => "HTTP/1.1",
             Self::Http2 => "HTTP/2",
+            Self::Http3 => "HTTP/3",
         })
     }
 }
@@ -185,12 +200,20 @@ impl LoadConfig {
         }
         match self.protocol {
             Protocol::Http1 if self.streams > 1 => {
-                return fail("--streams goes with --h2 (HTTP/1.1 uses --pipeline)".into())
+                return fail("--streams goes with --h2 or --h3 (HTTP/1.1 uses --pipeline)".into())
             }
-            Protocol::Http2 if self.pipeline > 1 => {
-                return fail("--pipeline is HTTP/1.1's; with --h2 use --streams (-m)".into())
+            Protocol::Http2 | Protocol::Http3 if self.pipeline > 1 => {
+                return fail(format!(
+                    "--pipeline is HTTP/1.1's; with {} use --streams (-m)",
+                    self.protocol.flag()
+                ))
             }
-            Protocol::Http2 => self.check_h2_headers()?,
+            Protocol::Http3 if self.target.scheme != Scheme::Https => {
+                return fail(
+                    "--h3 needs an https:// URL: HTTP/3 runs over QUIC, which is always TLS".into(),
+                )
+            }
+            Protocol::Http2 | Protocol::Http3 => self.check_h2_headers()?,
             Protocol::Http1 => {}
         }
         if self.total_requests == Some(0) {
@@ -316,7 +339,7 @@ impl LoadConfig {
                 "--think: a user has one request in flight, so --pipeline must be 1".into(),
             );
         }
-        if self.protocol == Protocol::Http2 && self.streams > 1 {
+        if self.protocol != Protocol::Http1 && self.streams > 1 {
             return fail(
                 "--think: a user has one request in flight, so --streams must be 1".into(),
             );
@@ -324,14 +347,17 @@ impl LoadConfig {
         Ok(())
     }
 
-    /// HTTP/2 has no connection-specific headers, and `TE` may only say `trailers`.
+    /// HTTP/2 and HTTP/3 have no connection-specific headers, and `TE`
+    /// may only say `trailers` (RFC 9113 8.2.2, RFC 9114 4.2).
     fn check_h2_headers(&self) -> Result<(), ConfigError> {
         for (name, value) in &self.headers {
             let forbidden = CONNECTION_SPECIFIC.contains(&name.as_str())
                 || (name == http::header::TE && value != "trailers");
             if forbidden {
                 return Err(ConfigError(format!(
-                    "header `{name}` is not allowed in HTTP/2 (--h2)"
+                    "header `{name}` is not allowed in {} ({})",
+                    self.protocol,
+                    self.protocol.flag()
                 )));
             }
         }

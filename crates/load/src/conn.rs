@@ -13,6 +13,8 @@
 //! time after the last ended; the connection stays open while it thinks.
 
 mod http2;
+mod http3;
+mod slots;
 
 use std::{
     cell::RefCell,
@@ -48,6 +50,7 @@ use crate::{
 };
 
 pub(crate) use http2::Template;
+pub(crate) use http3::{Dialer, ALPN_H3};
 
 /// Pause before reconnecting after a failed connect.
 const RECONNECT_PAUSE: Duration = Duration::from_millis(10);
@@ -64,13 +67,15 @@ pub(crate) struct Prepared {
 pub(crate) enum Requests {
     Http1(Vec<Prepared>),
     Http2(Vec<Template>),
+    /// HTTP/3 requests are HTTP/2's heads, sent with QPACK.
+    Http3(Vec<Template>),
 }
 
 impl Requests {
     fn len(&self) -> usize {
         match self {
             Self::Http1(requests) => requests.len(),
-            Self::Http2(requests) => requests.len(),
+            Self::Http2(requests) | Self::Http3(requests) => requests.len(),
         }
     }
 }
@@ -81,6 +86,8 @@ pub(crate) struct Shared {
     /// For the messages of fatal errors.
     pub target: Target,
     pub tls: Option<(TlsConnector, ServerName<'static>)>,
+    /// HTTP/3: how connections reach the server over QUIC.
+    pub quic: Option<Dialer>,
     pub requests: Requests,
     pub pipeline: usize,
     pub streams: usize,
@@ -249,6 +256,11 @@ impl Client {
                 (Ok(Some(Stream::Tls(tls))), Requests::Http2(requests)) => {
                     self.http2(*tls, requests).await
                 }
+                (Ok(Some(Stream::Quic(quic))), Requests::Http3(requests)) => {
+                    self.http3(quic, requests).await
+                }
+                // `connect` dials QUIC exactly for HTTP/3, TCP otherwise.
+                (Ok(Some(_)), _) => (SessionEnd::Stop, 0),
                 (Ok(None), _) => (SessionEnd::Stop, 0),
                 (Err(()), _) => {
                     self.record_error(ErrorKind::Connect);
@@ -322,6 +334,9 @@ impl Client {
     /// the server does not speak HTTP/2 over TLS).
     async fn connect(&mut self) -> Result<Option<Stream>, ()> {
         let shared = Arc::clone(&self.shared);
+        if let Some(dialer) = &shared.quic {
+            return self.connect_quic(dialer).await;
+        }
         let connecting = async move {
             let tcp = TcpStream::connect(shared.addr).await.map_err(|_| None)?;
             let _ = tcp.set_nodelay(true);
@@ -608,6 +623,7 @@ impl Client {
 enum Stream {
     Plain(TcpStream),
     Tls(Box<TlsStream<TcpStream>>),
+    Quic(quinn::Connection),
 }
 
 /// Whether a TLS handshake failed because the server has none of the ALPN

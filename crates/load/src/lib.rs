@@ -1,8 +1,8 @@
-//! `sluice load`: an HTTP/1.1 and HTTP/2 load generator.
+//! `sluice load`: an HTTP/1.1, HTTP/2 and HTTP/3 load generator.
 //!
 //! Closed model (wrk, h2load): `-c` connections over `-t` threads, each
 //! connection keeping `--pipeline` HTTP/1.1 requests or `--streams` HTTP/2
-//! streams in flight. Open model (wrk2): `--rate`
+//! or HTTP/3 streams in flight. Open model (wrk2): `--rate`
 //! requests/s on a fixed timetable, each request sent within microseconds
 //! of its time by its thread's pacer (`pacer.rs`), latency measured from
 //! its intended send time (coordinated-omission corrected), with the
@@ -274,13 +274,21 @@ fn write_windows(
 fn prepare(config: &LoadConfig) -> Result<Shared, ConfigError> {
     let target = &config.target;
     let addr = resolve(&target.host, target.port)?;
-    let tls = match target.scheme {
+    let name = match target.scheme {
         Scheme::Http => None,
-        Scheme::Https => {
-            let name = ServerName::try_from(target.host.clone()).map_err(|_| {
-                ConfigError(format!("`{}` is not a valid TLS server name", target.host))
-            })?;
-            Some((connector(config)?, name))
+        Scheme::Https => Some(ServerName::try_from(target.host.clone()).map_err(|_| {
+            ConfigError(format!("`{}` is not a valid TLS server name", target.host))
+        })?),
+    };
+    let (tls, quic) = match (name, config.protocol) {
+        (None, _) => (None, None),
+        (Some(_), Protocol::Http3) => (
+            None,
+            Some(conn::Dialer::new(client_tls(config)?, &target.host, addr)?),
+        ),
+        (Some(name), _) => {
+            let connector = tls::tokio_rustls::TlsConnector::from(Arc::new(client_tls(config)?));
+            (Some((connector, name)), None)
         }
     };
     let requests = match config.protocol {
@@ -294,25 +302,15 @@ fn prepare(config: &LoadConfig) -> Result<Shared, ConfigError> {
                 })
                 .collect(),
         ),
-        Protocol::Http2 => Requests::Http2(
-            config
-                .requests
-                .iter()
-                .map(|spec| {
-                    Ok(Template {
-                        head: target::h2_request(spec, target, &config.headers, &config.body)
-                            .map_err(ConfigError)?,
-                        body: config.body.clone(),
-                    })
-                })
-                .collect::<Result<_, ConfigError>>()?,
-        ),
+        Protocol::Http2 => Requests::Http2(templates(config)?),
+        Protocol::Http3 => Requests::Http3(templates(config)?),
     };
     let (stop, _) = watch::channel(false);
     Ok(Shared {
         addr,
         target: target.clone(),
         tls,
+        quic,
         requests,
         pipeline: config.pipeline,
         streams: config.streams,
@@ -327,9 +325,24 @@ fn prepare(config: &LoadConfig) -> Result<Shared, ConfigError> {
     })
 }
 
-/// The TLS client: ALPN `h2` or `http/1.1` as the run speaks; `--insecure`
-/// before `--cacert` before the built-in web roots.
-fn connector(config: &LoadConfig) -> Result<tls::tokio_rustls::TlsConnector, ConfigError> {
+/// The HTTP/2 and HTTP/3 request heads, built once.
+fn templates(config: &LoadConfig) -> Result<Vec<Template>, ConfigError> {
+    config
+        .requests
+        .iter()
+        .map(|spec| {
+            Ok(Template {
+                head: target::h2_request(spec, &config.target, &config.headers, &config.body)
+                    .map_err(ConfigError)?,
+                body: config.body.clone(),
+            })
+        })
+        .collect()
+}
+
+/// The TLS client: ALPN `h3`, `h2` or `http/1.1` as the run speaks;
+/// `--insecure` before `--cacert` before the built-in web roots.
+fn client_tls(config: &LoadConfig) -> Result<tls::rustls::ClientConfig, ConfigError> {
     let trust = match (&config.cacert, config.insecure) {
         (_, true) => tls::Trust::AnyCertificate,
         (Some(path), false) => tls::Trust::CaFile(path),
@@ -338,12 +351,12 @@ fn connector(config: &LoadConfig) -> Result<tls::tokio_rustls::TlsConnector, Con
     let alpn = match config.protocol {
         Protocol::Http1 => tls::ALPN_HTTP11,
         Protocol::Http2 => tls::ALPN_H2,
+        Protocol::Http3 => conn::ALPN_H3,
     };
-    let client = tls::client_config(trust, None, &[alpn]).map_err(|err| match err.path {
+    tls::client_config(trust, None, &[alpn]).map_err(|err| match err.path {
         Some(_) => ConfigError(format!("--cacert {err}")),
         None => ConfigError(format!("TLS setup failed: {err}")),
-    })?;
-    Ok(tls::tokio_rustls::TlsConnector::from(Arc::new(client)))
+    })
 }
 
 fn resolve(host: &str, port: u16) -> Result<SocketAddr, ConfigError> {

@@ -309,8 +309,8 @@ impl Report {
         if c.pipeline > 1 {
             let _ = write!(shape, ", pipeline {}", c.pipeline);
         }
-        if c.protocol == Protocol::Http2 {
-            let _ = write!(shape, ", HTTP/2 with {} streams each", c.streams);
+        if c.protocol != Protocol::Http1 {
+            let _ = write!(shape, ", {} with {} streams each", c.protocol, c.streams);
         }
         if let Some(rate) = c.rate {
             let _ = write!(shape, ", open model at {rate} req/s");

@@ -27,7 +27,7 @@ use crate::cli::{parse_duration, parse_think, watch_interrupts};
 /// Payara). Writes report.md, results.json and report.html.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
-    sluice bench                               # every group, 3 rounds: about 25 minutes on 2 cores\n  \
+    sluice bench                               # every group, 3 rounds: about 26 minutes on 2 cores\n  \
     sluice bench --quick                       # every group, 1 round: about 4.5 minutes\n  \
     sluice bench --peers haproxy,envoy         # two peers only: about 13 minutes\n  \
     sluice bench --quick --only proxy,protocols,peers\n  \

@@ -16,8 +16,8 @@ use load::{ConfigError, LoadConfig, Progress, Protocol, RunControl, ThinkTime};
 use crate::cli::{parse_duration, parse_think, watch_interrupts, write_report};
 use crate::load_merge::{LoadCommand, ShardArgs};
 
-/// Load an HTTP/1.1 or HTTP/2 server: wrk's closed model with pipelining
-/// (h2load's with --h2 -m), wrk2's open model (--rate) with
+/// Load an HTTP/1.1, HTTP/2 or HTTP/3 server: wrk's closed model with
+/// pipelining (h2load's with --h2 or --h3 and -m), wrk2's open model (--rate) with
 /// coordinated-omission correction, or Gatling's users (-u, --think, --ramp).
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
@@ -25,6 +25,7 @@ use crate::load_merge::{LoadCommand, ShardArgs};
     sluice load -c128 --pipeline 16 -H 'J-Tenant-Id: 1007' http://127.0.0.1:8080/v1/pets\n  \
     sluice load -c50 --rate 2000 -d30s --warmup 5s http://127.0.0.1:8080/customers\n  \
     sluice load --h2 -c16 -m64 http://127.0.0.1:8080/v1/pets\n  \
+    sluice load --h3 -c16 -m32 --cacert ca.pem https://localhost:8443/v1/pets\n  \
     sluice load -n 10000 -c16 -X POST -H 'Content-Type: application/json' \\\n      \
       --body '{\"id\":\"1\",\"delay\":300}' http://127.0.0.1:8081/messages\n  \
     sluice load --requests-file urls.txt -c64 --json result.json\n  \
@@ -32,9 +33,10 @@ use crate::load_merge::{LoadCommand, ShardArgs};
     sluice load --shard 0/4 --start-at 2025-06-01T12:00:00Z --log shard-0.hlog -c64 --rate 8000 URL\n  \
     sluice load merge shard-*.hlog\n\n\
 --h2 speaks h2c (prior knowledge) to http:// URLs and negotiates h2 (ALPN) with\n\
-https:// ones. Latency is measured per request, pipelined ones and HTTP/2\n\
-streams included. With --rate it counts from each request's intended send time,\n\
-so a stalled server shows as latency instead of fewer samples; the uncorrected\n\
+https:// ones; --h3 speaks HTTP/3 over QUIC (UDP) to https:// ones. Latency is\n\
+measured per request, pipelined ones and HTTP/2 and HTTP/3 streams included.\n\
+With --rate it counts from each request's intended send time, so a stalled server\n\
+shows as latency instead of fewer samples; the uncorrected\n\
 figures are printed beside it. Requests leave within microseconds of their time\n\
 (a timerfd and a short spin, not Tokio's 1 ms timer); the report gives that\n\
 send lateness and warns when it is large against the target's latency. With\n\
@@ -78,7 +80,10 @@ pub(crate) struct LoadArgs {
     /// HTTP/2: h2c with prior knowledge for http://, ALPN h2 for https://.
     #[arg(long)]
     h2: bool,
-    /// With --h2: streams in flight per connection (h2load's -m), each timed on its own.
+    /// HTTP/3 over QUIC (https:// only, ALPN h3), each connection on its own UDP socket.
+    #[arg(long, conflicts_with = "h2")]
+    h3: bool,
+    /// With --h2 or --h3: streams in flight per connection (h2load's -m), each timed on its own.
     #[arg(short = 'm', long, default_value_t = 1)]
     streams: usize,
     /// Open model: requests per second across all connections (wrk2's -R).
@@ -205,10 +210,10 @@ fn build_config(args: &LoadArgs) -> Result<LoadConfig, ConfigError> {
     config.threads = args.threads;
     config.duration = args.duration;
     config.total_requests = args.requests;
-    config.protocol = if args.h2 {
-        Protocol::Http2
-    } else {
-        Protocol::Http1
+    config.protocol = match (args.h2, args.h3) {
+        (true, _) => Protocol::Http2,
+        (_, true) => Protocol::Http3,
+        _ => Protocol::Http1,
     };
     config.pipeline = args.pipeline;
     config.streams = args.streams;

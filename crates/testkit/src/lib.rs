@@ -15,6 +15,7 @@
 pub mod certs;
 pub mod fake;
 pub mod fake_h2;
+pub mod fake_h3;
 pub mod hostile;
 pub mod otelcol;
 mod raw;
@@ -27,6 +28,7 @@ pub use backends::{Backend, RunningServer, ServeOptions};
 pub use certs::TestCerts;
 pub use fake::{Behaviour, FakeServer};
 pub use fake_h2::{H2Options, H2Server};
+pub use fake_h3::{H3Options, H3Server};
 pub use hostile::{HostileUpstream, Step};
 pub use otelcol::Collector;
 pub use raw::{request_bytes, RawConn, RawResponse, IO_TIMEOUT};

@@ -99,7 +99,7 @@ pub(super) fn proxy(bench: &mut Bench<'_>) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Connections and streams per connection of the HTTP/2-client rows.
+/// Connections and streams per connection of the HTTP/2- and HTTP/3-client rows.
 const H2_CONNECTIONS: usize = 16;
 const H2_STREAMS: usize = 32;
 
@@ -123,16 +123,20 @@ pub(super) struct Case {
     /// Clients speak h2c with prior knowledge (issue 16's scenario:
     /// h2load -c16 -m32).
     h2_clients: bool,
+    /// Clients speak HTTP/3 (QUIC on the TLS listener's port), in the same
+    /// shape as the h2c clients (issue 31).
+    h3_clients: bool,
     upstream: Upstream,
 }
 
 /// The protocols group's cases, in the order it measures them.
-pub(super) const CASES: [Case; 6] = [
+pub(super) const CASES: [Case; 8] = [
     Case {
         name: "HTTP/1.1 -> HTTP/1.1",
         host: "h1",
         tls_listener: false,
         h2_clients: false,
+        h3_clients: false,
         upstream: Upstream::Http1,
     },
     Case {
@@ -140,6 +144,7 @@ pub(super) const CASES: [Case; 6] = [
         host: "tls",
         tls_listener: true,
         h2_clients: false,
+        h3_clients: false,
         upstream: Upstream::Http1,
     },
     Case {
@@ -147,6 +152,7 @@ pub(super) const CASES: [Case; 6] = [
         host: "h2c",
         tls_listener: false,
         h2_clients: false,
+        h3_clients: false,
         upstream: Upstream::H2c,
     },
     Case {
@@ -154,6 +160,7 @@ pub(super) const CASES: [Case; 6] = [
         host: "h2",
         tls_listener: false,
         h2_clients: false,
+        h3_clients: false,
         upstream: Upstream::H2Tls,
     },
     Case {
@@ -161,6 +168,7 @@ pub(super) const CASES: [Case; 6] = [
         host: "h1",
         tls_listener: false,
         h2_clients: true,
+        h3_clients: false,
         upstream: Upstream::Http1,
     },
     Case {
@@ -168,6 +176,23 @@ pub(super) const CASES: [Case; 6] = [
         host: "h2c",
         tls_listener: false,
         h2_clients: true,
+        h3_clients: false,
+        upstream: Upstream::H2c,
+    },
+    Case {
+        name: "h3 clients -> HTTP/1.1",
+        host: "h1",
+        tls_listener: true,
+        h2_clients: false,
+        h3_clients: true,
+        upstream: Upstream::Http1,
+    },
+    Case {
+        name: "h3 clients -> h2c",
+        host: "h2c",
+        tls_listener: true,
+        h2_clients: false,
+        h3_clients: true,
         upstream: Upstream::H2c,
     },
 ];
@@ -185,6 +210,7 @@ impl Case {
         Site::Proxy(ProxySite {
             tls: self.tls_listener.then_some(tls),
             h2c_clients: self.h2_clients,
+            h3_clients: self.h3_clients,
             upstream_protocol: match self.upstream {
                 Upstream::Http1 => UpstreamProtocol::Http1,
                 Upstream::H2c => UpstreamProtocol::H2c,
@@ -212,13 +238,14 @@ pub(super) fn protocols_rows(peers: &[PeerKind]) -> usize {
 }
 
 /// Question 4: HTTP/1.1, h2c and h2 over TLS to the backend, a TLS
-/// listener, and HTTP/2 clients (h2c) to HTTP/1.1 and h2c upstreams.
+/// listener, and HTTP/2 clients (h2c) and HTTP/3 clients to HTTP/1.1 and
+/// h2c upstreams.
 pub(super) fn protocols(bench: &mut Bench<'_>) -> anyhow::Result<()> {
     let mut group = begin(
         bench,
         GroupName::Protocols.as_str(),
         "Protocols",
-        "HTTP/1.1 vs HTTP/2 (h2c and h2 over TLS) between proxy and backend; TLS on the listener.",
+        "HTTP/1.1 vs HTTP/2 (h2c and h2 over TLS) between proxy and backend; TLS on the listener; HTTP/2 and HTTP/3 clients.",
     );
     let tls = bench.tls()?;
     let (plain, plain_addr) = bench.serve("petstore", &[], false)?;
@@ -231,18 +258,24 @@ pub(super) fn protocols(bench: &mut Bench<'_>) -> anyhow::Result<()> {
     let (secure, secure_addr) = bench.serve("petstore", &tls_args, false)?;
     let plain_listen = bench.port()?;
     let tls_listen = bench.port()?;
+    let h3_listen = bench.port()?;
+    let tls_key = format!(
+        "tls: {{ cert: \"{}\", key: \"{}\" }}",
+        tls.cert.display(),
+        tls.key.display()
+    );
+    let routes = format!(
+        "upstreams:\n{}{}  h2:\n    hosts: [\"https://{secure_addr}\"]\n    protocol: h2\n    tls: {{ ca: \"{}\" }}\n\
+routes:\n  - {{ path: /, host: h1, upstream: h1 }}\n  - {{ path: /, host: tls, upstream: h1 }}\n  \
+- {{ path: /, host: h2c, upstream: h2c }}\n  - {{ path: /, host: h2, upstream: h2 }}\n",
+        upstream_yaml("h1", &[plain_addr], ""),
+        upstream_yaml("h2c", &[plain_addr], "    protocol: h2c\n"),
+        tls.ca.display(),
+    );
     let yaml = sluice_yaml(
         bench.options.connections,
         &format!(
-            "listeners:\n  - {{ address: {plain_listen} }}\n  - {{ address: {tls_listen}, tls: {{ cert: \"{}\", key: \"{}\" }} }}\n\
-upstreams:\n{}{}  h2:\n    hosts: [\"https://{secure_addr}\"]\n    protocol: h2\n    tls: {{ ca: \"{}\" }}\n\
-routes:\n  - {{ path: /, host: h1, upstream: h1 }}\n  - {{ path: /, host: tls, upstream: h1 }}\n  \
-- {{ path: /, host: h2c, upstream: h2c }}\n  - {{ path: /, host: h2, upstream: h2 }}\n",
-            tls.cert.display(),
-            tls.key.display(),
-            upstream_yaml("h1", &[plain_addr], ""),
-            upstream_yaml("h2c", &[plain_addr], "    protocol: h2c\n"),
-            tls.ca.display(),
+            "listeners:\n  - {{ address: {plain_listen} }}\n  - {{ address: {tls_listen}, {tls_key} }}\n{routes}"
         ),
     );
     let sluice = bench.sluice_proxy(
@@ -251,13 +284,40 @@ routes:\n  - {{ path: /, host: h1, upstream: h1 }}\n  - {{ path: /, host: tls, u
         &[plain_listen, tls_listen],
     )?;
     let mut components: Vec<Component> = vec![plain, secure, sluice];
+    // HTTP/3 clients reach a proxy of their own, whose TLS listener also
+    // serves QUIC on its port: a sluice that refuses the key still runs
+    // the other cases, and its h3 rows are skipped with a note.
+    let h3_yaml = sluice_yaml(
+        bench.options.connections,
+        &format!(
+            "listeners:\n  - {{ address: {h3_listen}, protocols: [h2, http1, h3], {tls_key} }}\n{routes}"
+        ),
+    );
+    let h3_name = "sluice proxy (protocols, h3)";
+    let sluice_h3 = match bench.sluice_refuses(h3_name, &h3_yaml)? {
+        None => {
+            components.push(bench.sluice_proxy(h3_name, &h3_yaml, &[h3_listen])?);
+            Some(components.len() - 1)
+        }
+        Some(why) => {
+            group.notes.push(format!(
+                "sluice h3 clients rows: not measured: `sluice proxy --check` refused a listener \
+                 with `protocols: [h2, http1, h3]`: {why}"
+            ));
+            None
+        }
+    };
     let load_for = |bench: &Bench<'_>, listen: SocketAddr, case: &Case| {
         let scheme = if case.tls_listener { "https" } else { "http" };
         let mut config = throughput(bench, &format!("{scheme}://{listen}/v1/pets"))?;
         config.cacert = Some(tls.ca.clone());
         config.headers = vec![header("host", case.host)?];
-        if case.h2_clients {
-            config.protocol = Protocol::Http2;
+        if case.h2_clients || case.h3_clients {
+            config.protocol = if case.h3_clients {
+                Protocol::Http3
+            } else {
+                Protocol::Http2
+            };
             config.connections = H2_CONNECTIONS.min(config.connections);
             config.streams = H2_STREAMS;
         }
@@ -266,17 +326,20 @@ routes:\n  - {{ path: /, host: h1, upstream: h1 }}\n  - {{ path: /, host: tls, u
     // A block per case: sluice and each peer, rotated.
     let mut blocks = Vec::new();
     for case in &CASES {
-        let listen = if case.tls_listener {
-            tls_listen
-        } else {
-            plain_listen
+        let (listen, sluice) = match (case.h3_clients, case.tls_listener) {
+            (true, _) => (h3_listen, sluice_h3),
+            (false, true) => (tls_listen, Some(2)),
+            (false, false) => (plain_listen, Some(2)),
         };
-        let spec = RowSpec::new(
-            format!("sluice {}", case.name),
-            "sluice",
-            load_for(bench, listen, case)?,
-        );
-        let mut block = vec![Trial::new(spec, &[2, 0, 1])];
+        let mut block = Vec::new();
+        if let Some(index) = sluice {
+            let spec = RowSpec::new(
+                format!("sluice {}", case.name),
+                "sluice",
+                load_for(bench, listen, case)?,
+            );
+            block.push(Trial::new(spec, &[index, 0, 1]));
+        }
         let upstream = [match case.upstream {
             Upstream::H2Tls => secure_addr,
             Upstream::Http1 | Upstream::H2c => plain_addr,
@@ -295,7 +358,9 @@ routes:\n  - {{ path: /, host: h1, upstream: h1 }}\n  - {{ path: /, host: tls, u
             let spec = RowSpec::new(name, system, load_for(bench, listen, case)?);
             block.push(Trial::new(spec, &[components.len() - 1, 0, 1]));
         }
-        blocks.push(block);
+        if !block.is_empty() {
+            blocks.push(block);
+        }
     }
     group.rows = bench.run_blocks("protocols", &mut components, blocks, &mut || {})?;
     bench.publish(group);

@@ -1,8 +1,8 @@
 //! Every installed peer takes every configuration the bench writes for it:
 //! its own check accepts the files where it has one (`envoy --mode
 //! validate`, `caddy validate`, `nginx -t`, `haproxy -c`), and started on
-//! them it answers requests through to a real backend (HTTP/1.1, TLS or
-//! h2c clients; HTTP/1.1, h2c or h2 over TLS upstreams) with 200s only.
+//! them it answers requests through to a real backend (HTTP/1.1, TLS,
+//! h2c or HTTP/3 clients; HTTP/1.1, h2c or h2 over TLS upstreams) with 200s only.
 //! A peer that is not installed is skipped with a line saying so.
 
 use std::{net::SocketAddr, path::Path, process::Command, time::Duration};
@@ -101,6 +101,16 @@ fn check(kind: PeerKind) {
             false,
             Site::Proxy(ProxySite {
                 tls: Some(&tls),
+                ..proxy(free_port())
+            }),
+        ),
+        case(
+            "HTTP/3 clients",
+            true,
+            false,
+            Site::Proxy(ProxySite {
+                tls: Some(&tls),
+                h3_clients: true,
                 ..proxy(free_port())
             }),
         ),
@@ -222,6 +232,11 @@ fn answers(what: &str, case: &Case<'_>, ca: &Path, token: &str) {
     ];
     if case.h2_clients {
         config.protocol = Protocol::Http2;
+        config.streams = 4;
+    }
+    if matches!(&case.site, Site::Proxy(proxy) if proxy.h3_clients) {
+        // QUIC on the TLS listener's port.
+        config.protocol = Protocol::Http3;
         config.streams = 4;
     }
     // A peer that has just started (or a loaded machine) may answer nothing

@@ -62,7 +62,10 @@ pub(crate) fn caddyfile(site: &Site<'_>) -> Result<String, Unsupported> {
                 return Err(NO_HANDLERS);
             }
             let (scheme, protocols) = match (proxy.tls, proxy.h2c_clients) {
+                // HTTP/3 on the https listener's port, over UDP.
+                (Some(_), _) if proxy.h3_clients => ("https", "h1 h2 h3"),
                 (Some(_), _) => ("https", "h1 h2"),
+                (None, _) if proxy.h3_clients => return Err("HTTP/3 needs a TLS listener"),
                 (None, true) => ("http", "h1 h2c"),
                 (None, false) => ("http", "h1"),
             };
@@ -147,6 +150,20 @@ mod tests {
         assert!(file.contains("protocols h1 h2c\n"), "{file}");
         assert!(file.contains("versions h2c 2"), "{file}");
         assert!(file.contains("lb_policy round_robin"), "{file}");
+        // HTTP/3 clients: h3 beside h1 and h2 on the https listener.
+        let Site::Proxy(tls_site) = test_tls_site(&tls, &upstreams) else {
+            unreachable!("a proxy site")
+        };
+        let h3 = Site::Proxy(ProxySite {
+            h3_clients: true,
+            ..tls_site
+        });
+        let file = caddyfile(&h3).expect("supported");
+        assert!(file.contains("protocols h1 h2 h3\n"), "{file}");
+        assert!(
+            file.contains("https://:1 {\n\tbind 127.0.0.1\n\ttls /c.pem"),
+            "{file}"
+        );
     }
 
     #[test]

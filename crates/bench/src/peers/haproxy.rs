@@ -110,6 +110,7 @@ mod tests {
             listen: addr(1),
             tls: Some(&tls),
             h2c_clients: false,
+            h3_clients: false,
             upstreams: &upstreams,
             upstream_protocol: UpstreamProtocol::H2Tls {
                 ca: Path::new("/ca.pem"),

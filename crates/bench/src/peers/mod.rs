@@ -42,6 +42,8 @@ pub(crate) struct ProxySite<'a> {
     pub(crate) tls: Option<&'a TlsFiles>,
     /// Clients speak h2c with prior knowledge (plaintext listener only).
     pub(crate) h2c_clients: bool,
+    /// Clients speak HTTP/3, over QUIC on the TLS listener's port (UDP).
+    pub(crate) h3_clients: bool,
     pub(crate) upstreams: &'a [SocketAddr],
     pub(crate) upstream_protocol: UpstreamProtocol<'a>,
     /// Client connections to allow (the upstream side may need as many).
@@ -79,6 +81,7 @@ impl<'a> ProxySite<'a> {
             listen,
             tls: None,
             h2c_clients: false,
+            h3_clients: false,
             upstreams,
             upstream_protocol: UpstreamProtocol::Http1,
             max_conns,
@@ -200,6 +203,11 @@ impl Setup {
 /// How to start a peer of `kind` playing `site` with its files in `dir`,
 /// or why it cannot play it.
 pub(crate) fn setup(kind: PeerKind, site: &Site<'_>, dir: &Path) -> Result<Setup, Unsupported> {
+    if let (Site::Proxy(proxy), Some(why)) = (site, no_h3(kind)) {
+        if proxy.h3_clients {
+            return Err(why);
+        }
+    }
     match kind {
         PeerKind::Nginx => nginx::setup(site, dir),
         PeerKind::Haproxy => haproxy::setup(site, dir),
@@ -207,6 +215,24 @@ pub(crate) fn setup(kind: PeerKind, site: &Site<'_>, dir: &Path) -> Result<Setup
         PeerKind::Traefik => traefik::setup(site, dir),
         PeerKind::Caddy => caddy::setup(site, dir),
         PeerKind::Nghttpx => nghttpx::setup(site, dir),
+    }
+}
+
+/// Why a peer of `kind` has no HTTP/3 listener here (issue 31); `None`
+/// for Caddy, which serves HTTP/3 on its https listeners by default.
+fn no_h3(kind: PeerKind) -> Option<Unsupported> {
+    match kind {
+        PeerKind::Caddy => None,
+        PeerKind::Nginx => {
+            Some("Debian's nginx is built without its QUIC module (`listen ... quic`)")
+        }
+        PeerKind::Haproxy => {
+            Some("Debian's HAProxy is built without QUIC (it needs a QUIC-capable TLS library)")
+        }
+        PeerKind::Nghttpx => Some("Debian's nghttpx is built without HTTP/3 (ngtcp2)"),
+        PeerKind::Envoy | PeerKind::Traefik => {
+            Some("its HTTP/3 listener is not configured by the bench (Caddy is the HTTP/3 peer)")
+        }
     }
 }
 

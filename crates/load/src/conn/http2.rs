@@ -19,9 +19,7 @@ use std::{
     io,
     pin::Pin,
     rc::Rc,
-    sync::atomic::Ordering,
     task::{ready, Context, Poll},
-    time::Duration,
 };
 
 use bytes::Bytes;
@@ -34,19 +32,17 @@ use tokio::{
     time::Instant,
 };
 
-use super::{Client, Next, SessionEnd};
+use super::{
+    slots::{self, Slots},
+    Client, Next, SessionEnd,
+};
 use crate::stats::ErrorKind;
-use slots::Slots;
-
-mod slots;
 
 /// Receive window of each stream: responses up to 1 MiB never wait for a
 /// WINDOW_UPDATE.
 const STREAM_WINDOW: u32 = 1 << 20;
 /// Receive window of the connection, shared by its streams.
 const CONNECTION_WINDOW: u32 = 16 << 20;
-/// Where the timeout timer waits while no stream is in flight.
-const PARKED: Duration = Duration::from_secs(3600);
 
 /// One request of the rotation: its head, cloned for each stream, and its body.
 #[derive(Debug, Clone)]
@@ -85,7 +81,7 @@ enum Pass {
 struct Session<S> {
     send: SendRequest<Bytes>,
     conn: Connection<Counted<S>, Bytes>,
-    exchanges: Slots,
+    exchanges: Slots<Exchange>,
     /// Bytes read from the connection and not yet counted.
     received: Rc<Cell<usize>>,
     /// The connection refuses new streams (GOAWAY): reconnect once the
@@ -205,39 +201,6 @@ impl Client {
         }
     }
 
-    /// Records every exchange that completed or failed, and drops it;
-    /// those the server refused unprocessed are queued to be sent again
-    /// (once: a second refusal is a read error).
-    fn poll_exchanges(&mut self, exchanges: &mut Slots, now: Instant) {
-        let mut completed = 0;
-        let mut ended = 0;
-        let mut stats = self.stats.borrow_mut();
-        let retry = &mut self.retry;
-        exchanges.poll_woken(|exchange, result| match result {
-            Ok(status) => {
-                stats.response(status, exchange.request.intended, exchange.sent, now);
-                completed += 1;
-                ended += 1;
-            }
-            Err(err) if refused(&err) && !exchange.request.again => retry.push_back(Next {
-                again: true,
-                ..exchange.request
-            }),
-            Err(err) => {
-                stats.error(error_kind(&err), now);
-                ended += 1;
-            }
-        });
-        drop(stats);
-        if completed > 0 {
-            self.progress.fetch_add(completed, Ordering::Relaxed);
-        }
-        self.shared.finish(ended);
-        if ended > 0 {
-            self.rest(now);
-        }
-    }
-
     /// Opens streams while slots are free, requests are due and the
     /// connection takes them. Returns whether it opened any, and when the
     /// next request falls due if that is what it waits for (open model).
@@ -305,34 +268,27 @@ impl Client {
         }
         (opened, None)
     }
-
-    /// Ends (resets) the exchanges that have run out of time, each counted
-    /// as a timeout, and sets the timer for the next one to.
-    fn expire(&mut self, exchanges: &mut Slots) {
-        let now = Instant::now();
-        let timeout = self.shared.timeout;
-        let before = exchanges.len();
-        // Dropping a stream's handles resets it (RST_STREAM CANCEL).
-        exchanges.retain(|exchange| exchange.sent + timeout > now);
-        let expired = before - exchanges.len();
-        for _ in 0..expired {
-            self.record_error(ErrorKind::Timeout);
-        }
-        self.shared.finish(expired as u64);
-        if expired > 0 {
-            self.rest(now);
-        }
-        let next = exchanges
-            .iter()
-            .map(|exchange| exchange.sent + timeout)
-            .min()
-            .unwrap_or(now + PARKED);
-        self.timer.as_mut().reset(next);
-    }
 }
 
-impl Exchange {
-    /// The response's status once it is complete (body and trailers in).
+impl slots::Exchange for Exchange {
+    type Error = h2::Error;
+
+    fn request(&self) -> Next {
+        self.request
+    }
+
+    fn sent(&self) -> Instant {
+        self.sent
+    }
+
+    fn refused(err: &h2::Error) -> bool {
+        refused(err)
+    }
+
+    fn error_kind(err: &h2::Error) -> ErrorKind {
+        error_kind(err)
+    }
+
     fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Result<u16, h2::Error>> {
         if let Some(upload) = &mut self.upload {
             // Done or refused: either way the response tells the outcome.

@@ -1,5 +1,7 @@
-//! The exchanges of one HTTP/2 connection, one per slot, each slot with
-//! its own waker.
+//! The exchanges of one HTTP/2 or HTTP/3 connection, one per slot, each
+//! slot with its own waker, and what a session does with them that does
+//! not depend on the protocol: record those that ended, send the refused
+//! ones again, reset those that ran out of time.
 
 use std::{
     sync::{
@@ -7,17 +9,99 @@ use std::{
         Arc, Mutex,
     },
     task::{Context, Poll, Wake, Waker},
+    time::Duration,
 };
 
-use super::Exchange;
+use tokio::time::Instant;
+
+use super::{Client, Next};
+use crate::stats::ErrorKind;
+
+/// Where the timeout timer waits while no stream is in flight.
+const PARKED: Duration = Duration::from_secs(3600);
+
+/// A request in flight on its stream, polled to its end.
+pub(super) trait Exchange {
+    type Error;
+    /// The response's status once it is complete (body and trailers in).
+    fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Result<u16, Self::Error>>;
+    /// The request it carries.
+    fn request(&self) -> Next;
+    /// When its stream was opened: it times out `--timeout` after.
+    fn sent(&self) -> Instant;
+    /// Whether the server says it did not process the request, so that
+    /// it may be sent again.
+    fn refused(err: &Self::Error) -> bool;
+    /// How the error counts.
+    fn error_kind(err: &Self::Error) -> ErrorKind;
+}
+
+impl Client {
+    /// Records every exchange that completed or failed, and drops it;
+    /// those the server refused unprocessed are queued to be sent again
+    /// (once: a second refusal is a read error).
+    pub(super) fn poll_exchanges<E: Exchange>(&mut self, exchanges: &mut Slots<E>, now: Instant) {
+        let mut completed = 0;
+        let mut ended = 0;
+        let mut stats = self.stats.borrow_mut();
+        let retry = &mut self.retry;
+        exchanges.poll_woken(|exchange, result| match result {
+            Ok(status) => {
+                stats.response(status, exchange.request().intended, exchange.sent(), now);
+                completed += 1;
+                ended += 1;
+            }
+            Err(err) if E::refused(&err) && !exchange.request().again => retry.push_back(Next {
+                again: true,
+                ..exchange.request()
+            }),
+            Err(err) => {
+                stats.error(E::error_kind(&err), now);
+                ended += 1;
+            }
+        });
+        drop(stats);
+        if completed > 0 {
+            self.progress.fetch_add(completed, Ordering::Relaxed);
+        }
+        self.shared.finish(ended);
+        if ended > 0 {
+            self.rest(now);
+        }
+    }
+
+    /// Ends (resets) the exchanges that have run out of time, each counted
+    /// as a timeout, and sets the timer for the next one to.
+    pub(super) fn expire<E: Exchange>(&mut self, exchanges: &mut Slots<E>) {
+        let now = Instant::now();
+        let timeout = self.shared.timeout;
+        let before = exchanges.len();
+        // Dropping a stream's handles resets it.
+        exchanges.retain(|exchange| exchange.sent() + timeout > now);
+        let expired = before - exchanges.len();
+        for _ in 0..expired {
+            self.record_error(ErrorKind::Timeout);
+        }
+        self.shared.finish(expired as u64);
+        if expired > 0 {
+            self.rest(now);
+        }
+        let next = exchanges
+            .iter()
+            .map(|exchange| exchange.sent() + timeout)
+            .min()
+            .unwrap_or(now + PARKED);
+        self.timer.as_mut().reset(next);
+    }
+}
 
 /// The exchanges in flight, one per slot, each slot with its own waker
 /// that marks it woken: a pass polls only the exchanges woken since their
 /// last poll, not all of them (`h2` clones the waker on every poll of a
 /// pending stream, which made polling every stream the most expensive
 /// part of a pass).
-pub(super) struct Slots {
-    exchanges: Vec<Option<Exchange>>,
+pub(super) struct Slots<E> {
+    exchanges: Vec<Option<E>>,
     wakers: Vec<Waker>,
     free: Vec<usize>,
     woken: Arc<Woken>,
@@ -55,7 +139,7 @@ impl Wake for SlotWaker {
     }
 }
 
-impl Slots {
+impl<E: Exchange> Slots<E> {
     pub(super) fn new(count: usize) -> Self {
         let woken = Arc::new(Woken {
             bits: (0..count.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(),
@@ -101,7 +185,7 @@ impl Slots {
 
     /// Puts `exchange` in a free slot (the caller checks [`Slots::is_full`]
     /// first). It counts as woken: its first poll registers its waker.
-    pub(super) fn insert(&mut self, exchange: Exchange) {
+    pub(super) fn insert(&mut self, exchange: E) {
         if let Some(slot) = self.free.pop() {
             self.exchanges[slot] = Some(exchange);
             self.woken.mark(slot);
@@ -109,7 +193,7 @@ impl Slots {
     }
 
     /// Polls the woken exchanges; those that end are handed to `ended` and dropped.
-    pub(super) fn poll_woken(&mut self, mut ended: impl FnMut(&Exchange, Result<u16, h2::Error>)) {
+    pub(super) fn poll_woken(&mut self, mut ended: impl FnMut(&E, Result<u16, E::Error>)) {
         for word in 0..self.woken.bits.len() {
             let mut bits = self.woken.bits[word].swap(0, Ordering::AcqRel);
             while bits != 0 {
@@ -129,7 +213,7 @@ impl Slots {
     }
 
     /// Drops the exchanges for which `keep` is false.
-    pub(super) fn retain(&mut self, mut keep: impl FnMut(&Exchange) -> bool) {
+    pub(super) fn retain(&mut self, mut keep: impl FnMut(&E) -> bool) {
         for (slot, entry) in self.exchanges.iter_mut().enumerate() {
             if entry.as_ref().is_some_and(|exchange| !keep(exchange)) {
                 *entry = None;
@@ -138,7 +222,7 @@ impl Slots {
         }
     }
 
-    pub(super) fn iter(&self) -> impl Iterator<Item = &Exchange> {
+    pub(super) fn iter(&self) -> impl Iterator<Item = &E> {
         self.exchanges.iter().flatten()
     }
 }
