@@ -4,6 +4,9 @@
 //! inside `use crate::{…}` groups, and fails on an import that goes up or
 //! sideways (which is also what makes a cycle impossible).
 
+// Test helpers panic on failure: that is what a test wants.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::{collections::BTreeMap, fs, path::Path};
