@@ -21,7 +21,7 @@ use std::{
     net::{IpAddr, Ipv4Addr, Ipv6Addr},
 };
 
-use http::{HeaderMap, HeaderName, HeaderValue};
+use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use http1::{parse_head_into, parse_response_head, Field, Limits};
 use proxy::wire::fuzzing::{
     client_h1, client_h2, client_h2_from, upstream_h1, upstream_h2, Client, Edits, Head,
@@ -84,11 +84,14 @@ pub fn check(data: &[u8]) {
     }
 }
 
-fn request(selector: u8, buf: &[u8]) {
-    let mut fields: Vec<Field> = Vec::new();
-    let Ok(Some(head)) = parse_head_into(buf, &LIMITS, &mut fields) else {
-        return;
-    };
+/// The request a parsed HTTP/1.1 head describes, as a session passes it
+/// to the head writers; `selector`'s bits choose the peer and trust.
+pub(crate) fn client<'a>(
+    selector: u8,
+    buf: &'a [u8],
+    head: &'a http1::Head,
+    fields: &'a [Field],
+) -> Client<'a> {
     let peer = if selector & 2 == 0 {
         IpAddr::V4(Ipv4Addr::new(10, 0, 0, 9))
     } else {
@@ -98,19 +101,27 @@ fn request(selector: u8, buf: &[u8]) {
         http1::Framing::Length(n) => Some(n as u64),
         http1::Framing::Empty | http1::Framing::Chunked => None,
     };
-    let client = Client {
+    Client {
         method: &head.method,
         path: &buf[head.path.clone()],
         query: head.query.clone().map(|q| &buf[q]),
         host: head.host.clone().map(|h| &buf[h]),
-        fields: Head::H1(buf, &fields),
+        fields: Head::H1(buf, fields),
         peer,
         secure: selector & 4 != 0,
         trust_forwarded: selector & 8 != 0,
         normal_path: None,
         normal_host: None,
         length,
+    }
+}
+
+fn request(selector: u8, buf: &[u8]) {
+    let mut fields: Vec<Field> = Vec::new();
+    let Ok(Some(head)) = parse_head_into(buf, &LIMITS, &mut fields) else {
+        return;
     };
+    let client = client(selector, buf, &head, &fields);
 
     // Over HTTP/1.1: what the proxy writes, its own parser reads.
     let written = upstream_h1(&client);
@@ -248,7 +259,14 @@ fn response(selector: u8, buf: &[u8]) {
 
     // For an HTTP/1.1 client: framed by the proxy when the length is not
     // kept, the same fields otherwise.
-    let length = if keep_length { None } else { Some(0) };
+    let bodiless = status.is_informational()
+        || status == StatusCode::NO_CONTENT
+        || status == StatusCode::NOT_MODIFIED;
+    let length = if keep_length || bodiless {
+        None
+    } else {
+        Some(0)
+    };
     let written = client_h1(status, upstream, length, edits.as_ref());
     let mut again: Vec<Field> = Vec::new();
     let reparsed = parse_response_head(&written, LIMITS.max_head, false, &mut again);
@@ -262,7 +280,7 @@ fn response(selector: u8, buf: &[u8]) {
     let mut h1 = by_name(h1_fields(&written, &again));
     h1.retain(|name, _| !connection_specific(name));
     let mut h2_fields = by_name(map_fields(headers));
-    if !keep_length {
+    if !keep_length && !bodiless {
         // The proxy's own framing over HTTP/1.1; none over HTTP/2.
         h1.remove("content-length");
         h2_fields.remove("content-length");

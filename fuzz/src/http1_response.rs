@@ -15,12 +15,7 @@ pub fn check(data: &[u8]) {
     for part in [&data[..split], &data[split..]] {
         buf.extend_from_slice(part);
         let before = buf.len();
-        loop {
-            match reader.advance(&mut buf, head_request) {
-                Ok(Some(_)) => continue,
-                Ok(None) | Err(_) => break,
-            }
-        }
+        while let Ok(Some(_)) = reader.advance(&mut buf, head_request) {}
         assert!(buf.len() <= before);
     }
     let _ = reader.finish_at_eof();

@@ -21,8 +21,11 @@ pub mod openapi_spec;
 pub mod traceparent;
 pub mod trailers;
 
+/// A target's check: panics when a property breaks.
+pub type Check = fn(&[u8]);
+
 /// Every target: its name (the binary, seeds/NAME/) and its check.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Check)] = &[
     ("config", config::check),
     ("cookies", cookies::check),
     ("h2_heads", h2_heads::check),
