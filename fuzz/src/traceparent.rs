@@ -86,6 +86,9 @@ fn set_in_head(input: &[u8], value: &[u8; 55]) {
     let Ok(Some(parsed)) = parse_head_into(input, &LIMITS, &mut fields) else {
         return;
     };
+    if parsed.host.is_none() {
+        return; // see h2_heads: no Host is written upstream for HTTP/1.0.
+    }
     let client = crate::h2_heads::client(0, input, &parsed, &fields);
     let head = upstream_h1(&client);
     let body = &input[parsed.len..];

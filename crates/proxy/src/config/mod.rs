@@ -60,9 +60,16 @@ pub fn parse(
     };
     let (text, substituted) = env::substitute(text, &lookup)
         .map_err(|err| at(err.line, err.column, String::new(), err.message))?;
-    // An error quoting a value never shows one the environment gave.
+    // An error quoting a value never shows one the environment gave, in
+    // its message or in its key (a malformed mapping such as
+    // `{ token:x "${SECRET}" }` puts the value in the key's path).
     let at = |line: usize, column: usize, key: String, message: String| {
-        at(line, column, key, scrub(message, &substituted))
+        at(
+            line,
+            column,
+            scrub(key, &substituted),
+            scrub(message, &substituted),
+        )
     };
     let mut key = String::new();
     let mut config: Config = serde_saphyr::with_deserializer_from_str(&text, |de| {
