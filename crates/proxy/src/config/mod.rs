@@ -55,8 +55,8 @@ pub fn parse(
         file: file.to_path_buf(),
         line,
         column,
-        key,
-        message,
+        key: one_line(key),
+        message: one_line(message),
     };
     let (text, substituted) = env::substitute(text, &lookup)
         .map_err(|err| at(err.line, err.column, String::new(), err.message))?;
@@ -125,6 +125,21 @@ fn scrub(mut message: String, substituted: &[FromEnv]) -> String {
         }
     }
     message
+}
+
+/// `text` with its control characters escaped (`\r`, `\u{1b}`): a key
+/// or a quoted value may hold a line break or a terminal escape, and an
+/// error is one line of plain text.
+fn one_line(text: String) -> String {
+    if !text.chars().any(char::is_control) {
+        return text;
+    }
+    text.chars()
+        .map(|c| match c.is_control() {
+            true => c.escape_default().to_string(),
+            false => c.to_string(),
+        })
+        .collect()
 }
 
 /// serde_path_to_error writes `.` for the document root.

@@ -351,3 +351,15 @@ fn a_value_from_the_environment_is_kept_out_of_the_key_too() {
     assert!(err.key.contains("(redacted)"), "{err}");
     assert_eq!(err.line, 1);
 }
+
+#[test]
+fn an_error_is_one_line_whatever_the_key_holds() {
+    // Found by the `config` fuzz target: a malformed mapping put a line
+    // break (YAML folds the two carriage returns into one) into the key's
+    // path, and the error onto two lines.
+    let text = "admin: { address: 127.0.0.1:9901, token:x \"a\r\rb\" }\n";
+    let err = parse_str(text).unwrap_err();
+    let shown = err.to_string();
+    assert!(!shown.chars().any(char::is_control), "{shown:?}");
+    assert!(shown.contains("\\n"), "{shown:?}");
+}
