@@ -293,8 +293,9 @@ fn response(selector: u8, buf: &[u8]) {
     let mut h1 = by_name(h1_fields(&written, &again));
     h1.retain(|name, _| !connection_specific(name));
     let mut h2_fields = by_name(map_fields(headers));
-    if !keep_length && !bodiless {
-        // The proxy's own framing over HTTP/1.1; none over HTTP/2.
+    if !keep_length {
+        // The proxy's own framing (or, without a body, the upstream's
+        // length passed on) over HTTP/1.1; none over HTTP/2.
         h1.remove("content-length");
         h2_fields.remove("content-length");
     }
