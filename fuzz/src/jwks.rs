@@ -29,14 +29,20 @@ fn tokens() -> &'static [String; 2] {
     })
 }
 
-/// Every string a key of the document holds under `k` or `d`.
+/// Every string a key of the document holds under `k` or `d`, unless
+/// another member (a `kty`, a `kid`, which errors may quote) holds it too.
 fn secrets(document: &Value) -> Vec<String> {
     let keys = document.get("keys").and_then(Value::as_array);
-    keys.into_iter()
-        .flatten()
+    let keys = || keys.into_iter().flatten().filter_map(Value::as_object);
+    let public: Vec<&str> = keys()
+        .flat_map(|key| key.iter())
+        .filter(|(member, _)| !["k", "d"].contains(&member.as_str()))
+        .filter_map(|(_, value)| value.as_str())
+        .collect();
+    keys()
         .flat_map(|key| ["k", "d"].map(|member| key.get(member).and_then(Value::as_str)))
         .flatten()
-        .filter(|secret| secret.len() >= 8)
+        .filter(|secret| secret.len() >= 8 && !public.iter().any(|p| p.contains(secret)))
         .map(str::to_owned)
         .collect()
 }
