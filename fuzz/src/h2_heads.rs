@@ -57,7 +57,9 @@ fn by_name<'a>(fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>) -> ByName
         out.entry(name).or_default().push(value.to_vec());
     }
     if let Some(cookies) = out.get_mut("cookie") {
-        *cookies = vec![cookies.join(&b"; "[..])];
+        // Trimmed: an empty last crumb leaves `; ` at the end of the
+        // joined field, which a parser reads without its trailing space.
+        *cookies = vec![cookies.join(&b"; "[..]).trim_ascii().to_vec()];
     }
     out
 }
