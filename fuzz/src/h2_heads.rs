@@ -123,6 +123,11 @@ fn request(selector: u8, buf: &[u8]) {
     let Ok(Some(head)) = parse_head_into(buf, &LIMITS, &mut fields) else {
         return;
     };
+    if fields.len() + 4 > crate::traceparent::MAX_FIELDS {
+        // The fields the proxy adds would take the head past the
+        // parser's field limit: an upstream like it answers 431.
+        return;
+    }
     if head.host.is_none() {
         // HTTP/1.0 without Host: the HTTP/1.1 head written upstream has
         // no Host either (an HTTP/1.1 server answers 400), where the

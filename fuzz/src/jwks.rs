@@ -29,7 +29,8 @@ fn tokens() -> &'static [String; 2] {
     })
 }
 
-/// Every string a key of the document holds under `k` or `d`, unless
+/// Every base64url string of 16 or more characters a key of the document
+/// holds under `k` or `d`, unless
 /// another member (a `kty`, a `kid`, which errors may quote) holds it too.
 fn secrets(document: &Value) -> Vec<String> {
     let keys = document.get("keys").and_then(Value::as_array);
@@ -42,7 +43,14 @@ fn secrets(document: &Value) -> Vec<String> {
     keys()
         .flat_map(|key| ["k", "d"].map(|member| key.get(member).and_then(Value::as_str)))
         .flatten()
-        .filter(|secret| secret.len() >= 8 && !public.iter().any(|p| p.contains(secret)))
+        .filter(|secret| {
+            // Key material is base64url; shorter runs are words an error
+            // may hold for other reasons.
+            let base64url = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+            secret.len() >= 16
+                && secret.chars().all(base64url)
+                && !public.iter().any(|p| p.contains(secret))
+        })
         .map(str::to_owned)
         .collect()
 }

@@ -23,7 +23,7 @@ use proxy::{
 };
 
 /// The most fields the proxy's parser takes in a head.
-const MAX_FIELDS: usize = 100;
+pub(crate) const MAX_FIELDS: usize = 100;
 
 const LIMITS: Limits = Limits {
     max_head: 8 * 1024,
@@ -89,6 +89,9 @@ fn set_in_head(input: &[u8], value: &[u8; 55]) {
     let Ok(Some(parsed)) = parse_head_into(input, &LIMITS, &mut fields) else {
         return;
     };
+    if fields.len() + 5 > MAX_FIELDS {
+        return; // see h2_heads: past the field limit with what is added.
+    }
     if parsed.host.is_none() {
         return; // see h2_heads: no Host is written upstream for HTTP/1.0.
     }
