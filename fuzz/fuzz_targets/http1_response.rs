@@ -1,29 +1,3 @@
-//! The load generator's incremental response reader: any bytes, split at any
-//! point, give responses or an error; never a panic, never a loop.
 #![no_main]
 
-use bytes::BytesMut;
-use libfuzzer_sys::fuzz_target;
-use load::ResponseReader;
-
-fuzz_target!(|data: &[u8]| {
-    let Some((&split, data)) = data.split_first() else {
-        return;
-    };
-    let head_request = split & 1 == 1;
-    let split = (split as usize).min(data.len());
-    let mut reader = ResponseReader::default();
-    let mut buf = BytesMut::new();
-    for part in [&data[..split], &data[split..]] {
-        buf.extend_from_slice(part);
-        let before = buf.len();
-        loop {
-            match reader.advance(&mut buf, head_request) {
-                Ok(Some(_)) => continue,
-                Ok(None) | Err(_) => break,
-            }
-        }
-        assert!(buf.len() <= before);
-    }
-    let _ = reader.finish_at_eof();
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| sluice_fuzz::http1_response::check(data));

@@ -29,3 +29,47 @@ mod upstream;
 pub mod wire;
 
 pub use server::{check, start, start_with, LogHook, Options, RunningProxy};
+
+/// Entry points for the fuzz targets (fuzz/, issue 34) into the layers
+/// above `wire` (whose own are [`wire::fuzzing`]): `traceparent` as the
+/// tracer reads and writes it and as the correlation handler continues
+/// it, and the cookie lookup of `balance: hash` and sticky sessions. Not
+/// an API: nothing else calls these.
+#[doc(hidden)]
+pub mod fuzzing {
+    use http::Method;
+
+    use crate::wire::{fuzzing::Head, head::Outgoing};
+
+    /// Trace id, parent span id and sampled flag of a valid `traceparent`.
+    pub fn parse_traceparent(value: &[u8]) -> Option<(u128, u64, bool)> {
+        crate::telemetry::trace::parse_traceparent(value)
+    }
+
+    /// The `traceparent` naming span `span_id` of trace `trace_id`.
+    pub fn traceparent(trace_id: u128, span_id: u64) -> [u8; 55] {
+        crate::telemetry::trace::SpanContext { trace_id, span_id }.traceparent()
+    }
+
+    /// Whether the correlation handler continues `value`.
+    pub fn is_traceparent(value: &[u8]) -> bool {
+        crate::middleware::is_traceparent(value)
+    }
+
+    /// The correlation handler's next `traceparent`.
+    pub fn next_traceparent(parent: Option<&[u8]>, trace: u128, span: u64) -> [u8; 55] {
+        crate::middleware::next_traceparent(parent, trace, span)
+    }
+
+    /// The value of cookie `name` in a request with these fields.
+    pub fn cookie<'a>(fields: Head<'a>, name: &str) -> Option<&'a [u8]> {
+        let request = Outgoing {
+            method: &Method::GET,
+            path: b"/",
+            query: None,
+            host: None,
+            fields: fields.fields(),
+        };
+        crate::upstream::balance::cookie(&request, name)
+    }
+}

@@ -130,7 +130,14 @@ fn key_before(prefix: &str) -> Option<String> {
         .filter(|&i| bytes[i] == b':' && bytes.get(i + 1).is_some_and(u8::is_ascii_whitespace))
         .find_map(|i| {
             let before = prefix[..i].trim_end_matches(['"', '\'']);
-            let start = before.rfind(|c: char| !name_char(c)).map_or(0, |p| p + 1);
+            // By bytes: the last byte of a multi-byte character is not
+            // a name's, and the name starts just after it (a char
+            // boundary), where `p + 1` after `rfind` would cut the
+            // character and panic.
+            let start = before
+                .bytes()
+                .rposition(|b| !name_char(char::from(b)))
+                .map_or(0, |p| p + 1);
             let name = &before[start..];
             (!name.is_empty()).then(|| name.to_string())
         })
@@ -185,6 +192,19 @@ mod tests {
         assert_eq!(key("hosts: [\"${PORT}\"]").as_deref(), Some("hosts"));
         assert_eq!(key("  - ${PORT}"), None);
         assert!(!format!("{:?}", substitute("a: ${PORT}", env).unwrap().1).contains("8080"));
+    }
+
+    #[test]
+    fn a_non_ascii_character_before_a_key_is_not_a_panic() {
+        // Found by the `config` fuzz target: the key's start was taken
+        // one byte after a multi-byte character, inside it.
+        let key = |line: &str| {
+            let (_, seen) = substitute(line, env).unwrap();
+            seen.into_iter().next().and_then(|s| s.key)
+        };
+        assert_eq!(key("é: ${PORT}"), None);
+        assert_eq!(key("{ \u{fffd}port: ${PORT} }").as_deref(), Some("port"));
+        assert_eq!(key("clé-x: ${PORT}").as_deref(), Some("-x"));
     }
 
     #[test]

@@ -57,14 +57,21 @@ pub fn parse(
         file: file.to_path_buf(),
         line,
         column,
-        key,
-        message,
+        key: one_line(key),
+        message: one_line(message),
     };
     let (text, substituted) = env::substitute(text, &lookup)
         .map_err(|err| at(err.line, err.column, String::new(), err.message))?;
-    // An error quoting a value never shows one the environment gave.
+    // An error quoting a value never shows one the environment gave, in
+    // its message or in its key (a malformed mapping such as
+    // `{ token:x "${SECRET}" }` puts the value in the key's path).
     let at = |line: usize, column: usize, key: String, message: String| {
-        at(line, column, key, scrub(message, &substituted))
+        at(
+            line,
+            column,
+            scrub(key, &substituted),
+            scrub(message, &substituted),
+        )
     };
     let mut key = String::new();
     let mut config: Config = serde_saphyr::with_deserializer_from_str(&text, |de| {
@@ -120,6 +127,21 @@ fn scrub(mut message: String, substituted: &[FromEnv]) -> String {
         }
     }
     message
+}
+
+/// `text` with its control characters escaped (`\r`, `\u{1b}`): a key
+/// or a quoted value may hold a line break or a terminal escape, and an
+/// error is one line of plain text.
+fn one_line(text: String) -> String {
+    if !text.chars().any(char::is_control) {
+        return text;
+    }
+    text.chars()
+        .map(|c| match c.is_control() {
+            true => c.escape_default().to_string(),
+            false => c.to_string(),
+        })
+        .collect()
 }
 
 /// serde_path_to_error writes `.` for the document root.

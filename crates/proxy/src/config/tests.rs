@@ -336,3 +336,30 @@ fn handler_settings_fail_where_they_are_written() {
         "sluice.yaml:6:43: middleware.inside.headers.response.add.x y: `x y` is not a valid header name"
     );
 }
+
+#[test]
+fn a_value_from_the_environment_is_kept_out_of_the_key_too() {
+    // Found by the `config` fuzz target: the value landed in the key's
+    // path of an unknown-field error, which only the message was
+    // scrubbed of.
+    let text = "admin: { address: 127.0.0.1:9901, token:7 \"${SECRET}\" }\n";
+    let err = parse(text, Path::new("sluice.yaml"), |name| {
+        (name == "SECRET").then(|| "s3cr3t-fuzz-value".to_string())
+    })
+    .unwrap_err();
+    assert!(!err.to_string().contains("s3cr3t"), "{err}");
+    assert!(err.key.contains("(redacted)"), "{err}");
+    assert_eq!(err.line, 1);
+}
+
+#[test]
+fn an_error_is_one_line_whatever_the_key_holds() {
+    // Found by the `config` fuzz target: a malformed mapping put a line
+    // break (YAML folds the two carriage returns into one) into the key's
+    // path, and the error onto two lines.
+    let text = "admin: { address: 127.0.0.1:9901, token:x \"a\r\rb\" }\n";
+    let err = parse_str(text).unwrap_err();
+    let shown = err.to_string();
+    assert!(!shown.chars().any(char::is_control), "{shown:?}");
+    assert!(shown.contains("\\n"), "{shown:?}");
+}

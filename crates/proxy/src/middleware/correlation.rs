@@ -103,7 +103,7 @@ fn uuid_v4(random: u128) -> [u8; 36] {
 
 /// `00-TRACE-SPAN-FLAGS` continuing a valid `parent` with span id `span`,
 /// or starting trace `trace` (unsampled: this proxy records no spans).
-fn next_traceparent(parent: Option<&[u8]>, trace: u128, span: u64) -> [u8; 55] {
+pub(crate) fn next_traceparent(parent: Option<&[u8]>, trace: u128, span: u64) -> [u8; 55] {
     let mut out = *b"00-00000000000000000000000000000000-0000000000000000-00";
     match parent.filter(|p| is_traceparent(p)) {
         Some(parent) => {
@@ -117,7 +117,7 @@ fn next_traceparent(parent: Option<&[u8]>, trace: u128, span: u64) -> [u8; 55] {
 }
 
 /// Version 00, lower-case hex, trace and parent ids not all zeros.
-fn is_traceparent(value: &[u8]) -> bool {
+pub(crate) fn is_traceparent(value: &[u8]) -> bool {
     let hex = |range: std::ops::Range<usize>| {
         value[range.clone()]
             .iter()

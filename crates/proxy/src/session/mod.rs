@@ -70,7 +70,10 @@ enum Next {
 }
 
 /// Why an exchange failed before the response head reached the client.
-struct Failure {
+/// `pub(crate)`: the `Wire` trait's `impl Future` returns name it, which
+/// nightly rustc refuses for a type less visible than the trait (E0446),
+/// and the fuzz targets build on nightly.
+pub(crate) struct Failure {
     pub(super) status: StatusCode,
     pub(super) detail: String,
     /// The request body was only partly read from the client.

@@ -8,6 +8,8 @@
 pub(crate) mod alt_svc;
 pub(crate) mod edits;
 pub(crate) mod fields;
+#[doc(hidden)]
+pub mod fuzzing;
 pub(crate) mod head;
 pub(crate) mod http2;
 pub(crate) mod interim;

@@ -30,7 +30,7 @@ pub(super) fn hash_key(key: &HashKey, request: &Outgoing<'_>, peer: IpAddr) -> O
 }
 
 /// The value of cookie `name` in the request's `Cookie` fields.
-pub(super) fn cookie<'a>(request: &Outgoing<'a>, name: &str) -> Option<&'a [u8]> {
+pub(crate) fn cookie<'a>(request: &Outgoing<'a>, name: &str) -> Option<&'a [u8]> {
     request
         .fields
         .get_all("cookie")

@@ -28,6 +28,7 @@ use crate::{
     ids::HostId,
     wire::head::Outgoing,
 };
+pub(crate) use affinity::cookie;
 use affinity::{AppCookie, StickyCookie};
 use choice::Cumulative;
 use limits::HostLimits;

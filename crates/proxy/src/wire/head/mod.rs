@@ -151,7 +151,10 @@ impl<'a> RequestRules<'a> {
         let context = self.context;
         let lower = |wanted: &str| name.eq_ignore_ascii_case(wanted.as_bytes());
         let upgrade_as_sent = context.upgrade == Some(Offered::AsSent) && lower("upgrade");
-        let dropped = self.hop_by_hop.contains(name) && !upgrade_as_sent
+        // `Connection: host` does not take the Host away: an HTTP/1.1
+        // request must carry one (RFC 9112 3.2), and the upstream would
+        // answer 400 or pick its default host.
+        let dropped = self.hop_by_hop.contains(name) && !upgrade_as_sent && !lower("host")
             || lower("content-length")
             || lower("expect")
             // Never relayed: asks the upstream to switch to h2c (issue 15).

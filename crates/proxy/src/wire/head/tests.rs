@@ -55,6 +55,21 @@ fn hop_by_hop_fields_are_dropped() {
 }
 
 #[test]
+fn connection_cannot_name_the_host_away() {
+    // Found by the `h2_heads` fuzz target: `Connection: host` dropped the
+    // client's Host, and the upstream got an HTTP/1.1 request without one.
+    let out = forward(
+        "GET / HTTP/1.1\r\nHost: h\r\nConnection: x, host\r\n\r\n",
+        false,
+        None,
+    );
+    assert_eq!(
+        out,
+        "GET / HTTP/1.1\r\nHost: h\r\nx-forwarded-for: 10.0.0.9\r\nx-forwarded-proto: http\r\nx-forwarded-host: h\r\n\r\n"
+    );
+}
+
+#[test]
 fn forwarded_fields_are_replaced_unless_trusted() {
     let raw = "GET / HTTP/1.1\r\nHost: h\r\nX-Forwarded-For: 1.1.1.1\r\nX-Forwarded-Proto: https\r\nX-Forwarded-For: 2.2.2.2\r\nX-Forwarded-Host: outer\r\n\r\n";
     let untrusted = forward(raw, false, None);

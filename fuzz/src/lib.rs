@@ -1,0 +1,44 @@
+//! The fuzz targets' checks, one module a target, each a
+//! `check(data: &[u8])` that panics on a broken property. The libFuzzer
+//! binaries (fuzz_targets/, `cargo +nightly fuzz run NAME`) call them, and
+//! so does tests/seeds.rs on stable, replaying the checked-in seeds
+//! (seeds/NAME/) through the same function. docs/FUZZING.md says what
+//! each asserts and how far the long runs went.
+
+pub mod config;
+pub mod cookies;
+pub mod h2_heads;
+pub mod h2_server;
+pub mod hpack_decode;
+pub mod http1_request;
+pub mod http1_response;
+pub mod http1_upstream_response;
+pub mod jwks;
+pub mod jwt_verify;
+pub mod normalize_request;
+pub mod openapi_request;
+pub mod openapi_spec;
+pub mod traceparent;
+pub mod trailers;
+
+/// A target's check: panics when a property breaks.
+pub type Check = fn(&[u8]);
+
+/// Every target: its name (the binary, seeds/NAME/) and its check.
+pub const TARGETS: &[(&str, Check)] = &[
+    ("config", config::check),
+    ("cookies", cookies::check),
+    ("h2_heads", h2_heads::check),
+    ("h2_server", h2_server::check),
+    ("hpack_decode", hpack_decode::check),
+    ("http1_request", http1_request::check),
+    ("http1_response", http1_response::check),
+    ("http1_upstream_response", http1_upstream_response::check),
+    ("jwks", jwks::check),
+    ("jwt_verify", jwt_verify::check),
+    ("normalize_request", normalize_request::check),
+    ("openapi_request", openapi_request::check),
+    ("openapi_spec", openapi_spec::check),
+    ("traceparent", traceparent::check),
+    ("trailers", trailers::check),
+];
