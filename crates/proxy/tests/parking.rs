@@ -61,7 +61,14 @@ async fn a_parked_connection_closes_at_its_idle_timeout() {
     // request), not at once and not left open.
     assert!(conn.is_closed_by_peer().await);
     assert_eq!(gauge(proxy.admin(), "sluice_parked_connections").await, 0);
-    assert_eq!(gauge(proxy.admin(), "sluice_open_connections").await, 0);
+    // The close can reach the client before the proxy has counted the
+    // connection gone (seen under load): polled, not read once.
+    let admin = proxy.admin();
+    let zero = support::live::until(Duration::from_secs(10), || async {
+        gauge(admin, "sluice_open_connections").await == 0
+    })
+    .await;
+    assert!(zero, "the closed connection is still counted open");
 }
 
 #[tokio::test]
