@@ -50,36 +50,15 @@ YAML
   wait_port "$PORT"
 }
 
-start_caddy() {
-  cat >"$WORK/Caddyfile" <<CADDY
-{
-	admin off
-	auto_https off
-	persist_config off
-	grace_period 1s
-	log {
-		level WARN
-	}
-	servers {
-		protocols h1 h2 h3
-	}
-}
-https://:$PORT {
-	bind 127.0.0.1
-	tls $WORK/certs/server.pem $WORK/certs/server.key.pem
-	reverse_proxy http://127.0.0.1:$BACKEND_PORT {
+# Caddy in front of the same backend (bench/lib.sh's start_caddy).
+start_caddy_proxy() {
+  start_caddy "	reverse_proxy http://127.0.0.1:$BACKEND_PORT {
 		transport http {
 			keepalive_idle_conns 1024
 			keepalive_idle_conns_per_host 1024
 			versions 1.1
 		}
-	}
-}
-CADDY
-  XDG_CONFIG_HOME=$WORK XDG_DATA_HOME=$WORK GOMAXPROCS=1 \
-    $PROXY_CPU "$CADDY" run --config "$WORK/Caddyfile" --adapter caddyfile >"$WORK/caddy.log" 2>&1 &
-  PROXY_PID=$!
-  wait_port "$PORT"
+	}"
 }
 
 # measure FLAG -> "req/s proxy_us_per_request"
@@ -106,7 +85,7 @@ TABLE="$OUT/table.md"
 } >"$TABLE"
 cases=("sluice --h3" "sluice --h2")
 if [[ -x $CADDY ]]; then
-  cases+=("caddy --h3")
+  cases+=("caddy_proxy --h3")
 else
   echo "skipped: Caddy (not installed: bash bench/install-peers.sh)" | tee -a "$TABLE"
 fi
@@ -120,7 +99,7 @@ for case in "${cases[@]}"; do
     echo "$proxy $flag round $round: $r req/s, $c us/req" >&2
     echo "$r" >>"$WORK/r"; echo "$c" >>"$WORK/c"
   done
-  printf '| %s | %s | %.0f | %s |\n' "$proxy" "${flag#--}" "$(median <"$WORK/r")" "$(median <"$WORK/c")" >>"$TABLE"
+  printf '| %s | %s | %.0f | %s |\n' "${proxy%_proxy}" "${flag#--}" "$(median <"$WORK/r")" "$(median <"$WORK/c")" >>"$TABLE"
   stop_proxy
 done
 

@@ -97,3 +97,32 @@ start_pets_backend() {
   BACKEND_PID=$!
   wait_port "$BACKEND_PORT"
 }
+
+# start_caddy SITE_BODY: Caddy on PORT (TLS from $WORK/certs, made by
+# `sluice cert`) with h1, h2 and h3, one Go thread, on PROXY_CPU; the
+# site's directives are SITE_BODY. Sets PROXY_PID.
+start_caddy() {
+  cat >"$WORK/Caddyfile" <<CADDY
+{
+	admin off
+	auto_https off
+	persist_config off
+	grace_period 1s
+	log {
+		level WARN
+	}
+	servers {
+		protocols h1 h2 h3
+	}
+}
+https://:$PORT {
+	bind 127.0.0.1
+	tls $WORK/certs/server.pem $WORK/certs/server.key.pem
+$1
+}
+CADDY
+  XDG_CONFIG_HOME=$WORK XDG_DATA_HOME=$WORK GOMAXPROCS=1 \
+    $PROXY_CPU "$CADDY" run --config "$WORK/Caddyfile" --adapter caddyfile >"$WORK/caddy.log" 2>&1 &
+  PROXY_PID=$!
+  wait_port "$PORT"
+}
