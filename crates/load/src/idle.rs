@@ -1,7 +1,7 @@
 //! Idle connections: each makes one request, reads its whole answer and
 //! then stays open doing nothing, the way keep-alive clients sit on a
 //! proxy between requests. What memory per connection is measured with
-//! (`sluice bench`'s `idle` group, crates/sluice/tests/idle_memory.rs).
+//! (`sluice bench`'s `idle` group, crates/sluice/tests/it/idle_memory.rs).
 //! Blocking sockets, one connection after another: the point is how many
 //! are open, not how fast they opened.
 

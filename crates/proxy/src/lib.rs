@@ -1,7 +1,7 @@
 //! `sluice proxy`: the sidecar reverse proxy, API gateway and load balancer.
 //!
 //! The crate is a stack of layers whose imports only go down
-//! (docs/ARCHITECTURE.md; `tests/layers.rs` fails on an import that goes
+//! (docs/ARCHITECTURE.md; `tests/it/layers.rs` fails on an import that goes
 //! up, or on a cycle between modules):
 //!
 //! | layer | module | what it holds |

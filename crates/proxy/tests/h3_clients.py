@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """HTTP/3 requests to sluice by two independent client libraries: aioquic
 (its H3Connection, driven by hand) and niquests (HTTP/1.1 and HTTP/2
-disabled). Run by crates/proxy/tests/h3_clients.rs, which compares the
+disabled). Run by crates/proxy/tests/it/http3_clients.rs, which compares the
 answers with an HTTP/1.1 client's.
 
 Usage: h3_clients.py HOST:PORT CA_FILE; prints one JSON object.

@@ -6,7 +6,7 @@
 //! mimalloc the whole request costs 11% fewer (docs/PERFORMANCE.md, "HTTP/2
 //! clients (issue 16)"). Built with `no_thp`: with transparent huge pages
 //! its arenas grew RSS in 2 MiB steps (peak 38 MB instead of 28 MB moving
-//! 100 MB each way, tests/proxy_cli.rs).
+//! 100 MB each way, tests/it/proxy_cli.rs).
 
 /// The global allocator.
 #[global_allocator]

@@ -1,5 +1,5 @@
 //! The proxy's YAML configuration (docs/CONFIG.md lists every key;
-//! crates/proxy/tests/config_doc.rs checks that it does).
+//! crates/proxy/tests/it/config_doc.rs checks that it does).
 //!
 //! Loading is three steps, each failing with a [`ConfigError`] that names
 //! the file, line, column and key: `${VAR}` substitution, parsing into the
