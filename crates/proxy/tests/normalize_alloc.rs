@@ -12,7 +12,7 @@ use std::{alloc::System, hint::black_box};
 
 use http::Method;
 use proxy::{
-    config::Paths,
+    config::PathSettings,
     wire::normalize::{self, Normal, Raw},
 };
 use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
@@ -37,7 +37,7 @@ fn raw<'a>(target: &'a str, host: &'a str) -> Raw<'a> {
 }
 
 /// Allocations made while admitting each request `rounds` times.
-fn allocations(requests: &[(&str, &str)], paths: &Paths, rounds: usize) -> usize {
+fn allocations(requests: &[(&str, &str)], paths: &PathSettings, rounds: usize) -> usize {
     let region = Region::new(GLOBAL);
     for _ in 0..rounds {
         for &(target, host) in requests {
@@ -51,7 +51,7 @@ fn allocations(requests: &[(&str, &str)], paths: &Paths, rounds: usize) -> usize
 
 #[test]
 fn an_already_normal_request_allocates_nothing() {
-    let paths = Paths::default();
+    let paths = PathSettings::default();
     let normal = [
         ("/v1/pets", "api.example"),
         ("/v1/pets?limit=10&offset=20", "api.example:8080"),

@@ -66,7 +66,7 @@ pub(crate) fn run(args: ProxyArgs) -> ExitCode {
     let options = proxy::Options {
         file: Some(args.config.clone()),
         watch: args.watch,
-        log: Some(Box::new(move |log: &config::Log| {
+        log: Some(Box::new(move |log: &config::LogSettings| {
             logging.apply(log_format(log.format), log.level.as_deref());
         })),
         worker_tick: Some(crate::allocator::give_back_freed_pages),

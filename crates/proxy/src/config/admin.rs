@@ -25,7 +25,7 @@ const MIN_TOKEN: usize = 16;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Admin {
+pub struct AdminSettings {
     /// `IP:PORT`.
     pub address: Spanned<String>,
     /// The bearer token, as written (`${VAR}` to take it from the
@@ -56,7 +56,7 @@ fn default_open() -> Vec<Spanned<String>> {
         .collect()
 }
 
-impl Admin {
+impl AdminSettings {
     /// The address, once validation has parsed it.
     pub fn socket_addr(&self) -> Option<SocketAddr> {
         self.address.value.parse().ok()
@@ -114,7 +114,7 @@ impl std::fmt::Debug for Substituted {
 
 /// Checks `admin` and reads its token (`token_file` relative to the
 /// working directory). Errors point at the key and never show the token.
-pub(crate) fn check(admin: &mut Admin) -> Result<(), Problem> {
+pub(crate) fn check(admin: &mut AdminSettings) -> Result<(), Problem> {
     for (i, path) in admin.open.iter().enumerate() {
         if !READ_ENDPOINTS.contains(&path.value.as_str()) {
             let why = if path.value == "/reload" {

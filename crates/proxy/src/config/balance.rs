@@ -10,7 +10,7 @@ use super::schema::duration;
 
 /// One host: `http://HOST:PORT`, or `{ url, weight }`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HostEntry {
+pub struct HostSettings {
     pub url: String,
     /// Relative share of the traffic, 1 to 1000; default 1.
     pub weight: u32,
@@ -20,7 +20,7 @@ pub struct HostEntry {
 /// the hash ring small).
 pub const MAX_WEIGHT: u32 = 1000;
 
-impl<'de> Deserialize<'de> for HostEntry {
+impl<'de> Deserialize<'de> for HostSettings {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         #[derive(Deserialize)]
         #[serde(deny_unknown_fields)]
@@ -128,7 +128,7 @@ impl<'de> Deserialize<'de> for HashKey {
 /// `sticky:` session persistence; exactly one of `cookie` and `app_cookie`.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Sticky {
+pub struct StickySettings {
     /// The proxy inserts this cookie, naming the chosen host, HMAC-signed.
     #[serde(default)]
     pub cookie: Option<String>,
@@ -144,7 +144,7 @@ pub struct Sticky {
 /// `health.active:` HTTP checks of each host, once per process.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct ActiveHealth {
+pub struct ActiveHealthSettings {
     pub path: String,
     #[serde(deserialize_with = "duration")]
     pub interval: Duration,
@@ -158,7 +158,7 @@ pub struct ActiveHealth {
     pub fall: u32,
 }
 
-impl Default for ActiveHealth {
+impl Default for ActiveHealthSettings {
     fn default() -> Self {
         Self {
             path: "/".into(),
@@ -258,17 +258,17 @@ pub(super) fn default_retry_backoff() -> Duration {
 /// hosts in, health is ignored and every host takes traffic.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct Health {
+pub struct HealthSettings {
     pub failures: u32,
     #[serde(deserialize_with = "duration")]
     pub backoff: Duration,
     pub max_ejected_percent: u32,
     #[serde(deserialize_with = "percent")]
     pub panic_threshold: u32,
-    pub active: Option<ActiveHealth>,
+    pub active: Option<ActiveHealthSettings>,
 }
 
-impl Default for Health {
+impl Default for HealthSettings {
     fn default() -> Self {
         Self {
             failures: 3,
@@ -310,14 +310,14 @@ fn percent<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u32, D::Error> 
 /// failing upstream does not get every request several times.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct RetryBudget {
+pub struct RetryBudgetSettings {
     /// Retries as a share of the requests of the last second, 0 to 100.
     pub percent: u32,
     /// Retries allowed each second whatever the share.
     pub min_per_second: u32,
 }
 
-impl Default for RetryBudget {
+impl Default for RetryBudgetSettings {
     fn default() -> Self {
         Self {
             percent: 20,

@@ -32,7 +32,7 @@ fn header(name: &'static str) -> Parsed<HeaderName> {
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct Correlation {
+pub struct CorrelationSettings {
     /// Carries the correlation id; generated (a UUID v4) when absent and `generate` is on.
     pub header: Parsed<HeaderName>,
     /// Passed on as is when present (light-4j's X-Traceability-Id).
@@ -44,7 +44,7 @@ pub struct Correlation {
     pub echo: bool,
 }
 
-impl Default for Correlation {
+impl Default for CorrelationSettings {
     fn default() -> Self {
         Self {
             header: header("x-correlation-id"),
@@ -58,11 +58,11 @@ impl Default for Correlation {
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct Metrics {}
+pub struct MetricsSettings {}
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct AccessLog {
+pub struct AccessLogSettings {
     /// A file to append to; absent or `-`: standard output.
     pub path: Option<String>,
     /// Which members each line has; empty: all.
@@ -75,7 +75,7 @@ pub struct AccessLog {
     pub queue: usize,
 }
 
-impl Default for AccessLog {
+impl Default for AccessLogSettings {
     fn default() -> Self {
         Self {
             path: None,
@@ -107,14 +107,14 @@ pub enum LogField {
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct Headers {
-    pub request: HeaderRules,
-    pub response: HeaderRules,
+pub struct HeadersSettings {
+    pub request: HeaderRuleSettings,
+    pub response: HeaderRuleSettings,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct HeaderRules {
+pub struct HeaderRuleSettings {
     /// Replaces every field of that name.
     pub set: HeaderFields,
     /// Appends a field, keeping existing ones.
@@ -160,7 +160,7 @@ impl Serialize for HeaderFields {
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct Jwt {
+pub struct JwtSettings {
     /// A JWKS file; read at start and re-read every `refresh`.
     #[serde(default)]
     pub jwks: Option<Spanned<String>>,
@@ -218,7 +218,7 @@ fn default_max_token() -> u64 {
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct Validate {
+pub struct ValidateSettings {
     /// An OpenAPI 3.0 or 3.1 document (YAML or JSON), relative to the working directory.
     pub openapi: Spanned<String>,
     /// Requests for operations the spec does not have: `reject` (404/405) or `pass`.
@@ -250,7 +250,7 @@ pub enum UnknownOperation {
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct RateLimit {
+pub struct RateLimitSettings {
     /// `client_ip`, `header:NAME` or `claim:NAME` (needs `jwt` earlier in the chain).
     #[serde(default = "default_rate_key")]
     pub key: Parsed<RateKey>,
@@ -269,7 +269,7 @@ pub struct RateLimit {
     pub store: RateStore,
     /// Required with `store: redis`.
     #[serde(default)]
-    pub redis: Option<RedisStore>,
+    pub redis: Option<RedisStoreSettings>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
@@ -283,7 +283,7 @@ pub enum RateStore {
 /// A `rate_limit` counted in Redis (docs/MIDDLEWARE.md, "rate_limit on Redis").
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct RedisStore {
+pub struct RedisStoreSettings {
     /// `redis://[user[:password]@]host[:port][/db]` or `rediss://` (TLS).
     pub url: String,
     /// A file holding the password (trailing newline ignored); overrides
@@ -333,14 +333,14 @@ fn default_rate_keys() -> usize {
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct ConcurrencyLimit {
+pub struct ConcurrencyLimitSettings {
     /// Requests in flight at once through this handler instance; past it, 503.
     pub max: usize,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct Cors {
+pub struct CorsSettings {
     /// Allowed origins (`https://a.example`), or `*`.
     pub origins: Vec<String>,
     pub methods: Vec<Parsed<Method>>,
@@ -351,7 +351,7 @@ pub struct Cors {
     pub max_age: Duration,
 }
 
-impl Default for Cors {
+impl Default for CorsSettings {
     fn default() -> Self {
         Self {
             origins: vec!["*".into()],
@@ -375,7 +375,7 @@ impl Default for Cors {
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct IpFilter {
+pub struct IpFilterSettings {
     /// CIDRs (`10.0.0.0/8`, `::1/128`) or addresses; empty: everyone not denied.
     pub allow: Vec<Parsed<IpNet>>,
     /// Checked first.
@@ -384,21 +384,21 @@ pub struct IpFilter {
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct BodyLimit {
+pub struct BodyLimitSettings {
     #[serde(deserialize_with = "size")]
     pub max: u64,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct Fault {
-    pub delay: Option<FaultDelay>,
-    pub abort: Option<FaultAbort>,
+pub struct FaultSettings {
+    pub delay: Option<FaultDelaySettings>,
+    pub abort: Option<FaultAbortSettings>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct FaultDelay {
+pub struct FaultDelaySettings {
     #[serde(deserialize_with = "duration", serialize_with = "human")]
     pub duration: Duration,
     /// Share of requests delayed, 0 to 100.
@@ -408,7 +408,7 @@ pub struct FaultDelay {
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct FaultAbort {
+pub struct FaultAbortSettings {
     /// 400-599.
     #[serde(deserialize_with = "error_status", serialize_with = "status_number")]
     pub status: StatusCode,

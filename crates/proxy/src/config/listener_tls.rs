@@ -20,7 +20,7 @@ use super::{
 /// A TLS listener's certificate, client verification and protocol policy.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ListenerTls {
+pub struct ListenerTlsSettings {
     /// PEM certificate chain, leaf first; re-read on SIGHUP.
     pub cert: Spanned<String>,
     /// PEM private key; re-read on SIGHUP.
@@ -53,7 +53,7 @@ fn default_min_version() -> Parsed<MinVersion> {
     Parsed(MinVersion::Tls12)
 }
 
-impl ListenerTls {
+impl ListenerTlsSettings {
     /// What the listener's TLS configuration allows.
     pub fn policy(&self) -> Policy {
         Policy {

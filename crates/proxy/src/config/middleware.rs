@@ -28,18 +28,18 @@ use super::handlers::*;
 macro_rules! for_each_handler {
     ($then:ident) => {
         $then! {
-            "correlation" => Correlation, defaults;
-            "metrics" => Metrics, defaults;
-            "access_log" => AccessLog, defaults;
-            "headers" => Headers;
-            "jwt" => Jwt;
-            "validate" => Validate;
-            "rate_limit" => RateLimit;
-            "concurrency_limit" => ConcurrencyLimit;
-            "cors" => Cors, defaults;
-            "ip_filter" => IpFilter;
-            "body_limit" => BodyLimit;
-            "fault" => Fault;
+            "correlation" => CorrelationSettings, defaults;
+            "metrics" => MetricsSettings, defaults;
+            "access_log" => AccessLogSettings, defaults;
+            "headers" => HeadersSettings;
+            "jwt" => JwtSettings;
+            "validate" => ValidateSettings;
+            "rate_limit" => RateLimitSettings;
+            "concurrency_limit" => ConcurrencyLimitSettings;
+            "cors" => CorsSettings, defaults;
+            "ip_filter" => IpFilterSettings;
+            "body_limit" => BodyLimitSettings;
+            "fault" => FaultSettings;
         }
     };
 }
@@ -91,15 +91,15 @@ for_each_handler!(handler_settings);
 
 /// Handler instances by name.
 #[derive(Debug, Default, Clone)]
-pub struct Middleware(pub BTreeMap<String, Handler>);
+pub struct MiddlewareSettings(pub BTreeMap<String, Handler>);
 
-impl Serialize for Middleware {
+impl Serialize for MiddlewareSettings {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         self.0.serialize(serializer)
     }
 }
 
-impl<'de> Deserialize<'de> for Middleware {
+impl<'de> Deserialize<'de> for MiddlewareSettings {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         deserializer.deserialize_map(MiddlewareVisitor)
     }
@@ -108,13 +108,13 @@ impl<'de> Deserialize<'de> for Middleware {
 struct MiddlewareVisitor;
 
 impl<'de> Visitor<'de> for MiddlewareVisitor {
-    type Value = Middleware;
+    type Value = MiddlewareSettings;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a map of handler names to settings")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Middleware, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<MiddlewareSettings, A::Error> {
         let mut handlers = BTreeMap::new();
         while let Some(name) = map.next_key::<String>()? {
             // Named after its type: the settings; else `{ TYPE: settings }`.
@@ -126,7 +126,7 @@ impl<'de> Visitor<'de> for MiddlewareVisitor {
                 return Err(de::Error::custom(format!("`{name}` is defined twice")));
             }
         }
-        Ok(Middleware(handlers))
+        Ok(MiddlewareSettings(handlers))
     }
 }
 

@@ -6,7 +6,7 @@ use serde::Deserialize;
 /// Path normalisation settings, the same for every listener and route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct Paths {
+pub struct PathSettings {
     /// `//` counts as `/` (for routing, and in the path sent upstream).
     pub merge_slashes: bool,
     /// What the upstream receives: the normalised target, or the client's.
@@ -24,7 +24,7 @@ pub struct Paths {
     pub override_headers: OverrideHeaders,
 }
 
-impl Default for Paths {
+impl Default for PathSettings {
     fn default() -> Self {
         Self {
             merge_slashes: true,

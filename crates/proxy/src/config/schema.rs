@@ -7,16 +7,17 @@ use serde::{de::Error as _, Deserialize, Deserializer};
 use serde_saphyr::Spanned;
 
 use super::{
-    admin::{Admin, Substituted},
+    admin::{AdminSettings, Substituted},
     balance::{
         at_least_one, default_max_connecting, default_retry_backoff, default_retry_on,
-        optional_duration, Balance, HashSettings, Health, HostEntry, RetryBudget, RetryOn, Sticky,
+        optional_duration, Balance, HashSettings, HealthSettings, HostSettings,
+        RetryBudgetSettings, RetryOn, StickySettings,
     },
     listener_h3::H3Settings,
-    listener_tls::ListenerTls,
-    middleware::{ChainRef, Chains, Middleware},
-    paths::Paths,
-    traces::Traces,
+    listener_tls::ListenerTlsSettings,
+    middleware::{ChainRef, Chains, MiddlewareSettings},
+    paths::PathSettings,
+    traces::TracesSettings,
 };
 
 /// A whole configuration file.
@@ -29,37 +30,37 @@ pub struct Config {
     /// How the worker threads share connections.
     #[serde(default)]
     pub runtime: Runtime,
-    pub listeners: Vec<Listener>,
+    pub listeners: Vec<ListenerSettings>,
     #[serde(default)]
     pub upstreams: BTreeMap<String, UpstreamSettings>,
     #[serde(default)]
-    pub routes: Vec<Route>,
+    pub routes: Vec<RouteSettings>,
     /// Handler instances and their settings (docs/MIDDLEWARE.md).
     #[serde(default)]
-    pub middleware: Middleware,
+    pub middleware: MiddlewareSettings,
     /// Named lists of handlers that routes refer to.
     #[serde(default)]
     pub chains: Chains,
     #[serde(default)]
-    pub admin: Option<Admin>,
+    pub admin: Option<AdminSettings>,
     #[serde(default)]
-    pub limits: Limits,
+    pub limits: LimitSettings,
     /// HTTP/2 settings and safety limits for client connections.
     #[serde(default)]
     pub http2: Http2,
     #[serde(default)]
-    pub forwarded: Forwarded,
+    pub forwarded: ForwardedSettings,
     /// How request targets are normalised before routing.
     #[serde(default)]
-    pub paths: Paths,
+    pub paths: PathSettings,
     #[serde(default)]
-    pub log: Log,
+    pub log: LogSettings,
     /// How upstream host names are re-resolved.
     #[serde(default)]
-    pub discovery: Discovery,
+    pub discovery: DiscoverySettings,
     /// Spans of requests over OTLP (docs/OBSERVABILITY.md); absent: none.
     #[serde(default)]
-    pub traces: Option<Traces>,
+    pub traces: Option<TracesSettings>,
     /// What `${VAR}` took from the environment (not a key of the file).
     #[serde(skip)]
     pub substituted: Substituted,
@@ -79,13 +80,13 @@ pub enum Runtime {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Listener {
+pub struct ListenerSettings {
     /// `IP:PORT`.
     pub address: Spanned<String>,
     /// Serve TLS (ALPN h2 and http/1.1); absent: plaintext HTTP/1.1 and
     /// h2c with prior knowledge on the same port.
     #[serde(default)]
-    pub tls: Option<ListenerTls>,
+    pub tls: Option<ListenerTlsSettings>,
     /// The HTTP versions served: over TLS the ALPN offer, in plaintext
     /// `[http1, h2]` tells them apart by the HTTP/2 preface, `[h2]`
     /// requires it (h2c only) and `[http1]` never looks for it.
@@ -167,7 +168,7 @@ impl Default for Http2 {
 #[serde(deny_unknown_fields)]
 pub struct UpstreamSettings {
     /// `http://HOST:PORT`, or `{ url, weight }`, for each host.
-    pub hosts: Vec<Spanned<HostEntry>>,
+    pub hosts: Vec<Spanned<HostSettings>>,
     #[serde(default)]
     pub balance: Balance,
     /// What `balance: hash` hashes.
@@ -175,7 +176,7 @@ pub struct UpstreamSettings {
     pub hash: Option<HashSettings>,
     /// Session persistence by a cookie.
     #[serde(default)]
-    pub sticky: Option<Sticky>,
+    pub sticky: Option<StickySettings>,
     /// Ramps the share of a host that comes back (or is new) over this long.
     #[serde(default, deserialize_with = "optional_duration")]
     pub slow_start: Option<Duration>,
@@ -184,7 +185,7 @@ pub struct UpstreamSettings {
     pub retry_on: Vec<RetryOn>,
     /// Caps retries to a share of the requests.
     #[serde(default)]
-    pub retry_budget: Option<RetryBudget>,
+    pub retry_budget: Option<RetryBudgetSettings>,
     /// The base of the jittered exponential backoff between attempts.
     #[serde(default = "default_retry_backoff", deserialize_with = "duration")]
     pub retry_backoff: Duration,
@@ -200,14 +201,14 @@ pub struct UpstreamSettings {
     #[serde(default = "default_max_connecting", deserialize_with = "at_least_one")]
     pub max_connecting: u32,
     #[serde(default)]
-    pub timeouts: Timeouts,
+    pub timeouts: TimeoutSettings,
     /// Further attempts for connect failures and idempotent requests.
     #[serde(default = "default_retries")]
     pub retries: u32,
     #[serde(default)]
     pub pool: PoolSettings,
     #[serde(default)]
-    pub health: Health,
+    pub health: HealthSettings,
     /// Replaces the `Host` sent upstream; default: the client's.
     #[serde(default)]
     pub host_header: Option<String>,
@@ -258,7 +259,7 @@ fn default_retries() -> u32 {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct Timeouts {
+pub struct TimeoutSettings {
     #[serde(deserialize_with = "duration")]
     pub connect: Duration,
     /// From sending the request to the end of the response head: past it, 504.
@@ -270,7 +271,7 @@ pub struct Timeouts {
     pub queue: Duration,
 }
 
-impl Default for Timeouts {
+impl Default for TimeoutSettings {
     fn default() -> Self {
         Self {
             connect: Duration::from_secs(1),
@@ -300,7 +301,7 @@ impl Default for PoolSettings {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Route {
+pub struct RouteSettings {
     /// Starts with `/`.
     pub path: Spanned<String>,
     #[serde(default, rename = "match")]
@@ -353,7 +354,7 @@ pub enum PathMatch {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct Limits {
+pub struct LimitSettings {
     /// A client must send a whole request head within this (slowloris).
     #[serde(deserialize_with = "duration")]
     pub header_read_timeout: Duration,
@@ -376,7 +377,7 @@ pub struct Limits {
     pub shutdown_deadline: Duration,
 }
 
-impl Default for Limits {
+impl Default for LimitSettings {
     fn default() -> Self {
         Self {
             header_read_timeout: Duration::from_secs(10),
@@ -395,7 +396,7 @@ impl Default for Limits {
 /// `min_interval` nor later than `max_interval`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct Discovery {
+pub struct DiscoverySettings {
     #[serde(deserialize_with = "duration")]
     pub min_interval: Duration,
     #[serde(deserialize_with = "duration")]
@@ -408,7 +409,7 @@ pub struct Discovery {
     pub resolv_conf: String,
 }
 
-impl Default for Discovery {
+impl Default for DiscoverySettings {
     fn default() -> Self {
         Self {
             min_interval: Duration::from_secs(5),
@@ -422,7 +423,7 @@ impl Default for Discovery {
 /// X-Forwarded-For/-Proto/-Host handling.
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct Forwarded {
+pub struct ForwardedSettings {
     /// Keep (and append to) the client's own X-Forwarded-* headers;
     /// otherwise they are replaced.
     pub trust: bool,
@@ -430,7 +431,7 @@ pub struct Forwarded {
 
 #[derive(Debug, Default, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct Log {
+pub struct LogSettings {
     pub format: LogFormat,
     /// A tracing filter (`info`, `sluice=debug,warn`); RUST_LOG wins when set.
     pub level: Option<String>,

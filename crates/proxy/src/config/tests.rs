@@ -213,7 +213,7 @@ fn chains_and_middleware_parse() {
     let config = parse_str(CHAINED).unwrap();
     assert!(matches!(
         config.middleware.0["limit"],
-        Handler::RateLimit(_)
+        Handler::RateLimitSettings(_)
     ));
     assert_eq!(config.chains["default"].len(), 3);
     assert!(matches!(

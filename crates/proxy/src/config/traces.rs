@@ -13,11 +13,11 @@ use super::schema::duration;
 /// Spans of requests, sent to an OpenTelemetry collector.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Traces {
+pub struct TracesSettings {
     #[serde(default)]
-    pub otlp: Otlp,
+    pub otlp: OtlpSettings,
     #[serde(default)]
-    pub sampler: Sampler,
+    pub sampler: SamplerSettings,
     /// `service.name` of the resource; default `OTEL_SERVICE_NAME`, else `sluice`.
     #[serde(default)]
     pub service_name: Option<String>,
@@ -55,7 +55,7 @@ fn default_batch() -> usize {
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Otlp {
+pub struct OtlpSettings {
     /// `http://HOST:PORT` (gRPC: the collector's 4317; HTTP: 4318, the
     /// path `/v1/traces` added when it has none).
     #[serde(default)]
@@ -101,7 +101,7 @@ pub enum Compression {
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Sampler {
+pub struct SamplerSettings {
     /// Sample this share of new traces (0 to 1); a request with a
     /// `traceparent` follows its parent's decision.
     #[serde(default, deserialize_with = "optional_ratio")]
@@ -125,7 +125,7 @@ fn optional_ratio<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Err
 /// `traces:` with the SDK's environment variables filled in: what the
 /// exporter runs with.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TraceSettings {
+pub struct TraceExport {
     pub endpoint: String,
     pub protocol: OtlpProtocol,
     pub headers: Vec<(String, String)>,
@@ -138,22 +138,22 @@ pub struct TraceSettings {
     pub batch: usize,
     pub query: QueryPolicy,
     /// For an `https://` endpoint.
-    pub tls: Option<OtlpTls>,
+    pub tls: Option<OtlpTlsSettings>,
 }
 
 /// How the exporter checks the collector, and what it shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OtlpTls {
+pub struct OtlpTlsSettings {
     /// `None`: the web's roots.
     pub ca_file: Option<PathBuf>,
     /// A client certificate and its key.
     pub identity: Option<(PathBuf, PathBuf)>,
 }
 
-impl Traces {
+impl TracesSettings {
     /// The settings, with `env` standing in for the environment; the
     /// error names the variable and what is wrong with it.
-    pub fn settings(&self, env: impl Fn(&str) -> Option<String>) -> Result<TraceSettings, String> {
+    pub fn settings(&self, env: impl Fn(&str) -> Option<String>) -> Result<TraceExport, String> {
         let var = |names: &[&'static str]| names.iter().find_map(|n| env(n).map(|v| (*n, v)));
         let protocol = match self.otlp.protocol {
             Some(protocol) => protocol,
@@ -248,7 +248,7 @@ impl Traces {
         if self.queue == 0 || self.batch == 0 {
             return Err("queue and batch must be at least 1".into());
         }
-        Ok(TraceSettings {
+        Ok(TraceExport {
             endpoint,
             protocol,
             headers,
@@ -271,7 +271,7 @@ impl Traces {
         &self,
         endpoint: &str,
         var: &impl Fn(&[&'static str]) -> Option<(&'static str, String)>,
-    ) -> Result<Option<OtlpTls>, String> {
+    ) -> Result<Option<OtlpTlsSettings>, String> {
         let file = |key: &Option<PathBuf>, names: &[&'static str]| {
             key.clone()
                 .or_else(|| var(names).map(|(_, v)| PathBuf::from(v)))
@@ -307,7 +307,7 @@ impl Traces {
             }
         };
         if endpoint.starts_with("https://") {
-            Ok(Some(OtlpTls { ca_file, identity }))
+            Ok(Some(OtlpTlsSettings { ca_file, identity }))
         } else if endpoint.starts_with("http://") {
             // The SDK's variables are ignored here, as the SDKs do (one
             // environment may serve several exporters); the file's keys not.
@@ -370,7 +370,7 @@ fn pairs(text: &str) -> Result<Vec<(String, String)>, String> {
 mod tests {
     use super::*;
 
-    fn traces(yaml: &str) -> Traces {
+    fn traces(yaml: &str) -> TracesSettings {
         serde_saphyr::from_str(yaml).unwrap()
     }
 
@@ -411,7 +411,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             s.tls,
-            Some(OtlpTls {
+            Some(OtlpTlsSettings {
                 ca_file: None,
                 identity: None
             })
@@ -427,7 +427,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             s.tls,
-            Some(OtlpTls {
+            Some(OtlpTlsSettings {
                 ca_file: Some("/file/ca.pem".into()),
                 identity: Some(("/env/c.pem".into(), "/env/k.pem".into()))
             })
@@ -461,7 +461,9 @@ mod tests {
                 .unwrap_err()
                 .contains("go together")
         );
-        assert!(serde_saphyr::from_str::<Traces>("{sampler: {parent_based_ratio: 2}}").is_err());
-        assert!(serde_saphyr::from_str::<Traces>("{otlp: {protocol: thrift}}").is_err());
+        assert!(
+            serde_saphyr::from_str::<TracesSettings>("{sampler: {parent_based_ratio: 2}}").is_err()
+        );
+        assert!(serde_saphyr::from_str::<TracesSettings>("{otlp: {protocol: thrift}}").is_err());
     }
 }

@@ -5,7 +5,7 @@ use std::{collections::HashSet, net::SocketAddr};
 use serde_saphyr::Location;
 
 use super::{
-    handlers::Jwt,
+    handlers::JwtSettings,
     middleware::{ChainRef, Handler, HANDLER_TYPES},
     schema::{Config, Http2, HttpVersion, Protocol, UpstreamSettings},
 };
@@ -223,7 +223,7 @@ fn check_middleware(config: &Config) -> Result<(), Problem> {
         }
     }
     for (name, handler) in &config.middleware.0 {
-        if let Handler::Jwt(jwt) = handler {
+        if let Handler::JwtSettings(jwt) = handler {
             check_jwt(name, jwt)?;
         }
     }
@@ -231,7 +231,7 @@ fn check_middleware(config: &Config) -> Result<(), Problem> {
 }
 
 /// One source of keys, and at least one algorithm.
-fn check_jwt(name: &str, jwt: &Jwt) -> Result<(), Problem> {
+fn check_jwt(name: &str, jwt: &JwtSettings) -> Result<(), Problem> {
     if jwt.algorithms.is_empty() {
         return Err((
             Location::UNKNOWN,

@@ -28,7 +28,7 @@ use super::{
     build::{Build, Builder},
     Exchange, Flow, Handler, Outcome, RequestView,
 };
-use crate::config::{AccessLog, LogField as Field};
+use crate::config::{AccessLogSettings, LogField as Field};
 
 /// Lines wait at most about this long before they are written.
 const BATCH_INTERVAL: Duration = Duration::from_millis(20);
@@ -59,7 +59,7 @@ fn field_set(fields: &[Field]) -> u16 {
 #[derive(Debug)]
 pub(crate) struct Pending(String);
 
-impl Build for AccessLog {
+impl Build for AccessLogSettings {
     fn build(&self, builder: &mut Builder<'_>) -> anyhow::Result<Arc<dyn Handler>> {
         let logger = Arc::new(AccessLogger::new(self, builder)?);
         builder.access_logs.push(Arc::clone(&logger));
@@ -68,7 +68,7 @@ impl Build for AccessLog {
 }
 
 impl AccessLogger {
-    fn new(config: &AccessLog, builder: &Builder<'_>) -> anyhow::Result<Self> {
+    fn new(config: &AccessLogSettings, builder: &Builder<'_>) -> anyhow::Result<Self> {
         let headers = config
             .headers
             .iter()

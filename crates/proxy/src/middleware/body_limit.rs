@@ -13,19 +13,19 @@ use super::{
 use crate::config;
 
 #[derive(Debug)]
-pub(crate) struct BodyLimit {
+pub(crate) struct BodyLimiter {
     max: usize,
 }
 
-impl Build for config::BodyLimit {
+impl Build for config::BodyLimitSettings {
     fn build(&self, _: &mut Builder<'_>) -> anyhow::Result<Arc<dyn Handler>> {
-        Ok(Arc::new(BodyLimit {
+        Ok(Arc::new(BodyLimiter {
             max: usize::try_from(self.max).unwrap_or(usize::MAX),
         }))
     }
 }
 
-impl Handler for BodyLimit {
+impl Handler for BodyLimiter {
     fn request(&self, request: &RequestView<'_>, exchange: &mut Exchange) -> Flow {
         if request.body_len.is_some_and(|len| len > self.max) {
             return Flow::Answer(Answer::problem(

@@ -16,8 +16,8 @@ use std::{collections::BTreeMap, sync::Arc};
 use anyhow::Context as _;
 
 use super::{
-    access_log::AccessLogger, metrics::RouteMetrics, rate_limit_redis::StoreCounts,
-    validate::ValidateHandler, Chain, Handler,
+    access_log::AccessLogger, metrics::MetricsRecorder, rate_limit_redis::StoreCounts,
+    validate::RequestValidator, Chain, Handler,
 };
 use crate::{
     config::{ChainRef, Config, Handler as HandlerConfig},
@@ -50,9 +50,9 @@ pub(crate) struct Builder<'a> {
     pub context: &'a BuildContext<'a>,
     /// The name of the handler being built (`middleware.NAME`).
     pub name: String,
-    pub metrics: Vec<Arc<RouteMetrics>>,
+    pub metrics: Vec<Arc<MetricsRecorder>>,
     pub access_logs: Vec<Arc<AccessLogger>>,
-    pub validators: Vec<Arc<ValidateHandler>>,
+    pub validators: Vec<Arc<RequestValidator>>,
 }
 
 /// `Build` for any handler's settings, by type.
@@ -73,9 +73,9 @@ crate::config::for_each_handler!(build_by_type);
 #[derive(Debug)]
 pub(crate) struct Chains {
     pub by_route: Vec<Arc<Chain>>,
-    pub metrics: Vec<Arc<RouteMetrics>>,
+    pub metrics: Vec<Arc<MetricsRecorder>>,
     pub access_logs: Vec<Arc<AccessLogger>>,
-    pub validators: Vec<Arc<ValidateHandler>>,
+    pub validators: Vec<Arc<RequestValidator>>,
     /// Every instance built, by name, for the next reload to keep.
     instances: BTreeMap<String, Instance>,
     /// The routes' names and upstreams, as the route-indexed handlers saw them.
@@ -90,9 +90,9 @@ struct Instance {
     handler: Arc<dyn Handler>,
     /// It indexes cells by route position.
     by_route: bool,
-    metrics: Option<Arc<RouteMetrics>>,
+    metrics: Option<Arc<MetricsRecorder>>,
     access_log: Option<Arc<AccessLogger>>,
-    validator: Option<Arc<ValidateHandler>>,
+    validator: Option<Arc<RequestValidator>>,
 }
 
 impl Chains {
@@ -129,7 +129,7 @@ impl Chains {
         let mut latency = BTreeMap::new();
         for (route, chain) in self.by_route.iter().enumerate() {
             let timed = self.metrics.iter().find(|m| {
-                let m: *const RouteMetrics = Arc::as_ptr(m);
+                let m: *const MetricsRecorder = Arc::as_ptr(m);
                 chain
                     .handlers
                     .iter()

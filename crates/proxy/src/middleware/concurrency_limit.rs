@@ -13,7 +13,7 @@ use super::{
     build::{Build, Builder},
     Answer, Exchange, Flow, Handler, RequestView,
 };
-use crate::config::ConcurrencyLimit;
+use crate::config::ConcurrencyLimitSettings;
 
 #[derive(Debug)]
 pub(crate) struct ConcurrencyLimiter {
@@ -31,7 +31,7 @@ impl Drop for InFlight {
     }
 }
 
-impl Build for ConcurrencyLimit {
+impl Build for ConcurrencyLimitSettings {
     fn build(&self, _: &mut Builder<'_>) -> anyhow::Result<Arc<dyn Handler>> {
         Ok(Arc::new(ConcurrencyLimiter {
             max: self.max,

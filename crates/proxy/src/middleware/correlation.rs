@@ -11,14 +11,14 @@ use super::{
     build::{Build, Builder},
     Exchange, Flow, Handler, RequestView,
 };
-use crate::config::Correlation;
+use crate::config::CorrelationSettings;
 
 /// Longer client-sent ids are replaced: they end up in every log line.
 const MAX_ID: usize = 128;
 const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
 
 #[derive(Debug)]
-pub(crate) struct CorrelationHandler {
+pub(crate) struct CorrelationTagger {
     header: HeaderName,
     traceability: HeaderName,
     generate: bool,
@@ -26,9 +26,9 @@ pub(crate) struct CorrelationHandler {
     echo: bool,
 }
 
-impl Build for Correlation {
+impl Build for CorrelationSettings {
     fn build(&self, _: &mut Builder<'_>) -> anyhow::Result<Arc<dyn Handler>> {
-        Ok(Arc::new(CorrelationHandler {
+        Ok(Arc::new(CorrelationTagger {
             header: self.header.0.clone(),
             traceability: self.traceability_header.0.clone(),
             generate: self.generate,
@@ -38,7 +38,7 @@ impl Build for Correlation {
     }
 }
 
-impl Handler for CorrelationHandler {
+impl Handler for CorrelationTagger {
     fn request(&self, request: &RequestView<'_>, exchange: &mut Exchange) -> Flow {
         let sent = request
             .header(self.header.as_str())

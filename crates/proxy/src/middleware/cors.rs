@@ -12,10 +12,10 @@ use super::{
     build::{Build, Builder},
     Answer, Exchange, Flow, Handler, RequestView,
 };
-use crate::config::Cors;
+use crate::config::CorsSettings;
 
 #[derive(Debug)]
-pub(crate) struct CorsHandler {
+pub(crate) struct CorsResponder {
     any_origin: bool,
     origins: Vec<String>,
     methods: Vec<Method>,
@@ -35,14 +35,14 @@ fn joined<'a>(items: impl Iterator<Item = &'a str>) -> Option<HeaderValue> {
     (!text.is_empty()).then(|| HeaderValue::from_str(&text).ok())?
 }
 
-impl Build for Cors {
+impl Build for CorsSettings {
     fn build(&self, _: &mut Builder<'_>) -> anyhow::Result<Arc<dyn Handler>> {
-        Ok(Arc::new(CorsHandler::new(self)))
+        Ok(Arc::new(CorsResponder::new(self)))
     }
 }
 
-impl CorsHandler {
-    fn new(config: &Cors) -> Self {
+impl CorsResponder {
+    fn new(config: &CorsSettings) -> Self {
         let methods: Vec<Method> = config.methods.iter().map(|m| m.0.clone()).collect();
         let headers: Vec<String> = config.headers.iter().map(|h| h.to_string()).collect();
         Self {
@@ -140,7 +140,7 @@ impl CorsHandler {
     }
 }
 
-impl Handler for CorsHandler {
+impl Handler for CorsResponder {
     fn request(&self, request: &RequestView<'_>, exchange: &mut Exchange) -> Flow {
         let Some(origin) = request.header("origin") else {
             return Flow::Next;
@@ -192,11 +192,11 @@ impl Handler for CorsHandler {
 mod tests {
     use super::*;
 
-    fn handler(origins: &[&str], credentials: bool) -> CorsHandler {
-        CorsHandler::new(&Cors {
+    fn handler(origins: &[&str], credentials: bool) -> CorsResponder {
+        CorsResponder::new(&CorsSettings {
             origins: origins.iter().map(|o| o.to_string()).collect(),
             credentials,
-            ..Cors::default()
+            ..CorsSettings::default()
         })
     }
 

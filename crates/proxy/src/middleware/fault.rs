@@ -9,7 +9,7 @@ use super::{
     build::{Build, Builder},
     Answer, Exchange, Flow, Handler, RequestView,
 };
-use crate::config::Fault;
+use crate::config::FaultSettings;
 
 #[derive(Debug)]
 pub(crate) struct FaultInjector {
@@ -17,7 +17,7 @@ pub(crate) struct FaultInjector {
     abort: Option<(StatusCode, f64)>,
 }
 
-impl Build for Fault {
+impl Build for FaultSettings {
     fn build(&self, _: &mut Builder<'_>) -> anyhow::Result<Arc<dyn Handler>> {
         Ok(Arc::new(FaultInjector {
             delay: self.delay.as_ref().map(|d| (d.duration, d.percent)),

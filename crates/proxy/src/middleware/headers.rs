@@ -9,11 +9,11 @@ use super::{
     build::{Build, Builder},
     Exchange, Flow, Handler, RequestView,
 };
-use crate::config::{HeaderFields, HeaderRules, Headers};
+use crate::config::{HeaderFields, HeaderRuleSettings, HeadersSettings};
 use crate::wire::edits::HeaderEdits;
 
 #[derive(Debug)]
-pub(crate) struct HeadersHandler {
+pub(crate) struct HeaderRewriter {
     request: Rules,
     response: Rules,
 }
@@ -40,7 +40,7 @@ fn editable(name: &HeaderName) -> anyhow::Result<HeaderName> {
 }
 
 impl Rules {
-    fn new(config: &HeaderRules) -> anyhow::Result<Self> {
+    fn new(config: &HeaderRuleSettings) -> anyhow::Result<Self> {
         let pairs = |fields: &HeaderFields| {
             fields
                 .0
@@ -68,16 +68,16 @@ impl Rules {
     }
 }
 
-impl Build for Headers {
+impl Build for HeadersSettings {
     fn build(&self, _: &mut Builder<'_>) -> anyhow::Result<Arc<dyn Handler>> {
-        Ok(Arc::new(HeadersHandler {
+        Ok(Arc::new(HeaderRewriter {
             request: Rules::new(&self.request)?,
             response: Rules::new(&self.response)?,
         }))
     }
 }
 
-impl Handler for HeadersHandler {
+impl Handler for HeaderRewriter {
     fn request(&self, _request: &RequestView<'_>, exchange: &mut Exchange) -> Flow {
         self.request.apply(&mut exchange.request_headers);
         Flow::Next

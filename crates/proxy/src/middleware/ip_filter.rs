@@ -20,7 +20,7 @@ pub(crate) struct IpFilter {
 }
 
 impl IpFilter {
-    fn new(config: &config::IpFilter) -> Self {
+    fn new(config: &config::IpFilterSettings) -> Self {
         let nets = |list: &[Parsed<IpNet>]| list.iter().map(|net| net.0).collect();
         Self {
             allow: nets(&config.allow),
@@ -38,7 +38,7 @@ impl IpFilter {
     }
 }
 
-impl Build for config::IpFilter {
+impl Build for config::IpFilterSettings {
     fn build(&self, _: &mut Builder<'_>) -> anyhow::Result<Arc<dyn Handler>> {
         Ok(Arc::new(IpFilter::new(self)))
     }

@@ -16,27 +16,27 @@ use super::{
     jwks::KeySource,
     Answer, Exchange, Flow, Handler, RequestView,
 };
-use crate::config::Jwt;
+use crate::config::JwtSettings;
 
 /// How long a request waits for an unknown-kid refetch.
 const REFETCH_WAIT: Duration = Duration::from_secs(2);
 
 #[derive(Debug)]
-pub(crate) struct JwtHandler {
+pub(crate) struct JwtAuthenticator {
     verifier: Arc<JwtVerifier>,
     source: Arc<KeySource>,
     scopes: Vec<String>,
     forward: Vec<(String, HeaderName)>,
 }
 
-impl Build for Jwt {
+impl Build for JwtSettings {
     fn build(&self, _: &mut Builder<'_>) -> anyhow::Result<Arc<dyn Handler>> {
-        Ok(Arc::new(JwtHandler::new(self)?))
+        Ok(Arc::new(JwtAuthenticator::new(self)?))
     }
 }
 
-impl JwtHandler {
-    fn new(config: &Jwt) -> anyhow::Result<Self> {
+impl JwtAuthenticator {
+    fn new(config: &JwtSettings) -> anyhow::Result<Self> {
         let algorithms: AlgorithmSet = config.algorithms.iter().map(|a| a.0).collect();
         let mut settings = VerifierSettings::new(algorithms.iter());
         settings.issuer.clone_from(&config.issuer);
@@ -144,7 +144,7 @@ fn refused(error: &JwtError) -> Flow {
     unauthorized(Some((error.error_code(), &error.to_string())))
 }
 
-impl Handler for JwtHandler {
+impl Handler for JwtAuthenticator {
     fn request(&self, request: &RequestView<'_>, exchange: &mut Exchange) -> Flow {
         let token = match bearer(request) {
             Ok(token) => token,

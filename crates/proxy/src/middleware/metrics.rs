@@ -11,7 +11,7 @@ use super::{
     build::{Build, BuildContext, Builder},
     Exchange, Handler, Outcome,
 };
-use crate::config::Metrics;
+use crate::config::MetricsSettings;
 use crate::telemetry::{self, observe, write_histogram, Exposition, HistogramCells, Kind};
 
 const METHODS: [&str; 8] = [
@@ -23,7 +23,7 @@ const SOURCES: usize = 2;
 const PER_ROUTE: usize = METHODS.len() * CLASSES.len() * SOURCES;
 
 #[derive(Debug)]
-pub(crate) struct RouteMetrics {
+pub(crate) struct MetricsRecorder {
     /// `[worker][route][method][class][source]`, flattened per worker.
     shards: Vec<Vec<HistogramCells>>,
     routes: Vec<String>,
@@ -31,15 +31,15 @@ pub(crate) struct RouteMetrics {
     upstreams: Vec<String>,
 }
 
-impl Build for Metrics {
+impl Build for MetricsSettings {
     fn build(&self, builder: &mut Builder<'_>) -> anyhow::Result<Arc<dyn Handler>> {
-        let metrics = Arc::new(RouteMetrics::new(builder.context));
+        let metrics = Arc::new(MetricsRecorder::new(builder.context));
         builder.metrics.push(Arc::clone(&metrics));
         Ok(metrics)
     }
 }
 
-impl RouteMetrics {
+impl MetricsRecorder {
     fn new(context: &BuildContext<'_>) -> Self {
         let cells = context.route_names.len() * PER_ROUTE;
         Self {
@@ -97,7 +97,7 @@ impl RouteMetrics {
     }
 }
 
-impl RouteMetrics {
+impl MetricsRecorder {
     /// The request durations of the route at `route` (its position), over
     /// every method, status class and source (for `/stats.json`).
     pub(crate) fn route_latency(&self, route: usize) -> Option<(&str, serde_json::Value)> {
@@ -128,7 +128,7 @@ fn method_index(method: &Method) -> usize {
     }
 }
 
-impl Handler for RouteMetrics {
+impl Handler for MetricsRecorder {
     fn done(&self, exchange: &mut Exchange, outcome: &Outcome) {
         let Some(started) = exchange.started else {
             return;

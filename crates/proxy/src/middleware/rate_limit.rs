@@ -25,7 +25,7 @@ use super::{
     rate_limit_redis::RedisLimiter,
     Answer, Exchange, Flow, Handler, RequestView,
 };
-use crate::config::{RateKey as Key, RateLimit, RateStore};
+use crate::config::{RateKey as Key, RateLimitSettings, RateStore};
 
 /// How often (in requests) the key count is checked against `max_keys`.
 const SWEEP_EVERY: u64 = 4096;
@@ -42,7 +42,7 @@ pub(crate) struct RateLimiter {
 
 /// One request's share of the period (the GCRA's emission interval),
 /// and how many may come at once.
-pub(super) fn interval_and_burst(config: &RateLimit) -> anyhow::Result<(Duration, u32)> {
+pub(super) fn interval_and_burst(config: &RateLimitSettings) -> anyhow::Result<(Duration, u32)> {
     let rate = *config.rate;
     let interval = rate.per / rate.count.get();
     if interval.is_zero() {
@@ -97,7 +97,7 @@ pub(super) fn too_many(limit: &HeaderValue, wait: Duration) -> Flow {
 }
 
 impl RateLimiter {
-    fn new(config: &RateLimit) -> anyhow::Result<Self> {
+    fn new(config: &RateLimitSettings) -> anyhow::Result<Self> {
         let rate = *config.rate;
         let (interval, burst) = interval_and_burst(config)?;
         let quota = Quota::with_period(interval)
@@ -125,7 +125,7 @@ impl RateLimiter {
     }
 }
 
-impl Build for RateLimit {
+impl Build for RateLimitSettings {
     fn build(&self, builder: &mut Builder<'_>) -> anyhow::Result<Arc<dyn Handler>> {
         match (self.store, &self.redis) {
             (RateStore::Local, None) => Ok(Arc::new(RateLimiter::new(self)?)),
@@ -165,7 +165,7 @@ mod tests {
     use crate::config::{Parsed, Rate, Setting as _};
 
     fn limiter(rate: &str, burst: Option<u32>) -> RateLimiter {
-        RateLimiter::new(&RateLimit {
+        RateLimiter::new(&RateLimitSettings {
             key: Parsed(Key::ClientIp),
             rate: Parsed(Rate::parse(rate).unwrap()),
             burst: burst.and_then(std::num::NonZeroU32::new),

@@ -35,7 +35,7 @@ use super::{
     rate_limit::{interval_and_burst, key_of, too_many, KeyOf},
     Answer, Exchange, Flow, Handler, RequestView,
 };
-use crate::config::{OnFailure, RateKey as Key, RateLimit, RedisStore};
+use crate::config::{OnFailure, RateKey as Key, RateLimitSettings, RedisStoreSettings};
 
 /// GCRA (the generic cell rate algorithm): the key holds the theoretical
 /// arrival time (TAT, µs on Redis's clock) of the next request at the
@@ -114,7 +114,11 @@ struct Shared {
 }
 
 impl RedisLimiter {
-    pub(super) fn new(config: &RateLimit, redis: &RedisStore, name: &str) -> anyhow::Result<Self> {
+    pub(super) fn new(
+        config: &RateLimitSettings,
+        redis: &RedisStoreSettings,
+        name: &str,
+    ) -> anyhow::Result<Self> {
         let (interval, burst) = interval_and_burst(config)?;
         let interval_us = u64::try_from(interval.as_micros()).unwrap_or(u64::MAX);
         if interval_us == 0 {
@@ -177,7 +181,7 @@ impl RedisLimiter {
 /// The client for `redis`: its URL, with the password from its file and
 /// the CA from its file when given. Errors never repeat the URL (it may
 /// hold a password).
-fn client(redis: &RedisStore) -> anyhow::Result<redis::Client> {
+fn client(redis: &RedisStoreSettings) -> anyhow::Result<redis::Client> {
     use redis::IntoConnectionInfo as _;
     let mut info = redis
         .url

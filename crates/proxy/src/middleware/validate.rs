@@ -25,11 +25,11 @@ use super::{
     build::{Build, Builder},
     Answer, Exchange, Flow, Handler, RequestView, ResponseView,
 };
-use crate::config::{self, Validate};
+use crate::config::{self, ValidateSettings};
 use crate::wire::fields::Fields;
 
 #[derive(Debug)]
-pub(crate) struct ValidateHandler {
+pub(crate) struct RequestValidator {
     validator: Validator,
     max_body: usize,
     /// `None`: responses are not checked.
@@ -37,16 +37,16 @@ pub(crate) struct ValidateHandler {
     response_failures: AtomicU64,
 }
 
-impl Build for Validate {
+impl Build for ValidateSettings {
     fn build(&self, builder: &mut Builder<'_>) -> anyhow::Result<Arc<dyn Handler>> {
-        let validator = Arc::new(ValidateHandler::new(self)?);
+        let validator = Arc::new(RequestValidator::new(self)?);
         builder.validators.push(Arc::clone(&validator));
         Ok(validator)
     }
 }
 
-impl ValidateHandler {
-    fn new(config: &Validate) -> anyhow::Result<Self> {
+impl RequestValidator {
+    fn new(config: &ValidateSettings) -> anyhow::Result<Self> {
         let spec =
             Spec::from_file(&config.openapi.value).map_err(|err| anyhow::anyhow!("{err}"))?;
         let max_body = usize::try_from(config.max_body_bytes).unwrap_or(usize::MAX);
@@ -90,7 +90,7 @@ impl ValidateHandler {
     }
 }
 
-impl Handler for ValidateHandler {
+impl Handler for RequestValidator {
     fn wants_body(&self, request: &RequestView<'_>) -> Option<usize> {
         self.validator
             .needs_body(request.method.as_str(), request.path.as_bytes())

@@ -15,7 +15,7 @@ use std::{
 };
 
 use crate::{
-    config::{Config, Paths},
+    config::{Config, PathSettings},
     ids::{RouteId, UpstreamId},
     middleware::{self, BuildContext, Chain, Chains},
     telemetry::{trace::Tracer, Metrics, Shard},
@@ -63,7 +63,7 @@ pub struct Plan {
     /// By [`RouteId`].
     routes: Vec<Route>,
     /// How request targets are normalised (`paths`).
-    pub paths: Paths,
+    pub paths: PathSettings,
     /// By [`UpstreamId`].
     pub(crate) upstreams: Vec<Upstream>,
     /// Each upstream's id, with its metrics slot.

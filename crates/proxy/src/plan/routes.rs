@@ -10,7 +10,7 @@
 use http::Method;
 
 use crate::{
-    config::{Case, PathMatch, Route},
+    config::{Case, PathMatch, RouteSettings},
     ids::RouteId,
     wire::normalize,
 };
@@ -55,14 +55,14 @@ pub(crate) struct RouteTable {
 impl RouteTable {
     /// Compiles validated routes (paths start with `/`, methods parse).
     #[cfg(test)]
-    pub(crate) fn new(routes: &[Route], case: Case) -> Self {
+    pub(crate) fn new(routes: &[RouteSettings], case: Case) -> Self {
         let ids: Vec<RouteId> = (0..routes.len()).map(RouteId::new).collect();
         Self::with_ids(routes, &ids, case)
     }
 
     /// Compiles validated routes, each found as its id in `ids` (which carry their
     /// metrics slots).
-    pub(crate) fn with_ids(routes: &[Route], ids: &[RouteId], case: Case) -> Self {
+    pub(crate) fn with_ids(routes: &[RouteSettings], ids: &[RouteId], case: Case) -> Self {
         let mut compiled: Vec<CompiledRoute> = routes
             .iter()
             .zip(ids)

@@ -27,7 +27,7 @@ use super::{
     accept::{ListenerChange, ListenerChanges, ListenerId},
     listener::{Endpoint, TlsListener},
 };
-use crate::config::{Config, HttpVersion, Listener};
+use crate::config::{Config, HttpVersion, ListenerSettings};
 
 /// What identifies a configured listener across reloads: its address,
 /// and its place among the listeners of that address (only port 0 repeats).
@@ -115,7 +115,7 @@ impl Bound {
 
     fn opened(
         &mut self,
-        listener: &Listener,
+        listener: &ListenerSettings,
         key: Key,
         bound: SocketAddr,
         endpoint: Arc<Endpoint>,
@@ -244,8 +244,8 @@ impl Bound {
 }
 
 /// The listeners of `config` with their keys.
-fn keyed(config: &Config) -> anyhow::Result<Vec<(&Listener, Key)>> {
-    let mut keyed: Vec<(&Listener, Key)> = Vec::new();
+fn keyed(config: &Config) -> anyhow::Result<Vec<(&ListenerSettings, Key)>> {
+    let mut keyed: Vec<(&ListenerSettings, Key)> = Vec::new();
     for listener in &config.listeners {
         let address: SocketAddr = listener.address.value.parse()?;
         let nth = keyed.iter().filter(|(_, key)| key.0 == address).count();
@@ -255,7 +255,7 @@ fn keyed(config: &Config) -> anyhow::Result<Vec<(&Listener, Key)>> {
 }
 
 /// A listener's settings, as compared between reloads.
-fn settings(listener: &Listener) -> String {
+fn settings(listener: &ListenerSettings) -> String {
     let tls = listener.tls.as_ref().map(|tls| {
         (
             &tls.cert.value,

@@ -26,7 +26,7 @@ use tokio_util::task::TaskTracker;
 use tracing::debug;
 
 use crate::{
-    config::{H3Settings, HttpVersion, ListenerTls},
+    config::{H3Settings, HttpVersion, ListenerTlsSettings},
     session::Worker,
     session::{serve_h1, ClientOrigin, ConnectionSlot, H2c},
 };
@@ -56,7 +56,7 @@ pub(crate) struct TlsListener {
 impl TlsListener {
     /// Reads the certificate, key and client CA files.
     pub(crate) fn load(
-        settings: &ListenerTls,
+        settings: &ListenerTlsSettings,
         versions: &[HttpVersion],
         h3: &H3Settings,
     ) -> Result<Self, TlsError> {
@@ -173,7 +173,7 @@ pub(crate) struct Endpoint {
 
 impl Endpoint {
     /// Reads a TLS listener's files.
-    pub(crate) fn new(listener: &crate::config::Listener) -> Result<Self, TlsError> {
+    pub(crate) fn new(listener: &crate::config::ListenerSettings) -> Result<Self, TlsError> {
         let tls = listener
             .tls
             .as_ref()

@@ -30,7 +30,7 @@ use crate::{
 };
 
 /// Called with the new `log` settings after a reload that changed them.
-pub type LogHook = Box<dyn Fn(&config::Log) + Send + Sync>;
+pub type LogHook = Box<dyn Fn(&config::LogSettings) + Send + Sync>;
 
 /// The live configuration and how to change it.
 pub(crate) struct Reloader {
@@ -332,7 +332,7 @@ impl Reloader {
     }
 
     /// The discovery settings in use.
-    pub(crate) async fn discovery(&self) -> config::Discovery {
+    pub(crate) async fn discovery(&self) -> config::DiscoverySettings {
         self.state.lock().await.config.discovery.clone()
     }
 

@@ -25,7 +25,7 @@ use hickory_resolver::{
 };
 use tracing::debug;
 
-use crate::config::{Config, Discovery};
+use crate::config::{Config, DiscoverySettings};
 
 /// The addresses of each configured host that needed resolving, keyed by
 /// the host as written; sorted, so that equal answers compare equal.
@@ -108,7 +108,7 @@ fn named_hosts(config: &Config) -> impl Iterator<Item = (&str, &str)> {
 pub(crate) struct Resolver {
     inner: TokioResolver,
     hosts_file: PathBuf,
-    settings: Discovery,
+    settings: DiscoverySettings,
 }
 
 /// One name's answer and until when it holds.
@@ -122,7 +122,7 @@ pub(crate) struct Answer {
 impl Resolver {
     /// With the name servers of `discovery.resolv_conf`, or none (the
     /// hosts file only) when it cannot be read or names none.
-    pub(crate) fn new(settings: &Discovery) -> Self {
+    pub(crate) fn new(settings: &DiscoverySettings) -> Self {
         let read = std::fs::read(&settings.resolv_conf)
             .map_err(|err| err.to_string())
             .and_then(|text| parse_resolv_conf(text).map_err(|err| err.to_string()));
@@ -318,7 +318,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("hosts");
         std::fs::write(&file, "127.0.0.7 api.test\n127.0.0.8 api.test\n").unwrap();
-        let settings = Discovery {
+        let settings = DiscoverySettings {
             min_interval: Duration::from_secs(1),
             max_interval: Duration::from_secs(2),
             hosts_file: file.display().to_string(),

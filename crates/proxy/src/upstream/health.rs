@@ -10,7 +10,7 @@ use tracing::{info, warn};
 
 use super::{connect, Upstream};
 use crate::{
-    config::{ActiveHealth, Protocol},
+    config::{ActiveHealthSettings, Protocol},
     ids::HostId,
 };
 
@@ -19,7 +19,7 @@ use crate::{
 pub(crate) async fn probe(
     upstream: &Upstream,
     host: HostId,
-    active: &ActiveHealth,
+    active: &ActiveHealthSettings,
 ) -> Result<(), String> {
     tokio::time::timeout(active.timeout, check(upstream, host, active))
         .await
@@ -30,7 +30,7 @@ pub(crate) async fn probe(
 pub(crate) fn report(
     upstream: &Upstream,
     host: HostId,
-    active: &ActiveHealth,
+    active: &ActiveHealthSettings,
     verdict: Result<(), String>,
     now: u64,
 ) {
@@ -50,7 +50,11 @@ pub(crate) fn report(
 }
 
 /// One check of one host: `Ok` when it answered an expected status.
-async fn check(upstream: &Upstream, host: HostId, active: &ActiveHealth) -> Result<(), String> {
+async fn check(
+    upstream: &Upstream,
+    host: HostId,
+    active: &ActiveHealthSettings,
+) -> Result<(), String> {
     let status = match upstream.protocol {
         Protocol::Http1 => check_http1(upstream, host, active).await?,
         Protocol::H2 | Protocol::H2c => check_h2(upstream, host, active).await?,
@@ -73,7 +77,7 @@ fn authority(upstream: &Upstream, host: HostId) -> String {
 async fn check_http1(
     upstream: &Upstream,
     host: HostId,
-    active: &ActiveHealth,
+    active: &ActiveHealthSettings,
 ) -> Result<u16, String> {
     let mut stream = connect::open(upstream, host, None)
         .await
@@ -105,7 +109,11 @@ async fn check_http1(
     }
 }
 
-async fn check_h2(upstream: &Upstream, host: HostId, active: &ActiveHealth) -> Result<u16, String> {
+async fn check_h2(
+    upstream: &Upstream,
+    host: HostId,
+    active: &ActiveHealthSettings,
+) -> Result<u16, String> {
     let alpn = upstream.tls.is_some().then_some(tls::ALPN_H2);
     let io = connect::open(upstream, host, alpn)
         .await

@@ -26,7 +26,7 @@ use http::HeaderValue;
 use tls::{rustls::pki_types::ServerName, tokio_rustls::TlsConnector};
 
 use crate::{
-    config::{ActiveHealth, Protocol, Timeouts, UpstreamSettings},
+    config::{ActiveHealthSettings, Protocol, TimeoutSettings, UpstreamSettings},
     ids::HostId,
 };
 use balance::Balancer;
@@ -50,11 +50,11 @@ pub(crate) struct Upstream {
     /// TLS settings): a reload that changes it starts the pools afresh.
     connection_settings: String,
     pub balancer: Balancer,
-    pub timeouts: Timeouts,
+    pub timeouts: TimeoutSettings,
     pub retries: u32,
     pub retry: RetryPolicy,
     /// `health.active`: checked by the process's health checker.
-    pub active_health: Option<ActiveHealth>,
+    pub active_health: Option<ActiveHealthSettings>,
     pub max_idle: usize,
     pub idle_timeout: Duration,
     pub host_header: Option<HeaderValue>,

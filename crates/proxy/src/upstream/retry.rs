@@ -7,7 +7,7 @@ use std::{
     time::Duration,
 };
 
-use crate::config::{RetryBudget, RetryOn, UpstreamSettings};
+use crate::config::{RetryBudgetSettings, RetryOn, UpstreamSettings};
 use crate::ids::HostId;
 
 /// Why an attempt failed, as `retry_on` names it.
@@ -31,7 +31,7 @@ pub(crate) struct RetryPolicy {
 /// Retries and requests of the current one-second window.
 #[derive(Debug)]
 struct Budget {
-    settings: RetryBudget,
+    settings: RetryBudgetSettings,
     /// The window's second on the plan's clock, the requests and the
     /// retries in it; a new second starts them over.
     window: AtomicU64,

@@ -5,7 +5,7 @@
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use crate::config::Admin;
+use crate::config::AdminSettings;
 
 /// What a request may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,7 +57,7 @@ fn is_port(port: Option<&str>) -> bool {
 /// everything else with it. Without one: everything, except what
 /// changes state on a listener beyond loopback.
 pub(super) fn authorize(
-    admin: Option<&Admin>,
+    admin: Option<&AdminSettings>,
     beyond_loopback: bool,
     endpoint: &str,
     changes_state: bool,

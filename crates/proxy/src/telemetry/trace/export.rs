@@ -25,7 +25,7 @@ use tokio::{
 use tracing::{debug, info, warn};
 
 use super::{otlp, Span, DROPPED, EXPORTED};
-use crate::config::{OtlpProtocol, TraceSettings};
+use crate::config::{OtlpProtocol, TraceExport};
 
 /// A batch goes at the latest this long after its first span.
 const LINGER: Duration = Duration::from_secs(1);
@@ -33,7 +33,7 @@ const GRPC_PATH: &str = "/opentelemetry.proto.collector.trace.v1.TraceService/Ex
 
 /// The connector of an `https://` endpoint, built when the plan is (so a
 /// bad file is a load error): ALPN `h2` for gRPC, `http/1.1` for HTTP.
-pub(super) fn connector(settings: &TraceSettings) -> anyhow::Result<Option<TlsConnector>> {
+pub(super) fn connector(settings: &TraceExport) -> anyhow::Result<Option<TlsConnector>> {
     let Some(otlp_tls) = &settings.tls else {
         return Ok(None);
     };
@@ -54,7 +54,7 @@ pub(super) fn connector(settings: &TraceSettings) -> anyhow::Result<Option<TlsCo
 }
 
 pub(super) fn spawn(
-    settings: TraceSettings,
+    settings: TraceExport,
     tls: Option<TlsConnector>,
     spans: Receiver<Box<Span>>,
 ) -> std::io::Result<()> {
@@ -76,7 +76,7 @@ pub(super) fn spawn(
         .map(drop)
 }
 
-async fn run(settings: TraceSettings, tls: Option<TlsConnector>, spans: Receiver<Box<Span>>) {
+async fn run(settings: TraceExport, tls: Option<TlsConnector>, spans: Receiver<Box<Span>>) {
     let mut resource = vec![("service.name".to_string(), settings.service_name.clone())];
     resource.extend(settings.resource.iter().cloned());
     let (authority, path) = split_endpoint(&settings.endpoint);
@@ -149,7 +149,7 @@ trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 
 struct Exporter<'a> {
-    settings: &'a TraceSettings,
+    settings: &'a TraceExport,
     authority: String,
     path: String,
     tls: Option<TlsConnector>,

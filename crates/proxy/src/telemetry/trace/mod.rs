@@ -17,7 +17,7 @@ use std::{
 };
 
 use super::{Exposition, Kind as MetricKind};
-use crate::config::{QueryPolicy, TraceSettings};
+use crate::config::{QueryPolicy, TraceExport};
 
 /// Spans dropped: the queue was full, or their export failed. One for the
 /// process: tracers come and go with reloads, the count goes on.
@@ -159,7 +159,7 @@ impl Span {
 /// The sampler and the queue to the exporter of one `traces:` setting.
 #[derive(Debug)]
 pub(crate) struct Tracer {
-    pub settings: TraceSettings,
+    pub settings: TraceExport,
     /// A new trace is sampled when a random u64 is below this.
     threshold: u64,
     queue: SyncSender<Box<Span>>,
@@ -167,7 +167,7 @@ pub(crate) struct Tracer {
 
 impl Tracer {
     /// Starts the exporter thread (it ends when the tracer is dropped).
-    pub(crate) fn start(settings: TraceSettings) -> anyhow::Result<Self> {
+    pub(crate) fn start(settings: TraceExport) -> anyhow::Result<Self> {
         let tls = export::connector(&settings)?;
         let (queue, spans) = mpsc::sync_channel(settings.queue);
         export::spawn(settings.clone(), tls, spans)?;

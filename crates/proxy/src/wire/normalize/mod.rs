@@ -18,7 +18,7 @@ use std::borrow::Cow;
 
 use http::Method;
 
-use crate::config::{Forward, Paths};
+use crate::config::{Forward, PathSettings};
 pub use host::NormalHost;
 pub use path::NormalPath;
 
@@ -146,7 +146,7 @@ pub struct NormalRequest<'a> {
 }
 
 /// Normalises a request's target and Host, or refuses it.
-pub fn request<'a>(raw: &Raw<'a>, paths: &Paths) -> Result<Normal<'a>, Refusal> {
+pub fn request<'a>(raw: &Raw<'a>, paths: &PathSettings) -> Result<Normal<'a>, Refusal> {
     if raw.query.is_some_and(|q| q.contains(&b'#')) {
         return Err(Refusal::Fragment);
     }
@@ -217,9 +217,9 @@ impl NormalRequest<'_> {
 /// Checks that a route's `path` and `host` are written in the normal form
 /// requests are matched in (else no request could match them); the error
 /// says what to write instead.
-pub fn check_route(path: &str, host: Option<&str>, paths: &Paths) -> Result<(), String> {
+pub fn check_route(path: &str, host: Option<&str>, paths: &PathSettings) -> Result<(), String> {
     // Case folding is the route table's own (it folds route paths too).
-    let paths = &Paths {
+    let paths = &PathSettings {
         case: crate::config::Case::Sensitive,
         ..*paths
     };

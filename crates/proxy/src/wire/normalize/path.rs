@@ -13,7 +13,7 @@ use super::{
     unicode::{fold_case, Utf8},
     Refusal,
 };
-use crate::config::{Case, DoubleEncoding, EscapedSlash, Paths, Semicolon};
+use crate::config::{Case, DoubleEncoding, EscapedSlash, PathSettings, Semicolon};
 
 /// A path in normal form.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,7 +35,7 @@ impl NormalPath<'_> {
 }
 
 /// The normal form of an origin-form path (no query), or why it has none.
-pub fn normalize<'a>(path: &'a str, paths: &Paths) -> Result<NormalPath<'a>, Refusal> {
+pub fn normalize<'a>(path: &'a str, paths: &PathSettings) -> Result<NormalPath<'a>, Refusal> {
     let (path, parameters, non_ascii) = match scan(path.as_bytes(), paths) {
         Scan::Normal {
             parameters,
@@ -127,7 +127,7 @@ fn is_control(b: u8) -> bool {
 }
 
 /// Whether `b`, written `%XX`, is in normal form under `paths`.
-fn escape_stays(b: u8, paths: &Paths) -> bool {
+fn escape_stays(b: u8, paths: &PathSettings) -> bool {
     match b {
         b'/' | b'\\' => paths.escaped_slash == EscapedSlash::Keep,
         // `%3B` is `;` to a backend that decodes before it strips path
@@ -139,7 +139,7 @@ fn escape_stays(b: u8, paths: &Paths) -> bool {
 
 /// `%25` before two hex digits (`after`: what follows it): what a backend
 /// that decodes twice reads as an escape.
-fn double_encoded(after: &[u8], paths: &Paths) -> bool {
+fn double_encoded(after: &[u8], paths: &PathSettings) -> bool {
     paths.double_encoding == DoubleEncoding::Reject
         && matches!(after, [hi, lo, ..] if hi.is_ascii_hexdigit() && lo.is_ascii_hexdigit())
 }
@@ -158,7 +158,7 @@ fn any_hex(b: u8) -> Option<u8> {
 
 /// The one scan of the fast path: true only for a path [`rewrite`] would
 /// return unchanged.
-pub(super) fn scan(path: &[u8], paths: &Paths) -> Scan {
+pub(super) fn scan(path: &[u8], paths: &PathSettings) -> Scan {
     if path.first() != Some(&b'/') {
         return Scan::Rewrite;
     }
@@ -234,7 +234,7 @@ fn is_dot(name: &[u8]) -> bool {
 /// The slow path: decodes what needs no encoding, encodes what must be,
 /// refuses what cannot be made unambiguous, then removes dot segments and
 /// (with `merge_slashes`) empty ones.
-pub(super) fn rewrite(path: &[u8], paths: &Paths) -> Result<String, Refusal> {
+pub(super) fn rewrite(path: &[u8], paths: &PathSettings) -> Result<String, Refusal> {
     if path.is_empty() {
         // An absolute-form target without a path asks for `/`.
         return Ok("/".into());
@@ -282,7 +282,7 @@ pub(super) fn rewrite(path: &[u8], paths: &Paths) -> Result<String, Refusal> {
 
 /// Step one of [`rewrite`]: percent-encoding normalised, refusals found.
 /// The result is ASCII: `%XX` only where the byte must stay encoded.
-fn decode(path: &[u8], paths: &Paths) -> Result<String, Refusal> {
+fn decode(path: &[u8], paths: &PathSettings) -> Result<String, Refusal> {
     let mut out = String::with_capacity(path.len() + 8);
     // What the escapes decode to, with the raw bytes around them, must be
     // UTF-8: a raw byte between an escaped lead byte and its continuation

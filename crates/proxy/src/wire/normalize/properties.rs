@@ -12,7 +12,7 @@ use proptest::{
     test_runner::{Config, TestRunner},
 };
 
-use super::{host, path, Paths};
+use super::{host, path, PathSettings};
 use crate::config::{Case, DoubleEncoding, EscapedSlash, Semicolon};
 
 /// Every way of writing a path these properties try: the pieces that
@@ -61,7 +61,7 @@ fn spelling() -> impl Strategy<Value = String> {
     prop::collection::vec(piece, 0..12).prop_map(|pieces| format!("/{}", pieces.concat()))
 }
 
-fn settings() -> impl Strategy<Value = Paths> {
+fn settings() -> impl Strategy<Value = PathSettings> {
     (
         any::<bool>(),
         prop::sample::select(vec![
@@ -78,13 +78,13 @@ fn settings() -> impl Strategy<Value = Paths> {
         prop::sample::select(vec![DoubleEncoding::Keep, DoubleEncoding::Reject]),
     )
         .prop_map(
-            |(merge_slashes, escaped_slash, semicolon, case, double_encoding)| Paths {
+            |(merge_slashes, escaped_slash, semicolon, case, double_encoding)| PathSettings {
                 merge_slashes,
                 escaped_slash,
                 semicolon,
                 case,
                 double_encoding,
-                ..Paths::default()
+                ..PathSettings::default()
             },
         )
 }

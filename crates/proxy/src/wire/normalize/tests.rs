@@ -9,8 +9,8 @@ use http::Method;
 use super::{path, *};
 use crate::config::{Case, DoubleEncoding, EscapedSlash, Semicolon};
 
-fn defaults() -> Paths {
-    Paths::default()
+fn defaults() -> PathSettings {
+    PathSettings::default()
 }
 
 /// `Ok((path sent upstream, path routes match))` or the refusal's label.
@@ -19,7 +19,7 @@ type PathOutcome = Result<(String, String), &'static str>;
 /// `Ok(Some((name, authority)))` or the refusal's label.
 type HostOutcome = Result<Option<(String, String)>, &'static str>;
 
-fn normal(raw: &str, paths: &Paths) -> PathOutcome {
+fn normal(raw: &str, paths: &PathSettings) -> PathOutcome {
     path::normalize(raw, paths)
         .map(|n| (n.path.to_string(), n.for_matching().to_string()))
         .map_err(Refusal::label)
@@ -107,30 +107,30 @@ fn default_path_table() {
 
 #[test]
 fn settings_change_the_table() {
-    let keep_slashes = Paths {
+    let keep_slashes = PathSettings {
         merge_slashes: false,
         ..defaults()
     };
     assert_eq!(normal("//admin", &keep_slashes), both("//admin"));
     assert_eq!(normal("/a//../b", &keep_slashes), both("/a/b"));
-    let decode = Paths {
+    let decode = PathSettings {
         escaped_slash: EscapedSlash::Decode,
         ..defaults()
     };
     assert_eq!(normal("/x/..%2fadmin", &decode), both("/admin"));
     assert_eq!(normal("/%5cadmin", &decode), both("/admin"));
-    let keep = Paths {
+    let keep = PathSettings {
         escaped_slash: EscapedSlash::Keep,
         ..defaults()
     };
     assert_eq!(normal("/x/..%2fadmin", &keep), both("/x/..%2Fadmin"));
-    let literal = Paths {
+    let literal = PathSettings {
         semicolon: Semicolon::Keep,
         ..defaults()
     };
     assert_eq!(normal("/admin;x=1", &literal), both("/admin;x=1"));
     assert_eq!(normal("/x/..;/admin", &literal), both("/x/..;/admin"));
-    let strict = Paths {
+    let strict = PathSettings {
         semicolon: Semicolon::Reject,
         ..defaults()
     };
@@ -139,7 +139,7 @@ fn settings_change_the_table() {
     assert_eq!(normal("/admin%3Bx", &strict), Err("semicolon"));
     assert_eq!(normal("/admin%3bx", &strict), Err("semicolon"));
     assert_eq!(normal("/x/..%3B/admin", &literal), both("/x/..%3B/admin"));
-    let once = Paths {
+    let once = PathSettings {
         double_encoding: DoubleEncoding::Reject,
         ..defaults()
     };
@@ -147,7 +147,7 @@ fn settings_change_the_table() {
     assert_eq!(normal("/%252e%252e/admin", &once), Err("double_encoding"));
     assert_eq!(normal("/100%25", &once), both("/100%25"));
     assert_eq!(normal("/100%25off", &once), both("/100%25off"));
-    let sensitive = Paths {
+    let sensitive = PathSettings {
         case: Case::Sensitive,
         ..defaults()
     };

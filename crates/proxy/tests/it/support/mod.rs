@@ -224,9 +224,10 @@ pub(crate) async fn h2_exchange(
     let mut sender = sender.clone().ready().await.unwrap();
     let (response, mut stream) = sender.send_request(request, body.is_empty()).unwrap();
     if !body.is_empty() {
-        stream
-            .send_data(Bytes::copy_from_slice(body), true)
-            .unwrap();
+        // The proxy may answer before it reads the body (a 503 or 502 the
+        // upstream's state decides) and close the stream; then the body
+        // cannot be sent (InactiveStreamId) and the answer is what counts.
+        let _ = stream.send_data(Bytes::copy_from_slice(body), true);
     }
     let (parts, mut received) = response.await.unwrap().into_parts();
     let mut bytes = Vec::new();
