@@ -1,7 +1,10 @@
-//! `sluice bench`: DESIGN.md's benchmark questions answered on loopback in
-//! one command. Every component (backends, the proxy, the peers) runs in
-//! its own process; the load generator runs in this one, so that its
-//! progress reaches the terminal without a pipe.
+//! `sluice bench`: the benchmark questions (what the backend does alone,
+//! what the proxy in front costs, each handler, protocol, balancing policy,
+//! IO-heavy and open-model load, memory per idle connection; the groups'
+//! table at the top of docs/BENCH.md) answered on loopback in one command.
+//! Every component (backends, the proxy, the peers) runs in its own
+//! process; the load generator runs in this one, so that its progress
+//! reaches the terminal without a pipe.
 //!
 //! A run is a list of groups (`baseline`, `proxy`, `middleware`,
 //! `protocols`, `lb`, `lb-slow`, `io`, `open`, `idle`, and on request
