@@ -70,6 +70,17 @@ pub(super) struct Scale {
 }
 
 impl Scale {
+    /// From 0 at `r0` to the last of `ticks` (from [`nice_ticks`]) at `r1`.
+    pub(super) fn linear(ticks: &[f64], r0: f64, r1: f64) -> Self {
+        Scale {
+            d0: 0.0,
+            d1: ticks.last().copied().unwrap_or(1.0),
+            r0,
+            r1,
+            log: false,
+        }
+    }
+
     pub(super) fn map(&self, v: f64) -> f64 {
         let (v, d0, d1) = if self.log {
             (v.max(self.d0).log10(), self.d0.log10(), self.d1.log10())

@@ -81,13 +81,7 @@ pub(crate) fn bar_chart(chart: &BarChart) -> String {
     } else {
         let max = values.filter(|v| v.is_finite()).fold(0.0, f64::max);
         let ticks = nice_ticks(max, 6);
-        let scale = Scale {
-            d0: 0.0,
-            d1: ticks.last().copied().unwrap_or(1.0),
-            r0: left,
-            r1: right,
-            log: false,
-        };
+        let scale = Scale::linear(&ticks, left, right);
         (ticks, scale)
     };
 

@@ -54,20 +54,8 @@ pub(crate) fn line_chart(chart: &LineChart) -> String {
         .fold(0.0, f64::max);
     let x_ticks = nice_ticks(x_max, 8);
     let y_ticks = nice_ticks(y_max, 6);
-    let xs = Scale {
-        d0: 0.0,
-        d1: x_ticks.last().copied().unwrap_or(1.0),
-        r0: left,
-        r1: right,
-        log: false,
-    };
-    let ys = Scale {
-        d0: 0.0,
-        d1: y_ticks.last().copied().unwrap_or(1.0),
-        r0: bottom,
-        r1: top,
-        log: false,
-    };
+    let xs = Scale::linear(&x_ticks, left, right);
+    let ys = Scale::linear(&y_ticks, bottom, top);
 
     let mut svg = Svg::new(&chart.title, WIDTH, height);
     svg.legend(&legend, left, head + 12.0);
