@@ -1,7 +1,10 @@
-//! `sluice bench`: DESIGN.md's benchmark questions answered on loopback in
-//! one command. Every component (backends, the proxy, the peers) runs in
-//! its own process; the load generator runs in this one, so that its
-//! progress reaches the terminal without a pipe.
+//! `sluice bench`: the benchmark questions (what the backend does alone,
+//! what the proxy in front costs, each handler, protocol, balancing policy,
+//! IO-heavy and open-model load, memory per idle connection; the groups'
+//! table at the top of docs/BENCH.md) answered on loopback in one command.
+//! Every component (backends, the proxy, the peers) runs in its own
+//! process; the load generator runs in this one, so that its progress
+//! reaches the terminal without a pipe.
 //!
 //! A run is a list of groups (`baseline`, `proxy`, `middleware`,
 //! `protocols`, `lb`, `lb-slow`, `io`, `open`, `idle`, and on request
@@ -154,33 +157,10 @@ fn ensure_dir(dir: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))
 }
 
-/// `2026-11-21T10:04:05Z`, without a date crate.
+/// `2026-11-21T10:04:05Z`. A clock before 1970 reads as 1970 (humantime
+/// would panic on it).
 fn rfc3339(time: SystemTime) -> String {
-    let secs = time
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let (days, rest) = (secs / 86_400, secs % 86_400);
-    let (year, month, day) = civil_from_days(days as i64);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60
-    )
-}
-
-/// Howard Hinnant's days-to-civil algorithm.
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
+    humantime::format_rfc3339_seconds(time.max(SystemTime::UNIX_EPOCH)).to_string()
 }
 
 #[cfg(test)]
@@ -192,5 +172,7 @@ mod tests {
         assert_eq!(rfc3339(SystemTime::UNIX_EPOCH), "1970-01-01T00:00:00Z");
         let t = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_795_255_445);
         assert_eq!(rfc3339(t), "2026-11-21T10:04:05Z");
+        let before = SystemTime::UNIX_EPOCH - std::time::Duration::from_secs(1);
+        assert_eq!(rfc3339(before), "1970-01-01T00:00:00Z");
     }
 }

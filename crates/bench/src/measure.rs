@@ -179,7 +179,6 @@ fn to_figures(
     after: Usage,
 ) -> Figures {
     let l = &report.latency;
-    let e = &report.errors;
     let cpu_s = before.map_or(0.0, |b| (after.cpu_s - b.cpu_s).max(0.0));
     Figures {
         requests: report.requests,
@@ -195,11 +194,7 @@ fn to_figures(
             max_us: l.max_us,
         },
         errors: Errors {
-            connect: e.connect,
-            read: e.read,
-            write: e.write,
-            timeout: e.timeout,
-            parse: e.parse,
+            failed: report.errors,
             non_2xx_3xx: report.non_2xx_3xx,
         },
         process: (after != Usage::default()).then(|| ProcessUsage {

@@ -11,10 +11,11 @@ use std::{
 
 use crate::{machine::PeerKind, runtimes::Runtime};
 
-/// The named groups of `--only`: DESIGN.md's questions, `runtimes` (the
-/// seeds' own backends, in their runtimes), and `peers` for the peers'
-/// rows of every group (HAProxy, nginx, Envoy, Traefik, Caddy, nghttpx:
-/// those of `--peers` that are installed).
+/// The named groups of `--only`: one per benchmark question (the groups'
+/// table at the top of docs/BENCH.md), `runtimes` (the seeds' own
+/// backends, in their runtimes), and `peers` for the peers' rows of every
+/// group (HAProxy, nginx, Envoy, Traefik, Caddy, nghttpx: those of
+/// `--peers` that are installed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum GroupName {
     Baseline,

@@ -78,7 +78,8 @@ pub struct Settings {
     pub runtimes: Vec<String>,
 }
 
-/// One named group of rows: one of DESIGN.md's questions.
+/// One named group of rows: the answer to one benchmark question (the
+/// groups' table at the top of docs/BENCH.md).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Group {
     /// `baseline`, `proxy`, `middleware`, `protocols`, `lb`, `io`, `open`,
@@ -301,28 +302,27 @@ pub struct Latency {
 }
 
 /// Failed requests by kind, and answers that were not 2xx or 3xx.
+///
+/// `sluice load` counts a non-2xx/3xx answer as a response, by status, and
+/// keeps it out of its [`load::Errors`]; a bench row counts it as an error
+/// of the system under test (a proxy answering 502 is not serving), so
+/// these are load's failures plus that count. In results.json the fields
+/// sit side by side, as `load`'s are flattened.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 pub struct Errors {
-    pub connect: u64,
-    pub read: u64,
-    pub write: u64,
-    pub timeout: u64,
-    pub parse: u64,
+    #[serde(flatten)]
+    pub failed: load::Errors,
     pub non_2xx_3xx: u64,
 }
 
 impl Errors {
     fn add(&mut self, other: &Errors) {
-        self.connect += other.connect;
-        self.read += other.read;
-        self.write += other.write;
-        self.timeout += other.timeout;
-        self.parse += other.parse;
+        self.failed.add(&other.failed);
         self.non_2xx_3xx += other.non_2xx_3xx;
     }
 
     pub fn total(&self) -> u64 {
-        self.connect + self.read + self.write + self.timeout + self.parse + self.non_2xx_3xx
+        self.failed.total() + self.non_2xx_3xx
     }
 }
 
@@ -355,8 +355,11 @@ mod tests {
                 ..Latency::default()
             },
             errors: Errors {
-                read: read_errors,
-                ..Errors::default()
+                failed: load::Errors {
+                    read: read_errors,
+                    ..load::Errors::default()
+                },
+                non_2xx_3xx: 0,
             },
             process: Some(ProcessUsage {
                 name: "sluice proxy".into(),
@@ -378,7 +381,7 @@ mod tests {
         assert_eq!(combined.requests_per_sec, 200.0);
         assert_eq!(combined.latency.p99_us, 800);
         assert_eq!(combined.latency.max_us, 1800);
-        assert_eq!(combined.errors.read, 3);
+        assert_eq!(combined.errors.failed.read, 3);
         let process = combined.process.expect("process");
         assert_eq!(process.peak_rss_kib, 30);
         assert!((process.cpu_s - 0.002).abs() < 1e-12);

@@ -40,7 +40,7 @@ impl Errors {
         self.connect + self.read + self.write + self.timeout + self.parse
     }
 
-    pub(crate) fn add(&mut self, other: &Errors) {
+    pub fn add(&mut self, other: &Errors) {
         self.connect += other.connect;
         self.read += other.read;
         self.write += other.write;

@@ -1,7 +1,8 @@
-//! The groups: DESIGN.md's questions, each a function that starts its
-//! components (sluice's and each peer's, all at once), measures its rows
-//! in rounds (see [`crate::rounds`]), publishes the group and stops them
-//! all when it returns; `runtimes` publishes a group per seed.
+//! The groups, one per benchmark question (the table at the top of
+//! docs/BENCH.md), each a function that starts its components (sluice's
+//! and each peer's, all at once), measures its rows in rounds (see
+//! [`crate::rounds`]), publishes the group and stops them all when it
+//! returns; `runtimes` publishes a group per seed.
 
 mod balancing;
 mod idle;

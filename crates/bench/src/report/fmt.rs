@@ -167,11 +167,11 @@ pub(crate) fn errors(errors: &Errors) -> String {
 /// Only the non-zero kinds: `read 10, http 2`; empty when there are none.
 pub(crate) fn error_kinds(errors: &Errors) -> String {
     let kinds = [
-        ("connect", errors.connect),
-        ("read", errors.read),
-        ("write", errors.write),
-        ("timeout", errors.timeout),
-        ("parse", errors.parse),
+        ("connect", errors.failed.connect),
+        ("read", errors.failed.read),
+        ("write", errors.failed.write),
+        ("timeout", errors.failed.timeout),
+        ("parse", errors.failed.parse),
         ("http", errors.non_2xx_3xx),
     ];
     kinds
@@ -268,9 +268,11 @@ mod tests {
         assert_eq!(request("GET http://127.0.0.1:8080"), "GET /");
         assert_eq!(elapsed(723.0), "12m 3s");
         let e = Errors {
-            read: 10,
+            failed: load::Errors {
+                read: 10,
+                ..load::Errors::default()
+            },
             non_2xx_3xx: 2,
-            ..Errors::default()
         };
         assert_eq!(errors(&e), "12 (read 10, http 2)");
     }

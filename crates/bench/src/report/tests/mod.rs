@@ -1,59 +1,15 @@
+//! The report's outputs from the fixture: the terminal tables and summary,
+//! report.md, results.json against its schema, the files written; report.html
+//! in `html_page`.
+
+mod html_page;
+
 use super::*;
 use crate::results::Results;
+use html_page::check_html;
 
 /// docs/results.schema.json, relative to this file.
-const SCHEMA_JSON: &str = include_str!("../../../../docs/results.schema.json");
-
-/// Parses report.html as XML and checks that it is self-contained;
-/// returns the number of `<svg class="chart">` elements.
-fn check_html(html: &str) -> Result<usize, String> {
-    let doc = parse(html).map_err(|e| format!("not well-formed: {e}"))?;
-    let root = doc.root_element();
-    if root.tag_name().name() != "html" {
-        return Err(format!("root element is <{}>", root.tag_name().name()));
-    }
-    let mut charts = 0;
-    for node in doc.descendants().filter(|n| n.is_element()) {
-        let name = node.tag_name().name();
-        if matches!(
-            name,
-            "script" | "link" | "img" | "iframe" | "object" | "embed"
-        ) {
-            return Err(format!("<{name}> in a self-contained report"));
-        }
-        for attr in node.attributes() {
-            let v = attr.value();
-            if v.contains("//") || v.contains("url(") {
-                return Err(format!("<{name} {}=\"{v}\"> refers outside", attr.name()));
-            }
-        }
-        if name == "svg" && node.attribute("class") == Some("chart") {
-            let titled = node
-                .children()
-                .any(|c| c.is_element() && c.tag_name().name() == "title" && c.text().is_some());
-            if !titled {
-                return Err("a chart without a <title>".into());
-            }
-            charts += 1;
-        }
-    }
-    let stripped = html
-        .replace("http://www.w3.org/1999/xhtml", "")
-        .replace("http://www.w3.org/2000/svg", "");
-    if stripped.contains("http://") || stripped.contains("https://") {
-        return Err("an http(s):// reference besides the namespaces".into());
-    }
-    Ok(charts)
-}
-
-/// roxmltree refuses a DOCTYPE unless told to allow it.
-fn parse(xml: &str) -> Result<roxmltree::Document<'_>, roxmltree::Error> {
-    let options = roxmltree::ParsingOptions {
-        allow_dtd: true,
-        ..roxmltree::ParsingOptions::default()
-    };
-    roxmltree::Document::parse_with_options(xml, options)
-}
+const SCHEMA_JSON: &str = include_str!("../../../../../docs/results.schema.json");
 
 fn emptied(mut results: Results) -> Results {
     for g in &mut results.groups {
@@ -251,47 +207,6 @@ fn verdicts_count_the_rounds_that_agree_with_them() {
     assert!(html(&results).contains("(2/3 rounds agree)"));
 }
 
-/// Every bar of the throughput, latency and RSS charts names its row's
-/// system, once: "baseline: backend: petstore (sluice serve)", "lb-slow:
-/// sluice round_robin", "protocols: sluice: h1 -> h1".
-#[test]
-fn every_bar_names_its_system_once() {
-    let mut results = fixture();
-    // A baseline row labelled as the bench labels it.
-    let mut backend = results.groups[0].rows[0].clone();
-    backend.label = "petstore (sluice serve)".into();
-    results.groups[0].rows.push(backend);
-    let charts = [
-        ("throughput", html::throughput_bars(&results)),
-        ("latency", html::latency_bars(&results)),
-        ("RSS", html::rss_bars(&results)),
-    ];
-    let mut labels = Vec::new();
-    for (chart, bars) in &charts {
-        assert!(!bars.is_empty(), "{chart}");
-        for (system, bar) in bars {
-            let found = bar.label.matches(system).count();
-            assert_eq!(
-                found, 1,
-                "{chart}: {:?} names {system} {found} times",
-                bar.label
-            );
-            labels.push(bar.label.as_str());
-        }
-    }
-    for label in [
-        "baseline: backend: petstore (sluice serve)",
-        "baseline: nginx petstore body",
-        "protocols: sluice: h1 -> h1",
-        "lb-slow: sluice round_robin",
-        "lb-slow: haproxy least_conn",
-        "idle: nginx HTTP/2 @ 10000",
-        "lb: haproxy (highest over the sweep)",
-    ] {
-        assert!(labels.contains(&label), "no bar {label:?} in {labels:#?}");
-    }
-}
-
 /// The idle group compares memory per connection, not load it never ran.
 #[test]
 fn idle_rows_compare_bytes_per_connection() {
@@ -330,71 +245,6 @@ fn each_sluice_policy_meets_the_best_peer_in_lb_slow() {
         !lines.iter().any(|l| l.starts_with("least_conn:")),
         "{lines:#?}"
     );
-}
-
-/// lb-slow's systems are policies of sluice, HAProxy and nginx: their bars
-/// take their proxy's colour, and the legend names each proxy once, so
-/// that no two legend entries share a colour.
-#[test]
-fn policy_bars_take_their_proxys_colour() {
-    let results = fixture();
-    let bars = html::rss_bars(&results);
-    for (system, bar) in bars.iter().filter(|(_, b)| b.label.starts_with("lb-slow")) {
-        let proxy = system.split(' ').next().unwrap_or_default();
-        assert_eq!(bar.bars[0].color, svg::system_color(proxy), "{system}");
-    }
-    let html = html(&results);
-    let rss = &html[html.find("Peak RSS of the system under test").unwrap()..];
-    let rss = &rss[..rss.find("</svg>").unwrap()];
-    for legend in [
-        "sluice round_robin",
-        "haproxy least_conn",
-        "nginx least_conn",
-    ] {
-        assert!(
-            !rss.contains(&format!(">{legend}<")),
-            "{legend} in the legend"
-        );
-    }
-}
-
-#[test]
-fn html_is_well_formed_self_contained_and_has_charts() {
-    let results = fixture();
-    let html = html(&results);
-    assert!(html.starts_with("<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\""));
-    let charts = check_html(&html).unwrap_or_else(|e| panic!("{e}"));
-    // Throughput, latency, lb x2, io, open x2, RSS, and one per seed.
-    assert_eq!(charts, 12);
-    let doc = parse(&html).unwrap();
-    let tables = doc
-        .descendants()
-        .filter(|n| n.has_tag_name("table"))
-        .count();
-    // Machine, settings, 2 summaries, 9 groups, 3 pivots; 4 runtimes
-    // groups, each with its seed's table and its versions.
-    assert_eq!(tables, 28);
-    let text: String = doc
-        .descendants()
-        .filter(|n| n.is_text())
-        .filter_map(|n| n.text())
-        .collect();
-    assert!(text.contains("Times (backend petstore ÷ sluice -> petstore)"));
-    // The note's markup characters came through as text.
-    assert!(text.contains("12,000 & up to 12,000 connections <open-file limit>"));
-    for title in [
-        "Throughput per scenario",
-        "Latency percentiles (log scale)",
-        "Load balancing over 5 backends: throughput vs connections",
-        "IO-heavy passthrough: p95 latency vs users",
-        "Peak RSS of the system under test",
-    ] {
-        assert!(
-            doc.descendants()
-                .any(|n| n.has_tag_name("title") && n.text() == Some(title)),
-            "no chart titled {title}"
-        );
-    }
 }
 
 #[test]
@@ -477,63 +327,4 @@ fn write_all_writes_three_files() {
         assert!(len > 1000, "{name}: {len} bytes");
     }
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// The SVG drawing helpers.
-mod svg_charts {
-    use crate::report::svg::*;
-
-    #[test]
-    fn ticks_are_round() {
-        assert_eq!(
-            nice_ticks(12_000.0, 6),
-            [0.0, 2e3, 4e3, 6e3, 8e3, 10e3, 12e3]
-        );
-        assert_eq!(nice_ticks(0.9, 4), [0.0, 0.5, 1.0]);
-        assert_eq!(nice_ticks(0.0, 4).last(), Some(&1.0));
-        assert_eq!(log_ticks(0.3, 450.0), [0.1, 1.0, 10.0, 100.0, 1000.0]);
-        assert_eq!(log_ticks(0.3, 7.0), [0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0]);
-        assert_eq!(tick_label(12_000.0), "12k");
-        assert_eq!(tick_label(1_500.0), "1.5k");
-        assert_eq!(tick_label(0.2), "0.2");
-        assert_eq!(tick_label(250.0), "250");
-    }
-
-    /// A seed chart's title takes two lines instead of running off both
-    /// ends of the chart; a short one stays whole.
-    #[test]
-    fn long_titles_wrap_within_the_chart() {
-        let title = "Each runtime's petstore, alone and behind a proxy (seeds/000 Q5): \
-                     requests/s alone and behind each proxy (log scale)";
-        let lines = title_lines(title);
-        assert_eq!(lines.len(), 2, "{lines:?}");
-        assert_eq!(lines.join(" "), title);
-        assert!(lines.iter().all(|l| l.chars().count() <= 92), "{lines:?}");
-        assert_eq!(
-            title_lines("Throughput per scenario"),
-            ["Throughput per scenario"]
-        );
-    }
-
-    #[test]
-    fn text_is_escaped() {
-        let chart = BarChart {
-            title: "a < b & c".into(),
-            x_label: "x".into(),
-            rows: vec![BarRow {
-                label: "<script>".into(),
-                bars: vec![Bar {
-                    value: 1.0,
-                    color: "#000000".into(),
-                    text: "1 & 2".into(),
-                }],
-            }],
-            legend: vec![("\"q\"".into(), "#000000".into())],
-            log: false,
-        };
-        let svg = bar_chart(&chart);
-        assert!(svg.contains("a &lt; b &amp; c"));
-        assert!(!svg.contains("<script>"));
-        assert!(roxmltree::Document::parse(&svg).is_ok(), "{svg}");
-    }
 }
