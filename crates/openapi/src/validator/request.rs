@@ -1,0 +1,215 @@
+//! Checking a matched request: its path, query, header and cookie
+//! parameters, and its body.
+
+use super::media::{check_json, is_json, media_rule};
+use super::model::{BodyRule, Operation};
+use super::occurrence::{finish_items, Occurrences};
+use crate::param::{Layout, Param, Shape};
+use crate::router::Captures;
+use crate::text::decode_text;
+use crate::{Headers, Outcome, Request, Violations};
+
+/// Checks every parameter of `operation`: path ones from the `captures`
+/// into `path` (the request path without the base path), then query,
+/// header and cookie ones from `request`.
+pub(super) fn check_parameters(
+    operation: &Operation,
+    path: &[u8],
+    captures: &Captures,
+    request: &Request<'_>,
+    out: &mut Violations,
+) {
+    for (i, slot) in operation.path.iter().enumerate() {
+        let Some(param) = slot else { continue };
+        let Some(&(start, end)) = captures.ranges.get(i).filter(|_| i < captures.len) else {
+            continue;
+        };
+        let raw = path.get(start as usize..end as usize).unwrap_or_default();
+        let mut state = Occurrences::default();
+        match decode_text(raw, false) {
+            Ok(value) => state.occurrence(param, &value, out),
+            Err(why) => out.add(&param.pointer, None, format!("value {why}")),
+        }
+        state.finish(param, out);
+    }
+    if !operation.query.is_empty() {
+        check_query(operation, request.query, out);
+    }
+    for param in &operation.headers {
+        check_header(param, request.headers, out);
+    }
+    for param in &operation.cookies {
+        check_cookie(param, request.headers, out);
+    }
+}
+
+/// Checks the body against the operation's `rule`; `Some` for outcomes
+/// that are not a list of violations (413, 415).
+pub(super) fn check_body<'v>(
+    rule: &'v BodyRule,
+    max_body_bytes: usize,
+    content_type: Option<&[u8]>,
+    body: Option<&[u8]>,
+    out: &mut Violations,
+) -> Option<Outcome<'v>> {
+    let present = match body {
+        Some(bytes) => !bytes.is_empty(),
+        None => content_type.is_some(),
+    };
+    if !present {
+        if rule.required {
+            out.add("/body", None, "a request body is required".to_owned());
+        }
+        return None;
+    }
+    if let Some(bytes) = body {
+        if bytes.len() > max_body_bytes {
+            return Some(Outcome::PayloadTooLarge {
+                limit: max_body_bytes,
+            });
+        }
+    }
+    let content_type = content_type.unwrap_or(b"application/octet-stream");
+    let Some(media) = media_rule(&rule.media, content_type) else {
+        return Some(Outcome::UnsupportedMediaType {
+            accepted: &rule.accepted,
+        });
+    };
+    let (Some(check), Some(bytes)) = (&media.check, body) else {
+        return None;
+    };
+    if is_json(content_type) {
+        check_json(check, bytes, out);
+    }
+    None
+}
+
+fn check_query(operation: &Operation, query: Option<&[u8]>, out: &mut Violations) {
+    let params = &operation.query;
+    let mut states: Vec<Occurrences> = Vec::new();
+    let mut counts_small = [0u32; 16];
+    let use_states = operation.query_collects || params.len() > counts_small.len();
+    if use_states {
+        states = params.iter().map(|_| Occurrences::default()).collect();
+    }
+    // Without collecting parameters an `Occurrences` is just counters: keep those on
+    // the stack and build the `Occurrences` for the one parameter being checked.
+    for pair in query.unwrap_or_default().split(|&b| b == b'&') {
+        if pair.is_empty() {
+            continue;
+        }
+        let (raw_name, raw_value) = match pair.iter().position(|&b| b == b'=') {
+            Some(eq) => (&pair[..eq], &pair[eq + 1..]),
+            None => (pair, &b""[..]),
+        };
+        let Some(index) = find_param(params, raw_name) else {
+            continue;
+        };
+        let param = &params[index];
+        let value = match decode_text(raw_value, true) {
+            Ok(value) => value,
+            Err(why) => {
+                out.add(&param.pointer, None, format!("value {why}"));
+                continue;
+            }
+        };
+        if use_states {
+            states[index].occurrence(param, &value, out);
+        } else {
+            let nth = counts_small[index];
+            let mut state = Occurrences {
+                count: nth,
+                items: u64::from(nth),
+                collected: Vec::new(),
+            };
+            state.occurrence(param, &value, out);
+            counts_small[index] = state.count;
+            if let Shape::Array {
+                layout: Layout::Delimited(_),
+                ..
+            } = param.shape
+            {
+                // A delimited array occurs once; its item count is checked here.
+                if nth == 0 {
+                    finish_items(param, state.items, out);
+                }
+            }
+        }
+    }
+    if use_states {
+        for (param, state) in params.iter().zip(states) {
+            state.finish(param, out);
+        }
+    } else {
+        for (param, &count) in params.iter().zip(&counts_small) {
+            if count == 0 {
+                if param.required {
+                    out.add(
+                        &param.pointer,
+                        None,
+                        "a required parameter is missing".to_owned(),
+                    );
+                }
+            } else if let Shape::Array {
+                layout: Layout::Exploded,
+                ..
+            } = param.shape
+            {
+                finish_items(param, u64::from(count), out);
+            }
+        }
+    }
+}
+
+/// The declared query parameter a raw name refers to.
+fn find_param(params: &[Param], raw_name: &[u8]) -> Option<usize> {
+    if !raw_name.iter().any(|&b| b == b'%' || b == b'+') {
+        return params.iter().position(|p| p.name.as_bytes() == raw_name);
+    }
+    let name = decode_text(raw_name, true).ok()?;
+    params.iter().position(|p| *p.name == *name)
+}
+
+fn check_header(param: &Param, headers: Headers<'_>, out: &mut Violations) {
+    let mut state = Occurrences::default();
+    for (name, value) in headers.iter() {
+        if !name.eq_ignore_ascii_case(param.name.as_bytes()) {
+            continue;
+        }
+        match std::str::from_utf8(value) {
+            Ok(value) => state.occurrence(param, value.trim_ascii(), out),
+            Err(_) => {
+                state.count += 1;
+                out.add(&param.pointer, None, "value is not valid UTF-8".to_owned());
+            }
+        }
+    }
+    state.finish(param, out);
+}
+
+fn check_cookie(param: &Param, headers: Headers<'_>, out: &mut Violations) {
+    let mut state = Occurrences::default();
+    for (name, value) in headers.iter() {
+        if !name.eq_ignore_ascii_case(b"cookie") {
+            continue;
+        }
+        for pair in value.split(|&b| b == b';') {
+            let pair = pair.trim_ascii();
+            let (cookie_name, cookie_value) = match pair.iter().position(|&b| b == b'=') {
+                Some(eq) => (&pair[..eq], &pair[eq + 1..]),
+                None => continue,
+            };
+            if cookie_name != param.name.as_bytes() {
+                continue;
+            }
+            match std::str::from_utf8(cookie_value) {
+                Ok(value) => state.occurrence(param, value, out),
+                Err(_) => {
+                    state.count += 1;
+                    out.add(&param.pointer, None, "value is not valid UTF-8".to_owned());
+                }
+            }
+        }
+    }
+    state.finish(param, out);
+}
