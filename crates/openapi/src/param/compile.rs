@@ -255,3 +255,150 @@ fn resolve_schema<'s>(
         Ok((schema, at.to_owned()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// Compiles `param` where it sits in a spec, at `/p`: schemas are
+    /// compiled from their pointers.
+    fn compiled(param: Value) -> Result<Compiled, String> {
+        let spec = Spec::from_value(json!({ "openapi": "3.0.3", "p": param }), "t.json").unwrap();
+        let param = spec.lookup("/p").unwrap();
+        compile(&spec, param, "/p", true).map_err(|e| e.to_string())
+    }
+
+    fn error(param: Value) -> String {
+        match compiled(param) {
+            Ok(c) => panic!("compiled: {:?}", c.param),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn a_bad_parameter_object_is_named() {
+        assert_eq!(
+            error(json!([])),
+            "t.json: #/p: a parameter must be an object"
+        );
+        assert_eq!(
+            error(json!({ "in": "query" })),
+            "t.json: #/p: a parameter needs a string `name`"
+        );
+        assert_eq!(
+            error(json!({ "name": "q", "in": "body", "schema": {} })),
+            "t.json: #/p/in: unsupported `in: body` (Swagger 2.0; OpenAPI 3 uses `requestBody`)"
+        );
+        assert_eq!(
+            error(json!({ "name": "id", "in": "path", "schema": {} })),
+            "t.json: #/p/required: a path parameter must be `required: true`"
+        );
+        assert_eq!(
+            error(json!({ "name": "q", "in": "query", "required": "yes", "schema": {} })),
+            "t.json: #/p/required: `required` must be a boolean"
+        );
+        assert_eq!(
+            error(json!({ "name": "q", "in": "query" })),
+            "t.json: #/p: a parameter needs `schema` or `content`"
+        );
+        assert_eq!(
+            error(json!({ "name": "q", "in": "query", "schema": {}, "content": {} })),
+            "t.json: #/p: a parameter has either `schema` or `content`, not both"
+        );
+    }
+
+    #[test]
+    fn pointers_and_flags() {
+        let Compiled { param, warning } = compiled(json!({
+            "name": "X-Trace", "in": "header", "required": true, "schema": { "type": "string" },
+        }))
+        .unwrap();
+        assert_eq!(warning, None);
+        assert_eq!(
+            (&*param.name, &*param.pointer),
+            ("X-Trace", "/header/x-trace")
+        );
+        assert!(param.required && !param.allow_empty);
+        assert!(matches!(param.shape, Shape::Scalar(_)));
+        // allowEmptyValue only means something in a query.
+        let query =
+            compiled(json!({ "name": "q", "in": "query", "allowEmptyValue": true, "schema": {} }));
+        assert!(query.unwrap().param.allow_empty);
+        let cookie =
+            compiled(json!({ "name": "c", "in": "cookie", "allowEmptyValue": true, "schema": {} }));
+        assert_eq!(&*cookie.as_ref().unwrap().param.pointer, "/cookie/c");
+        assert!(!cookie.unwrap().param.allow_empty);
+    }
+
+    #[test]
+    fn schemas_pick_a_shape() {
+        let shape = |schema: Value| {
+            compiled(json!({ "name": "q", "in": "query", "explode": false, "schema": schema }))
+                .unwrap()
+        };
+        let array = shape(
+            json!({ "type": "array", "items": { "type": "integer" }, "maxItems": 3, "uniqueItems": true }),
+        );
+        let Shape::Array {
+            layout,
+            min_items,
+            max_items,
+            unique,
+            ..
+        } = array.param.shape
+        else {
+            panic!("{:?}", array.param.shape);
+        };
+        assert_eq!(
+            (layout, min_items, max_items, unique),
+            (Layout::Delimited(b','), None, Some(3), true)
+        );
+        let rich = shape(json!({ "type": "array", "items": { "oneOf": [{ "type": "integer" }] } }));
+        let Shape::Schema { layout, types, .. } = rich.param.shape else {
+            panic!("{:?}", rich.param.shape);
+        };
+        assert_eq!(
+            (layout, types),
+            (Some(Layout::Delimited(b',')), Types::INTEGER)
+        );
+        let object = shape(json!({ "type": "object" }));
+        assert!(matches!(object.param.shape, Shape::Unchecked));
+        assert_eq!(
+            object.warning.as_deref(),
+            Some("t.json: #/p/schema: object parameters are not validated; only their presence is checked")
+        );
+        assert!(matches!(shape(json!(true)).param.shape, Shape::Scalar(_)));
+    }
+
+    #[test]
+    fn unsupported_styles_and_content_are_presence_only() {
+        let matrix = compiled(json!({
+            "name": "id", "in": "path", "required": true, "style": "matrix", "schema": {},
+        }))
+        .unwrap();
+        assert!(matches!(matrix.param.shape, Shape::Unchecked));
+        assert_eq!(
+            matrix.warning.as_deref(),
+            Some("t.json: #/p: `style: matrix` is not supported for path parameters; only its presence is checked")
+        );
+        let xml =
+            compiled(json!({ "name": "q", "in": "query", "content": { "application/xml": {} } }))
+                .unwrap();
+        assert!(matches!(xml.param.shape, Shape::Unchecked));
+        assert_eq!(
+            xml.warning.as_deref(),
+            Some("t.json: #/p/content/application~1xml: `application/xml` parameters are not validated; only their presence is checked")
+        );
+        let json =
+            compiled(json!({ "name": "q", "in": "query", "content": { "application/json": {} } }))
+                .unwrap();
+        assert!(matches!(json.param.shape, Shape::Json(_)));
+        assert_eq!(json.warning, None);
+        assert_eq!(
+            error(json!({ "name": "q", "in": "query", "content": {} })),
+            "t.json: #/p/content: `content` must name one media type"
+        );
+    }
+}

@@ -223,3 +223,142 @@ pub(super) fn compile_scalar(
         options,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn spec(version: &str) -> Spec {
+        Spec::from_value(
+            json!({
+                "openapi": version,
+                "components": { "schemas": {
+                    "Id": { "type": "integer" },
+                    "Tags": { "type": "array" },
+                } },
+            }),
+            "t.json",
+        )
+        .unwrap()
+    }
+
+    fn object(value: Value) -> Map<String, Value> {
+        value.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn only_known_keywords_are_simple() {
+        assert!(simple(
+            &object(json!({ "type": "integer", "minimum": 1, "x-a": 1 })),
+            false
+        ));
+        assert!(simple(
+            &object(json!({ "type": ["string", "null"] })),
+            false
+        ));
+        assert!(simple(&object(json!({})), false));
+        assert!(
+            !simple(&object(json!({})), true),
+            "an array needs `type: array`"
+        );
+        assert!(!simple(
+            &object(json!({ "type": "integer", "oneOf": [] })),
+            false
+        ));
+        assert!(!simple(&object(json!({ "type": "array" })), false));
+        assert!(simple(
+            &object(json!({ "type": "array", "minItems": 1 })),
+            true
+        ));
+        assert!(!simple(
+            &object(json!({ "type": "string", "minItems": 1 })),
+            false
+        ));
+        assert!(!simple(
+            &object(json!({ "type": "string", "pattern": 5 })),
+            false
+        ));
+        // Object schemas pass here: `declared_types` has set them aside already.
+        assert!(simple(&object(json!({ "type": "object" })), false));
+    }
+
+    #[test]
+    fn declared_types_look_through_composition_and_refs() {
+        let spec = spec("3.1.0");
+        let types = |schema: Value| declared_types(&spec, &schema, "/s", 0);
+        assert_eq!(types(json!({})), (Types::STRING, Kind::Primitive));
+        assert_eq!(
+            types(json!({ "type": ["integer", "boolean"] })),
+            (Types::INTEGER | Types::BOOLEAN, Kind::Primitive)
+        );
+        assert_eq!(
+            types(
+                json!({ "oneOf": [{ "$ref": "#/components/schemas/Id" }, { "type": "string" }] })
+            ),
+            (Types::INTEGER | Types::STRING, Kind::Primitive)
+        );
+        assert_eq!(
+            types(json!({ "$ref": "#/components/schemas/Tags" })),
+            (Types::STRING, Kind::Array)
+        );
+        assert_eq!(
+            types(json!({ "allOf": [{ "type": "object" }] })),
+            (Types::STRING, Kind::Object)
+        );
+    }
+
+    #[test]
+    fn the_stricter_of_both_bound_forms_wins() {
+        let spec = spec("3.1.0");
+        let scalar = compile_scalar(
+            &spec,
+            &object(json!({ "minimum": 5, "exclusiveMinimum": 5, "maximum": 9, "exclusiveMaximum": 10 })),
+            "/s",
+        )
+        .unwrap();
+        let lower = scalar.lower.unwrap();
+        let upper = scalar.upper.unwrap();
+        assert_eq!((lower.limit, lower.exclusive), (5.0, true));
+        assert_eq!((upper.limit, upper.exclusive), (9.0, false));
+        // 3.0: a boolean flag makes `minimum` exclusive.
+        let scalar = compile_scalar(
+            &spec,
+            &object(json!({ "type": "number", "minimum": 0, "exclusiveMinimum": true, "format": "int32" })),
+            "/s",
+        )
+        .unwrap();
+        let lower = scalar.lower.unwrap();
+        assert_eq!((lower.limit, lower.exclusive), (0.0, true));
+        assert_eq!(scalar.types, Types::NUMBER | Types::INTEGER);
+        assert_eq!(scalar.int_bits, 32);
+    }
+
+    #[test]
+    fn bad_keyword_values_are_spec_errors() {
+        let spec = spec("3.0.3");
+        let error = |schema: Value| {
+            compile_scalar(&spec, &object(schema), "/p/schema")
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            error(json!({ "minLength": -1 })),
+            "t.json: #/p/schema/minLength: `minLength` must be a non-negative integer"
+        );
+        assert_eq!(
+            error(json!({ "maximum": "9" })),
+            "t.json: #/p/schema/maximum: `maximum` must be a number"
+        );
+        assert_eq!(
+            error(json!({ "enum": "a" })),
+            "t.json: #/p/schema/enum: `enum` must be an array"
+        );
+        assert!(error(json!({ "pattern": "(" }))
+            .starts_with("t.json: #/p/schema/pattern: pattern does not compile: "),);
+        let scalar = compile_scalar(&spec, &object(json!({ "const": 3 })), "/p").unwrap();
+        assert_eq!(scalar.options.as_deref(), Some(&[json!(3)][..]));
+        assert_eq!(scalar.types, Types::ANY);
+    }
+}

@@ -134,3 +134,69 @@ pub(crate) fn check_collected(param: &Param, values: &[String], out: &mut Violat
         _ => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn param(shape: Shape) -> Param {
+        Param {
+            name: "ids".into(),
+            location: In::Query,
+            pointer: "/query/ids".into(),
+            required: false,
+            allow_empty: false,
+            shape,
+        }
+    }
+
+    fn array(unique: bool) -> Shape {
+        Shape::Array {
+            items: Scalar::any(),
+            layout: Layout::Exploded,
+            min_items: None,
+            max_items: None,
+            unique,
+        }
+    }
+
+    #[test]
+    fn locations_read_and_print_as_the_spec_spells_them() {
+        for location in [In::Path, In::Query, In::Header, In::Cookie] {
+            assert_eq!(In::parse(location.as_str()), Some(location));
+        }
+        assert_eq!(In::Query.as_str(), "query");
+        assert_eq!(In::parse("body"), None);
+        assert_eq!(In::parse("Query"), None);
+    }
+
+    #[test]
+    fn only_unique_arrays_and_schemas_collect() {
+        assert!(array(true).collects());
+        assert!(!array(false).collects());
+        assert_eq!(array(false).layout(), Some(Layout::Exploded));
+        assert!(!Shape::Unchecked.collects());
+        assert_eq!(Shape::Unchecked.layout(), None);
+        let schema = Shape::Schema {
+            check: SchemaCheck::Any,
+            layout: None,
+            types: Types::STRING,
+        };
+        assert!(schema.collects());
+        assert_eq!(schema.layout(), None);
+    }
+
+    #[test]
+    fn a_repeated_item_is_named_once() {
+        let mut out = Violations::default();
+        let values = ["1", "2", "1", "2"].map(str::to_owned);
+        check_collected(&param(array(true)), &values, &mut out);
+        let found = out.into_vec();
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].pointer, "/query/ids");
+        assert_eq!(found[0].message, r#"has non-unique items ("1" repeats)"#);
+        let mut out = Violations::default();
+        check_collected(&param(array(true)), &values[..2], &mut out);
+        assert!(out.is_empty());
+    }
+}

@@ -313,3 +313,147 @@ fn list_options(options: &[Value]) -> String {
     }
     format!("[{}]", shown.join(", "))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The messages `scalar` gives `value`, as item 2 of `/query/q`.
+    fn messages(scalar: &Scalar, value: &str) -> Vec<String> {
+        let mut out = Violations::default();
+        scalar.check(value, "/query/q", Some(2), &mut out);
+        out.into_vec()
+            .into_iter()
+            .map(|v| {
+                assert_eq!(v.pointer, "/query/q/2");
+                v.message
+            })
+            .collect()
+    }
+
+    fn typed(types: Types) -> Scalar {
+        Scalar {
+            types,
+            ..Scalar::any()
+        }
+    }
+
+    #[test]
+    fn integer_bounds_compare_exactly() {
+        assert_eq!(cmp_int(i64::MAX, 9.2e18), Ordering::Greater);
+        assert_eq!(cmp_int(5, 5.0), Ordering::Equal);
+        assert_eq!(cmp_int(5, 5.5), Ordering::Less);
+        assert_eq!(cmp_int(-3, -3.5), Ordering::Greater);
+        assert!(is_multiple(0.3, 0.1) && !is_multiple(0.35, 0.1));
+        assert!(is_multiple(7.0, 0.0));
+    }
+
+    #[test]
+    fn types_decide_what_a_value_may_be() {
+        let integer = typed(Types::INTEGER);
+        assert_eq!(messages(&integer, "12"), Vec::<String>::new());
+        assert_eq!(messages(&integer, "1.5"), [r#""1.5" is not an integer"#]);
+        assert_eq!(
+            messages(&typed(Types::BOOLEAN), "yes"),
+            [r#""yes" is not a boolean"#]
+        );
+        assert_eq!(
+            messages(&typed(Types::BOOLEAN), "false"),
+            Vec::<String>::new()
+        );
+        assert_eq!(messages(&Scalar::any(), "anything"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn bounds_inclusive_and_exclusive() {
+        let scalar = Scalar {
+            lower: Some(Bound {
+                limit: 1.0,
+                exclusive: false,
+            }),
+            upper: Some(Bound {
+                limit: 10.0,
+                exclusive: true,
+            }),
+            ..typed(Types::INTEGER | Types::NUMBER)
+        };
+        assert_eq!(messages(&scalar, "1"), Vec::<String>::new());
+        assert_eq!(messages(&scalar, "9.5"), Vec::<String>::new());
+        assert_eq!(
+            messages(&scalar, "0"),
+            [r#""0" is less than the minimum of 1"#]
+        );
+        assert_eq!(
+            messages(&scalar, "10"),
+            [r#""10" is greater than or equal to the exclusive maximum of 10"#]
+        );
+        assert_eq!(messages(&scalar, "1e400"), [r#""1e400" is out of range"#]);
+    }
+
+    #[test]
+    fn integer_formats_and_multiples() {
+        let int32 = Scalar {
+            int_bits: 32,
+            multiple_of: Some(5.0),
+            ..typed(Types::INTEGER)
+        };
+        assert_eq!(messages(&int32, "2147483645"), Vec::<String>::new());
+        assert_eq!(
+            messages(&int32, "2147483650"),
+            [r#""2147483650" is out of range for int32"#]
+        );
+        assert_eq!(messages(&int32, "7"), [r#""7" is not a multiple of 5"#]);
+        let int64 = Scalar {
+            int_bits: 64,
+            ..typed(Types::INTEGER)
+        };
+        assert_eq!(
+            messages(&int64, "9223372036854775808"),
+            [r#""9223372036854775808" is out of range for int64"#]
+        );
+    }
+
+    #[test]
+    fn string_lengths_patterns_and_options() {
+        let scalar = Scalar {
+            min_length: Some(1),
+            max_length: Some(3),
+            pattern: Some(Regex::new("^[a-z]+$").unwrap()),
+            options: Some(vec![Value::from("ab"), Value::from("abcd")].into_boxed_slice()),
+            ..typed(Types::STRING)
+        };
+        assert_eq!(messages(&scalar, "ab"), Vec::<String>::new());
+        assert_eq!(
+            messages(&scalar, ""),
+            [
+                r#""" is shorter than 1 character"#,
+                r#""" does not match "^[a-z]+$""#
+            ]
+        );
+        // Characters, not bytes: "äöü" is three long.
+        assert_eq!(
+            messages(&scalar, "äöü"),
+            [r#""äöü" does not match "^[a-z]+$""#]
+        );
+        // Options are checked only once everything else passes.
+        assert_eq!(
+            messages(&scalar, "abc"),
+            [r#""abc" is not one of ["ab", "abcd"]"#]
+        );
+        assert_eq!(
+            messages(&scalar, "abcd"),
+            [r#""abcd" is longer than 3 characters"#]
+        );
+    }
+
+    #[test]
+    fn options_match_by_type_and_are_listed_briefly() {
+        assert!(enum_matches(&Value::from(2), "2.0"));
+        assert!(!enum_matches(&Value::from(2), "two"));
+        assert!(enum_matches(&Value::Bool(true), "true"));
+        assert!(!enum_matches(&Value::Null, "null"));
+        let options: Vec<Value> = (1..=6).map(Value::from).chain([Value::Null]).collect();
+        assert_eq!(list_options(&options), "[1, 2, 3, 4, … (7 in all)]");
+        assert_eq!(list_options(&[Value::from("a\"b")]), r#"["a\"b"]"#);
+    }
+}

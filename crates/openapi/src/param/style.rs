@@ -37,3 +37,89 @@ pub(super) fn layout(
 pub(crate) fn split_items(value: &str, delimiter: u8) -> impl Iterator<Item = &str> {
     value.split(char::from(delimiter))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_style_and_explode_gives_its_layout() {
+        let cases: &[(In, Option<&str>, Option<bool>, Layout)] = &[
+            (In::Query, None, None, Layout::Exploded),
+            (In::Query, Some("form"), Some(true), Layout::Exploded),
+            (
+                In::Query,
+                Some("form"),
+                Some(false),
+                Layout::Delimited(b','),
+            ),
+            (
+                In::Query,
+                Some("spaceDelimited"),
+                None,
+                Layout::Delimited(b' '),
+            ),
+            (
+                In::Query,
+                Some("pipeDelimited"),
+                Some(false),
+                Layout::Delimited(b'|'),
+            ),
+            // A cookie holds one value: form arrays are comma lists, exploded or not.
+            (In::Cookie, None, None, Layout::Delimited(b',')),
+            (
+                In::Cookie,
+                Some("form"),
+                Some(true),
+                Layout::Delimited(b','),
+            ),
+            (In::Path, None, None, Layout::Delimited(b',')),
+            (
+                In::Path,
+                Some("simple"),
+                Some(true),
+                Layout::Delimited(b','),
+            ),
+            (In::Header, None, Some(false), Layout::Delimited(b',')),
+        ];
+        for &(location, style, explode, want) in cases {
+            assert_eq!(
+                layout(location, style, explode),
+                Ok(want),
+                "{location:?} {style:?} {explode:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn unsupported_styles_are_named() {
+        assert_eq!(
+            layout(In::Path, Some("matrix"), None),
+            Err("`style: matrix` is not supported for path parameters".to_owned())
+        );
+        assert_eq!(
+            layout(In::Query, Some("deepObject"), Some(true)),
+            Err("`style: deepObject` is not supported for query parameters".to_owned())
+        );
+        assert_eq!(
+            layout(In::Header, Some("form"), None),
+            Err("`style: form` is not supported for header parameters".to_owned())
+        );
+        assert_eq!(
+            layout(In::Cookie, Some("spaceDelimited"), None),
+            Err("`style: spaceDelimited` is not supported for cookie parameters".to_owned())
+        );
+    }
+
+    #[test]
+    fn delimited_values_split_into_items() {
+        let items: Vec<&str> = split_items("1,2,,3", b',').collect();
+        assert_eq!(items, ["1", "2", "", "3"]);
+        let items: Vec<&str> = split_items("a b|c", b' ').collect();
+        assert_eq!(items, ["a", "b|c"]);
+        let items: Vec<&str> = split_items("a b|c", b'|').collect();
+        assert_eq!(items, ["a b", "c"]);
+        let items: Vec<&str> = split_items("", b',').collect();
+        assert_eq!(items, [""]);
+    }
+}

@@ -106,3 +106,58 @@ pub(super) fn coerce(value: &str, types: Types) -> Value {
     }
     Value::String(value.to_owned())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn number_syntax() {
+        for ok in ["0", "-1", "007", "1.5", "-0.25", "1e5", "1E+5", "2.5e-3"] {
+            assert!(is_number(ok), "{ok}");
+        }
+        for bad in [
+            "", "-", "+1", ".5", "5.", "1e", "1e+", "0x10", "inf", "NaN", "1 ", " 1", "1.2.3",
+        ] {
+            assert!(!is_number(bad), "{bad}");
+        }
+        assert!(is_integer("-12") && is_integer("0012"));
+        assert!(!is_integer("1.0") && !is_integer("-") && !is_integer("") && !is_integer("+1"));
+    }
+
+    #[test]
+    fn values_are_coerced_to_the_first_type_they_fit() {
+        let numbers = Types::INTEGER | Types::NUMBER;
+        assert_eq!(coerce("42", Types::INTEGER), Value::from(42));
+        assert_eq!(coerce("42", Types::STRING), Value::from("42"));
+        assert_eq!(coerce("1.5", numbers), Value::from(1.5));
+        assert_eq!(coerce("1.5", Types::INTEGER), Value::from(1.5));
+        // Past i64 an integer is still a number.
+        assert_eq!(
+            coerce("99999999999999999999", Types::INTEGER),
+            Value::from(1e20)
+        );
+        assert_eq!(coerce("true", Types::BOOLEAN), Value::Bool(true));
+        assert_eq!(coerce("false", Types::ANY), Value::Bool(false));
+        assert_eq!(coerce("true", Types::STRING), Value::from("true"));
+        assert_eq!(coerce("x1", Types::ANY), Value::from("x1"));
+    }
+
+    #[test]
+    fn type_names_and_descriptions() {
+        assert_eq!(types_of("integer"), Types::INTEGER);
+        assert_eq!(types_of("number"), Types::NUMBER | Types::INTEGER);
+        assert_eq!(types_of("string"), Types::STRING);
+        assert_eq!(types_of("boolean"), Types::BOOLEAN);
+        assert_eq!(types_of("object"), Types::NONE);
+        assert_eq!(types_of("number").describe(), "a number");
+        assert_eq!(Types::INTEGER.describe(), "an integer");
+        assert_eq!(Types::BOOLEAN.describe(), "a boolean");
+        assert_eq!(Types::STRING.describe(), "a string");
+        assert_eq!(
+            (Types::STRING | Types::BOOLEAN).describe(),
+            "a value of the declared types"
+        );
+        assert!(Types::ANY.has(Types::STRING) && !Types::NUMBER.has(Types::INTEGER));
+    }
+}

@@ -224,3 +224,123 @@ fn same_param(a: &Value, b: &Value) -> bool {
             _ => a.get("name") == b.get("name"),
         }
 }
+
+/// Compiles a 3.0 spec with these `paths` (JSON), responses too.
+#[cfg(test)]
+pub(super) fn compiled_paths(paths: Value) -> Result<CompiledSpec, String> {
+    let document = serde_json::json!({ "openapi": "3.0.3", "paths": paths });
+    let spec = Spec::from_value(document, "t.json").map_err(|e| e.to_string())?;
+    compile(&spec, true, true).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn error(paths: Value) -> String {
+        match compiled_paths(paths) {
+            Ok(compiled) => panic!("compiled: {:?}", compiled.paths),
+            Err(e) => e,
+        }
+    }
+
+    fn get(parameters: Value) -> Value {
+        json!({ "get": { "parameters": parameters, "responses": { "200": { "description": "ok" } } } })
+    }
+
+    #[test]
+    fn paths_route_to_their_operations_in_allow_order() {
+        let compiled = compiled_paths(json!({
+            "/pets/{id}": {
+                "post": {},
+                "get": { "operationId": "show" },
+                "parameters": [{ "name": "id", "in": "path", "required": true, "schema": { "type": "integer" } }],
+            },
+            "x-extension": { "get": {} },
+        }))
+        .unwrap();
+        assert_eq!(compiled.paths.len(), 1);
+        let entry = &compiled.paths[0];
+        assert_eq!(&*entry.template, "/pets/{id}");
+        assert_eq!(&*entry.allow, "GET, POST");
+        let get = &compiled.operations[entry.operations[0].unwrap()];
+        assert_eq!(get.operation_id.as_deref(), Some("show"));
+        assert_eq!(get.path[0].as_ref().map(|p| &*p.pointer), Some("/path/id"));
+        assert!(entry.operations[2].is_some() && entry.operations[1].is_none());
+        assert_eq!(compiled.warnings, Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_bad_spec_is_rejected_with_its_pointer() {
+        assert_eq!(
+            error(json!({ "/a/{x}": { "get": {} }, "/a/{y}": { "get": {} } })),
+            "t.json: #/paths/~1a~1{y}: same path shape as `/a/{x}` (templated paths that differ only in names are identical)"
+        );
+        assert_eq!(
+            error(json!({ "/a": [] })),
+            "t.json: #/paths/~1a: a path item must be an object"
+        );
+        assert_eq!(
+            error(json!({ "/a": { "get": 1 } })),
+            "t.json: #/paths/~1a/get: an operation must be an object"
+        );
+        let twice = json!([
+            { "name": "q", "in": "query", "schema": {} },
+            { "name": "q", "in": "query", "schema": {} },
+        ]);
+        assert_eq!(
+            error(json!({ "/a": get(twice) })),
+            "t.json: #/paths/~1a/get/parameters/1: duplicate parameter (also at #/paths/~1a/get/parameters/0)"
+        );
+        assert_eq!(
+            error(json!({ "/a": get(json!({})) })),
+            "t.json: #/paths/~1a/get/parameters: `parameters` must be an array"
+        );
+    }
+
+    #[test]
+    fn operation_parameters_override_path_item_ones() {
+        let compiled = compiled_paths(json!({
+            "/a": {
+                "parameters": [
+                    { "name": "X-Id", "in": "header", "required": true, "schema": {} },
+                    { "name": "q", "in": "query", "schema": {} },
+                ],
+                "get": { "parameters": [
+                    // Header names are case-insensitive: this one replaces `X-Id`.
+                    { "name": "x-id", "in": "header", "schema": {} },
+                    { "name": "Content-Type", "in": "header", "required": true, "schema": {} },
+                ] },
+            },
+        }))
+        .unwrap();
+        let get = &compiled.operations[0];
+        let headers: Vec<(&str, bool)> =
+            get.headers.iter().map(|p| (&*p.name, p.required)).collect();
+        assert_eq!(
+            headers,
+            [("x-id", false)],
+            "Content-Type is the body's business"
+        );
+        assert_eq!(get.query.len(), 1);
+    }
+
+    #[test]
+    fn partly_checked_paths_are_warned_about() {
+        let compiled = compiled_paths(json!({
+            "/a/{x}": { "get": { "parameters": [
+                { "name": "y", "in": "path", "required": true, "schema": {} },
+            ] } },
+        }))
+        .unwrap();
+        assert_eq!(
+            compiled.warnings,
+            [
+                "t.json: #/paths/~1a~1{x}/get/parameters/0: path parameter `y` is not in the path template; ignored",
+                "t.json: #/paths/~1a~1{x}/get: path parameter `{x}` is not declared; any non-empty value is accepted",
+            ]
+        );
+    }
+}

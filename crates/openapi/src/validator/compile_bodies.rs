@@ -254,3 +254,107 @@ impl<'s> BodyCompiler<'s> {
         Ok(at)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::schema::SchemaCheck;
+    use crate::validator::compile::{compile, compiled_paths};
+    use crate::validator::model::CompiledSpec;
+
+    fn with_responses(responses: serde_json::Value) -> Result<CompiledSpec, String> {
+        compiled_paths(json!({ "/a": { "get": { "responses": responses } } }))
+    }
+
+    #[test]
+    fn statuses_are_listed_codes_then_ranges_then_default() {
+        let compiled = with_responses(json!({
+            "default": { "description": "d" },
+            "4XX": { "description": "r" },
+            "404": { "description": "n" },
+            "200": { "description": "o" },
+            "x-note": 1,
+        }))
+        .unwrap();
+        let responses = compiled.operations[0].responses.as_ref().unwrap();
+        assert_eq!(&*responses.declared, "200, 404, 4XX, default");
+        assert!(
+            with_responses(json!({ "x-only": 1 })).unwrap().operations[0]
+                .responses
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn bad_responses_are_rejected() {
+        assert_eq!(
+            with_responses(json!({ "20": {} })).unwrap_err(),
+            "t.json: #/paths/~1a/get/responses/20: `20` is not a status code (`200`), a range (`2XX`) or `default`"
+        );
+        assert_eq!(
+            with_responses(json!({ "2XX": {}, "2xx": {} })).unwrap_err(),
+            "t.json: #/paths/~1a/get/responses/2xx: `2xx` is declared twice"
+        );
+        assert_eq!(
+            with_responses(json!({ "200": { "content": [] } })).unwrap_err(),
+            "t.json: #/paths/~1a/get/responses/200/content: `content` must be an object"
+        );
+        assert_eq!(
+            with_responses(json!({ "200": { "content": { "json": {} } } })).unwrap_err(),
+            "t.json: #/paths/~1a/get/responses/200/content/json: `json` is not a media type"
+        );
+        assert_eq!(
+            compiled_paths(json!({ "/a": { "post": { "requestBody": { "required": true } } } }))
+                .unwrap_err(),
+            "t.json: #/paths/~1a/post/requestBody/content: a request body needs a `content` object"
+        );
+    }
+
+    #[test]
+    fn request_bodies_list_what_they_accept() {
+        let compiled = compiled_paths(json!({ "/a": { "post": { "requestBody": { "content": {
+            "Application/JSON; charset=utf-8": { "schema": { "type": "object" } },
+            "text/plain": { "schema": { "type": "string" } },
+        } } } } }))
+        .unwrap();
+        let body = compiled.operations[0].body.as_ref().unwrap();
+        assert!(body.needs_body && !body.required);
+        let media: Vec<(&str, &str, bool)> = body
+            .media
+            .iter()
+            .map(|m| (&*m.main, &*m.sub, m.check.is_some()))
+            .collect();
+        assert_eq!(
+            media,
+            [("application", "json", true), ("text", "plain", false)]
+        );
+        assert_eq!(&*body.accepted, "application/json, text/plain");
+        assert_eq!(
+            compiled.warnings,
+            ["t.json: #/paths/~1a/post/requestBody/content/text~1plain: `text/plain` bodies are not checked against their schema"]
+        );
+    }
+
+    #[test]
+    fn a_shared_schema_is_compiled_once() {
+        let document = json!({
+            "openapi": "3.0.3",
+            "paths": { "/a": {
+                "post": { "requestBody": { "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Pet" } } } } },
+                "put": { "requestBody": { "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Alias" } } } } },
+            } },
+            "components": { "schemas": {
+                "Pet": { "type": "object" },
+                "Alias": { "$ref": "#/components/schemas/Pet" },
+            } },
+        });
+        let spec = crate::Spec::from_value(document, "t.json").unwrap();
+        let compiled = compile(&spec, true, false).unwrap();
+        let check = |i: usize| match &compiled.operations[i].body.as_ref().unwrap().media[0].check {
+            Some(SchemaCheck::Compiled(validator)) => validator.clone(),
+            other => panic!("{other:?}"),
+        };
+        assert!(std::sync::Arc::ptr_eq(&check(0), &check(1)));
+    }
+}

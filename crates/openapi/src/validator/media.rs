@@ -76,3 +76,91 @@ pub(super) fn media_rule<'r>(rules: &'r [MediaRule], content_type: &[u8]) -> Opt
     }
     best.map(|(_, media)| media)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(main: &str, sub: &str) -> MediaRule {
+        MediaRule {
+            main: main.into(),
+            sub: sub.into(),
+            check: None,
+        }
+    }
+
+    /// The `main/sub` of the rule `content_type` picks.
+    fn picked(rules: &[MediaRule], content_type: &str) -> Option<String> {
+        media_rule(rules, content_type.as_bytes()).map(|m| format!("{}/{}", m.main, m.sub))
+    }
+
+    #[test]
+    fn essences_drop_parameters_and_spaces() {
+        assert_eq!(
+            essence(b" text / HTML ; charset=utf-8"),
+            (&b"text"[..], &b"HTML"[..])
+        );
+        assert_eq!(essence(b"nonsense"), (&b"nonsense"[..], &b""[..]));
+        assert_eq!(essence(b""), (&b""[..], &b""[..]));
+    }
+
+    #[test]
+    fn json_is_application_json_or_a_json_suffix() {
+        assert!(is_json(b"application/json"));
+        assert!(is_json(b"Application/JSON; charset=utf-8"));
+        assert!(is_json(b"application/problem+json"));
+        assert!(
+            !is_json(b"application/+json"),
+            "a suffix needs a name before it"
+        );
+        assert!(!is_json(b"text/json"));
+        assert!(!is_json(b"application/jsonx"));
+    }
+
+    #[test]
+    fn the_most_specific_rule_wins() {
+        let rules = [
+            rule("*", "*"),
+            rule("application", "*"),
+            rule("application", "*+json"),
+            rule("application", "json"),
+        ];
+        assert_eq!(
+            picked(&rules, "application/json").as_deref(),
+            Some("application/json")
+        );
+        assert_eq!(
+            picked(&rules, "application/problem+JSON").as_deref(),
+            Some("application/*+json")
+        );
+        assert_eq!(
+            picked(&rules, "application/xml").as_deref(),
+            Some("application/*")
+        );
+        assert_eq!(picked(&rules, "text/plain").as_deref(), Some("*/*"));
+        assert_eq!(picked(&rules[1..], "text/plain"), None);
+        assert_eq!(picked(&[], "text/plain"), None);
+    }
+
+    #[test]
+    fn bodiless_statuses() {
+        let bodiless: Vec<u16> = [99, 100, 199, 200, 204, 205, 304, 404]
+            .into_iter()
+            .filter(|&s| bodiless_status(s))
+            .collect();
+        assert_eq!(bodiless, [100, 199, 204, 304]);
+    }
+
+    #[test]
+    fn a_body_that_is_not_json_is_one_violation() {
+        let mut out = Violations::default();
+        check_json(&SchemaCheck::Any, b"{\"a\":", &mut out);
+        let found = out.into_vec();
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].pointer, "/body");
+        assert_eq!(
+            found[0].message,
+            "is not valid JSON: EOF while parsing a value at line 1 column 5"
+        );
+    }
+}

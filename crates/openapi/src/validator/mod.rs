@@ -354,3 +354,131 @@ impl<'v> Matched<'v, '_> {
         request::check_body(rule, self.validator.max_body_bytes, content_type, body, out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SPEC: &str = r#"
+openapi: 3.0.3
+info: { title: t, version: "1" }
+paths:
+  /pets/{id}:
+    parameters: [ { name: id, in: path, required: true, schema: { type: integer } } ]
+    get: { operationId: showPet }
+    delete: {}
+  /pets/mine:
+    get: { operationId: mine }
+"#;
+
+    fn validator(options: ValidatorOptions) -> Validator {
+        Validator::new(&Spec::from_str(SPEC, "t.yaml").unwrap(), options).unwrap()
+    }
+
+    /// The template and the captured text of a match.
+    fn matched(
+        validator: &Validator,
+        method: &str,
+        path: &str,
+    ) -> Result<(String, Vec<String>), String> {
+        match validator.match_operation(method, path.as_bytes()) {
+            Ok(m) => {
+                let captures = m.captures.ranges[..m.captures.len]
+                    .iter()
+                    .map(|&(start, end)| {
+                        String::from_utf8_lossy(&m.path[start as usize..end as usize]).into_owned()
+                    })
+                    .collect();
+                Ok((m.template().to_owned(), captures))
+            }
+            Err(outcome) => Err(format!("{outcome:?}")),
+        }
+    }
+
+    #[test]
+    fn a_template_matches_one_segment_and_captures_it() {
+        let v = validator(ValidatorOptions::default());
+        assert_eq!(
+            matched(&v, "GET", "/pets/7"),
+            Ok(("/pets/{id}".to_owned(), vec!["7".to_owned()]))
+        );
+        assert_eq!(
+            matched(&v, "GET", "/pets/7/x"),
+            Err("NoSuchPath".to_owned())
+        );
+        assert_eq!(matched(&v, "GET", "/pets/"), Err("NoSuchPath".to_owned()));
+        // A literal segment beats a template.
+        assert_eq!(
+            matched(&v, "GET", "/pets/mine"),
+            Ok(("/pets/mine".to_owned(), vec![]))
+        );
+        assert_eq!(
+            matched(&v, "PUT", "/pets/7"),
+            Err(r#"MethodNotAllowed { allow: "GET, DELETE" }"#.to_owned())
+        );
+        assert_eq!(
+            matched(&v, "get", "/pets/7"),
+            Err(r#"MethodNotAllowed { allow: "GET, DELETE" }"#.to_owned())
+        );
+    }
+
+    #[test]
+    fn the_base_path_is_removed_before_matching() {
+        let options = ValidatorOptions {
+            base_path: Some("/api/".to_owned()),
+            ..ValidatorOptions::default()
+        };
+        let v = validator(options);
+        assert_eq!(
+            matched(&v, "GET", "/api/pets/7"),
+            Ok(("/pets/{id}".to_owned(), vec!["7".to_owned()]))
+        );
+        assert_eq!(
+            matched(&v, "GET", "/apipets/7"),
+            Err("NoSuchPath".to_owned())
+        );
+        assert_eq!(matched(&v, "GET", "/pets/7"), Err("NoSuchPath".to_owned()));
+        let bad = ValidatorOptions {
+            base_path: Some("api".to_owned()),
+            ..ValidatorOptions::default()
+        };
+        let spec = Spec::from_str(SPEC, "t.yaml").unwrap();
+        assert_eq!(
+            Validator::new(&spec, bad).unwrap_err().to_string(),
+            "t.yaml: base_path `api` must start with `/`"
+        );
+    }
+
+    #[test]
+    fn unknown_operations_pass_when_asked_to() {
+        let options = ValidatorOptions {
+            unknown_operation: UnknownOperation::Pass,
+            ..ValidatorOptions::default()
+        };
+        let v = validator(options);
+        assert_eq!(matched(&v, "GET", "/nope"), Err("Unmatched".to_owned()));
+        assert_eq!(matched(&v, "PUT", "/pets/7"), Err("Unmatched".to_owned()));
+        let bad_id = Request::new("GET", b"/pets/x");
+        let Outcome::Invalid(violations) = v.validate(&bad_id) else {
+            panic!("a declared operation is still checked");
+        };
+        assert_eq!(
+            violations[0].to_string(),
+            r#"/path/id: "x" is not an integer"#
+        );
+    }
+
+    #[test]
+    fn operation_refs_belong_to_their_validator() {
+        let one = validator(ValidatorOptions::default());
+        let two = validator(ValidatorOptions::default());
+        let op = one.operation_ref("DELETE", b"/pets/1").unwrap();
+        assert_eq!(one.template(op), Some("/pets/{id}"));
+        assert_eq!(one.operation_id(op), None);
+        assert_eq!(two.template(op), None);
+        let show = one.operation_ref("GET", b"/pets/1").unwrap();
+        assert_eq!(one.operation_id(show), Some("showPet"));
+        assert_ne!(op, show);
+        assert_eq!(one.operation_ref("GET", b"/nope"), None);
+    }
+}

@@ -120,3 +120,46 @@ pub(super) struct MediaRule {
     /// The schema check, for JSON bodies.
     pub(super) check: Option<SchemaCheck>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(declared: &str) -> ResponseRule {
+        ResponseRule {
+            media: Vec::new(),
+            declared: declared.into(),
+            wants_body: false,
+        }
+    }
+
+    #[test]
+    fn methods_index_in_allow_order_and_are_case_sensitive() {
+        for (i, (_, upper)) in METHODS.iter().enumerate() {
+            assert_eq!(method_index(upper), Some(i), "{upper}");
+        }
+        assert_eq!(method_index("get"), None);
+        assert_eq!(method_index("CONNECT"), None);
+    }
+
+    #[test]
+    fn a_status_finds_its_code_then_its_range_then_default() {
+        let mut responses = Responses {
+            exact: vec![(404, rule("404"))],
+            ..Responses::default()
+        };
+        responses.ranges[3] = Some(rule("4XX"));
+        responses.ranges[1] = Some(rule("2XX"));
+        let found = |r: &Responses, status| r.find(status).map(|rule| rule.declared.to_string());
+        assert_eq!(found(&responses, 404).as_deref(), Some("404"));
+        assert_eq!(found(&responses, 400).as_deref(), Some("4XX"));
+        assert_eq!(found(&responses, 201).as_deref(), Some("2XX"));
+        assert_eq!(found(&responses, 500), None);
+        assert_eq!(found(&responses, 600), None);
+        assert_eq!(found(&responses, 42), None);
+        responses.default = Some(rule("default"));
+        assert_eq!(found(&responses, 500).as_deref(), Some("default"));
+        assert_eq!(found(&responses, 42).as_deref(), Some("default"));
+        assert_eq!(found(&responses, 404).as_deref(), Some("404"));
+    }
+}

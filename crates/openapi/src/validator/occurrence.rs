@@ -144,3 +144,113 @@ pub(super) fn finish_items(param: &Param, items: u64, out: &mut Violations) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use super::*;
+    use crate::validator::compile::compiled_paths;
+
+    /// The query parameter `q` with this schema (and `required`, `explode`).
+    fn query_param(schema: Value, required: bool, explode: bool) -> Param {
+        let mut compiled = compiled_paths(json!({ "/a": { "get": { "parameters": [
+            { "name": "q", "in": "query", "required": required, "explode": explode, "schema": schema },
+        ] } } }))
+        .unwrap();
+        compiled.operations.remove(0).query.remove(0)
+    }
+
+    /// Checks `values` as the occurrences of `param`; the violations.
+    fn check(param: &Param, values: &[&str]) -> Vec<(String, String)> {
+        let mut out = Violations::default();
+        let mut occurrences = Occurrences::default();
+        for value in values {
+            occurrences.occurrence(param, value, &mut out);
+        }
+        occurrences.finish(param, &mut out);
+        out.into_vec()
+            .into_iter()
+            .map(|v| (v.pointer, v.message))
+            .collect()
+    }
+
+    fn one(pointer: &str, message: &str) -> Vec<(String, String)> {
+        vec![(pointer.to_owned(), message.to_owned())]
+    }
+
+    #[test]
+    fn a_scalar_occurs_once() {
+        let param = query_param(json!({ "type": "integer" }), true, true);
+        assert_eq!(check(&param, &["1"]), []);
+        assert_eq!(
+            check(&param, &[]),
+            one("/query/q", "a required parameter is missing")
+        );
+        assert_eq!(
+            check(&param, &["1", "2", "3"]),
+            one("/query/q", "must not be repeated")
+        );
+        assert_eq!(
+            check(&param, &["x"]),
+            one("/query/q", r#""x" is not an integer"#)
+        );
+    }
+
+    #[test]
+    fn exploded_arrays_occur_once_per_item() {
+        let schema = json!({ "type": "array", "items": { "type": "integer" }, "minItems": 2, "maxItems": 3 });
+        let param = query_param(schema, false, true);
+        assert_eq!(check(&param, &["1", "2"]), []);
+        assert_eq!(check(&param, &[]), [], "absent and optional");
+        assert_eq!(
+            check(&param, &["1"]),
+            one("/query/q", "has 1 items, fewer than 2")
+        );
+        assert_eq!(
+            check(&param, &["1", "2", "3", "4"]),
+            one("/query/q", "has 4 items, more than 3")
+        );
+        assert_eq!(
+            check(&param, &["1", "x"]),
+            one("/query/q/1", r#""x" is not an integer"#)
+        );
+    }
+
+    #[test]
+    fn delimited_arrays_split_one_occurrence() {
+        let schema = json!({ "type": "array", "items": { "type": "integer" }, "uniqueItems": true, "maxItems": 2 });
+        let param = query_param(schema, false, false);
+        assert_eq!(check(&param, &["1,2"]), []);
+        assert_eq!(
+            check(&param, &["1,x"]),
+            one("/query/q/1", r#""x" is not an integer"#)
+        );
+        assert_eq!(
+            check(&param, &["3,3"]),
+            one("/query/q", r#"has non-unique items ("3" repeats)"#)
+        );
+        assert_eq!(
+            check(&param, &["1,2,4"]),
+            one("/query/q", "has 3 items, more than 2")
+        );
+        assert_eq!(
+            check(&param, &["1", "2"]),
+            one("/query/q", "must not be repeated")
+        );
+    }
+
+    #[test]
+    fn rich_schemas_check_the_collected_value() {
+        let param = query_param(
+            json!({ "oneOf": [{ "type": "integer" }, { "type": "boolean" }] }),
+            false,
+            true,
+        );
+        assert_eq!(check(&param, &["7"]), []);
+        assert_eq!(check(&param, &["true"]), []);
+        let found = check(&param, &["x"]);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].0, "/query/q");
+    }
+}

@@ -213,3 +213,131 @@ fn check_cookie(param: &Param, headers: Headers<'_>, out: &mut Violations) {
     }
     state.finish(param, out);
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::validator::compile::compiled_paths;
+    use crate::validator::model::CompiledSpec;
+
+    fn operation(parameters: serde_json::Value) -> CompiledSpec {
+        compiled_paths(json!({ "/a": { "post": {
+            "parameters": parameters,
+            "requestBody": { "required": true, "content": {
+                "application/json": { "schema": { "type": "object", "required": ["id"] } },
+                "text/plain": {},
+            } },
+        } } }))
+        .unwrap()
+    }
+
+    fn pointers_and_messages(out: Violations) -> Vec<String> {
+        out.into_vec()
+            .into_iter()
+            .map(|v| format!("{}: {}", v.pointer, v.message))
+            .collect()
+    }
+
+    #[test]
+    fn query_names_and_values_are_percent_decoded() {
+        let compiled = operation(json!([
+            { "name": "a b", "in": "query", "required": true, "schema": { "type": "string", "maxLength": 3 } },
+            { "name": "n", "in": "query", "schema": { "type": "integer" } },
+        ]));
+        let check = |query: &str| {
+            let mut out = Violations::default();
+            check_query(&compiled.operations[0], Some(query.as_bytes()), &mut out);
+            pointers_and_messages(out)
+        };
+        assert_eq!(check("a+b=x%20y&n=1&other=%zz"), Vec::<String>::new());
+        assert_eq!(
+            check("a%20b=abcd"),
+            [r#"/query/a b: "abcd" is longer than 3 characters"#]
+        );
+        assert_eq!(
+            check("n=%zz"),
+            [
+                "/query/n: value has an invalid percent-encoding",
+                "/query/a b: a required parameter is missing",
+            ]
+        );
+        assert_eq!(check("a+b=1&n=1&n=2&&"), ["/query/n: must not be repeated"]);
+    }
+
+    #[test]
+    fn headers_and_cookies_are_found_by_name() {
+        let compiled = operation(json!([
+            { "name": "X-Ids", "in": "header", "schema": { "type": "array", "items": { "type": "integer" } } },
+            { "name": "sid", "in": "cookie", "required": true, "schema": { "type": "string", "minLength": 2 } },
+        ]));
+        let operation = &compiled.operations[0];
+        let check = |fields: &[(&[u8], &[u8])]| {
+            let mut out = Violations::default();
+            check_header(&operation.headers[0], Headers::Pairs(fields), &mut out);
+            check_cookie(&operation.cookies[0], Headers::Pairs(fields), &mut out);
+            pointers_and_messages(out)
+        };
+        // A header list continues over field lines; items are trimmed.
+        let fine: &[(&[u8], &[u8])] = &[
+            (b"x-ids", b"1, 2"),
+            (b"X-IDS", b" 3"),
+            (b"Cookie", b"a=1; sid=ok; b"),
+        ];
+        assert_eq!(check(fine), Vec::<String>::new());
+        let bad: &[(&[u8], &[u8])] = &[(b"x-ids", b"1,x"), (b"cookie", b"SID=xyz; sid=x")];
+        assert_eq!(
+            check(bad),
+            [
+                r#"/header/x-ids/1: "x" is not an integer"#,
+                r#"/cookie/sid: "x" is shorter than 2 characters"#,
+            ]
+        );
+        assert_eq!(
+            check(&[(b"cookie", b"sid=\xff")]),
+            ["/cookie/sid: value is not valid UTF-8"]
+        );
+        assert_eq!(check(&[]), ["/cookie/sid: a required parameter is missing"]);
+    }
+
+    #[test]
+    fn bodies_by_presence_size_and_media_type() {
+        let compiled = operation(json!([]));
+        let rule = compiled.operations[0].body.as_ref().unwrap();
+        let check = |content_type: Option<&str>, body: Option<&str>| {
+            let mut out = Violations::default();
+            let early = check_body(
+                rule,
+                8,
+                content_type.map(str::as_bytes),
+                body.map(str::as_bytes),
+                &mut out,
+            );
+            (early, pointers_and_messages(out))
+        };
+        let json = Some("application/json");
+        assert_eq!(check(json, Some(r#"{"id":1}"#)), (None, vec![]));
+        assert_eq!(
+            check(None, Some("")),
+            (None, vec!["/body: a request body is required".to_owned()])
+        );
+        assert_eq!(
+            check(json, Some("{}")).1,
+            [r#"/body: "id" is a required property"#]
+        );
+        assert_eq!(
+            check(json, Some(r#"{"id":12345}"#)).0,
+            Some(Outcome::PayloadTooLarge { limit: 8 })
+        );
+        assert_eq!(
+            check(Some("image/png"), Some("x")).0,
+            Some(Outcome::UnsupportedMediaType {
+                accepted: "application/json, text/plain"
+            })
+        );
+        // Not buffered: only the media type is checked.
+        assert_eq!(check(json, None), (None, vec![]));
+        assert_eq!(check(Some("text/plain"), Some("{")), (None, vec![]));
+    }
+}

@@ -74,3 +74,90 @@ pub(super) fn validate_response<'v>(
         ResponseOutcome::Invalid(out.into_vec())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::validator::compile::compiled_paths;
+    use crate::validator::model::CompiledSpec;
+
+    fn with_method(method: &str) -> CompiledSpec {
+        compiled_paths(json!({ "/a": { method: { "responses": {
+            "200": { "description": "ok", "content": {
+                "application/json": { "schema": { "type": "array" } },
+                "text/csv": {},
+            } },
+            "204": { "description": "none" },
+            "5XX": { "description": "error", "content": { "application/problem+json": {} } },
+        } } } }))
+        .unwrap()
+    }
+
+    #[test]
+    fn only_json_with_a_schema_wants_its_body() {
+        let compiled = with_method("get");
+        let op = &compiled.operations[0];
+        let json = Some(&b"application/json"[..]);
+        assert!(response_wants_body(op, 200, json));
+        assert!(!response_wants_body(op, 200, None), "octet-stream");
+        assert!(!response_wants_body(op, 200, Some(b"text/csv")));
+        assert!(
+            !response_wants_body(op, 503, Some(b"application/problem+json")),
+            "no schema"
+        );
+        assert!(!response_wants_body(op, 404, json), "undeclared");
+        let head = with_method("head");
+        assert!(
+            !response_wants_body(&head.operations[0], 200, json),
+            "HEAD has no body"
+        );
+    }
+
+    #[test]
+    fn each_verdict() {
+        let compiled = with_method("get");
+        let op = &compiled.operations[0];
+        let json = Some(&b"application/json"[..]);
+        assert_eq!(
+            validate_response(op, 200, json, Some(b"[1]")),
+            ResponseOutcome::Valid
+        );
+        assert_eq!(
+            validate_response(op, 404, json, Some(b"[1]")),
+            ResponseOutcome::Undeclared {
+                declared: "200, 204, 5XX"
+            }
+        );
+        assert_eq!(
+            validate_response(op, 200, Some(b"text/html"), Some(b"<p>")),
+            ResponseOutcome::UnsupportedMediaType {
+                declared: "application/json, text/csv"
+            }
+        );
+        let ResponseOutcome::Invalid(violations) = validate_response(op, 200, json, Some(b"{}"))
+        else {
+            panic!("an object is not an array");
+        };
+        assert_eq!(violations[0].pointer, "/body");
+        let ResponseOutcome::Invalid(violations) = validate_response(op, 500, None, Some(b""))
+        else {
+            panic!("declared content is missing");
+        };
+        assert_eq!(
+            violations[0].message,
+            "a response body (application/problem+json) is declared but none was sent"
+        );
+        // 204 declares nothing; a HEAD response never has a body.
+        assert_eq!(
+            validate_response(op, 204, None, None),
+            ResponseOutcome::Valid
+        );
+        let head = with_method("head");
+        assert_eq!(
+            validate_response(&head.operations[0], 200, None, None),
+            ResponseOutcome::Valid
+        );
+    }
+}
