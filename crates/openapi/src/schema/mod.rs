@@ -15,6 +15,10 @@
 //! B}`, `B: {allOf: [{$ref: A}]}`) would recurse forever at validation time
 //! and are rejected when the spec is compiled; recursion through
 //! `properties`, `items` and the like is fine.
+//!
+//! Modules: `translate` (one 3.0 schema object rewritten), then `document`
+//! (the standalone document, using `translate`); this file compiles and
+//! runs the checks.
 
 mod document;
 mod translate;

@@ -2,10 +2,11 @@
 //! (base path, path template, method), then handing its parts to the
 //! request and response checks.
 //!
-//! Modules, each using only those listed before it: `model` (the compiled
-//! form), `media` (media types), `occurrence` and `request` (request
-//! checks), `response` (response checks), `compile_bodies` and `compile`
-//! (spec to model).
+//! Modules, each using only those listed before it (tests aside: they
+//! borrow `compile` to build operations): `model` (the compiled form),
+//! `media` (media types), `occurrence` and `request` (request checks),
+//! `response` (response checks), `compile_bodies` and `compile` (spec to
+//! model).
 
 mod compile;
 mod compile_bodies;
@@ -375,19 +376,17 @@ paths:
         Validator::new(&Spec::from_str(SPEC, "t.yaml").unwrap(), options).unwrap()
     }
 
-    /// The template and the captured text of a match.
-    fn matched(
-        validator: &Validator,
-        method: &str,
-        path: &str,
-    ) -> Result<(String, Vec<String>), String> {
+    /// The template and the captured text of a match, or the outcome
+    /// (`Debug`) when there is none.
+    type Found = Result<(String, Vec<String>), String>;
+
+    fn matched(validator: &Validator, method: &str, path: &str) -> Found {
         match validator.match_operation(method, path.as_bytes()) {
             Ok(m) => {
                 let captures = m.captures.ranges[..m.captures.len]
                     .iter()
-                    .map(|&(start, end)| {
-                        String::from_utf8_lossy(&m.path[start as usize..end as usize]).into_owned()
-                    })
+                    .map(|&(start, end)| &m.path[start as usize..end as usize])
+                    .map(|text| String::from_utf8_lossy(text).into_owned())
                     .collect();
                 Ok((m.template().to_owned(), captures))
             }
@@ -395,31 +394,30 @@ paths:
         }
     }
 
+    fn found(template: &str, captures: &[&str]) -> Found {
+        let captures = captures.iter().map(|c| c.to_string()).collect();
+        Ok((template.to_owned(), captures))
+    }
+
+    fn none(outcome: &str) -> Found {
+        Err(outcome.to_owned())
+    }
+
     #[test]
     fn a_template_matches_one_segment_and_captures_it() {
         let v = validator(ValidatorOptions::default());
-        assert_eq!(
-            matched(&v, "GET", "/pets/7"),
-            Ok(("/pets/{id}".to_owned(), vec!["7".to_owned()]))
-        );
-        assert_eq!(
-            matched(&v, "GET", "/pets/7/x"),
-            Err("NoSuchPath".to_owned())
-        );
-        assert_eq!(matched(&v, "GET", "/pets/"), Err("NoSuchPath".to_owned()));
+        assert_eq!(matched(&v, "GET", "/pets/7"), found("/pets/{id}", &["7"]));
+        assert_eq!(matched(&v, "GET", "/pets/7/x"), none("NoSuchPath"));
+        assert_eq!(matched(&v, "GET", "/pets/"), none("NoSuchPath"));
         // A literal segment beats a template.
-        assert_eq!(
-            matched(&v, "GET", "/pets/mine"),
-            Ok(("/pets/mine".to_owned(), vec![]))
-        );
-        assert_eq!(
-            matched(&v, "PUT", "/pets/7"),
-            Err(r#"MethodNotAllowed { allow: "GET, DELETE" }"#.to_owned())
-        );
-        assert_eq!(
-            matched(&v, "get", "/pets/7"),
-            Err(r#"MethodNotAllowed { allow: "GET, DELETE" }"#.to_owned())
-        );
+        assert_eq!(matched(&v, "GET", "/pets/mine"), found("/pets/mine", &[]));
+        // Methods are case-sensitive.
+        for method in ["PUT", "get"] {
+            assert_eq!(
+                matched(&v, method, "/pets/7"),
+                none(r#"MethodNotAllowed { allow: "GET, DELETE" }"#)
+            );
+        }
     }
 
     #[test]
@@ -431,13 +429,10 @@ paths:
         let v = validator(options);
         assert_eq!(
             matched(&v, "GET", "/api/pets/7"),
-            Ok(("/pets/{id}".to_owned(), vec!["7".to_owned()]))
+            found("/pets/{id}", &["7"])
         );
-        assert_eq!(
-            matched(&v, "GET", "/apipets/7"),
-            Err("NoSuchPath".to_owned())
-        );
-        assert_eq!(matched(&v, "GET", "/pets/7"), Err("NoSuchPath".to_owned()));
+        assert_eq!(matched(&v, "GET", "/apipets/7"), none("NoSuchPath"));
+        assert_eq!(matched(&v, "GET", "/pets/7"), none("NoSuchPath"));
         let bad = ValidatorOptions {
             base_path: Some("api".to_owned()),
             ..ValidatorOptions::default()
@@ -456,8 +451,8 @@ paths:
             ..ValidatorOptions::default()
         };
         let v = validator(options);
-        assert_eq!(matched(&v, "GET", "/nope"), Err("Unmatched".to_owned()));
-        assert_eq!(matched(&v, "PUT", "/pets/7"), Err("Unmatched".to_owned()));
+        assert_eq!(matched(&v, "GET", "/nope"), none("Unmatched"));
+        assert_eq!(matched(&v, "PUT", "/pets/7"), none("Unmatched"));
         let bad_id = Request::new("GET", b"/pets/x");
         let Outcome::Invalid(violations) = v.validate(&bad_id) else {
             panic!("a declared operation is still checked");
