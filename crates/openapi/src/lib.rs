@@ -392,6 +392,15 @@ impl Violations {
         }
     }
 
+    /// Adds a violation at `pointer` (plus `/index` for an array item).
+    pub(crate) fn add(&mut self, pointer: &str, index: Option<usize>, message: String) {
+        let pointer = match index {
+            Some(i) => format!("{pointer}/{i}"),
+            None => pointer.to_owned(),
+        };
+        self.push(Violation { pointer, message });
+    }
+
     pub(crate) fn is_full(&self) -> bool {
         self.list.len() >= MAX_VIOLATIONS
     }

@@ -250,9 +250,6 @@ const LONG_FILES_TO_SPLIT: &[&str] = &[
     "jwt/src/keys.rs",
     "jwt/src/tests.rs",
     "load/src/conn.rs",
-    "openapi/src/param.rs",
-    "openapi/src/schema.rs",
-    "openapi/src/validator.rs",
 ];
 
 #[test]

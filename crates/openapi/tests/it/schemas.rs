@@ -4,7 +4,9 @@
 
 use std::sync::OnceLock;
 
-use openapi::{OpenApiVersion, Outcome, Request, Spec, Validator, ValidatorOptions, Violation};
+use openapi::{OpenApiVersion, Outcome, Request, Spec, Validator, ValidatorOptions};
+
+use crate::{pointers, violations};
 
 const PETS31: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/pets31.yaml");
 
@@ -15,17 +17,6 @@ fn pets31() -> &'static Validator {
         assert_eq!(spec.version(), OpenApiVersion::V3_1);
         Validator::new(&spec, ValidatorOptions::default()).expect("pets31.yaml compiles")
     })
-}
-
-fn violations(outcome: Outcome<'_>) -> Vec<Violation> {
-    match outcome {
-        Outcome::Invalid(violations) => violations,
-        other => panic!("expected violations, got {other:?}"),
-    }
-}
-
-fn pointers(outcome: Outcome<'_>) -> Vec<String> {
-    violations(outcome).into_iter().map(|v| v.pointer).collect()
 }
 
 const REQUEST_ID: &[(&[u8], &[u8])] = &[(b"x-request-id", b"0123abcd")];
