@@ -7,8 +7,10 @@
 use std::time::{Duration, Instant};
 
 use http::Method;
-use load::{LoadConfig, Protocol, Report, RunControl};
+use load::{LoadConfig, Protocol, RunControl};
 use testkit::{H3Options, H3Server, TestCerts};
+
+use crate::support::run;
 
 fn config(certs: &TestCerts, urls: &[(Method, String)]) -> LoadConfig {
     let mut config = LoadConfig::new(urls).expect("valid URLs");
@@ -22,10 +24,6 @@ fn config(certs: &TestCerts, urls: &[(Method, String)]) -> LoadConfig {
 
 fn get(certs: &TestCerts, url: String) -> LoadConfig {
     config(certs, &[(Method::GET, url)])
-}
-
-fn run(config: &LoadConfig) -> Report {
-    load::run(config, RunControl::default()).expect("the run completes")
 }
 
 #[test]
