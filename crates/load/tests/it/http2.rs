@@ -8,7 +8,7 @@ use http::Method;
 use load::{LoadConfig, Protocol, RunControl};
 use testkit::{Behaviour, FakeServer, H2Options, H2Server, TestCerts};
 
-use crate::support::run;
+use crate::support::{self, run};
 
 fn config(urls: &[(Method, String)]) -> LoadConfig {
     let mut config = LoadConfig::new(urls).expect("valid URLs");
@@ -116,33 +116,7 @@ fn large_responses_flow() {
 #[test]
 fn open_model_over_h2_is_corrected() {
     let server = H2Server::start();
-    let mut steady = get(server.url("/"));
-    steady.rate = Some(200.0);
-    let report = run(&steady);
-    let schedule = report.schedule.expect("open model reports its schedule");
-    assert!(
-        (180.0..220.0).contains(&schedule.achieved_rate),
-        "{schedule:?}"
-    );
-
-    let mut overloaded = get(server.url("/delay/50"));
-    overloaded.streams = 4;
-    overloaded.rate = Some(500.0);
-    let report = run(&overloaded);
-    let schedule = report.schedule.expect("open model reports its schedule");
-    assert!(schedule.achieved_rate < 200.0, "{schedule:?}");
-    assert!(schedule.unsent > 200, "{schedule:?}");
-    let uncorrected = report.uncorrected_latency.as_ref().expect("uncorrected");
-    assert!(
-        uncorrected.at(50.0) < 100_000,
-        "uncorrected p50 {}us",
-        uncorrected.at(50.0)
-    );
-    assert!(
-        report.latency.at(99.0) > 300_000,
-        "corrected p99 {}us",
-        report.latency.at(99.0)
-    );
+    support::assert_open_model_corrected(|path| get(server.url(path)));
 }
 
 #[test]
