@@ -63,3 +63,66 @@ impl Verified {
         Some(text)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn verified(claims: Value) -> Verified {
+        let Value::Object(claims) = claims else {
+            panic!("not an object")
+        };
+        Verified {
+            claims,
+            expires_at: None,
+            not_before: None,
+            algorithm: Algorithm::HS256,
+            key_id: None,
+        }
+    }
+
+    #[test]
+    fn scopes_from_scope_or_scp() {
+        let scopes = |claims: Value| {
+            verified(claims)
+                .scopes()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            scopes(json!({ "scope": "read  write admin " })),
+            ["read", "write", "admin"]
+        );
+        assert_eq!(
+            scopes(json!({ "scp": ["read", "write", 5] })),
+            ["read", "write"]
+        );
+        assert_eq!(scopes(json!({ "scp": "read write" })), ["read", "write"]);
+        assert_eq!(scopes(json!({ "scope": "a", "scp": ["b"] })), ["a"]);
+        assert_eq!(scopes(json!({ "scope": 5, "scp": ["b"] })), ["b"]);
+        assert!(scopes(json!({ "sub": "x" })).is_empty());
+        assert!(scopes(json!({ "scope": "" })).is_empty());
+    }
+
+    #[test]
+    fn claims_as_header_values_refuse_control_characters() {
+        let v = verified(json!({
+            "sub": "alice", "n": 42, "f": 1.5, "admin": true, "groups": ["a", "b c"],
+            "obj": { "a": 1 }, "null": null, "mixed": ["a", 1],
+            "crlf": "a\r\nX-Admin: true", "lf": "a\nb", "cr": "a\rb", "nul": "a\0b", "tab": "a\tb", "del": "a\u{7f}",
+            "arr_crlf": ["ok", "x\r\ny"],
+        }));
+        assert_eq!(v.claim_as_header_value("sub").as_deref(), Some("alice"));
+        assert_eq!(v.claim_as_header_value("n").as_deref(), Some("42"));
+        assert_eq!(v.claim_as_header_value("f").as_deref(), Some("1.5"));
+        assert_eq!(v.claim_as_header_value("admin").as_deref(), Some("true"));
+        assert_eq!(v.claim_as_header_value("groups").as_deref(), Some("a,b c"));
+        for refused in [
+            "obj", "null", "mixed", "crlf", "lf", "cr", "nul", "tab", "del", "arr_crlf", "absent",
+        ] {
+            assert_eq!(v.claim_as_header_value(refused), None, "{refused}");
+        }
+    }
+}

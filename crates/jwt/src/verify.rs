@@ -434,3 +434,48 @@ impl<'de> Deserialize<'de> for ClaimsMap {
         deserializer.deserialize_map(ClaimsVisitor)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_texts_are_safe_for_www_authenticate() {
+        let malformed = [
+            "a token has three dot-separated segments",
+            "the header is not base64url",
+            "the header is not a JSON object with an alg",
+            "critical header extensions are not supported",
+            "the payload is not base64url",
+            "the signature is not base64url",
+            "the payload is not a JSON object",
+            "exp is not a non-negative number",
+            "nbf is not a non-negative number",
+            "aud is not a string or array of strings",
+        ];
+        let errors = malformed.map(JwtError::Malformed).into_iter().chain([
+            JwtError::TooLarge,
+            JwtError::AlgorithmNotAllowed,
+            JwtError::UnknownKid(Some("evil\"kid\r\n".into())),
+            JwtError::KeyMismatch,
+            JwtError::BadSignature,
+            JwtError::Expired,
+            JwtError::NotYetValid,
+            JwtError::WrongIssuer,
+            JwtError::WrongAudience,
+            JwtError::MissingClaim("exp"),
+            JwtError::MissingClaim("iss"),
+            JwtError::MissingClaim("aud"),
+        ]);
+        for error in errors {
+            let text = error.to_string();
+            assert!(
+                !text.contains(['"', '\\']) && !text.chars().any(char::is_control),
+                "{text}"
+            );
+            assert!(!text.contains("evil"), "{text}");
+            assert_eq!(error.error_code(), "invalid_token");
+            assert!(!error.label().is_empty());
+        }
+    }
+}

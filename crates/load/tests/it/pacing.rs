@@ -9,9 +9,11 @@ use std::time::Duration;
 use http::Method;
 use load::{
     Errors, LatencySummary, Lateness, LoadConfig, Protocol, RateSummary, Report, ReportConfig,
-    RunControl, ScheduleReport,
+    ScheduleReport,
 };
 use testkit::{Behaviour, FakeServer, H2Server};
+
+use crate::support::run;
 
 fn open(url: String, rate: f64) -> LoadConfig {
     let mut config = LoadConfig::new(&[(Method::GET, url)]).expect("valid URL");
@@ -19,10 +21,6 @@ fn open(url: String, rate: f64) -> LoadConfig {
     config.rate = Some(rate);
     config.duration = Duration::from_secs(2);
     config
-}
-
-fn run(config: &LoadConfig) -> Report {
-    load::run(config, RunControl::default()).expect("the run completes")
 }
 
 /// A pacer on Tokio's millisecond timer sends each request 0.5 to 1 ms

@@ -7,15 +7,13 @@ use http::Method;
 use load::{LoadConfig, Report, RunControl};
 use testkit::{Behaviour, FakeServer};
 
+use crate::support::run;
+
 fn config(url: &str) -> LoadConfig {
     let mut config = LoadConfig::new(&[(Method::GET, url.to_string())]).expect("valid URL");
     config.connections = 4;
     config.duration = Duration::from_secs(1);
     config
-}
-
-fn run(config: &LoadConfig) -> Report {
-    load::run(config, RunControl::default()).expect("the run completes")
 }
 
 /// Share of samples at or above `floor_us`, from the percentile spectrum.

@@ -2,11 +2,13 @@
 //! on loopback: h2c and TLS with ALPN, request counts, streams in flight,
 //! statuses, flow control both ways, both models, failures.
 
-use std::{path::PathBuf, time::Duration};
+use std::time::Duration;
 
 use http::Method;
-use load::{LoadConfig, Protocol, Report, RunControl};
-use testkit::{Behaviour, FakeServer, H2Options, H2Server};
+use load::{LoadConfig, Protocol, RunControl};
+use testkit::{Behaviour, FakeServer, H2Options, H2Server, TestCerts};
+
+use crate::support::{self, run};
 
 fn config(urls: &[(Method, String)]) -> LoadConfig {
     let mut config = LoadConfig::new(urls).expect("valid URLs");
@@ -19,10 +21,6 @@ fn config(urls: &[(Method, String)]) -> LoadConfig {
 
 fn get(url: String) -> LoadConfig {
     config(&[(Method::GET, url)])
-}
-
-fn run(config: &LoadConfig) -> Report {
-    load::run(config, RunControl::default()).expect("the run completes")
 }
 
 #[test]
@@ -118,33 +116,7 @@ fn large_responses_flow() {
 #[test]
 fn open_model_over_h2_is_corrected() {
     let server = H2Server::start();
-    let mut steady = get(server.url("/"));
-    steady.rate = Some(200.0);
-    let report = run(&steady);
-    let schedule = report.schedule.expect("open model reports its schedule");
-    assert!(
-        (180.0..220.0).contains(&schedule.achieved_rate),
-        "{schedule:?}"
-    );
-
-    let mut overloaded = get(server.url("/delay/50"));
-    overloaded.streams = 4;
-    overloaded.rate = Some(500.0);
-    let report = run(&overloaded);
-    let schedule = report.schedule.expect("open model reports its schedule");
-    assert!(schedule.achieved_rate < 200.0, "{schedule:?}");
-    assert!(schedule.unsent > 200, "{schedule:?}");
-    let uncorrected = report.uncorrected_latency.as_ref().expect("uncorrected");
-    assert!(
-        uncorrected.at(50.0) < 100_000,
-        "uncorrected p50 {}us",
-        uncorrected.at(50.0)
-    );
-    assert!(
-        report.latency.at(99.0) > 300_000,
-        "corrected p99 {}us",
-        report.latency.at(99.0)
-    );
+    support::assert_open_model_corrected(|path| get(server.url(path)));
 }
 
 #[test]
@@ -209,59 +181,13 @@ fn h2c_against_an_http1_server_is_an_error_per_connection() {
     assert!(report.errors.total() > 0, "{:?}", report.errors);
 }
 
-/// A CA, a server certificate for localhost and their files.
-struct Pki {
-    dir: PathBuf,
-    ca: PathBuf,
-    cert: PathBuf,
-    key: PathBuf,
-}
-
-impl Pki {
-    fn new(name: &str) -> Self {
-        let dir =
-            std::env::temp_dir().join(format!("sluice-load-h2-{name}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("a temporary directory");
-        let ca =
-            tls::LocalCa::generate("load h2 test CA", Duration::from_secs(3600)).expect("a CA");
-        let server = ca
-            .server(&["localhost".into()])
-            .expect("a server certificate");
-        let write = |file: &str, text: &str| {
-            let path = dir.join(file);
-            std::fs::write(&path, text).expect("write a PEM file");
-            path
-        };
-        Self {
-            ca: write("ca.pem", &ca.ca.cert_pem),
-            cert: write("server.pem", &server.cert_pem),
-            key: write("server.key", &server.key_pem),
-            dir,
-        }
-    }
-
-    fn server(&self, alpn: &[&[u8]]) -> H2Server {
-        let identity = tls::Identity {
-            cert: &self.cert,
-            key: &self.key,
-        };
-        H2Server::start_tls(tls::server_config(identity, None, alpn).expect("a server config"))
-    }
-}
-
-impl Drop for Pki {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
 #[test]
 fn https_negotiates_h2_with_alpn() {
-    let pki = Pki::new("alpn");
-    let server = pki.server(&[tls::ALPN_H2, tls::ALPN_HTTP11]);
+    let certs = TestCerts::generate();
+    let server = H2Server::start_tls(certs.server_config(&[tls::ALPN_H2, tls::ALPN_HTTP11]));
     let mut trusted = get(server.https_url("/status/201"));
     trusted.total_requests = Some(200);
-    trusted.cacert = Some(pki.ca.clone());
+    trusted.cacert = Some(certs.ca_path.clone());
     let report = run(&trusted);
     assert_eq!(report.requests, 200);
     assert_eq!(report.status.get(&201), Some(&200));
@@ -276,14 +202,14 @@ fn https_negotiates_h2_with_alpn() {
 
 #[test]
 fn https_without_h2_is_a_clear_error() {
-    let pki = Pki::new("no-h2");
+    let certs = TestCerts::generate();
     for (alpn, answer) in [
         (&[tls::ALPN_HTTP11][..], "refused it"),
         (&[][..], "chose no protocol"),
     ] {
-        let server = pki.server(alpn);
+        let server = H2Server::start_tls(certs.server_config(alpn));
         let mut h2 = get(server.https_url("/"));
-        h2.cacert = Some(pki.ca.clone());
+        h2.cacert = Some(certs.ca_path.clone());
         let err = load::run(&h2, RunControl::default()).expect_err("no HTTP/2");
         assert!(err.downcast_ref::<load::ConfigError>().is_some(), "{err}");
         let message = err.to_string();

@@ -9,8 +9,10 @@
 use std::time::{Duration, Instant};
 
 use http::Method;
-use load::{LoadConfig, Protocol, Report, RunControl, ThinkTime};
-use testkit::{Behaviour, FakeServer, H2Server};
+use load::{LoadConfig, Protocol, Report, ThinkTime};
+use testkit::{Behaviour, FakeServer, H2Server, TestCerts};
+
+use crate::support::run;
 
 fn users(url: &str, count: usize, think_ms: (u64, u64)) -> LoadConfig {
     let mut config = LoadConfig::new(&[(Method::GET, url.to_string())]).expect("valid URL");
@@ -21,10 +23,6 @@ fn users(url: &str, count: usize, think_ms: (u64, u64)) -> LoadConfig {
         max: Duration::from_millis(think_ms.1),
     });
     config
-}
-
-fn run(config: &LoadConfig) -> Report {
-    load::run(config, RunControl::default()).expect("the run completes")
 }
 
 /// Runs and returns the report with the wall time the run took.
@@ -129,7 +127,7 @@ fn the_stop_cuts_a_long_think_short() {
 /// between them; a thinking user's session is not ended as "done".
 #[test]
 fn n_users_with_think_over_tls() {
-    let certs = testkit::TestCerts::generate();
+    let certs = TestCerts::generate();
     let server = FakeServer::start_tls(Behaviour::Normal, &certs);
     let mut config = users(&server.https_url("/"), 2, (100, 100));
     config.cacert = Some(certs.ca_path.clone());
@@ -203,34 +201,14 @@ fn h2_users_think_between_requests() {
 
 #[test]
 fn h2_users_over_tls_with_n_and_a_ramp() {
-    let ca = tls::LocalCa::generate("users test CA", Duration::from_secs(3600)).expect("a CA");
-    let leaf = ca.server(&["localhost".into()]).expect("a certificate");
-    let dir = std::env::temp_dir().join(format!("sluice-load-users-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("a temporary directory");
-    let write = |file: &str, text: &str| {
-        let path = dir.join(file);
-        std::fs::write(&path, text).expect("write a PEM file");
-        path
-    };
-    let (ca_path, cert, key) = (
-        write("ca.pem", &ca.ca.cert_pem),
-        write("server.pem", &leaf.cert_pem),
-        write("server.key", &leaf.key_pem),
-    );
-    let identity = tls::Identity {
-        cert: &cert,
-        key: &key,
-    };
-    let server = H2Server::start_tls(
-        tls::server_config(identity, None, &[tls::ALPN_H2]).expect("a server config"),
-    );
+    let certs = TestCerts::generate();
+    let server = H2Server::start_tls(certs.server_config(&[tls::ALPN_H2]));
     // 3 users on a 300 ms ramp, 3 requests each, 100 ms apart.
     let mut config = h2_users(server.https_url("/"), 3, (100, 100));
-    config.cacert = Some(ca_path);
+    config.cacert = Some(certs.ca_path.clone());
     config.ramp = Duration::from_millis(300);
     config.total_requests = Some(9);
     let (report, took) = timed(&config);
-    let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(report.requests, 9);
     assert_eq!(server.requests(), 9);
     assert_eq!(report.errors.total(), 0, "{:?}", report.errors);

@@ -7,8 +7,10 @@
 use std::time::{Duration, Instant};
 
 use http::Method;
-use load::{LoadConfig, Protocol, Report, RunControl};
+use load::{LoadConfig, Protocol, RunControl};
 use testkit::{H3Options, H3Server, TestCerts};
+
+use crate::support::{self, run};
 
 fn config(certs: &TestCerts, urls: &[(Method, String)]) -> LoadConfig {
     let mut config = LoadConfig::new(urls).expect("valid URLs");
@@ -22,10 +24,6 @@ fn config(certs: &TestCerts, urls: &[(Method, String)]) -> LoadConfig {
 
 fn get(certs: &TestCerts, url: String) -> LoadConfig {
     config(certs, &[(Method::GET, url)])
-}
-
-fn run(config: &LoadConfig) -> Report {
-    load::run(config, RunControl::default()).expect("the run completes")
 }
 
 #[test]
@@ -160,33 +158,7 @@ fn open_model_over_h3_is_exact_and_corrected() {
     assert_eq!(server.requests(), 200);
     assert_eq!(report.errors.total(), 0, "{:?}", report.errors);
 
-    let mut steady = get(&certs, server.url("/"));
-    steady.rate = Some(200.0);
-    let report = run(&steady);
-    let schedule = report.schedule.expect("open model reports its schedule");
-    assert!(
-        (180.0..220.0).contains(&schedule.achieved_rate),
-        "{schedule:?}"
-    );
-
-    let mut overloaded = get(&certs, server.url("/delay/50"));
-    overloaded.streams = 4;
-    overloaded.rate = Some(500.0);
-    let report = run(&overloaded);
-    let schedule = report.schedule.expect("open model reports its schedule");
-    assert!(schedule.achieved_rate < 200.0, "{schedule:?}");
-    assert!(schedule.unsent > 200, "{schedule:?}");
-    let uncorrected = report.uncorrected_latency.as_ref().expect("uncorrected");
-    assert!(
-        uncorrected.at(50.0) < 100_000,
-        "uncorrected p50 {}us",
-        uncorrected.at(50.0)
-    );
-    assert!(
-        report.latency.at(99.0) > 300_000,
-        "corrected p99 {}us",
-        report.latency.at(99.0)
-    );
+    support::assert_open_model_corrected(|path| get(&certs, server.url(path)));
 }
 
 #[test]
