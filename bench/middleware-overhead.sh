@@ -44,7 +44,8 @@ start_pets_backend
 TOKEN=$("$SLUICE" token sign --key "$WORK/keys/bench.key.pem" --alg RS256 --kid bench \
   --claim iss=https://issuer.example --claim aud=petstore --claim scope=pets:read --expires-in 1h)
 
-# scenario name -> chain; the default chain is DESIGN.md's.
+# scenario name -> chain; 'default' is the full chain below (correlation, metrics,
+# access_log, jwt, validate, rate_limit, headers): question 3 of docs/BENCH.md.
 ALL=(empty correlation headers metrics cors ip_filter body_limit access_log rate_limit jwt validate default)
 # ONLY="empty jwt validate" runs a subset (empty is the baseline and must be in it).
 read -r -a SCENARIOS <<<"${ONLY:-${ALL[*]}}"

@@ -6,7 +6,7 @@
 # thread and keep-alive to the backend, configured by this script. A fourth
 # row, "nginx-stock", is nginx with a bare `proxy_pass` (HTTP/1.0 and a new
 # upstream connection per request, nginx's default and the configuration
-# behind DESIGN.md's peer table). Each is
+# behind seeds/000's peer table, docs/BENCH.md). Each is
 # loaded with `wrk -t1 -c128 -d10s`, then pipeline.lua at depth 16; rounds
 # alternate the three proxies; medians and ratios are printed, with p99
 # (pipelined: from a `sluice load --pipeline 16` run after wrk's, since wrk
