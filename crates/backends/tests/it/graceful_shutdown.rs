@@ -4,38 +4,69 @@
 use std::time::{Duration, Instant};
 
 use backends::Backend;
-use testkit::{serve_with, test_options, RawConn, ServeOptions};
+use testkit::{
+    serve_with, test_options, until, Behaviour, FakeServer, RawConn, ServeOptions, TestServer,
+};
+
+/// `passthrough` in front of a test downstream that counts what reaches it
+/// and answers as `behaviour` says: a request is in flight at the
+/// passthrough exactly when the downstream has it.
+fn passthrough_to(downstream: &FakeServer, shutdown_deadline: Duration) -> TestServer {
+    serve_with(
+        Backend::Passthrough,
+        ServeOptions {
+            workers: 2,
+            downstream: downstream.url("").parse().expect("downstream URL"),
+            downstream_timeout: Duration::from_secs(30),
+            shutdown_deadline,
+            ..test_options()
+        },
+    )
+}
+
+/// Waits until the downstream has the request: the handler is running.
+async fn in_flight(downstream: &FakeServer) {
+    assert!(
+        until(Duration::from_secs(5), || async {
+            downstream.requests() == 1
+        })
+        .await,
+        "the request never reached the downstream"
+    );
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_flight_requests_finish_after_shutdown() {
-    let server = serve_with(
-        Backend::Downstream,
-        ServeOptions {
-            workers: 2,
-            ..test_options()
-        },
-    );
+    const ANSWER_AFTER: Duration = Duration::from_millis(400);
+    let downstream = FakeServer::start(Behaviour::DelayEvery {
+        nth: 1,
+        delay: ANSWER_AFTER,
+    });
+    let server = passthrough_to(&downstream, Duration::from_secs(10));
     let addr = server.addr();
     let mut conn = RawConn::connect(addr).await;
-    let in_flight = tokio::spawn(async move {
-        conn.post_json("/messages", r#"{"id":"late","delay":400}"#)
+    let request = tokio::spawn(async move {
+        conn.post_json("/passthrough/message", r#"{"id":"late","delay":0}"#)
             .await
     });
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let started = Instant::now();
+    in_flight(&downstream).await;
+    let arrived = Instant::now();
     tokio::task::spawn_blocking(move || server.shutdown())
         .await
         .unwrap();
-    let took = started.elapsed();
+    let returned = arrived.elapsed();
 
-    let response = in_flight.await.unwrap();
+    let response = request.await.unwrap();
     assert_eq!(response.status, 200);
-    assert_eq!(response.json()["id"], "late");
+    assert_eq!(response.body, b"ok");
     // Shutdown came while the handler ran: the answer says the connection ends.
     assert_eq!(response.header("connection"), Some("close"));
+    // The downstream answers ANSWER_AFTER after the request reached it;
+    // shutdown waited for that answer (less the moments between the
+    // request's arrival and this test seeing it).
     assert!(
-        took >= Duration::from_millis(200),
-        "shutdown returned before the request finished: {took:?}"
+        returned >= ANSWER_AFTER - Duration::from_millis(50),
+        "shutdown returned before the request finished: {returned:?}"
     );
     assert!(
         tokio::net::TcpStream::connect(addr).await.is_err(),
@@ -45,29 +76,31 @@ async fn in_flight_requests_finish_after_shutdown() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deadline_bounds_the_drain() {
-    let server = serve_with(
-        Backend::Downstream,
-        ServeOptions {
-            shutdown_deadline: Duration::from_millis(300),
-            ..test_options()
-        },
-    );
+    const DEADLINE: Duration = Duration::from_millis(300);
+    let downstream = FakeServer::start(Behaviour::Silent);
+    let server = passthrough_to(&downstream, DEADLINE);
     let mut conn = RawConn::connect(server.addr()).await;
     conn.send(testkit::request_bytes(
         "POST",
-        "/messages",
+        "/passthrough/message",
         &["Content-Type: application/json"],
-        br#"{"id":"slow","delay":10000}"#,
+        br#"{"id":"slow","delay":0}"#,
     ))
     .await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    in_flight(&downstream).await;
     let started = Instant::now();
     tokio::task::spawn_blocking(move || server.shutdown())
         .await
         .unwrap();
     let took = started.elapsed();
+    // The downstream never answers: shutdown ends at its deadline.
     assert!(
-        took < Duration::from_secs(2),
+        took >= DEADLINE,
+        "shutdown ended before its deadline: {took:?}"
+    );
+    // Without the deadline it would wait for the downstream timeout (30 s).
+    assert!(
+        took < Duration::from_secs(10),
         "shutdown ignored its deadline: {took:?}"
     );
     assert!(conn.is_closed_by_peer().await);

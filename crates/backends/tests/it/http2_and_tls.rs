@@ -16,7 +16,10 @@ use backends::{Backend, TlsFiles, MAX_JSON_BODY, PETS};
 use bytes::{Bytes, BytesMut};
 use h2::client::SendRequest;
 use http::{HeaderMap, Method};
-use testkit::{serve, serve_with, test_options, RawConn, ServeOptions, TestServer, IO_TIMEOUT};
+use testkit::{
+    serve, serve_with, test_options, until, Behaviour, FakeServer, RawConn, ServeOptions,
+    TestServer, IO_TIMEOUT,
+};
 use tls::tokio_rustls::{client::TlsStream, rustls::pki_types::ServerName, TlsConnector};
 use tokio::{
     io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt},
@@ -338,26 +341,44 @@ async fn tls_serves_h2_and_http1_by_alpn() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn h2_stream_in_flight_finishes_on_shutdown() {
-    let server = serve_with(Backend::Downstream, test_options());
+    // `passthrough` in front of a downstream that answers 300 ms after a
+    // request reaches it: the stream is in flight exactly when it has one.
+    let downstream = FakeServer::start(Behaviour::DelayEvery {
+        nth: 1,
+        delay: Duration::from_millis(300),
+    });
+    let server = serve_with(
+        Backend::Passthrough,
+        ServeOptions {
+            downstream: downstream.url("").parse().expect("downstream URL"),
+            ..test_options()
+        },
+    );
     let client = h2_client(TcpStream::connect(server.addr()).await.unwrap()).await;
-    let url = server.url("/messages");
+    let url = server.url("/passthrough/message");
     let in_flight = tokio::spawn(async move {
         send(
             &client,
             Method::POST,
             &url,
             &[("content-type", "application/json")],
-            Some(Bytes::from_static(br#"{"id":"late","delay":300}"#)),
+            Some(Bytes::from_static(br#"{"id":"late","delay":0}"#)),
         )
         .await
     });
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        until(Duration::from_secs(5), || async {
+            downstream.requests() == 1
+        })
+        .await,
+        "the request never reached the downstream"
+    );
     tokio::task::spawn_blocking(move || server.shutdown())
         .await
         .unwrap();
     let answer = in_flight.await.unwrap();
     assert_eq!(answer.status, 200);
-    assert_eq!(answer.json()["id"], "late");
+    assert_eq!(answer.body, &b"ok"[..]);
 }
 
 #[test]

@@ -12,7 +12,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{HeaderValue, Request, StatusCode};
 use support::{h2_client, h2_exchange, live::until, Proxy};
-use testkit::{H2Server, HostileUpstream, Step};
+use testkit::{H2Server, HostileUpstream, RawConn, Step};
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
     net::TcpStream,
@@ -407,7 +407,23 @@ async fn an_http1_client_that_leaves_while_queued_for_a_connection_is_never_sent
         .write_all(b"GET /queued HTTP/1.1\r\nHost: test\r\n\r\n")
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // B is queued once the host's queue counts it (`/upstreams`' `waiting`).
+    let waiting = || async {
+        let body = RawConn::connect(proxy.admin())
+            .await
+            .get("/upstreams")
+            .await
+            .json();
+        body["upstreams"]["up"]["hosts"][0]["waiting"].as_u64()
+    };
+    assert!(
+        until(Duration::from_secs(3), || async {
+            waiting().await == Some(1)
+        })
+        .await,
+        "the second request never queued: waiting {:?}",
+        waiting().await
+    );
     drop(queued);
     assert_events(&proxy, "client_closed", 1).await;
     assert_eq!(first.read_response(false).await.status, 200);

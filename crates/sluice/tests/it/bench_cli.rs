@@ -461,7 +461,16 @@ fn sigterm_ends_the_run_and_leaves_no_process() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    std::thread::sleep(Duration::from_millis(500));
+    // The row is running once the load generator (in the bench process)
+    // holds its connections: 128 by default, at least 64 counted here.
+    while open_sockets(child.id()) < 64 {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the row never started: {} sockets",
+            open_sockets(child.id())
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let killed = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
@@ -480,4 +489,18 @@ fn sigterm_ends_the_run_and_leaves_no_process() {
     assert!(leftovers(mark).is_empty(), "{:?}", leftovers(mark));
     assert!(out.join("results.json").exists(), "no partial report");
     let _ = std::fs::remove_dir_all(&out);
+}
+
+/// Sockets the process `pid` holds (its `/proc/PID/fd` links to `socket:`).
+fn open_sockets(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|fds| {
+            fds.flatten()
+                .filter(|fd| {
+                    std::fs::read_link(fd.path())
+                        .is_ok_and(|target| target.to_string_lossy().starts_with("socket:"))
+                })
+                .count()
+        })
+        .unwrap_or(0)
 }

@@ -9,7 +9,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use testkit::RawConn;
+use testkit::{until, Behaviour, FakeServer, RawConn};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// A `sluice serve` child process, killed if a test fails before it exits.
@@ -85,20 +85,38 @@ async fn serves_then_exits_cleanly_on_sigterm() {
 
 #[tokio::test]
 async fn sigint_lets_the_request_in_flight_finish() {
-    let mut served = Served::start(&["downstream", "--workers", "1"]);
+    // `passthrough` in front of a downstream that answers 500 ms after a
+    // request reaches it: the request is in flight exactly when it has one.
+    let downstream = FakeServer::start(Behaviour::DelayEvery {
+        nth: 1,
+        delay: Duration::from_millis(500),
+    });
+    let mut served = Served::start(&[
+        "passthrough",
+        "--workers",
+        "1",
+        "--downstream",
+        &downstream.url(""),
+    ]);
     let mut conn = RawConn::connect(served.addr).await;
     conn.send(testkit::request_bytes(
         "POST",
-        "/messages",
+        "/passthrough/message",
         &["Content-Type: application/json"],
-        br#"{"id":"drain","delay":500}"#,
+        br#"{"id":"drain","delay":0}"#,
     ))
     .await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        until(Duration::from_secs(5), || async {
+            downstream.requests() == 1
+        })
+        .await,
+        "the request never reached the downstream"
+    );
     served.signal("INT");
     let response = conn.read_response(false).await;
     assert_eq!(response.status, 200);
-    assert_eq!(response.json()["id"], "drain");
+    assert_eq!(response.body, b"ok");
     assert_eq!(served.wait_exit(Duration::from_secs(5)), 0);
 }
 

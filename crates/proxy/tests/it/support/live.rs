@@ -82,18 +82,4 @@ pub(crate) async fn admin_get(admin: SocketAddr, path: &str) -> testkit::RawResp
     conn.read_response(false).await
 }
 
-/// Polls `check` every 50 ms until it holds or `limit` passes.
-pub(crate) async fn until<F, Fut>(limit: Duration, mut check: F) -> bool
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        if check().await {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    false
-}
+pub(crate) use testkit::until;
