@@ -8,7 +8,6 @@ use std::{
         atomic::{AtomicI64, AtomicU64, Ordering},
         Arc,
     },
-    time::{Duration, Instant},
 };
 
 use testkit::RawConn;
