@@ -8,14 +8,14 @@ use std::borrow::Cow;
 
 use http::Method;
 use proxy::{
-    config::{Case, DoubleEncoding, EscapedSlash, Paths, Semicolon},
+    config::{Case, DoubleEncoding, EscapedSlash, PathSettings, Semicolon},
     wire::normalize::{self, host, path, Normal, Raw},
 };
 
 const METHODS: [Method; 3] = [Method::GET, Method::OPTIONS, Method::POST];
 
-fn settings(selector: u8, more: u8) -> Paths {
-    Paths {
+fn settings(selector: u8, more: u8) -> PathSettings {
+    PathSettings {
         case: [Case::Insensitive, Case::Sensitive][usize::from(more & 1)],
         double_encoding: [DoubleEncoding::Keep, DoubleEncoding::Reject][usize::from(more >> 1 & 1)],
         merge_slashes: selector & 1 == 0,
@@ -29,7 +29,7 @@ fn settings(selector: u8, more: u8) -> Paths {
             Semicolon::Keep,
             Semicolon::Reject,
         ][usize::from(selector >> 3 & 3) % 3],
-        ..Paths::default()
+        ..PathSettings::default()
     }
 }
 
