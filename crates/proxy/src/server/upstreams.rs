@@ -29,6 +29,7 @@ pub(super) fn render(plan: &Plan) -> serde_json::Value {
                         "weight": view.weight,
                         "in_flight": view.in_flight,
                         "waiting": limits.map(|l| l.waiting(host)),
+                        "connecting": upstream.balancer.opening().connecting(host),
                         "latency_ewma_ms": view.latency_ewma.as_secs_f64() * 1e3,
                         "requests": view.requests,
                         "failures": view.failures,

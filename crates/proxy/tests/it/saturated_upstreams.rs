@@ -161,7 +161,24 @@ async fn a_request_waits_for_a_connect_slot_at_most_timeouts_queue() {
     let proxy_addr = proxy.addr();
     let first =
         tokio::spawn(async move { RawConn::connect(proxy_addr).await.get("/").await.status });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The first request's connect holds the one `max_connecting` slot
+    // (`/upstreams`' `connecting`).
+    let connecting = || async {
+        let body = RawConn::connect(proxy.admin())
+            .await
+            .get("/upstreams")
+            .await
+            .json();
+        body["upstreams"]["echo"]["hosts"][0]["connecting"].as_u64()
+    };
+    assert!(
+        support::live::until(Duration::from_secs(3), || async {
+            connecting().await == Some(1)
+        })
+        .await,
+        "the first request never started its connect: connecting {:?}",
+        connecting().await
+    );
     let second = proxy.conn().await.get("/").await;
     assert_eq!(second.status, 503, "{}", second.text());
     assert_eq!(second.json()["status"], 503);

@@ -91,6 +91,8 @@ impl HostLimits {
 #[derive(Debug)]
 pub(crate) struct Opening {
     slots: Box<[Semaphore]>,
+    /// `max_connecting`: each host's slots when none is taken.
+    permits: usize,
 }
 
 impl Opening {
@@ -98,7 +100,13 @@ impl Opening {
         let permits = usize::try_from(max_connecting.max(1)).unwrap_or(usize::MAX);
         Self {
             slots: (0..hosts).map(|_| Semaphore::new(permits)).collect(),
+            permits,
         }
+    }
+
+    /// Connections being opened to `host` now (for `/upstreams`).
+    pub(crate) fn connecting(&self, host: HostId) -> usize {
+        self.permits - self.slots[host.index()].available_permits()
     }
 
     /// A slot to open a connection to `host` now, if one is free.
