@@ -1,0 +1,163 @@
+//! Routing by path, method and host; header rewriting; the admin API's
+//! view of the traffic; the multi-thread runtime serving the same.
+
+use std::sync::atomic::Ordering;
+
+use crate::support::{one_upstream, Echo, Proxy};
+use testkit::RawConn;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn routes_by_path_method_and_host() {
+    let pets = Echo::start("pets").await;
+    let other = Echo::start("other").await;
+    let proxy = Proxy::start(&format!(
+        "upstreams:\n  pets: {{ hosts: [\"http://{}\"] }}\n  other: {{ hosts: [\"http://{}\"] }}\nroutes:\n\
+         - {{ path: /v1/pets, methods: [GET, POST], upstream: pets }}\n\
+         - {{ path: /v1/pets/special, match: exact, upstream: other }}\n\
+         - {{ path: /v1, host: api.example, upstream: other }}\n",
+        pets.addr, other.addr
+    ));
+    let mut conn = proxy.conn().await;
+    let cases = [
+        ("/v1/pets", "pets"),
+        ("/v1/pets/1?x=y", "pets"),
+        ("/v1/pets/special", "other"),
+    ];
+    for (path, upstream) in cases {
+        let response = conn.get(path).await;
+        assert_eq!(response.status, 200, "{path}");
+        assert!(
+            response
+                .text()
+                .starts_with(&format!("upstream: {upstream}\n")),
+            "{path}: {}",
+            response.text()
+        );
+    }
+    conn.send("GET /v1/x HTTP/1.1\r\nHost: API.example:8080\r\n\r\n")
+        .await;
+    let response = conn.read_response(false).await;
+    assert!(
+        response.text().starts_with("upstream: other"),
+        "{}",
+        response.text()
+    );
+
+    let response = conn.get("/v1/petstore").await;
+    assert_eq!(response.status, 404);
+    assert_eq!(
+        response.header("content-type"),
+        Some("application/problem+json")
+    );
+    assert_eq!(response.json()["status"], 404);
+    let response = conn.request("DELETE", "/v1/pets/1", &[], b"").await;
+    assert_eq!(response.status, 405);
+    assert_eq!(response.header("allow"), Some("GET, POST"));
+    // The connection survives the errors.
+    assert_eq!(conn.get("/v1/pets").await.status, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rewrites_hop_by_hop_and_forwarded_headers() {
+    let echo = Echo::start("e").await;
+    let proxy = Proxy::start(&one_upstream(echo.addr, ""));
+    let mut conn = proxy.conn().await;
+    let response = conn
+        .request(
+            "GET",
+            "/h?q=1",
+            &[
+                "Connection: keep-alive, X-Private",
+                "X-Private: secret",
+                "Keep-Alive: timeout=5",
+                "TE: trailers",
+                "X-Forwarded-For: 6.6.6.6",
+                "X-Kept: yes",
+            ],
+            b"",
+        )
+        .await;
+    let seen = response.text();
+    assert!(seen.contains("GET /h?q=1 HTTP/1.1\r\n"), "{seen}");
+    assert!(seen.contains("X-Kept: yes\r\n"));
+    assert!(seen.contains("x-forwarded-for: 127.0.0.1\r\n"), "{seen}");
+    assert!(seen.contains("x-forwarded-proto: http\r\n"));
+    for gone in ["X-Private", "Keep-Alive", "TE:", "6.6.6.6", "Connection"] {
+        assert!(!seen.contains(gone), "{gone} forwarded: {seen}");
+    }
+    // The upstream's hop-by-hop fields do not reach the client either.
+    assert_eq!(response.header("connection"), None);
+    assert_eq!(response.header("content-type"), Some("text/plain"));
+
+    drop(proxy);
+    let trusting = Proxy::start(&format!(
+        "{}forwarded: {{ trust: true }}\n",
+        one_upstream(echo.addr, "    host_header: backend.internal\n")
+    ));
+    let mut conn = trusting.conn().await;
+    let seen = conn
+        .request("GET", "/", &["X-Forwarded-For: 6.6.6.6"], b"")
+        .await
+        .text();
+    assert!(
+        seen.contains("x-forwarded-for: 6.6.6.6, 127.0.0.1\r\n"),
+        "{seen}"
+    );
+    assert!(seen.contains("host: backend.internal\r\n"), "{seen}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_api_reports_health_metrics_and_config() {
+    let echo = Echo::start("e").await;
+    let proxy = Proxy::start(&one_upstream(echo.addr, ""));
+    let mut conn = proxy.conn().await;
+    assert_eq!(conn.get("/a").await.status, 200);
+    let admin = proxy.admin();
+    let health = RawConn::connect(admin).await.get("/health").await;
+    assert_eq!(health.status, 200);
+    assert_eq!(
+        RawConn::connect(admin).await.get("/ready").await.status,
+        200
+    );
+    let metrics = RawConn::connect(admin).await.get("/metrics").await.text();
+    for expected in [
+        "sluice_requests_total{route=\"/\",status=\"200\"} 1",
+        "sluice_upstream_response_seconds_count{upstream=\"echo\"} 1",
+        "sluice_open_connections 1",
+        "sluice_pool_idle_connections{upstream=\"echo\"} 1",
+        "sluice_upstream_healthy_hosts{upstream=\"echo\"} 1",
+    ] {
+        assert!(metrics.contains(expected), "{expected} missing:\n{metrics}");
+    }
+    let config = RawConn::connect(admin).await.get("/config").await.json();
+    assert_eq!(config["upstreams"]["echo"]["retries"], 2);
+    assert_eq!(config["limits"]["max_body_bytes"], 10 * 1024 * 1024);
+    assert_eq!(RawConn::connect(admin).await.get("/nope").await.status, 404);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_multi_thread_runtime_serves_the_same() {
+    let echo = Echo::start("e").await;
+    let proxy = Proxy::start_with(
+        "workers: 2\nruntime: multi_thread",
+        &one_upstream(echo.addr, ""),
+    );
+    let mut conns = Vec::new();
+    for _ in 0..8 {
+        conns.push(proxy.conn().await);
+    }
+    for round in 0..3 {
+        for conn in &mut conns {
+            let response = conn.get(&format!("/r{round}")).await;
+            assert_eq!(response.status, 200);
+            assert!(response.text().contains(&format!("GET /r{round} HTTP/1.1")));
+        }
+    }
+    assert_eq!(echo.requests.load(Ordering::SeqCst), 24);
+    let config = RawConn::connect(proxy.admin())
+        .await
+        .get("/config")
+        .await
+        .json();
+    assert_eq!(config["runtime"], "multi_thread");
+}
