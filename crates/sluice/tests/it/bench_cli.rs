@@ -8,7 +8,7 @@ use crate::common;
 
 use std::{path::Path, process::Command, time::Duration};
 
-use common::{bench, leftovers, schema_errors, scratch, sluice, text};
+use common::{bench, leftovers, open_sockets, schema_errors, scratch, sluice, text};
 
 #[test]
 fn a_small_run_writes_a_valid_report() {
@@ -489,18 +489,4 @@ fn sigterm_ends_the_run_and_leaves_no_process() {
     assert!(leftovers(mark).is_empty(), "{:?}", leftovers(mark));
     assert!(out.join("results.json").exists(), "no partial report");
     let _ = std::fs::remove_dir_all(&out);
-}
-
-/// Sockets the process `pid` holds (its `/proc/PID/fd` links to `socket:`).
-fn open_sockets(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .map(|fds| {
-            fds.flatten()
-                .filter(|fd| {
-                    std::fs::read_link(fd.path())
-                        .is_ok_and(|target| target.to_string_lossy().starts_with("socket:"))
-                })
-                .count()
-        })
-        .unwrap_or(0)
 }

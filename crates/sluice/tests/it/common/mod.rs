@@ -94,3 +94,17 @@ pub(crate) fn schema_errors(json: &serde_json::Value) -> Vec<String> {
         .map(|e| format!("{e} at {}", e.instance_path()))
         .collect()
 }
+
+/// Sockets the process `pid` holds (its `/proc/PID/fd` links to `socket:`).
+pub(crate) fn open_sockets(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|fds| {
+            fds.flatten()
+                .filter(|fd| {
+                    std::fs::read_link(fd.path())
+                        .is_ok_and(|target| target.to_string_lossy().starts_with("socket:"))
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
