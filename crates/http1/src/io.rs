@@ -124,6 +124,32 @@ pub async fn linger<S: AsyncRead + Unpin>(stream: &mut S) {
 /// servers that take HTTP/1.1 and h2c on one port look for it.
 pub const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
+/// What the first bytes of a connection say about [`H2_PREFACE`]: the one
+/// decision of every server that takes HTTP/1.1 and h2c on one port (the
+/// proxy's listeners and idle connections, the backends), each reading
+/// more while it is `Partial`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Preface {
+    /// The whole preface: HTTP/2.
+    Complete,
+    /// A beginning of it (nothing read yet included): read more.
+    Partial,
+    /// Bytes that cannot begin it: HTTP/1.1 parses them.
+    Absent,
+}
+
+/// Where `received` stands against [`H2_PREFACE`].
+pub fn preface(received: &[u8]) -> Preface {
+    let len = received.len().min(H2_PREFACE.len());
+    if received[..len] != H2_PREFACE[..len] {
+        Preface::Absent
+    } else if len == H2_PREFACE.len() {
+        Preface::Complete
+    } else {
+        Preface::Partial
+    }
+}
+
 /// A stream whose first bytes were already read (by an HTTP/1.1
 /// connection, looking for [`H2_PREFACE`]); reads return those bytes first.
 #[derive(Debug)]
@@ -221,6 +247,22 @@ pub fn with_date(f: impl FnOnce(&[u8])) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_preface_is_complete_partial_or_absent() {
+        assert_eq!(preface(b""), Preface::Partial);
+        assert_eq!(preface(b"PRI * HTTP/2.0\r\n"), Preface::Partial);
+        assert_eq!(preface(H2_PREFACE), Preface::Complete);
+        // Frames may follow the preface in the same read.
+        assert_eq!(
+            preface(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04"),
+            Preface::Complete
+        );
+        assert_eq!(preface(b"GET / HTTP/1.1\r\n"), Preface::Absent);
+        assert_eq!(preface(b"PRI * HTTP/1.1"), Preface::Absent);
+        assert_eq!(preface(b"P"), Preface::Partial);
+        assert_eq!(preface(b"X"), Preface::Absent);
+    }
 
     #[tokio::test]
     async fn prefaced_reads_the_read_bytes_first() {

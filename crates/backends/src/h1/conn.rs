@@ -14,7 +14,7 @@ use tokio::{
 use http1::{
     chunked::body_too_large,
     conn::{Deadlines, ReadEnd, ReadReady, ServerConnection},
-    io::{with_date, write_bounded, Prefaced, H2_PREFACE},
+    io::{preface, with_date, write_bounded, Preface, Prefaced},
     ChunkedDecoder, Framing, Head, Limits, Persistence, Rejection,
 };
 
@@ -141,15 +141,11 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin> Connection<S> {
     /// that cannot begin it (false: HTTP/1.1 parses them, as any first read).
     async fn read_preface(&mut self) -> Result<bool, ReadEnd> {
         loop {
-            let rbuf = &self.conn.rbuf;
-            let len = rbuf.len().min(H2_PREFACE.len());
-            if rbuf[..len] != H2_PREFACE[..len] {
-                return Ok(false);
+            match preface(&self.conn.rbuf) {
+                Preface::Complete => return Ok(true),
+                Preface::Absent => return Ok(false),
+                Preface::Partial => self.conn.read_more(DEADLINES).await?,
             }
-            if len == H2_PREFACE.len() {
-                return Ok(true);
-            }
-            self.conn.read_more(DEADLINES).await?;
         }
     }
 

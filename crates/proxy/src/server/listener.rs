@@ -15,7 +15,7 @@ use std::{
 
 use arc_swap::{ArcSwap, ArcSwapOption};
 use bytes::BytesMut;
-use http1::io::{Prefaced, H2_PREFACE};
+use http1::io::{preface, Preface, Prefaced};
 use tls::{rustls::ServerConfig, tokio_rustls::TlsAcceptor, TlsError};
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
@@ -273,7 +273,7 @@ async fn h2_only(
 ) {
     let idle = worker.plans.current().idle_timeout;
     let mut received = BytesMut::new();
-    while received.len() < H2_PREFACE.len() && H2_PREFACE.starts_with(&received) {
+    while preface(&received) == Preface::Partial {
         let read = async {
             stream.readable().await?;
             received.reserve(FIRST_READ);
@@ -284,7 +284,7 @@ async fn h2_only(
             _ => return,
         }
     }
-    if received.starts_with(H2_PREFACE) {
+    if preface(&received) == Preface::Complete {
         let stream = Prefaced::new(received.freeze(), stream);
         return boxed(super::h2::serve(stream, origin, worker, shutdown)).await;
     }

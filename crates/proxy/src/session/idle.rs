@@ -7,7 +7,7 @@ use std::{future::Future, net::SocketAddr, pin::Pin, sync::Arc, time::Duration};
 
 use bytes::BytesMut;
 use http1::conn::{Deadlines, ReadEnd, ReadReady, ServerConnection};
-use http1::io::{Prefaced, H2_PREFACE};
+use http1::io::{preface, Preface, Prefaced};
 use tokio::{
     io::{AsyncRead, AsyncWrite},
     sync::watch,
@@ -179,17 +179,15 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Park + Unpin + Send> Idle<S> {
     /// bytes that cannot begin it (false: HTTP/1.1 parses them).
     async fn read_preface(&mut self) -> Result<bool, ReadEnd> {
         loop {
-            let rbuf = &self.conn.rbuf;
-            let len = rbuf.len().min(H2_PREFACE.len());
-            if rbuf[..len] != H2_PREFACE[..len] {
-                return Ok(false);
+            match preface(&self.conn.rbuf) {
+                Preface::Complete => return Ok(true),
+                Preface::Absent => return Ok(false),
+                Preface::Partial => {
+                    self.conn
+                        .read_until(self.deadlines(), self.park_at())
+                        .await?
+                }
             }
-            if len == H2_PREFACE.len() {
-                return Ok(true);
-            }
-            self.conn
-                .read_until(self.deadlines(), self.park_at())
-                .await?;
         }
     }
 }
