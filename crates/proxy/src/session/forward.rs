@@ -44,7 +44,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // a 503 is answered once the head is consumed.
         let (rbuf, fields) = (&self.conn.rbuf, &self.fields);
         let picked = sender.choose(|| outgoing(rbuf, head, fields));
-        self.build_request(head, upstream.host_header.as_ref())?;
+        let fallback_host = picked.as_ref().ok().map(|&host| upstream.host_name(host));
+        self.build_request(head, upstream.host_header.as_ref(), fallback_host)?;
         // The head is in `ubuf` now; the client's copy is not needed any more.
         self.conn.rbuf.advance(head.len);
         let replayable = self.buffer_body(head)?;
@@ -130,11 +131,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         &mut self,
         head: &Head,
         host_header: Option<&http::HeaderValue>,
+        fallback_host: Option<&str>,
     ) -> Result<(), Failure> {
         // Taken out for the write: the context borrows the rest of the session.
         let mut ubuf = std::mem::take(&mut self.ubuf);
         ubuf.clear();
-        let built = self.request_context(head, host_header).map(|context| {
+        let built = self.request_context(head, host_header).map(|mut context| {
+            context.fallback_host = fallback_host;
             let request = outgoing(&self.conn.rbuf, head, &self.fields);
             head::request_head(&mut ubuf, &request, &context);
         });
@@ -166,6 +169,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             secure: self.secure,
             trust_forwarded: self.plan.trust_forwarded,
             host_header,
+            fallback_host: None,
             path: self.decided.rewrites.path.as_deref(),
             host: self.decided.rewrites.host.as_deref(),
             upgrade: match self.decided.upgrade.removed {

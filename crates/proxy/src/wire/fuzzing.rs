@@ -85,6 +85,7 @@ fn with_request<T>(
         secure: client.secure,
         trust_forwarded: client.trust_forwarded,
         host_header: None,
+        fallback_host: None,
         path: client.normal_path,
         host: client.normal_host,
         upgrade: None,

@@ -262,6 +262,7 @@ mod tests {
             secure: true,
             trust_forwarded: true,
             host_header: None,
+            fallback_host: None,
             path: Some("/b"),
             host: None,
             upgrade: None,

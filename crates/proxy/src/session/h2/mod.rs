@@ -267,6 +267,7 @@ impl Stream {
             secure: self.origin.secure,
             trust_forwarded: plan.trust_forwarded,
             host_header: config.host_header.as_ref(),
+            fallback_host: None,
             path: decided.rewrites.path.as_deref(),
             host: decided.rewrites.host.as_deref(),
             upgrade: None,

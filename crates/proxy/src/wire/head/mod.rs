@@ -92,6 +92,10 @@ pub(crate) struct RequestContext<'a> {
     pub secure: bool,
     pub trust_forwarded: bool,
     pub host_header: Option<&'a HeaderValue>,
+    /// The Host for a request that came without one (HTTP/1.0 may omit
+    /// it; HTTP/1.1 upstreams must get one, RFC 9112 3.2): the chosen
+    /// host's `host:port` as configured, as nginx sends `$proxy_host`.
+    pub fallback_host: Option<&'a str>,
     /// The normalised path and Host value, where they differ from the
     /// client's (`paths.forward`; an absolute-form authority).
     pub path: Option<&'a str>,
@@ -208,6 +212,8 @@ pub(crate) fn added_fields(
         emit(b"host", &[host.as_bytes()]);
     } else if let (Fields::Map(_), Some(host)) = (fields, request.host) {
         emit(b"host", &[host]);
+    } else if let (None, Some(host)) = (request.host, context.fallback_host) {
+        emit(b"host", &[host.as_bytes()]);
     }
     // Several X-Forwarded-For fields are one list (RFC 9110 5.3): a
     // trusted one is extended, in one field, with the peer.

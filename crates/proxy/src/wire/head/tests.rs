@@ -5,6 +5,16 @@ use std::net::Ipv4Addr;
 use super::*;
 
 fn forward(raw: &str, trust: bool, host_header: Option<&HeaderValue>) -> String {
+    forward_to(raw, trust, host_header, None)
+}
+
+/// [`forward`] toward a host whose configured `host:port` is `fallback_host`.
+fn forward_to(
+    raw: &str,
+    trust: bool,
+    host_header: Option<&HeaderValue>,
+    fallback_host: Option<&str>,
+) -> String {
     let mut fields = Vec::new();
     let limits = http1::Limits {
         max_head: 4096,
@@ -19,6 +29,7 @@ fn forward(raw: &str, trust: bool, host_header: Option<&HeaderValue>) -> String 
         secure: false,
         trust_forwarded: trust,
         host_header,
+        fallback_host,
         path: None,
         host: None,
         upgrade: head.upgrade.then_some(Offered::AsSent),
@@ -142,4 +153,29 @@ fn override_fields_are_removed() {
         assert!(is_override(name.to_ascii_uppercase().as_bytes()));
     }
     assert!(!is_override(b"x-original-urls") && !is_override(b"x-http"));
+}
+
+#[test]
+fn a_request_without_host_gets_the_upstream_hosts_and_one_with_keeps_its_own() {
+    // HTTP/1.0 may omit Host; the HTTP/1.1 request upstream must carry one.
+    let out = forward_to(
+        "GET / HTTP/1.0\r\n\r\n",
+        false,
+        None,
+        Some("api.internal:8080"),
+    );
+    assert_eq!(
+        out,
+        "GET / HTTP/1.1\r\nhost: api.internal:8080\r\nx-forwarded-for: 10.0.0.9\r\nx-forwarded-proto: http\r\n\r\n"
+    );
+    let out = forward_to(
+        "GET / HTTP/1.0\r\nHost: h\r\n\r\n",
+        false,
+        None,
+        Some("api.internal:8080"),
+    );
+    assert_eq!(
+        out,
+        "GET / HTTP/1.1\r\nHost: h\r\nx-forwarded-for: 10.0.0.9\r\nx-forwarded-proto: http\r\nx-forwarded-host: h\r\n\r\n"
+    );
 }

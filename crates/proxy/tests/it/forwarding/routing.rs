@@ -106,6 +106,26 @@ async fn rewrites_hop_by_hop_and_forwarded_headers() {
     assert!(seen.contains("host: backend.internal\r\n"), "{seen}");
 }
 
+/// HTTP/1.0 may leave Host out; the HTTP/1.1 request upstream must carry
+/// one (RFC 9112 3.2): the host's `host:port` as configured.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http10_request_without_host_reaches_the_upstream_with_one() {
+    let echo = Echo::start("e").await;
+    let proxy = Proxy::start(&one_upstream(echo.addr, ""));
+    let mut conn = proxy.conn().await;
+    conn.send("GET /old HTTP/1.0\r\n\r\n").await;
+    let response = conn.read_response(false).await;
+    assert_eq!(response.status, 200, "{}", response.text());
+    let seen = response.text();
+    assert!(seen.contains("GET /old HTTP/1.1\r\n"), "{seen}");
+    assert_eq!(
+        seen.matches("host: ").count() + seen.matches("Host: ").count(),
+        1,
+        "{seen}"
+    );
+    assert!(seen.contains(&format!("host: {}\r\n", echo.addr)), "{seen}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admin_api_reports_health_metrics_and_config() {
     let echo = Echo::start("e").await;
