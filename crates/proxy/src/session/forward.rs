@@ -85,7 +85,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let upstream = &plan.upstream(upstream_index);
         let mut picker = Sender::new(&plan, &worker, upstream_index, self.peer);
         picker.trace = traced::for_attempts(&self.span, &head.method);
-        let context = self.request_context(head, upstream.host_header.as_ref())?;
+        let context = self.request_context(head, upstream.host_header.as_ref(), None)?;
         let scheme = if upstream.tls.is_some() {
             "https"
         } else {
@@ -136,11 +136,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // Taken out for the write: the context borrows the rest of the session.
         let mut ubuf = std::mem::take(&mut self.ubuf);
         ubuf.clear();
-        let built = self.request_context(head, host_header).map(|mut context| {
-            context.fallback_host = fallback_host;
-            let request = outgoing(&self.conn.rbuf, head, &self.fields);
-            head::request_head(&mut ubuf, &request, &context);
-        });
+        let built = self
+            .request_context(head, host_header, fallback_host)
+            .map(|context| {
+                let request = outgoing(&self.conn.rbuf, head, &self.fields);
+                head::request_head(&mut ubuf, &request, &context);
+            });
         self.ubuf = ubuf;
         built
     }
@@ -151,6 +152,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         &'a self,
         head: &Head,
         host_header: Option<&'a http::HeaderValue>,
+        fallback_host: Option<&'a str>,
     ) -> Result<RequestContext<'a>, Failure> {
         let framing = match head.framing {
             RequestFraming::Empty => Framing::None,
@@ -169,7 +171,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             secure: self.secure,
             trust_forwarded: self.plan.trust_forwarded,
             host_header,
-            fallback_host: None,
+            fallback_host,
             path: self.decided.rewrites.path.as_deref(),
             host: self.decided.rewrites.host.as_deref(),
             upgrade: match self.decided.upgrade.removed {

@@ -11,7 +11,12 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderValue, Request, StatusCode};
-use support::{h2_client, h2_exchange, live::until, Proxy};
+use support::{
+    h2_client, h2_exchange,
+    h2raw::{frame, goaway_code},
+    live::until,
+    Proxy,
+};
 use testkit::{H2Server, HostileUpstream, RawConn, Step};
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
@@ -36,15 +41,6 @@ fn slow_upstream() -> HostileUpstream {
 
 fn route_to(url: &str, protocol: &str, settings: &str) -> String {
     format!("{settings}upstreams:\n  up:\n    hosts: [\"{url}\"]\n    protocol: {protocol}\nroutes:\n  - {{ path: /, upstream: up }}\n")
-}
-
-/// Client frames, written raw (RFC 9113 4.1).
-fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
-    let len = payload.len() as u32;
-    let mut out = vec![(len >> 16) as u8, (len >> 8) as u8, len as u8, kind, flags];
-    out.extend_from_slice(&stream.to_be_bytes());
-    out.extend_from_slice(payload);
-    out
 }
 
 /// A HEADERS block for GET `path` at authority `test` (literal fields
@@ -92,30 +88,6 @@ async fn open_and_reset(
     stream
 }
 
-/// Reads frames until a GOAWAY (its error code) or until the connection
-/// is quiet for a second (`None`).
-async fn goaway_code(stream: &mut TcpStream) -> Option<u32> {
-    let mut buf = Vec::new();
-    loop {
-        while buf.len() >= 9 {
-            let len =
-                (usize::from(buf[0]) << 16) | (usize::from(buf[1]) << 8) | usize::from(buf[2]);
-            if buf.len() < 9 + len {
-                break;
-            }
-            if buf[3] == 0x7 {
-                return Some(u32::from_be_bytes(buf[9 + 4..9 + 8].try_into().unwrap()));
-            }
-            buf.drain(..9 + len);
-        }
-        let mut chunk = [0u8; 4096];
-        match tokio::time::timeout(Duration::from_secs(1), stream.read(&mut chunk)).await {
-            Ok(Ok(n)) if n > 0 => buf.extend_from_slice(&chunk[..n]),
-            _ => return None,
-        }
-    }
-}
-
 /// Waits (3 s at most) for `sluice_guard_events_total{event="EVENT"}` to
 /// reach `expected`, then asserts it is exactly that: a stream's task
 /// counts its event just after dropping its upstream work, so the upstream
@@ -159,7 +131,7 @@ async fn a_reset_stream_closes_its_http1_upstream_connection_at_once() {
     );
     assert_events(&proxy, "h2_stream_reset", 30).await;
     assert_eq!(
-        goaway_code(&mut client).await,
+        goaway_code(&mut client, Duration::from_secs(1)).await,
         None,
         "30 is under the limit"
     );
@@ -190,7 +162,7 @@ async fn too_many_premature_resets_get_goaway_enhance_your_calm() {
     let arrived = || upstream.requests().len() as u64;
     let mut client = open_and_reset(&proxy, "/slow", 11, arrived).await;
     assert_eq!(
-        goaway_code(&mut client).await,
+        goaway_code(&mut client, Duration::from_secs(1)).await,
         Some(0xb),
         "ENHANCE_YOUR_CALM"
     );

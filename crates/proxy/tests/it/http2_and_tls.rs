@@ -16,7 +16,11 @@ use std::{
 
 use bytes::Bytes;
 use http::{HeaderMap, Request, Response, StatusCode};
-use support::{h2_client, h2_exchange, Echo, Proxy};
+use support::{
+    h2_client, h2_exchange,
+    h2raw::{frame, goaway_code},
+    Echo, Proxy,
+};
 use tls::{rustls::pki_types::ServerName, tokio_rustls::TlsConnector, LocalCa};
 use tokio::{
     io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt},
@@ -392,39 +396,6 @@ routes:
     }
 }
 
-/// Client frames, written raw (RFC 9113 4.1): length, type, flags, stream.
-fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
-    let len = payload.len() as u32;
-    let mut out = vec![(len >> 16) as u8, (len >> 8) as u8, len as u8, kind, flags];
-    out.extend_from_slice(&stream.to_be_bytes());
-    out.extend_from_slice(payload);
-    out
-}
-
-/// Reads frames until a GOAWAY; its error code.
-async fn goaway_code(stream: &mut TcpStream) -> Option<u32> {
-    let mut buf = Vec::new();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    loop {
-        while buf.len() >= 9 {
-            let len =
-                (usize::from(buf[0]) << 16) | (usize::from(buf[1]) << 8) | usize::from(buf[2]);
-            if buf.len() < 9 + len {
-                break;
-            }
-            if buf[3] == 0x7 {
-                return Some(u32::from_be_bytes(buf[9 + 4..9 + 8].try_into().unwrap()));
-            }
-            buf.drain(..9 + len);
-        }
-        let mut chunk = [0u8; 4096];
-        match tokio::time::timeout_at(deadline, stream.read(&mut chunk)).await {
-            Ok(Ok(n)) if n > 0 => buf.extend_from_slice(&chunk[..n]),
-            _ => return None,
-        }
-    }
-}
-
 /// GET / with the static HPACK table: :method GET, :scheme http, :path /.
 const HEADERS_GET: &[u8] = &[0x82, 0x86, 0x84];
 
@@ -442,7 +413,7 @@ async fn rapid_reset_gets_goaway_enhance_your_calm() {
     }
     stream.write_all(&out).await.unwrap();
     assert_eq!(
-        goaway_code(&mut stream).await,
+        goaway_code(&mut stream, Duration::from_secs(5)).await,
         Some(0xb),
         "ENHANCE_YOUR_CALM"
     );
@@ -468,7 +439,7 @@ async fn a_continuation_flood_gets_goaway() {
     // limit (vendor/h2's too_many_continuations) and goes away calmly,
     // long before the block outgrows the limit (COMPRESSION_ERROR).
     assert_eq!(
-        goaway_code(&mut stream).await,
+        goaway_code(&mut stream, Duration::from_secs(5)).await,
         Some(0xb),
         "GOAWAY ENHANCE_YOUR_CALM after a CONTINUATION flood"
     );

@@ -139,6 +139,15 @@ impl Reader {
     }
 }
 
+/// Reads frames until a GOAWAY (its error code), or until the connection
+/// closes or stays quiet for `quiet` (`None`).
+pub(crate) async fn goaway_code(io: &mut TcpStream, quiet: Duration) -> Option<u32> {
+    Reader::new()
+        .until(io, quiet, |frame| frame.kind == kind::GOAWAY)
+        .await?
+        .error_code()
+}
+
 /// Opens a raw connection to `addr`: the preface, then the proxy's
 /// SETTINGS acknowledged (its limits apply from then on). The reader
 /// holds whatever came after them.
