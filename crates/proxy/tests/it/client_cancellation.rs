@@ -18,10 +18,7 @@ use support::{
     Proxy,
 };
 use testkit::{H2Server, HostileUpstream, RawConn, Step};
-use tokio::{
-    io::{AsyncReadExt, AsyncWriteExt},
-    net::TcpStream,
-};
+use tokio::{io::AsyncWriteExt, net::TcpStream};
 
 /// An HTTP/1.1 upstream that answers after 10 s, or, for `/big`, at once
 /// with 8 MiB.
