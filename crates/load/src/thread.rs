@@ -133,14 +133,20 @@ pub(crate) fn run_thread(
         }
         anyhow::Ok(finished)
     })?;
-    let now = Instant::now();
+    // Behind as of the stop, the end of the measured time: a request that
+    // fell due while this thread was noticing the stop was never owed.
+    let stopped_at = shared
+        .stopped_at
+        .get()
+        .copied()
+        .unwrap_or_else(Instant::now);
     let mut max_lag = Duration::ZERO;
     let mut unsent = 0;
     // A `-n` run ends when its budget is spent: nothing is "behind" then.
     if let (Some(rate), None) = (plan.rate, shared.total) {
         let interval = plan.all_connections as f64 / rate;
         for client in &clients {
-            let lag = client.lag(now);
+            let lag = client.lag(stopped_at);
             max_lag = max_lag.max(lag);
             // The request at the head of the timetable is itself due.
             if !lag.is_zero() {

@@ -61,24 +61,17 @@ fn h2c_counts_requests_statuses_and_request_bodies() {
     assert_eq!(json["config"]["streams"], 8);
 }
 
-/// Each answer takes 20 ms: only streams in flight together make the
-/// rate, and the server sees exactly `-m` of them on a connection.
+/// Each answer takes 20 ms, long enough that a connection's streams overlap:
+/// the server sees exactly `-m` of them in flight on a connection at once.
 #[test]
 fn each_connection_keeps_its_streams_in_flight() {
     let server = H2Server::start();
     let mut deep = get(server.url("/delay/20"));
     deep.streams = 16;
     deep.total_requests = Some(2 * 16 * 10);
-    let started = std::time::Instant::now();
     let report = run(&deep);
     assert_eq!(report.requests, 320);
     assert_eq!(server.max_streams(), 16);
-    // Ten rounds of 20 ms, not 160.
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        started.elapsed()
-    );
     assert!(report.latency.at(50.0) >= 20_000, "{:?}", report.latency);
 }
 
@@ -87,7 +80,8 @@ fn a_timed_run_misses_only_what_was_in_flight_at_the_end() {
     let server = H2Server::start();
     let report = run(&get(server.url("/")));
     let sent = server.requests();
-    assert!(report.requests > 100, "{report:?}");
+    // More than 2 connections x 8 streams could hold at once.
+    assert!(report.requests > 2 * 8, "{report:?}");
     assert!(
         sent >= report.requests && sent - report.requests <= 2 * 8,
         "server {sent}, client {}",
@@ -124,11 +118,17 @@ fn slow_streams_time_out_one_by_one() {
     let server = H2Server::start();
     let mut slow = get(server.url("/delay/5000"));
     slow.timeout = Duration::from_millis(200);
-    slow.duration = Duration::from_millis(700);
+    slow.duration = Duration::from_secs(1);
     let report = run(&slow);
     assert_eq!(report.requests, 0);
-    // Each stream in flight times out on its own, at least twice over.
-    assert!(report.errors.timeout >= 2 * 2 * 8, "{:?}", report.errors);
+    // Each of the 2 x 8 streams times out on its own and is used again:
+    // the second round is out by 400 ms, and no more than 1 s / 200 ms
+    // rounds fit in the run.
+    assert!(
+        (2 * 2 * 8..=5 * 2 * 8).contains(&report.errors.timeout),
+        "{:?}",
+        report.errors
+    );
 }
 
 /// Streams the server did not process (RST_STREAM REFUSED_STREAM, or

@@ -4,13 +4,13 @@
 //! bodies both ways, streams in flight, timeouts, and the failures a
 //! client meets (no server, no HTTP/3, an untrusted certificate).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use http::Method;
 use load::{LoadConfig, Protocol, RunControl};
 use testkit::{H3Options, H3Server, TestCerts};
 
-use crate::support::{self, run};
+use crate::support::{self, run, run_ending_within};
 
 fn config(certs: &TestCerts, urls: &[(Method, String)]) -> LoadConfig {
     let mut config = LoadConfig::new(urls).expect("valid URLs");
@@ -64,8 +64,8 @@ fn closed_model_counts_requests_statuses_and_bodies_exactly() {
     assert_eq!(json["config"]["streams"], 8);
 }
 
-/// Each answer takes 20 ms: only streams in flight together make the
-/// rate, and the server sees exactly `-m` of them on a connection.
+/// Each answer takes 20 ms, long enough that a connection's streams overlap:
+/// the server sees exactly `-m` of them in flight on a connection at once.
 #[test]
 fn each_connection_keeps_its_streams_in_flight() {
     let certs = TestCerts::generate();
@@ -73,17 +73,10 @@ fn each_connection_keeps_its_streams_in_flight() {
     let mut deep = get(&certs, server.url("/delay/20"));
     deep.streams = 64;
     deep.total_requests = Some(2 * 64 * 5);
-    let started = Instant::now();
     let report = run(&deep);
     assert_eq!(report.requests, 640);
     assert_eq!(report.errors.total(), 0, "{:?}", report.errors);
     assert_eq!(server.max_streams(), 64);
-    // Five rounds of 20 ms, not 320.
-    assert!(
-        started.elapsed() < Duration::from_secs(3),
-        "{:?}",
-        started.elapsed()
-    );
     assert!(report.latency.at(50.0) >= 20_000, "{:?}", report.latency);
 }
 
@@ -118,7 +111,8 @@ fn a_timed_run_misses_only_what_was_in_flight_at_the_end() {
     let server = H3Server::start(&certs);
     let report = run(&get(&certs, server.url("/")));
     let sent = server.requests();
-    assert!(report.requests > 100, "{report:?}");
+    // More than 2 connections x 8 streams could hold at once.
+    assert!(report.requests > 2 * 8, "{report:?}");
     assert!(
         sent >= report.requests && sent - report.requests <= 2 * 8,
         "server {sent}, client {}",
@@ -167,11 +161,17 @@ fn slow_streams_time_out_one_by_one() {
     let server = H3Server::start(&certs);
     let mut slow = get(&certs, server.url("/delay/5000"));
     slow.timeout = Duration::from_millis(200);
-    slow.duration = Duration::from_millis(700);
+    slow.duration = Duration::from_secs(1);
     let report = run(&slow);
     assert_eq!(report.requests, 0);
-    // Each stream in flight times out on its own, at least twice over.
-    assert!(report.errors.timeout >= 2 * 2 * 8, "{:?}", report.errors);
+    // Each of the 2 x 8 streams times out on its own and is used again:
+    // the second round is out by 400 ms, and no more than 1 s / 200 ms
+    // rounds fit in the run.
+    assert!(
+        (2 * 2 * 8..=5 * 2 * 8).contains(&report.errors.timeout),
+        "{:?}",
+        report.errors
+    );
 }
 
 /// Nothing listens on the port: each connect times out and counts as a
@@ -187,19 +187,14 @@ fn no_server_is_connect_errors_and_the_run_ends() {
     let mut dead = get(&certs, format!("https://localhost:{port}/"));
     dead.timeout = Duration::from_millis(200);
     dead.total_requests = Some(4);
-    let started = Instant::now();
-    let report = run(&dead);
+    // Without each failed connect using up a request, it would never end.
+    let report = run_ending_within(&dead, Duration::from_secs(10));
     assert_eq!(report.requests, 0);
     // The other connection may fail once more before it sees the stop.
     assert!(
         (4..=5).contains(&report.errors.connect),
         "{:?}",
         report.errors
-    );
-    assert!(
-        started.elapsed() < Duration::from_secs(5),
-        "{:?}",
-        started.elapsed()
     );
 }
 
@@ -285,13 +280,8 @@ fn users_think_between_requests_over_h3() {
         max: Duration::from_secs(10),
     });
     long.duration = Duration::from_millis(300);
-    let started = Instant::now();
-    let report = run(&long);
-    assert!(
-        started.elapsed() < Duration::from_secs(3),
-        "{:?}",
-        started.elapsed()
-    );
+    // A stop that waited for the think would take its 10 s.
+    let report = run_ending_within(&long, Duration::from_secs(10));
     // Each user's first request, then the stop.
     assert_eq!(report.requests, 2);
 }
