@@ -20,7 +20,8 @@ async fn answers_after_the_requested_delay() {
     assert_eq!(ack.status, 200);
     assert_eq!(ack.json(), serde_json::json!({"id":"1","received":true}));
     assert!(elapsed >= Duration::from_millis(150), "{elapsed:?}");
-    assert!(elapsed < Duration::from_secs(2), "{elapsed:?}");
+    // Milliseconds, not seconds: 150 s would be a thousand times over.
+    assert!(elapsed < Duration::from_secs(15), "{elapsed:?}");
 
     let immediate = conn.post_json("/messages", r#"{"id":2}"#).await;
     assert_eq!(
@@ -59,7 +60,8 @@ async fn wrong_method_path_and_media_type() {
 }
 
 /// Delays run on timers: 1,000 concurrent requests of 300 ms on one worker
-/// finish in about 300 ms, not 300 s. (`crates/sluice/tests` runs 10,000
+/// finish in about 300 ms, not 300 s (a delay that blocked the worker
+/// thread); the limit is a tenth of that. (`crates/sluice/tests` runs 10,000
 /// against the binary, where the client and server have separate fd limits.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_delays_overlap() {
@@ -74,7 +76,7 @@ async fn concurrent_delays_overlap() {
     assert!(statuses.iter().all(|&status| status == 200));
     let elapsed = started.elapsed();
     assert!(
-        elapsed < Duration::from_secs(3),
+        elapsed < Duration::from_secs(30),
         "1000 x 300 ms took {elapsed:?}"
     );
 }

@@ -338,11 +338,15 @@ paths:
     assert_eq!(op("/pets"), "NoSuchPath");
 }
 
+/// Uniqueness is checked with a set, not pair by pair. Measured in a debug
+/// build: the set takes 0.09 s for 50,000 items, comparing every pair
+/// (1.25e9 comparisons) 15.7 s. The limit is a third of the pairwise time.
 #[test]
 fn many_unique_items_are_checked_quickly() {
     let query: String = (0..50_000).map(|i| format!("ids={i}&")).collect();
     let started = std::time::Instant::now();
     let found = violations(get_pet("/pets/1", &query));
     assert_eq!(found[0].message, "has 50000 items, more than 3");
-    assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(5), "took {took:?}");
 }
