@@ -292,3 +292,48 @@ async fn the_routes_chain_applies_to_h3_requests() {
     assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
     assert!(body.contains("\"status\":413"), "{body}");
 }
+
+/// An HTTP/3 request may name its host in a `host` field instead of
+/// `:authority` (RFC 9114 4.3.1): it is routed by that host, and the
+/// HTTP/1.1 upstream gets it as its Host. (One naming neither is refused
+/// by `h3` before the proxy sees it; the `h3` client will not send one.)
+/// Two host fields are refused, as over the other protocols.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_field_without_authority_routes_and_reaches_the_upstream() {
+    let certs = TestCerts::generate();
+    let named = Echo::start("named").await;
+    let other = Echo::start("other").await;
+    let routes = format!(
+        "upstreams:\n  named: {{ hosts: [\"http://{}\"] }}\n  other: {{ hosts: [\"http://{}\"] }}\nroutes:\n  - {{ host: api.example, path: /, upstream: named }}\n  - {{ path: /, upstream: other }}\n",
+        named.addr, other.addr
+    );
+    let proxy = proxy(&certs, "", &routes);
+    let mut client = Client::connect(proxy.addr(), &certs).await;
+    let request = Request::get("/who")
+        .header("host", "api.example")
+        .body(())
+        .unwrap();
+    let (response, body) = client.exchange(request, b"").await;
+    assert_eq!(response.status(), StatusCode::OK, "{body}");
+    assert!(body.contains("GET /who HTTP/1.1"), "{body}");
+    assert!(body.contains("host: api.example"), "{body}");
+    assert_eq!(named.requests.load(Ordering::SeqCst), 1);
+    assert_eq!(other.requests.load(Ordering::SeqCst), 0);
+
+    // Two host fields, or a host field naming another host than
+    // :authority, are refused as over HTTP/1.1 and HTTP/2 (`h3` itself
+    // reads only the first): neither reaches an upstream.
+    for request in [
+        Request::get("/who")
+            .header("host", "api.example")
+            .header("host", "other.example"),
+        Request::get("https://api.example/who")
+            .header("host", "api.example")
+            .header("host", "other.example"),
+    ] {
+        let (response, body) = client.exchange(request.body(()).unwrap(), b"").await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{body}");
+    }
+    assert_eq!(named.requests.load(Ordering::SeqCst), 1);
+    assert_eq!(other.requests.load(Ordering::SeqCst), 0);
+}

@@ -142,19 +142,24 @@ fn raw_h2(parts: &Parts, secure: bool) -> Result<normalize::Raw<'_>, Refusal> {
     })
 }
 
-/// Where an HTTP/2 request names its host: `:authority`, or without one
-/// the `host` field (RFC 9113 8.3.1), which, like an HTTP/1.1 Host, must
-/// be there once. `None` when it names none (or several): such a request
-/// is refused, so that it neither skips the routes for a host nor reaches
-/// an upstream without a Host.
+/// Where an HTTP/2 (or bridged HTTP/3) request names its host:
+/// `:authority`, or without one the `host` field (RFC 9113 8.3.1). A
+/// `host` field, like an HTTP/1.1 Host, may appear once, and beside
+/// `:authority` must name the same host (RFC 9113 8.3.1's "SHOULD treat
+/// as malformed"; `h3` checks only the first of several). `None` when the
+/// request names none, several, or two different ones: it is refused, so
+/// that it neither skips the routes for a host nor reaches an upstream
+/// without a Host, and no two parts of the proxy read different hosts.
 fn host_of(parts: &Parts) -> Option<&[u8]> {
-    if let Some(authority) = parts.uri.authority() {
-        return Some(authority.as_str().as_bytes());
-    }
     let mut hosts = parts.headers.get_all(header::HOST).iter();
-    match (hosts.next(), hosts.next()) {
-        (Some(host), None) => Some(host.as_bytes()),
-        _ => None,
+    let host = match (hosts.next(), hosts.next()) {
+        (host, None) => host.map(HeaderValue::as_bytes),
+        _ => return None,
+    };
+    match (parts.uri.authority().map(|a| a.as_str().as_bytes()), host) {
+        (Some(authority), Some(host)) if !authority.eq_ignore_ascii_case(host) => None,
+        (Some(authority), _) => Some(authority),
+        (None, host) => host,
     }
 }
 

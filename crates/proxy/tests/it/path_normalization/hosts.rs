@@ -103,6 +103,32 @@ async fn host_forms_meet_their_route() {
         );
     }
     assert_eq!(upstream.last().host, "other.example");
+    // Beside `:authority` a host field must name the same host (in any
+    // case), once: otherwise routing and the upstream could read two hosts.
+    let both: [(&str, &[&[u8]], u16); 4] = [
+        ("other.example", &[b"other.example"], 200),
+        ("other.example", &[b"OTHER.example"], 200),
+        ("other.example", &[b"admin.example"], 400),
+        ("other.example", &[b"other.example", b"other.example"], 400),
+    ];
+    for (authority, values, status) in both {
+        let before = upstream.count();
+        let mut request = http::Request::get(format!("http://{authority}/x"))
+            .body(())
+            .unwrap();
+        for value in values {
+            let value = http::HeaderValue::from_bytes(value).unwrap();
+            request.headers_mut().append(http::header::HOST, value);
+        }
+        let (response, _, _) = h2_exchange(&sender, request, b"").await;
+        let context = format!("HTTP/2 :authority {authority}, host {values:?}");
+        assert_eq!(response.status().as_u16(), status, "{context}");
+        assert_eq!(
+            upstream.count(),
+            before + usize::from(status == 200),
+            "{context}"
+        );
+    }
     upstream.assert_admin_never_reached();
 }
 
