@@ -64,7 +64,10 @@ pub(crate) async fn serve<S>(
         tokio::select! {
             accepted = conn.accept() => match accepted {
                 Some(Ok((request, respond))) => {
-                    worker.metrics().h2_stream();
+                    // A bridged HTTP/3 request was counted as one (server/h3).
+                    if !origin.h3 {
+                        worker.metrics().h2_stream();
+                    }
                     idle_timer.as_mut().reset(tokio::time::Instant::now() + idle);
                     release_armed = false;
                     let worker = Arc::clone(worker);

@@ -26,10 +26,12 @@ use crate::{
     wire::normalize::Refusal,
 };
 
+mod client_conns;
 mod events;
 mod exposition;
 mod snapshot;
 pub(crate) mod trace;
+use client_conns::ClientCells;
 pub(crate) use events::Event;
 use events::EventCells;
 pub(crate) use exposition::{Exposition, Family, Kind, Labels};
@@ -103,13 +105,8 @@ pub(crate) struct Shard {
     requests: Box<[Row<[AtomicU64]>]>,
     /// By upstream slot.
     upstreams: Box<[Row<UpstreamCells>]>,
-    open_connections: AtomicI64,
-    /// Of those, the ones parked (idle, without a task).
-    parked_connections: AtomicI64,
-    tls_handshake_failures: AtomicU64,
-    /// HTTP/2 client streams accepted, and client connections ended by GOAWAY for a protocol error.
-    h2_streams: AtomicU64,
-    h2_connection_errors: AtomicU64,
+    /// Client connections and their streams.
+    clients: ClientCells,
     /// Requests refused by normalisation, by [`Refusal`] (in `Refusal::ALL` order).
     refused: [AtomicU64; Refusal::ALL.len()],
     /// Upgrade offers removed from requests (h2c, or not listed on the route).
@@ -136,11 +133,7 @@ impl Metrics {
             .map(|_| Shard {
                 requests: (0..ROUTE_SLOTS).map(|_| OnceLock::new()).collect(),
                 upstreams: (0..UPSTREAM_SLOTS).map(|_| OnceLock::new()).collect(),
-                open_connections: AtomicI64::new(0),
-                parked_connections: AtomicI64::new(0),
-                tls_handshake_failures: AtomicU64::new(0),
-                h2_streams: AtomicU64::new(0),
-                h2_connection_errors: AtomicU64::new(0),
+                clients: ClientCells::default(),
                 refused: Default::default(),
                 upgrades_removed: AtomicU64::new(0),
                 overrides_removed: AtomicU64::new(0),
@@ -205,22 +198,6 @@ impl Metrics {
 
     pub(crate) fn discovery_changed(&self) {
         self.discovery_changes.fetch_add(1, Relaxed);
-    }
-
-    /// Connections open to clients, summed over workers.
-    pub(crate) fn open_connections(&self) -> i64 {
-        self.shards
-            .iter()
-            .map(|s| s.open_connections.load(Relaxed))
-            .sum()
-    }
-
-    /// Of those, the ones parked.
-    pub(crate) fn parked_connections(&self) -> i64 {
-        self.shards
-            .iter()
-            .map(|s| s.parked_connections.load(Relaxed))
-            .sum()
     }
 
     /// Appends the proxy's families: every route and upstream name
@@ -295,34 +272,7 @@ impl Metrics {
         for (name, help, value) in counters {
             out.family(name, Counter, help).sample(&[], value);
         }
-        out.family("sluice_open_connections", Gauge, "Client connections open.")
-            .sample(&[], self.open_connections());
-        out.family(
-            "sluice_parked_connections",
-            Gauge,
-            "Client connections idle long enough to be parked (no task, no buffers).",
-        )
-        .sample(&[], self.parked_connections());
-        let counters = [
-            (
-                "sluice_tls_handshake_failures_total",
-                "Client TLS handshakes that failed or timed out.",
-                sum(&|s| s.tls_handshake_failures.load(Relaxed)),
-            ),
-            (
-                "sluice_h2_streams_total",
-                "HTTP/2 streams accepted from clients.",
-                sum(&|s| s.h2_streams.load(Relaxed)),
-            ),
-            (
-                "sluice_h2_connection_errors_total",
-                "HTTP/2 client connections closed for a protocol error or flood (GOAWAY).",
-                sum(&|s| s.h2_connection_errors.load(Relaxed)),
-            ),
-        ];
-        for (name, help, value) in counters {
-            out.family(name, Counter, help).sample(&[], value);
-        }
+        client_conns::render(out, self.shards.iter().map(|s| &s.clients));
         events::render(out, self.shards.iter().map(|s| &s.events));
         trace::render(out);
         let mut family = out.family(
@@ -407,31 +357,6 @@ impl Shard {
 
     pub(crate) fn overrides_removed(&self) {
         self.overrides_removed.fetch_add(1, Relaxed);
-    }
-
-    pub(crate) fn connection_opened(&self) {
-        self.open_connections.fetch_add(1, Relaxed);
-    }
-
-    pub(crate) fn connection_closed(&self) {
-        self.open_connections.fetch_sub(1, Relaxed);
-    }
-
-    /// Connections parked (`change` 1) or taken out of the lot (-1).
-    pub(crate) fn connections_parked(&self, change: i64) {
-        self.parked_connections.fetch_add(change, Relaxed);
-    }
-
-    pub(crate) fn tls_handshake_failed(&self) {
-        self.tls_handshake_failures.fetch_add(1, Relaxed);
-    }
-
-    pub(crate) fn h2_stream(&self) {
-        self.h2_streams.fetch_add(1, Relaxed);
-    }
-
-    pub(crate) fn h2_connection_error(&self) {
-        self.h2_connection_errors.fetch_add(1, Relaxed);
     }
 
     pub(crate) fn event(&self, event: Event) {

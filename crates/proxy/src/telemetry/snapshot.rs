@@ -8,7 +8,10 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use serde_json::{json, Map, Value};
 
-use super::{events::Event, Family, HistogramCells, Labels, Metrics, Shard, BUCKETS, STATUSES};
+use super::{
+    client_conns::ClientCounter, events::Event, Family, HistogramCells, Labels, Metrics, Shard,
+    BUCKETS, STATUSES,
+};
 use crate::wire::normalize::Refusal;
 
 /// The upper bounds, in seconds, of every histogram's buckets (the last,
@@ -146,14 +149,16 @@ impl Metrics {
                 }).collect::<Map<String, Value>>(),
                 "refused": refused,
                 "guard": guard,
-                "tls_handshake": sum(&|s| s.tls_handshake_failures.load(Relaxed)),
-                "h2_connection": sum(&|s| s.h2_connection_errors.load(Relaxed)),
+                "tls_handshake": self.client_counter(ClientCounter::TlsHandshakeFailures),
+                "h2_connection": self.client_counter(ClientCounter::H2ConnectionErrors),
             },
             "connections": {
                 "client_open": open,
                 "client_parked": parked,
                 "client_active": open - parked,
-                "h2_streams": sum(&|s| s.h2_streams.load(Relaxed)),
+                "h2_streams": self.client_counter(ClientCounter::H2Streams),
+                "h3_connections": self.client_counter(ClientCounter::H3Connections),
+                "h3_streams": self.client_counter(ClientCounter::H3Streams),
             },
             "reloads": {
                 "success": self.reloads[0].load(Relaxed),

@@ -18,7 +18,7 @@ use std::{
 use bytes::Bytes;
 use h3_support::{proxy, Client};
 use http::{Request, Response, StatusCode};
-use support::Echo;
+use support::{live::admin_get, Echo};
 use testkit::TestCerts;
 use tokio::net::TcpListener;
 
@@ -336,4 +336,49 @@ async fn a_host_field_without_authority_routes_and_reaches_the_upstream() {
     }
     assert_eq!(named.requests.load(Ordering::SeqCst), 1);
     assert_eq!(other.requests.load(Ordering::SeqCst), 0);
+}
+
+/// HTTP/3 traffic has its own counters: connections whose HTTP/3 setup
+/// completed and request streams, not counted again as HTTP/2 streams
+/// (they reach the HTTP/2 codec through an in-process connection), and a
+/// QUIC handshake the client gives up on (it does not trust the
+/// certificate) is a failed TLS handshake.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn h3_connections_and_streams_are_counted_as_http3() {
+    let certs = TestCerts::generate();
+    let echo = Echo::start("e").await;
+    let proxy = proxy(&certs, "", &support::one_upstream(echo.addr, ""));
+    let mut client = Client::connect(proxy.addr(), &certs).await;
+    for _ in 0..3 {
+        assert_eq!(client.get("/x").await.0.status(), StatusCode::OK);
+    }
+
+    let stranger = TestCerts::generate();
+    let trust = tls::Trust::CaFile(&stranger.ca_path);
+    let tls = tls::client_config(trust, None, &[b"h3"]).unwrap();
+    let quic = quinn::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
+    let mut endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(quic)));
+    let refused = endpoint.connect(proxy.addr(), "localhost").unwrap().await;
+    assert!(refused.is_err(), "a client without the CA connected");
+
+    let metrics = || async { admin_get(proxy.admin(), "/metrics").await.text() };
+    let failed = "sluice_tls_handshake_failures_total 1\n";
+    let counted = testkit::until(Duration::from_secs(10), || async {
+        metrics().await.contains(failed)
+    })
+    .await;
+    let text = metrics().await;
+    assert!(counted, "no {failed:?} in\n{text}");
+    for series in [
+        "sluice_h3_connections_total 1\n",
+        "sluice_h3_streams_total 3\n",
+        "sluice_h2_streams_total 0\n",
+    ] {
+        assert!(text.contains(series), "no {series:?} in\n{text}");
+    }
+    let stats = admin_get(proxy.admin(), "/stats.json").await.json();
+    assert_eq!(stats["connections"]["h3_streams"], 3, "{stats}");
+    assert_eq!(stats["connections"]["h3_connections"], 1, "{stats}");
+    assert_eq!(stats["connections"]["h2_streams"], 0, "{stats}");
 }

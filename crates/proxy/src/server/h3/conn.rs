@@ -39,8 +39,14 @@ pub(super) async fn serve(
     handshaking.done();
     let quic = match handshake {
         Ok(Ok(quic)) => quic,
-        Ok(Err(err)) => return debug!(%err, "QUIC handshake failed"),
-        Err(_) => return debug!("QUIC handshake timed out"),
+        Ok(Err(err)) => {
+            worker.metrics().tls_handshake_failed();
+            return debug!(%err, "QUIC handshake failed");
+        }
+        Err(_) => {
+            worker.metrics().tls_handshake_failed();
+            return debug!("QUIC handshake timed out");
+        }
     };
     let peer = quic.remote_address();
     let max_field = settings
@@ -57,6 +63,7 @@ pub(super) async fn serve(
     let Some(mut bridge) = Bridge::open(peer, &worker).await else {
         return;
     };
+    worker.metrics().h3_connection();
     let send_timeout = plan.send_timeout;
     drop(plan);
     let mut streams = JoinSet::new();
@@ -80,6 +87,7 @@ pub(super) async fn serve(
         };
         match next {
             Next::Accepted(Ok(Some(resolver))) => {
+                worker.metrics().h3_stream();
                 let h2 = bridge.send.clone();
                 streams.spawn(stream::serve(resolver, h2, send_timeout));
             }
