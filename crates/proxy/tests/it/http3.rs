@@ -353,13 +353,8 @@ async fn h3_connections_and_streams_are_counted_as_http3() {
         assert_eq!(client.get("/x").await.0.status(), StatusCode::OK);
     }
 
-    let stranger = TestCerts::generate();
-    let trust = tls::Trust::CaFile(&stranger.ca_path);
-    let tls = tls::client_config(trust, None, &[b"h3"]).unwrap();
-    let quic = quinn::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
-    let mut endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
-    endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(quic)));
-    let refused = endpoint.connect(proxy.addr(), "localhost").unwrap().await;
+    let stranger = h3_support::endpoint(&TestCerts::generate());
+    let refused = stranger.connect(proxy.addr(), "localhost").unwrap().await;
     assert!(refused.is_err(), "a client without the CA connected");
 
     let metrics = || async { admin_get(proxy.admin(), "/metrics").await.text() };

@@ -24,6 +24,16 @@ pub(crate) fn proxy(certs: &TestCerts, h3: &str, rest: &str) -> Proxy {
     ))
 }
 
+/// A QUIC client endpoint offering `h3` and trusting `certs`' CA.
+pub(crate) fn endpoint(certs: &TestCerts) -> quinn::Endpoint {
+    let trust = tls::Trust::CaFile(&certs.ca_path);
+    let tls = tls::client_config(trust, None, &[b"h3"]).unwrap();
+    let quic = quinn::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
+    let mut endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(quic)));
+    endpoint
+}
+
 /// An HTTP/3 connection to `addr`, trusting the test CA.
 pub(crate) struct Client {
     pub(crate) send: SendRequest,
@@ -32,11 +42,7 @@ pub(crate) struct Client {
 
 impl Client {
     pub(crate) async fn connect(addr: SocketAddr, certs: &TestCerts) -> Self {
-        let trust = tls::Trust::CaFile(&certs.ca_path);
-        let tls = tls::client_config(trust, None, &[b"h3"]).unwrap();
-        let quic = quinn::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
-        let mut endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
-        endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(quic)));
+        let endpoint = endpoint(certs);
         let conn = endpoint.connect(addr, "localhost").unwrap().await.unwrap();
         let (mut driver, send) = h3::client::new(h3_quinn::Connection::new(conn))
             .await
