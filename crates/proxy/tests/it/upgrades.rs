@@ -6,7 +6,7 @@ use crate::support;
 
 use support::{
     assert_tunnel_echoes,
-    lenient::{admin_get, guarded, Lenient, ADMIN_ROUTES},
+    lenient::{admin_text, guarded, Lenient, ADMIN_ROUTES},
     read_head,
 };
 use tokio::{io::AsyncWriteExt, net::TcpStream};
@@ -44,7 +44,7 @@ async fn h2c_upgrades_are_never_relayed() {
     assert_eq!(conn.read_response(false).await.status, 426);
     assert_eq!(upstream.last().upgrade.as_deref(), Some("websocket"));
     assert_eq!(conn.get("/admin").await.status, 403);
-    let metrics = admin_get(&proxy, "/metrics").await;
+    let metrics = admin_text(&proxy, "/metrics").await;
     assert!(
         metrics.contains("sluice_upgrades_removed_total 2\n"),
         "{metrics}"

@@ -3,7 +3,7 @@
 
 use crate::support::{
     h2_client, h2_exchange,
-    lenient::{admin_get, guarded, Lenient, ADMIN_ROUTES},
+    lenient::{admin_text, guarded, Lenient, ADMIN_ROUTES},
 };
 use tokio::net::TcpStream;
 
@@ -157,7 +157,7 @@ async fn connect_is_refused_as_a_target_form() {
     let (response, _, _) = h2_exchange(&sender, request, b"").await;
     assert_eq!(response.status(), 400);
     assert_eq!(upstream.count(), 0);
-    let metrics = admin_get(&proxy, "/metrics").await;
+    let metrics = admin_text(&proxy, "/metrics").await;
     for line in [
         "sluice_requests_refused_total{reason=\"target_form\"} 2\n",
         "sluice_requests_refused_total{reason=\"malformed\"} 0\n",

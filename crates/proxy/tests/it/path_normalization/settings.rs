@@ -3,7 +3,7 @@
 
 use crate::support::{
     h2_client, h2_exchange,
-    lenient::{admin_get, guarded, Lenient, ADMIN_ROUTES, DENY_ALL},
+    lenient::{admin_text, guarded, Lenient, ADMIN_ROUTES, DENY_ALL},
     Proxy,
 };
 use tokio::net::TcpStream;
@@ -100,7 +100,7 @@ async fn double_encoding_is_refused_for_backends_that_decode_twice() {
         .map(|received| received.double_decoded)
         .collect();
     assert_eq!(reached, ["/100%", "/100%", "/100%off", "/100%off"]);
-    let metrics = admin_get(&proxy, "/metrics").await;
+    let metrics = admin_text(&proxy, "/metrics").await;
     assert!(
         metrics.contains("sluice_requests_refused_total{reason=\"double_encoding\"} 8\n"),
         "{metrics}"
@@ -143,14 +143,14 @@ async fn override_fields_never_reach_the_upstream() {
     assert_eq!(response.status(), 200);
     assert_eq!(upstream.last().overrides, Vec::<String>::new());
     upstream.assert_admin_never_reached();
-    let metrics = admin_get(&proxy, "/metrics").await;
+    let metrics = admin_text(&proxy, "/metrics").await;
     assert!(
         metrics.contains("sluice_override_headers_removed_total 6\n"),
         "{metrics}"
     );
     // A request without them is not counted.
     assert_eq!(conn.get("/public").await.status, 200);
-    let metrics = admin_get(&proxy, "/metrics").await;
+    let metrics = admin_text(&proxy, "/metrics").await;
     assert!(metrics.contains("sluice_override_headers_removed_total 6\n"));
     drop(proxy);
 
@@ -164,6 +164,6 @@ async fn override_fields_never_reach_the_upstream() {
     let response = conn.read_response(false).await;
     assert_eq!(response.status, 200);
     assert_eq!(upstream.last().overrides, ["x-http-method-override"]);
-    let metrics = admin_get(&proxy, "/metrics").await;
+    let metrics = admin_text(&proxy, "/metrics").await;
     assert!(metrics.contains("sluice_override_headers_removed_total 0\n"));
 }

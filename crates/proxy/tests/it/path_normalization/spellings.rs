@@ -3,7 +3,7 @@
 
 use crate::support::{
     h2_client, h2_exchange,
-    lenient::{admin_get, guarded, resolves_to_guarded, Lenient, ADMIN_ROUTES},
+    lenient::{admin_text, guarded, resolves_to_guarded, Lenient, ADMIN_ROUTES},
 };
 use tokio::net::TcpStream;
 
@@ -223,7 +223,7 @@ async fn no_spelling_of_a_guarded_path_reaches_the_upstream() {
     }
     upstream.assert_admin_never_reached();
 
-    let metrics = admin_get(&proxy, "/metrics").await;
+    let metrics = admin_text(&proxy, "/metrics").await;
     for reason in [
         "escaped_slash",
         "backslash",
@@ -256,7 +256,7 @@ async fn raw_bytes_that_are_not_utf8_are_refused() {
         .await;
     assert_eq!(conn.read_response(false).await.status, 400);
     assert_eq!(upstream.count(), 0);
-    let metrics = admin_get(&proxy, "/metrics").await;
+    let metrics = admin_text(&proxy, "/metrics").await;
     assert!(
         metrics.contains("sluice_requests_refused_total{reason=\"malformed\"} 1\n"),
         "{metrics}"

@@ -333,8 +333,7 @@ pub(crate) fn guarded(upstream: SocketAddr, routes: &str) -> Proxy {
 
 pub(crate) const ADMIN_ROUTES: &str = "  - { path: /admin, chain: [deny_all], upstream: app }\n  - { path: /keys, chain: [deny_all], upstream: app }\n  - { path: /nows, upgrades: [], upstream: app }\n  - { path: /, upstream: app }\n";
 
-/// The admin listener's answer to `GET path`.
-pub(crate) async fn admin_get(proxy: &Proxy, path: &str) -> String {
-    let mut conn = testkit::RawConn::connect(proxy.admin()).await;
-    conn.get(path).await.text()
+/// The admin listener's answer to `GET path`, as text.
+pub(crate) async fn admin_text(proxy: &Proxy, path: &str) -> String {
+    super::live::admin_get(proxy.admin(), path).await.text()
 }
