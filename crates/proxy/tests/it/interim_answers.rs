@@ -1,6 +1,6 @@
 //! What comes back from a hostile upstream reaches only the client it
 //! answers (issue 26): interim (1xx) answers before the final one, from
-//! HTTP/1.1 and HTTP/2 upstreams to HTTP/1.1 and HTTP/2 clients, a flood
+//! HTTP/1.1 and HTTP/2 upstreams to HTTP/1.1, HTTP/2 and HTTP/3 clients, a flood
 //! of them, and trailers both ways with the fields the head rules control
 //! taken out.
 
@@ -410,4 +410,46 @@ async fn response_trailers_of_an_http2_upstream_lose_the_fields_the_head_rules_c
     let text = text.clone() + &read_until(&mut client, "\r\n\r\n").await;
     let trailer_section = text.split("\r\n0\r\n").nth(1).unwrap();
     assert_eq!(trailer_section, "grpc-status: 0\r\n\r\n", "{text}");
+}
+
+/// An HTTP/3 client gets the interim heads too, each an HTTP/3 HEADERS
+/// frame before the final one (RFC 9114 4.1), without their hop-by-hop
+/// fields; the next request on the connection gets only its own answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http3_client_gets_interim_heads_then_the_answer() {
+    use crate::h3_support;
+    use bytes::Buf;
+
+    let certs = testkit::TestCerts::generate();
+    let upstream = interim_upstream();
+    let proxy = h3_support::proxy(&certs, "", &route_to(&upstream.url(), "http1"));
+    let mut client = h3_support::Client::connect(proxy.addr(), &certs).await;
+    let hint = HeaderValue::from_static("</a.css>; rel=preload");
+    for (path, interim, body) in [
+        ("/103", vec![Some(hint.clone()); 2], "FIRST"),
+        ("/second", vec![], "SECOND"),
+    ] {
+        let request = Request::get(format!("https://localhost{path}"))
+            .body(())
+            .unwrap();
+        let mut stream = client.send.send_request(request).await.unwrap();
+        stream.finish().await.unwrap();
+        let mut heads = Vec::new();
+        let last = loop {
+            let head = stream.recv_response().await.unwrap();
+            if !head.status().is_informational() {
+                break head;
+            }
+            assert_eq!(head.status(), StatusCode::EARLY_HINTS, "{path}");
+            assert!(head.headers().get("x-hop").is_none(), "{head:?}");
+            heads.push(head.headers().get("link").cloned());
+        };
+        assert_eq!(heads, interim, "{path}");
+        assert_eq!(last.status(), StatusCode::OK, "{path}");
+        let mut bytes = Vec::new();
+        while let Some(mut chunk) = stream.recv_data().await.unwrap() {
+            bytes.extend_from_slice(&chunk.copy_to_bytes(chunk.remaining()));
+        }
+        assert_eq!(String::from_utf8_lossy(&bytes), body, "{path}");
+    }
 }

@@ -7,7 +7,8 @@
 //! one, which cancels the upstream exchange as for an HTTP/2 client.
 
 use std::{
-    future::poll_fn,
+    future::{poll_fn, Future},
+    pin::Pin,
     task::{Context, Poll, Waker},
     time::Duration,
 };
@@ -125,13 +126,33 @@ async fn pump_request(first: First, recv: &mut RecvHalf, mut upstream: SendStrea
     }
 }
 
-/// The HTTP/2 side's answer to the client: head, body, trailers.
+/// The HTTP/2 side's answer to the client: its interim (1xx) heads, each
+/// an HTTP/3 HEADERS frame before the final one (RFC 9114 4.1), then
+/// head, body, trailers. The HTTP/2 codec has already bounded how many
+/// interim heads an upstream may send and taken out their hop-by-hop
+/// fields.
 async fn relay_response(
-    response: h2::client::ResponseFuture,
+    mut response: h2::client::ResponseFuture,
     send: &mut SendHalf,
     send_timeout: Duration,
 ) {
-    let response = match response.await {
+    let response = loop {
+        let head = poll_fn(|cx| match response.poll_informational(cx) {
+            Poll::Ready(Some(Ok(interim))) => Poll::Ready(Head::Interim(interim)),
+            // No interim head waiting (an error shows in the final one).
+            _ => Pin::new(&mut response).poll(cx).map(Head::Final),
+        })
+        .await;
+        match head {
+            Head::Interim(interim) => {
+                if !sent(send_timeout, send.send_response(interim)).await {
+                    return send.stop_stream(Code::H3_REQUEST_CANCELLED);
+                }
+            }
+            Head::Final(response) => break response,
+        }
+    };
+    let response = match response {
         Ok(response) => response,
         Err(err) => {
             // The client's own reset (its body broke off) or a broken bridge.
@@ -149,6 +170,12 @@ async fn relay_response(
         return send.stop_stream(Code::H3_REQUEST_CANCELLED);
     }
     let _ = sent(send_timeout, send.finish()).await;
+}
+
+/// What the HTTP/2 side answered next.
+enum Head {
+    Interim(Response<()>),
+    Final(Result<Response<RecvStream>, h2::Error>),
 }
 
 /// DATA frames, then trailers; `None` when either side broke off.
