@@ -77,7 +77,17 @@ impl SchemaCheck {
             .with_pattern_options(PatternOptions::regex())
             .build(&document)
             .map_err(|e| {
-                let at = e.schema_path().as_str();
+                // A schema the meta-schema rejects is the instance there:
+                // `instance_path` is where it is in the document and
+                // `schema_path` the meta-schema's rule. Otherwise (a
+                // pattern the regex engine refuses) `schema_path` is where.
+                let instance = e.instance_path().as_str();
+                let at = match instance.is_empty() {
+                    true => e.schema_path().as_str(),
+                    false => instance,
+                };
+                // The document holds the schema at `/allOf/0` and each
+                // `$ref` target at its own pointer in the spec.
                 let at = match at.strip_prefix("/allOf/0") {
                     Some(rest) => format!("{pointer}{rest}"),
                     None if at.is_empty() => pointer.to_owned(),
@@ -211,6 +221,37 @@ mod tests {
             Some("/components/schemas/S/properties/n/pattern")
         );
         assert!(err.message().starts_with("invalid schema: "), "{err}");
+    }
+
+    #[test]
+    fn a_schema_the_meta_schema_rejects_names_its_own_pointer() {
+        // The meta-schema's rule (`minimum: 0`) is not where the mistake is.
+        let direct = spec(json!({ "S": { "properties": { "n": { "minLength": -1 } } } }));
+        let err = SchemaCheck::compile(&direct, "/components/schemas/S", true, Direction::Request)
+            .unwrap_err();
+        assert_eq!(
+            err.pointer(),
+            Some("/components/schemas/S/properties/n/minLength"),
+            "{err}"
+        );
+        assert!(err.message().starts_with("invalid schema: "), "{err}");
+        // In a `$ref` target, the pointer is the target's in the spec.
+        let referring = spec(json!({
+            "S": { "properties": { "n": { "$ref": "#/components/schemas/T" } } },
+            "T": { "maxItems": -2 },
+        }));
+        let err = SchemaCheck::compile(
+            &referring,
+            "/components/schemas/S",
+            true,
+            Direction::Request,
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.pointer(),
+            Some("/components/schemas/T/maxItems"),
+            "{err}"
+        );
     }
 
     #[test]
