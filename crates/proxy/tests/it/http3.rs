@@ -187,10 +187,13 @@ async fn the_field_section_limit_is_advertised_and_the_connection_serves_on() {
         .unwrap();
     // The proxy advertises its limit (SETTINGS_MAX_FIELD_SECTION_SIZE):
     // a client that has its SETTINGS does not even send the request; one
-    // that sends it (SETTINGS not in yet, or ignored) gets 431.
+    // that sends it (SETTINGS not in yet, or ignored) gets 431. The proxy
+    // answers as soon as it has the head and stops reading the request
+    // (STOP_SENDING): on a loaded machine that can come before the
+    // client's end of stream, whose send then fails; the 431 is there.
     let sent = async {
         let mut stream = client.send.send_request(request).await?;
-        stream.finish().await?;
+        let _ = stream.finish().await;
         stream.recv_response().await
     };
     match sent.await {
