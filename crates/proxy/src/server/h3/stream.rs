@@ -9,7 +9,7 @@
 use std::{
     future::{poll_fn, Future},
     pin::Pin,
-    task::{Context, Poll, Waker},
+    task::Poll,
     time::Duration,
 };
 
@@ -37,14 +37,18 @@ pub(super) async fn serve(
         Err(err) => return debug!(%err, "an HTTP/3 request refused"),
     };
     let (mut send, mut recv) = stream.split();
-    // The body is empty if the stream already ended with the head: the
+    // The body is empty if the stream ends right after the head: the
     // HTTP/2 side then sees END_STREAM on HEADERS, so that the upstream
-    // gets a request without a body rather than an empty chunked one.
-    let first = match recv.poll_recv_data(&mut Context::from_waker(Waker::noop())) {
-        Poll::Ready(Ok(None)) => First::End,
-        Poll::Ready(Ok(Some(mut data))) => First::Data(data.copy_to_bytes(data.remaining())),
-        Poll::Ready(Err(err)) => return debug!(%err, "an HTTP/3 request body broke off"),
-        Poll::Pending => First::Nothing,
+    // gets a request without a body rather than an empty chunked one. A
+    // client's end of stream can come a packet after its head, so the
+    // first body event is waited for, briefly: a body that has not begun
+    // by then (a client waiting for `100 Continue`) streams.
+    let begun = tokio::time::timeout(FIRST_BODY_WAIT, poll_fn(|cx| recv.poll_recv_data(cx)));
+    let first = match begun.await {
+        Ok(Ok(None)) => First::End,
+        Ok(Ok(Some(mut data))) => First::Data(data.copy_to_bytes(data.remaining())),
+        Ok(Err(err)) => return debug!(%err, "an HTTP/3 request body broke off"),
+        Err(_) => First::Nothing,
     };
     let opened = match h2.ready().await {
         Ok(mut h2) => h2.send_request(request, matches!(first, First::End)),
@@ -82,6 +86,11 @@ pub(super) async fn serve(
         recv.stop_sending(Code::H3_NO_ERROR);
     }
 }
+
+/// How long the head waits for the body's first event (its end, for a
+/// request without one). Seen on loopback: the end of stream a packet
+/// after the head, and then a GET went upstream chunked.
+const FIRST_BODY_WAIT: Duration = Duration::from_millis(20);
 
 /// What the first look at the request body found.
 enum First {
