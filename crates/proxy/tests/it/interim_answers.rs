@@ -414,42 +414,64 @@ async fn response_trailers_of_an_http2_upstream_lose_the_fields_the_head_rules_c
 
 /// An HTTP/3 client gets the interim heads too, each an HTTP/3 HEADERS
 /// frame before the final one (RFC 9114 4.1), without their hop-by-hop
-/// fields; the next request on the connection gets only its own answer.
+/// fields, from an HTTP/1.1 and an HTTP/2 upstream; the next request on
+/// the connection gets only its own answer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_http3_client_gets_interim_heads_then_the_answer() {
-    use crate::h3_support;
-    use bytes::Buf;
+    use crate::h3_support::{proxy, Client};
 
     let certs = testkit::TestCerts::generate();
     let upstream = interim_upstream();
-    let proxy = h3_support::proxy(&certs, "", &route_to(&upstream.url(), "http1"));
-    let mut client = h3_support::Client::connect(proxy.addr(), &certs).await;
+    let h1 = proxy(&certs, "", &route_to(&upstream.url(), "http1"));
+    let mut client = Client::connect(h1.addr(), &certs).await;
     let hint = HeaderValue::from_static("</a.css>; rel=preload");
-    for (path, interim, body) in [
-        ("/103", vec![Some(hint.clone()); 2], "FIRST"),
-        ("/second", vec![], "SECOND"),
-    ] {
-        let request = Request::get(format!("https://localhost{path}"))
-            .body(())
-            .unwrap();
-        let mut stream = client.send.send_request(request).await.unwrap();
-        stream.finish().await.unwrap();
-        let mut heads = Vec::new();
-        let last = loop {
-            let head = stream.recv_response().await.unwrap();
-            if !head.status().is_informational() {
-                break head;
-            }
-            assert_eq!(head.status(), StatusCode::EARLY_HINTS, "{path}");
-            assert!(head.headers().get("x-hop").is_none(), "{head:?}");
-            heads.push(head.headers().get("link").cloned());
-        };
-        assert_eq!(heads, interim, "{path}");
-        assert_eq!(last.status(), StatusCode::OK, "{path}");
-        let mut bytes = Vec::new();
-        while let Some(mut chunk) = stream.recv_data().await.unwrap() {
-            bytes.extend_from_slice(&chunk.copy_to_bytes(chunk.remaining()));
+    let (interim, status, body) = h3_interim(&mut client, "/103").await;
+    assert_eq!(interim, vec![Some(hint.clone()); 2]);
+    assert_eq!((status, &body[..]), (StatusCode::OK, "FIRST"));
+    let (interim, status, body) = h3_interim(&mut client, "/second").await;
+    assert!(interim.is_empty());
+    assert_eq!((status, &body[..]), (StatusCode::OK, "SECOND"));
+
+    let upstream = H2Server::start();
+    let h2 = proxy(&certs, "", &route_to(&upstream.url(""), "h2c"));
+    let mut client = Client::connect(h2.addr(), &certs).await;
+    let (interim, status, body) = h3_interim(&mut client, "/interim/2").await;
+    assert_eq!(interim.len(), 2);
+    assert!(interim.iter().all(Option::is_some), "{interim:?}");
+    assert_eq!((status, &body[..]), (StatusCode::OK, "FIRST"));
+}
+
+/// A GET of `path` over HTTP/3: the interim heads (their `link`; each is
+/// checked to be a 103 without the upstream's hop field), then the final
+/// status and body.
+async fn h3_interim(
+    client: &mut crate::h3_support::Client,
+    path: &str,
+) -> (Vec<Option<HeaderValue>>, StatusCode, String) {
+    use bytes::Buf;
+
+    let request = Request::get(format!("https://localhost{path}"))
+        .body(())
+        .unwrap();
+    let mut stream = client.send.send_request(request).await.unwrap();
+    stream.finish().await.unwrap();
+    let mut interim = Vec::new();
+    let last = loop {
+        let head = stream.recv_response().await.unwrap();
+        if !head.status().is_informational() {
+            break head;
         }
-        assert_eq!(String::from_utf8_lossy(&bytes), body, "{path}");
+        assert_eq!(head.status(), StatusCode::EARLY_HINTS, "{path}");
+        assert!(head.headers().get("x-hop").is_none(), "{head:?}");
+        interim.push(head.headers().get("link").cloned());
+    };
+    let mut bytes = Vec::new();
+    while let Some(mut chunk) = stream.recv_data().await.unwrap() {
+        bytes.extend_from_slice(&chunk.copy_to_bytes(chunk.remaining()));
     }
+    (
+        interim,
+        last.status(),
+        String::from_utf8_lossy(&bytes).into_owned(),
+    )
 }
