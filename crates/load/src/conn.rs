@@ -46,9 +46,12 @@ use tokio::{
 };
 
 use crate::{
-    pacer::{Pace, Pacer, Schedule, SendTimer},
-    stats::{ErrorKind, Stats},
+    checks::CheckSet,
+    figures::{Connected, ErrorKind},
+    pacer::{Pacer, SendTimer},
+    stats::Stats,
     target::Target,
+    timetable::{Pace, Schedule},
 };
 
 use http1::InFlight;
@@ -67,15 +70,6 @@ pub(crate) enum Requests {
     Http3(Vec<Template>),
 }
 
-impl Requests {
-    fn len(&self) -> usize {
-        match self {
-            Self::Http1(requests) => requests.len(),
-            Self::Http2(requests) | Self::Http3(requests) => requests.len(),
-        }
-    }
-}
-
 /// What all connections of a run share.
 pub(crate) struct Shared {
     pub addr: SocketAddr,
@@ -85,6 +79,12 @@ pub(crate) struct Shared {
     /// HTTP/3: how connections reach the server over QUIC.
     pub quic: Option<Dialer>,
     pub requests: Requests,
+    /// The order of the requests (indices into `requests`), as their weights say.
+    pub rotation: Vec<u32>,
+    /// The checks on every answer.
+    pub checks: Option<CheckSet>,
+    /// How long resolving the target's name took (the run's `dns` phase).
+    pub resolved: Duration,
     pub pipeline: usize,
     pub streams: usize,
     pub timeout: Duration,
@@ -143,6 +143,8 @@ impl Shared {
 /// How a session on one TCP connection ended.
 enum SessionEnd {
     Stop,
+    /// A user under stages stopped for now: it waits for its next stretch.
+    OffDuty,
     /// The server closed or asked to close; open another connection.
     Reconnect,
     Failed(ErrorKind),
@@ -197,7 +199,7 @@ impl Client {
         let mut stop = shared.stop.subscribe();
         let now = Instant::now();
         Self {
-            next_request: index % shared.requests.len(),
+            next_request: index % shared.rotation.len().max(1),
             shared,
             stats,
             progress,
@@ -218,19 +220,25 @@ impl Client {
     /// How far behind its timetable this connection is at `now` (open model).
     pub(crate) fn lag(&self, now: Instant) -> Duration {
         self.schedule
+            .as_ref()
             .map_or(Duration::ZERO, |s| now.saturating_duration_since(s.next))
+    }
+
+    /// Its requests due by `stop` and never sent (open model).
+    pub(crate) fn unsent(&self, stop: Instant) -> u64 {
+        self.schedule.as_ref().map_or(0, |s| s.unsent_by(stop))
     }
 
     /// Runs until the run stops.
     pub(crate) async fn run(&mut self) {
-        // A user on a ramp connects when its turn comes.
-        if let Some(start) = self.pace.as_ref().map(|pace| pace.until) {
-            tokio::select! {
-                () = sleep_until(start) => {}
-                () = self.stop_signal.as_mut() => return,
-            }
-        }
         while !self.shared.stopping() {
+            // A user on a ramp (or a stage) connects when its turn comes.
+            if let Some(start) = self.pace.as_ref().map(|pace| pace.until) {
+                tokio::select! {
+                    () = sleep_until(start) => {}
+                    () = self.stop_signal.as_mut() => return,
+                }
+            }
             let shared = Arc::clone(&self.shared);
             let (end, lost) = match (self.connect().await, &shared.requests) {
                 (Ok(Some(Stream::Plain(tcp))), Requests::Http1(requests)) => {
@@ -268,6 +276,11 @@ impl Client {
             };
             match end {
                 SessionEnd::Stop => return,
+                SessionEnd::OffDuty => {
+                    if let Some(pace) = &mut self.pace {
+                        pace.next_shift(Instant::now());
+                    }
+                }
                 // The server closed with requests unanswered.
                 SessionEnd::Reconnect if lost > 0 => self.record_error(ErrorKind::Read),
                 SessionEnd::Reconnect => {}
@@ -295,12 +308,17 @@ impl Client {
 
     /// When the next request falls due, if the client waits for a time to
     /// send it: the open model's timetable, or a user's ramp or think time.
-    fn next_due(&self) -> Option<Instant> {
+    fn next_due(&self, now: Instant) -> Option<Instant> {
         match (&self.schedule, &self.pace) {
             (Some(schedule), _) => Some(schedule.next),
-            (None, Some(pace)) if !self.spent => Some(pace.until),
+            (None, Some(pace)) if !self.spent && !pace.off_duty(now) => Some(pace.until),
             _ => None,
         }
+    }
+
+    /// A user under stages has stopped for now (see [`Pace::off_duty`]).
+    fn off_duty(&self, now: Instant) -> bool {
+        self.pace.as_ref().is_some_and(|pace| pace.off_duty(now))
     }
 
     fn record_error(&self, kind: ErrorKind) {
@@ -315,16 +333,23 @@ impl Client {
             return self.connect_quic(dialer).await;
         }
         let connecting = async move {
+            let began = Instant::now();
             let tcp = TcpStream::connect(shared.addr).await.map_err(|_| None)?;
             let _ = tcp.set_nodelay(true);
+            let connected = Instant::now();
+            let mut phases = Connected {
+                connect: Some(connected - began),
+                tls: None,
+            };
             let Some((connector, name)) = &shared.tls else {
-                return Ok(Stream::Plain(tcp));
+                return Ok((Stream::Plain(tcp), phases));
             };
             let h2 = matches!(shared.requests, Requests::Http2(_));
             let tls = connector
                 .connect(name.clone(), tcp)
                 .await
                 .map_err(|err| (h2 && refused_alpn(&err)).then(|| "refused it".to_string()))?;
+            phases.tls = Some(connected.elapsed());
             let chosen = tls.get_ref().1.alpn_protocol();
             if h2 && chosen != Some(tls::ALPN_H2) {
                 return Err(Some(chosen.map_or_else(
@@ -332,11 +357,14 @@ impl Client {
                     |p| format!("chose `{}`", String::from_utf8_lossy(p)),
                 )));
             }
-            Ok(Stream::Tls(Box::new(tls)))
+            Ok((Stream::Tls(Box::new(tls)), phases))
         };
         tokio::select! {
             connected = tokio::time::timeout(self.shared.timeout, connecting) => match connected {
-                Ok(Ok(stream)) => Ok(Some(stream)),
+                Ok(Ok((stream, phases))) => {
+                    self.stats.borrow_mut().connected(&phases, Instant::now());
+                    Ok(Some(stream))
+                }
                 Ok(Err(Some(answer))) => {
                     self.shared.fail(format!(
                         "--h2: {} does not speak HTTP/2 over TLS: ALPN `h2` was asked for and \
@@ -369,8 +397,12 @@ impl Client {
             Some(schedule) => schedule.next,
             None => now,
         };
-        if self.pace.as_ref().is_some_and(|pace| pace.until > now) {
-            // The user is thinking (or not yet on the ramp).
+        if self
+            .pace
+            .as_ref()
+            .is_some_and(|pace| pace.until > now || pace.off_duty(now))
+        {
+            // The user is thinking (or not yet on the ramp, or done for now).
             return None;
         }
         if !self.shared.take_permit() {
@@ -380,14 +412,15 @@ impl Client {
             return None;
         }
         if let Some(schedule) = &mut self.schedule {
-            schedule.next += schedule.interval;
+            schedule.advance();
             // The generator's own lateness: from when it could have sent.
             self.stats
                 .borrow_mut()
-                .sent(intended.max(self.free_since), now);
+                .sent(intended, intended.max(self.free_since), now);
         }
-        let index = self.next_request;
-        self.next_request = (index + 1) % self.shared.requests.len();
+        let rotation = &self.shared.rotation;
+        let index = rotation[self.next_request] as usize;
+        self.next_request = (self.next_request + 1) % rotation.len();
         Some(Next {
             intended,
             index,

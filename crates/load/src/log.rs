@@ -23,14 +23,14 @@ use hdrhistogram::{
 use serde::{Deserialize, Serialize};
 
 use crate::{
+    figures::{self, CheckCount, Errors, Figures, PHASES},
     measured::Measured,
-    report::{IntervalSummary, ReportConfig},
+    report::ReportConfig,
     shard::unix_seconds,
-    stats::{self, Errors, Figures},
 };
 
 /// Bumped when a log's meaning changes; `merge` refuses newer ones.
-pub(crate) const LOG_VERSION: u32 = 1;
+pub(crate) const LOG_VERSION: u32 = 2;
 /// The length of an interval.
 pub(crate) const INTERVAL: Duration = Duration::from_secs(1);
 const HEADER: &str = "#[Logged with sluice load ";
@@ -45,6 +45,11 @@ struct WindowCounts {
     index: u64,
     errors: Errors,
     bytes_read: u64,
+    /// Version 2: responses by status, and each check's counts.
+    #[serde(default)]
+    status: BTreeMap<u16, u64>,
+    #[serde(default)]
+    checks: Vec<CheckCount>,
 }
 
 /// The whole run's settings and the counts that are not in the histograms.
@@ -64,24 +69,25 @@ pub(crate) struct LogSummary {
     pub(crate) max_lag_ms: f64,
     pub(crate) unsent: u64,
     pub(crate) interrupted: bool,
+    /// Version 2, with stages: responses (by when done) and sends (by
+    /// when due) in each.
+    #[serde(default)]
+    pub(crate) stage_responses: Vec<u64>,
+    #[serde(default)]
+    pub(crate) stage_sent: Vec<u64>,
 }
 
-/// Writes a run's log as its threads hand over their intervals.
+/// Writes a run's log as its intervals complete.
 pub(crate) struct LogWriter {
     out: Box<dyn Write + Send>,
     path: PathBuf,
     serializer: V2DeflateSerializer,
-    threads: usize,
-    /// Intervals not yet handed over by every thread: (threads so far, sum).
-    pending: BTreeMap<u64, (usize, Figures)>,
-    /// The intervals written, for the run's own report.
-    pub(crate) written: Vec<IntervalSummary>,
 }
 
 impl LogWriter {
     /// Creates `path` (`-`: stdout) and writes the header; `start` is when
     /// measuring starts.
-    pub(crate) fn create(path: &Path, start: SystemTime, threads: usize) -> io::Result<Self> {
+    pub(crate) fn create(path: &Path, start: SystemTime) -> io::Result<Self> {
         let out: Box<dyn Write + Send> = if path == Path::new("-") {
             Box::new(io::stdout())
         } else {
@@ -95,9 +101,6 @@ impl LogWriter {
             out,
             path: path.to_path_buf(),
             serializer: V2DeflateSerializer::new(),
-            threads,
-            pending: BTreeMap::new(),
-            written: Vec::new(),
         };
         let at = unix_seconds(start);
         let human = humantime::format_rfc3339_millis(start);
@@ -108,54 +111,27 @@ impl LogWriter {
              #[StartTime: {at:.3} (seconds since epoch), {human}]\n\
              #[BaseTime: {at:.3} (seconds since epoch)]\n\
              #[Latency in microseconds, corrected from the intended send time in the open model; \
-             Tag=uncorrected: from the actual send (us); Tag=lateness: send lateness (ns)]\n\
+             Tag=uncorrected: from the actual send (us); Tag=lateness: send lateness (ns); \
+             Tag=waiting, receiving, connect, tls, dns: phases (us)]\n\
              \"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n",
             env!("CARGO_PKG_VERSION")
         )?;
         Ok(log)
     }
 
-    /// One thread's interval `index`; written once every thread gave it.
-    pub(crate) fn add(&mut self, index: u64, figures: Figures) -> io::Result<()> {
-        let entry = self
-            .pending
-            .entry(index)
-            .or_insert_with(|| (0, Figures::new(figures.uncorrected.is_some())));
-        entry.0 += 1;
-        entry.1.add(&figures);
-        while let Some(entry) = self.pending.first_entry() {
-            if entry.get().0 < self.threads {
-                break;
-            }
-            let (index, (_, figures)) = entry.remove_entry();
-            self.write_window(index, INTERVAL, &figures)?;
-        }
-        self.out.flush()
-    }
-
-    /// Writes what is left (the last, partial interval when it has
-    /// anything) and the summary. `elapsed` is the measured time.
-    pub(crate) fn finish(mut self, summary: &LogSummary) -> io::Result<Vec<IntervalSummary>> {
-        let elapsed = Duration::from_secs_f64(summary.elapsed_s);
-        for (index, (_, figures)) in std::mem::take(&mut self.pending) {
-            let start = INTERVAL * index as u32;
-            if figures.is_empty() && start + INTERVAL > elapsed {
-                continue;
-            }
-            let duration = elapsed.saturating_sub(start).min(INTERVAL);
-            self.write_window(index, duration, &figures)?;
-        }
+    /// Writes the summary after the last interval.
+    pub(crate) fn finish(mut self, summary: &LogSummary) -> io::Result<()> {
         let json = serde_json::to_string(summary).map_err(io::Error::other)?;
         writeln!(self.out, "{RUN}{json}")?;
-        self.out.flush()?;
-        Ok(self.written)
+        self.out.flush()
     }
 
     pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
-    fn write_window(
+    /// Writes interval `index`, `duration` long, whose figures are `figures`.
+    pub(crate) fn write_window(
         &mut self,
         index: u64,
         duration: Duration,
@@ -165,17 +141,23 @@ impl LogWriter {
             index,
             errors: figures.errors,
             bytes_read: figures.bytes_read,
+            status: figures.statuses().collect(),
+            checks: figures.checks.clone(),
         };
         let json = serde_json::to_string(&counts).map_err(io::Error::other)?;
         writeln!(self.out, "{WINDOW}{json}")?;
         let start = INTERVAL * index as u32;
         let mut writer = interval_log::IntervalLogWriterBuilder::new()
             .begin_log_with(&mut self.out, &mut self.serializer)?;
-        let histograms = [
+        let mut histograms = vec![
             (None, Some(&figures.latency)),
             (Some(UNCORRECTED), figures.uncorrected.as_ref()),
             (Some(LATENESS), figures.lateness.as_ref()),
         ];
+        // Phases only when they hold something: most intervals open no connection.
+        for (name, phase) in PHASES.iter().zip(figures.phases.each()) {
+            histograms.push((Some(*name), (!phase.is_empty()).then_some(phase)));
+        }
         for (tag, histogram) in histograms {
             let Some(histogram) = histogram else { continue };
             let tag = tag.and_then(interval_log::Tag::new);
@@ -183,9 +165,8 @@ impl LogWriter {
                 .write_histogram(histogram, start, duration, tag)
                 .map_err(|err| io::Error::other(err.to_string()))?;
         }
-        self.written
-            .push(IntervalSummary::new(start, duration, figures));
-        Ok(())
+        drop(writer);
+        self.out.flush()
     }
 }
 
@@ -220,17 +201,18 @@ pub(crate) fn read_log(text: &str) -> Result<LoadLog, String> {
         if let Some(json) = line.strip_prefix(WINDOW) {
             let counts: WindowCounts = serde_json::from_str(json)
                 .map_err(|err| at(format!("bad interval counts: {err}")))?;
+            let mut figures = Figures::new(false, counts.checks.len());
+            figures.bytes_read = counts.bytes_read;
+            figures.errors = counts.errors;
+            figures.checks = counts.checks;
+            for (code, n) in counts.status {
+                figures.status[figures::status_slot(code)] += n;
+            }
             windows.push(Window {
                 index: counts.index,
                 start: Duration::ZERO,
                 duration: Duration::ZERO,
-                figures: Figures {
-                    latency: stats::histogram(),
-                    uncorrected: None,
-                    lateness: None,
-                    bytes_read: counts.bytes_read,
-                    errors: counts.errors,
-                },
+                figures,
             });
         } else if let Some(json) = line.strip_prefix(RUN) {
             let read: LogSummary =
@@ -268,13 +250,22 @@ fn read_histogram(line: &str, window: &mut Window) -> Result<(), String> {
         .deserialize(&mut &bytes[..])
         .map_err(|err| format!("bad histogram: {err:?}"))?;
     let figures = &mut window.figures;
+    let phase = |name: &str| PHASES.iter().position(|p| *p == name);
     let slot = match interval.tag().as_deref() {
         None => &mut figures.latency,
-        Some(UNCORRECTED) => figures.uncorrected.get_or_insert_with(stats::histogram),
+        Some(UNCORRECTED) => figures.uncorrected.get_or_insert_with(figures::histogram),
         Some(LATENESS) => figures
             .lateness
-            .get_or_insert_with(stats::nanosecond_histogram),
-        Some(other) => return Err(format!("unknown histogram tag `{other}`")),
+            .get_or_insert_with(figures::nanosecond_histogram),
+        Some(other) => match phase(other) {
+            Some(index) => figures
+                .phases
+                .each_mut()
+                .into_iter()
+                .nth(index)
+                .ok_or("no phase")?,
+            None => return Err(format!("unknown histogram tag `{other}`")),
+        },
     };
     // Into sluice's own bounds, so that every interval adds to every other.
     slot.add(&histogram)
@@ -300,6 +291,14 @@ impl Measured {
             max_lag_ms: self.max_lag.as_secs_f64() * 1000.0,
             unsent: self.unsent,
             interrupted: self.interrupted,
+            stage_responses: self
+                .stages
+                .as_ref()
+                .map_or_else(Vec::new, |s| s.responses.clone()),
+            stage_sent: self
+                .stages
+                .as_ref()
+                .map_or_else(Vec::new, |s| s.sent.clone()),
         }
     }
 }
@@ -313,8 +312,8 @@ mod tests {
         let path =
             std::env::temp_dir().join(format!("sluice-log-unit-{}.hlog", std::process::id()));
         let start = SystemTime::now();
-        let mut writer = LogWriter::create(&path, start, 1).expect("create");
-        let mut figures = Figures::new(true);
+        let mut writer = LogWriter::create(&path, start).expect("create");
+        let mut figures = Figures::new(true, 2);
         figures.latency.record(250).expect("in range");
         figures
             .uncorrected
@@ -330,7 +329,14 @@ mod tests {
             .expect("in range");
         figures.errors.timeout = 2;
         figures.bytes_read = 100;
-        writer.add(0, figures.clone()).expect("write");
+        figures.status[200] = 1;
+        figures.checks[1] = CheckCount {
+            passed: 1,
+            failed: 3,
+        };
+        figures.phases.waiting.record(180).expect("in range");
+        figures.phases.connect.record(40).expect("in range");
+        writer.write_window(0, INTERVAL, &figures).expect("write");
         let url = [(http::Method::GET, "http://127.0.0.1:1/".to_string())];
         let config = ReportConfig::new(&crate::LoadConfig::new(&url).expect("valid"));
         let measured = Measured {
@@ -343,11 +349,11 @@ mod tests {
             elapsed: Duration::from_secs(1),
             interrupted: false,
             intervals: Vec::new(),
+            stages: None,
         };
-        let written = writer
+        writer
             .finish(&measured.log_summary(&config, start))
             .expect("finish");
-        assert_eq!(written.len(), 1);
         let log = std::fs::read_to_string(&path).expect("read");
         std::fs::remove_file(&path).ok();
 
@@ -360,6 +366,12 @@ mod tests {
         assert_eq!(window.uncorrected.as_ref().map(Histogram::len), Some(1));
         assert_eq!(window.lateness.as_ref().map(Histogram::len), Some(1));
         assert_eq!((window.errors.timeout, window.bytes_read), (2, 100));
+        // Version 2: the phases, statuses and checks come back.
+        assert_eq!(window.phases.waiting.len(), 1);
+        assert_eq!(window.phases.connect.len(), 1);
+        assert!(window.phases.tls.is_empty());
+        assert_eq!(window.status[200], 1);
+        assert_eq!(window.checks[1].failed, 3);
         assert_eq!(read.windows[0].duration, INTERVAL);
         assert_eq!(read.summary.requests, 1);
         assert_eq!(read.summary.config, config);

@@ -4,11 +4,12 @@
 use std::{collections::BTreeMap, time::Duration};
 
 use crate::{
+    figures::Figures,
     report::{
-        IntervalSummary, LatencySummary, Lateness, RateSummary, Report, ReportConfig,
-        ScheduleReport,
+        CheckReport, IntervalSummary, LatencySummary, Lateness, PhaseReport, RateSummary, Report,
+        ReportConfig, ScheduleReport, StageReport,
     },
-    stats::Figures,
+    stages::Curve,
     LoadConfig,
 };
 
@@ -30,6 +31,23 @@ pub(crate) struct Measured {
     pub(crate) elapsed: Duration,
     pub(crate) interrupted: bool,
     pub(crate) intervals: Vec<IntervalSummary>,
+    /// With stages: what happened in each.
+    pub(crate) stages: Option<StageTally>,
+}
+
+/// Responses (by when they completed) and sends (by when they were due)
+/// in each stage.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StageTally {
+    pub(crate) responses: Vec<u64>,
+    pub(crate) sent: Vec<u64>,
+}
+
+impl StageTally {
+    pub(crate) fn add(&mut self, other: &StageTally) {
+        crate::stats::add_series(&mut self.responses, &other.responses, 0);
+        crate::stats::add_series(&mut self.sent, &other.sent, 0);
+    }
 }
 
 impl ReportConfig {
@@ -60,6 +78,17 @@ impl ReportConfig {
                 .map(|t| [t.min.as_millis() as u64, t.max.as_millis() as u64]),
             ramp_s: config.ramp.as_secs_f64(),
             shard: (config.shard.count > 1).then_some(config.shard),
+            stages: config.stages.clone(),
+            checks: config.checks.iter().map(|c| c.name.clone()).collect(),
+            weights: config.requests.iter().map(|r| r.weight).collect(),
+        }
+    }
+
+    /// This process's share of the stages' targets (with `--shard`).
+    fn stage_share(&self) -> f64 {
+        match (&self.stages, self.rate) {
+            (Some(stages), Some(rate)) if stages.peak() > 0.0 => rate / stages.peak(),
+            _ => 1.0,
         }
     }
 }
@@ -73,6 +102,9 @@ impl IntervalSummary {
             requests: latency.len(),
             errors: figures.errors.total(),
             bytes_read: figures.bytes_read,
+            non_2xx_3xx: figures.non_2xx_3xx(),
+            checks_passed: figures.checks.iter().map(|c| c.passed).sum(),
+            checks_failed: figures.checks.iter().map(|c| c.failed).sum(),
             p50_us: latency.value_at_quantile(0.5),
             p90_us: latency.value_at_quantile(0.9),
             p99_us: latency.value_at_quantile(0.99),
@@ -95,6 +127,7 @@ impl Report {
             elapsed,
             interrupted,
             intervals,
+            stages,
         } = measured;
         let seconds = elapsed.as_secs_f64().max(1e-9);
         let requests = all.latency.len();
@@ -106,13 +139,37 @@ impl Report {
             .sum();
         let uncorrected = all.uncorrected.as_ref().map(LatencySummary::from_histogram);
         let lateness = all.lateness.as_ref().map(Lateness::from_histogram);
-        let schedule = (config.rate)
+        // With stages the rate asked is the timetable's average.
+        let curve = config.stages.as_ref().map(Curve::new);
+        let target_rate = match (&curve, config.rate) {
+            (Some(curve), Some(_)) => {
+                Some(curve.integral(seconds) * config.stage_share() / seconds)
+            }
+            (None, rate) => rate,
+            (Some(_), None) => None,
+        };
+        let schedule = target_rate
             .map(|rate| ScheduleReport::new(rate, requests_per_sec, max_lag, unsent, lateness));
         // Whole seconds only: a last partial second would read as a drop.
         per_second.resize((elapsed.as_secs() as usize).max(1), 0);
+        let checks = config
+            .checks
+            .iter()
+            .zip(&all.checks)
+            .map(|(name, count)| CheckReport {
+                name: name.clone(),
+                passed: count.passed,
+                failed: count.failed,
+            })
+            .collect();
+        let stages = match (&curve, stages) {
+            (Some(curve), Some(tally)) => stage_reports(&config, curve, &tally),
+            _ => Vec::new(),
+        };
+        let phases = &all.phases;
         Report {
             tool: format!("sluice load {}", env!("CARGO_PKG_VERSION")),
-            config,
+            scenario: None,
             elapsed_s: elapsed.as_secs_f64(),
             requests,
             bytes_read: all.bytes_read,
@@ -129,6 +186,56 @@ impl Report {
             interrupted,
             intervals,
             merged_logs,
+            phases: PhaseReport {
+                dns: LatencySummary::from_histogram(&phases.dns),
+                connect: LatencySummary::from_histogram(&phases.connect),
+                tls: LatencySummary::from_histogram(&phases.tls),
+                waiting: LatencySummary::from_histogram(&phases.waiting),
+                receiving: LatencySummary::from_histogram(&phases.receiving),
+            },
+            checks,
+            stages,
+            thresholds: Vec::new(),
+            config,
         }
     }
+}
+
+/// Each stage's target and counts.
+fn stage_reports(config: &ReportConfig, curve: &Curve, tally: &StageTally) -> Vec<StageReport> {
+    let Some(stages) = &config.stages else {
+        return Vec::new();
+    };
+    let open = config.rate.is_some();
+    let share = config.stage_share();
+    let mut start = 0.0;
+    let mut from = stages.from;
+    stages
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, stage)| {
+            let duration = stage.duration.as_secs_f64();
+            let end = start + duration;
+            let requests = tally.responses.get(i).copied().unwrap_or(0);
+            let report = StageReport {
+                stage: i + 1,
+                start_s: start,
+                duration_s: duration,
+                from,
+                to: stage.target,
+                due: open.then(|| (curve.integral(end) - curve.integral(start)) * share),
+                sent: open.then(|| tally.sent.get(i).copied().unwrap_or(0)),
+                requests,
+                achieved_rate: if duration > 0.0 {
+                    requests as f64 / duration
+                } else {
+                    0.0
+                },
+            };
+            start = end;
+            from = stage.target;
+            report
+        })
+        .collect()
 }

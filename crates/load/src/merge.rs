@@ -12,10 +12,12 @@ use std::{
 
 use crate::{
     config::ConfigError,
+    figures::Figures,
+    intervals::Kept,
     log::{read_log, LoadLog, INTERVAL},
-    measured::Measured,
+    measured::{Measured, StageTally},
     report::{IntervalSummary, Report, ReportConfig},
-    stats::{add_series, Figures},
+    stats::add_series,
 };
 
 /// The file name ending of the logs a directory is searched for.
@@ -123,8 +125,9 @@ pub fn merge(logs: &[RunLog]) -> Result<Report, ConfigError> {
         .map(|run| run.log.summary.start_unix_s + run.log.summary.elapsed_s)
         .fold(f64::NEG_INFINITY, f64::max);
     let open_model = first.log.summary.config.rate.is_some();
+    let checks = config.checks.len();
     let mut measured = Measured {
-        figures: Figures::new(open_model),
+        figures: Figures::new(open_model, checks),
         status: BTreeMap::new(),
         per_second: Vec::new(),
         thread_samples: Vec::new(),
@@ -133,6 +136,7 @@ pub fn merge(logs: &[RunLog]) -> Result<Report, ConfigError> {
         elapsed: Duration::from_secs_f64((end - start).max(0.0)),
         interrupted: false,
         intervals: Vec::new(),
+        stages: config.stages.as_ref().map(|_| StageTally::default()),
     };
     let mut intervals: BTreeMap<u64, (Duration, Figures)> = BTreeMap::new();
     for run in logs {
@@ -146,7 +150,7 @@ pub fn merge(logs: &[RunLog]) -> Result<Report, ConfigError> {
             measured.figures.add(&window.figures);
             let (duration, sum) = intervals
                 .entry(window.index + offset)
-                .or_insert_with(|| (Duration::ZERO, Figures::new(open_model)));
+                .or_insert_with(|| (Duration::ZERO, Figures::new(open_model, checks)));
             *duration = (*duration).max(window.duration);
             sum.add(&window.figures);
         }
@@ -171,13 +175,22 @@ pub fn merge(logs: &[RunLog]) -> Result<Report, ConfigError> {
         ));
         measured.unsent += summary.unsent;
         measured.interrupted |= summary.interrupted;
+        if let Some(tally) = &mut measured.stages {
+            tally.add(&StageTally {
+                responses: summary.stage_responses.clone(),
+                sent: summary.stage_sent.clone(),
+            });
+        }
     }
-    measured.intervals = intervals
-        .iter()
-        .map(|(&index, (duration, figures))| {
-            IntervalSummary::new(INTERVAL * index as u32, *duration, figures)
-        })
-        .collect();
+    let mut kept = Kept::default();
+    for (&index, (duration, figures)) in &intervals {
+        kept.push(IntervalSummary::new(
+            INTERVAL * index as u32,
+            *duration,
+            figures,
+        ));
+    }
+    measured.intervals = kept.list;
     Ok(Report::build(config, measured, logs.len()))
 }
 
@@ -201,6 +214,12 @@ fn merged_config(logs: &[RunLog]) -> Result<ReportConfig, ConfigError> {
         }
         if config.protocol != merged.protocol {
             return Err(differs("protocol", &config.protocol, &merged.protocol));
+        }
+        if config.checks != merged.checks {
+            return Err(differs("checks", &config.checks, &merged.checks));
+        }
+        if config.stages != merged.stages {
+            return Err(differs("stages", &config.stages, &merged.stages));
         }
         if config.rate.is_some() != merged.rate.is_some() {
             return Err(differs("model", &config.rate, &merged.rate));

@@ -16,7 +16,8 @@
 //! pacer and is ready as soon as the clock has passed it.
 //!
 //! The users model (think times of a second) keeps Tokio's coarse timer:
-//! its latency counts from the actual send.
+//! its latency counts from the actual send. What is due when is
+//! `timetable.rs`'s.
 
 use std::{
     cell::RefCell,
@@ -39,8 +40,6 @@ use tokio::{
     time::{sleep_until, Instant, Sleep},
 };
 
-use crate::config::ThinkTime;
-
 /// How long before a deadline the pacer stops sleeping and spins: about
 /// how late its timer wakes it, learnt as it goes. Waking from a `timerfd`
 /// took 20 to 150 µs on the 2-vCPU VMs measured, longer the longer the CPU
@@ -59,6 +58,9 @@ struct Spin {
     /// below lowers it by 1/16 of the gap.
     delay_ns: f64,
     cap: Duration,
+    /// With stages the rate moves: the mean time between deadlines is
+    /// learnt (in ns) and the cap follows it. `None`: a constant rate.
+    spacing_ns: Option<f64>,
 }
 
 impl Spin {
@@ -74,6 +76,25 @@ impl Spin {
         Self {
             delay_ns: 40_000.0,
             cap: (spacing / 3).clamp(Self::FLOOR, Self::CEILING),
+            spacing_ns: None,
+        }
+    }
+
+    /// For deadlines whose spacing changes (stages): starting at `spacing`.
+    fn learning(spacing: Duration) -> Self {
+        Self {
+            spacing_ns: Some(spacing.as_nanos() as f64),
+            ..Self::new(spacing)
+        }
+    }
+
+    /// Two deadlines in a row were `gap` apart.
+    fn spaced(&mut self, gap: Duration) {
+        if let Some(spacing) = &mut self.spacing_ns {
+            // A moving mean over about 16 deadlines.
+            *spacing += (gap.as_nanos() as f64 - *spacing) / 16.0;
+            let spacing = Duration::from_nanos(*spacing as u64);
+            self.cap = (spacing / 3).clamp(Self::FLOOR, Self::CEILING);
         }
     }
 
@@ -88,41 +109,6 @@ impl Spin {
             self.delay_ns += (late - self.delay_ns) / 2.0;
         } else {
             self.delay_ns -= (self.delay_ns - late) / 16.0;
-        }
-    }
-}
-
-/// The open model's timetable for one connection.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Schedule {
-    pub next: Instant,
-    pub interval: Duration,
-}
-
-/// The users model's pacing of one connection (one user).
-#[derive(Debug, Clone)]
-pub(crate) struct Pace {
-    /// No request is sent before this: the user's start on the ramp, then
-    /// the end of its current think time.
-    pub(crate) until: Instant,
-    think: Option<ThinkTime>,
-    rng: fastrand::Rng,
-}
-
-impl Pace {
-    pub(crate) fn new(start: Instant, think: Option<ThinkTime>, seed: u64) -> Self {
-        Self {
-            until: start,
-            think,
-            rng: fastrand::Rng::with_seed(seed),
-        }
-    }
-
-    /// A request ended at `now`: think before the next one.
-    pub(crate) fn rest(&mut self, now: Instant) {
-        if let Some(think) = self.think {
-            let span = think.max.saturating_sub(think.min).as_nanos() as u64;
-            self.until = now + think.min + Duration::from_nanos(self.rng.u64(0..=span));
         }
     }
 }
@@ -232,7 +218,11 @@ impl Pacer {
     /// `LocalSet`; it never ends). Needs the runtime's context: the timer
     /// registers with its reactor.
     /// `spacing`: the mean time between two of the thread's deadlines.
-    pub(crate) fn new(spacing: Duration) -> io::Result<(Self, impl Future<Output = ()>)> {
+    /// `staged`: the rate moves through stages, so the spacing is learnt.
+    pub(crate) fn new(
+        spacing: Duration,
+        staged: bool,
+    ) -> io::Result<(Self, impl Future<Output = ()>)> {
         let timer = timerfd_create(
             TimerfdClockId::Monotonic,
             TimerfdFlags::NONBLOCK | TimerfdFlags::CLOEXEC,
@@ -245,7 +235,12 @@ impl Pacer {
         let pacer = Self {
             waits: Rc::clone(&waits),
         };
-        Ok((pacer, drive(waits, alarm, Spin::new(spacing))))
+        let spin = if staged {
+            Spin::learning(spacing)
+        } else {
+            Spin::new(spacing)
+        };
+        Ok((pacer, drive(waits, alarm, spin)))
     }
 
     /// A precise timer for one connection.
@@ -262,6 +257,7 @@ impl Pacer {
 /// The pacer's task: wake the waiters that are due, then sleep on the
 /// `timerfd` until the spin margin before the next deadline, or spin to it.
 async fn drive(waits: Rc<RefCell<Waits>>, alarm: pipe::Receiver, mut spin: Spin) {
+    let mut last: Option<Instant> = None;
     loop {
         let next = poll_fn(|cx| {
             let mut waits = waits.borrow_mut();
@@ -274,6 +270,12 @@ async fn drive(waits: Rc<RefCell<Waits>>, alarm: pipe::Receiver, mut spin: Spin)
             }
         })
         .await;
+        if last != Some(next) {
+            if let Some(gap) = last.and_then(|last| next.checked_duration_since(last)) {
+                spin.spaced(gap);
+            }
+            last = Some(next);
+        }
         if std::mem::take(&mut waits.borrow_mut().woken) {
             // The connections just woken send first; the timer is set after.
             tokio::task::yield_now().await;

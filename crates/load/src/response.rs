@@ -6,6 +6,8 @@ use std::mem::MaybeUninit;
 
 use bytes::{Buf, BytesMut};
 
+use crate::checks::Captured;
+
 /// A response head may not be larger than this.
 const MAX_HEAD: usize = 64 * 1024;
 const MAX_HEADERS: usize = 64;
@@ -36,6 +38,8 @@ pub struct ResponseReader {
     state: State,
     status: u16,
     close: bool,
+    /// What the checks read of each answer; `None` without checks.
+    capture: Option<Captured>,
 }
 
 impl Default for ResponseReader {
@@ -44,11 +48,22 @@ impl Default for ResponseReader {
             state: State::Head,
             status: 0,
             close: false,
+            capture: None,
         }
     }
 }
 
 impl ResponseReader {
+    /// Keeps what `capture` asks for of each answer (until the next begins).
+    pub(crate) fn set_capture(&mut self, capture: Option<Captured>) {
+        self.capture = capture;
+    }
+
+    /// What was kept of the answer last completed.
+    pub(crate) fn captured(&self) -> Option<&Captured> {
+        self.capture.as_ref()
+    }
+
     /// Consumes bytes of the response in progress; `Ok(Some)` when it is complete.
     /// `head_request` says whether it answers a HEAD (no body follows).
     pub fn advance(
@@ -70,6 +85,7 @@ impl ResponseReader {
                 State::Length(0) => return Ok(Some(self.complete())),
                 State::Length(remaining) => {
                     let take = remaining.min(buf.len() as u64);
+                    self.keep(&buf[..take as usize]);
                     buf.advance(take as usize);
                     self.state = State::Length(remaining - take);
                     if remaining > take {
@@ -93,6 +109,7 @@ impl ResponseReader {
                 },
                 State::ChunkData(remaining) => {
                     let take = remaining.min(buf.len() as u64);
+                    self.keep(&buf[..take as usize]);
                     buf.advance(take as usize);
                     if remaining > take {
                         self.state = State::ChunkData(remaining - take);
@@ -123,6 +140,7 @@ impl ResponseReader {
                     }
                 }
                 State::UntilClose => {
+                    self.keep(buf);
                     buf.clear();
                     return Ok(None);
                 }
@@ -145,8 +163,18 @@ impl ResponseReader {
             status: self.status,
             close: self.close,
         };
-        *self = Self::default();
+        // The capture stays, for the caller to read, until the next head.
+        self.state = State::Head;
+        self.status = 0;
+        self.close = false;
         done
+    }
+
+    /// Body bytes, for the checks that read them.
+    fn keep(&mut self, body: &[u8]) {
+        if let Some(capture) = &mut self.capture {
+            capture.body(body);
+        }
     }
 
     /// Parses a head; false if more bytes are needed. Leaves the state at
@@ -169,6 +197,12 @@ impl ResponseReader {
             Err(err) => return Err(format!("malformed response head: {err}")),
         };
         let status = response.code.unwrap_or(0);
+        if let Some(capture) = &mut self.capture {
+            capture.clear();
+            for header in response.headers.iter() {
+                capture.header(header.name.as_bytes(), header.value);
+            }
+        }
         let mut close = response.version == Some(0);
         let mut length: Option<u64> = None;
         let mut chunked = false;
@@ -328,5 +362,29 @@ mod tests {
                 String::from_utf8_lossy(bad)
             );
         }
+    }
+
+    #[test]
+    fn a_capture_keeps_the_checked_headers_and_the_body_of_each_answer() {
+        use crate::checks::{CheckSet, CheckSpec};
+        let specs = ["{header: x-id, equals: '2'}", "body_contains: cd"];
+        let checks: Vec<_> = specs
+            .iter()
+            .map(|yaml| {
+                let spec: CheckSpec = serde_saphyr::from_str(yaml).unwrap();
+                spec.into_check().unwrap()
+            })
+            .collect();
+        let set = CheckSet::new(&checks, 1024).unwrap();
+        let mut reader = ResponseReader::default();
+        reader.set_capture(set.capture());
+        let input = b"HTTP/1.1 200 OK\r\nX-Id: 1\r\nContent-Length: 2\r\n\r\nabHTTP/1.1 200 OK\r\nx-id: 2\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nc\r\n1\r\nd\r\n0\r\n\r\n";
+        let mut buf = BytesMut::from(&input[..]);
+        let mut verdicts = Vec::new();
+        while let Some(done) = reader.advance(&mut buf, false).unwrap() {
+            let took = std::time::Duration::ZERO;
+            verdicts.push(set.verdicts(done.status, reader.captured(), took));
+        }
+        assert_eq!(verdicts, [0b00, 0b11]);
     }
 }

@@ -1,150 +1,82 @@
-//! Per-thread statistics: HDR latency histograms, counters by outcome and a
-//! per-second series. Memory is constant however long the run; threads merge
-//! at the end.
+//! Per-thread statistics: the run's [`Figures`], the current interval's
+//! (handed over each second, for the log, the live outputs and the
+//! report's intervals), a per-second series and, with stages, counts per
+//! stage. Memory is constant however long the run but for the
+//! per-second series (8 bytes a second); threads merge at the end.
 
-use std::{sync::mpsc::Sender, time::Duration};
+use std::{sync::mpsc::Sender, sync::Arc};
 
-use hdrhistogram::Histogram;
-use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-/// Lowest and highest latency the histograms resolve, in microseconds.
-pub(crate) const LOWEST_US: u64 = 1;
-pub(crate) const HIGHEST_US: u64 = 60_000_000;
-pub(crate) const SIGNIFICANT_DIGITS: u8 = 3;
-/// Highest send lateness resolved, in nanoseconds.
-const HIGHEST_NS: u64 = 60_000_000_000;
-
-/// Why a request or connection failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ErrorKind {
-    Connect,
-    Read,
-    Write,
-    Timeout,
-    Parse,
-}
-
-/// Failures by kind.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Errors {
-    pub connect: u64,
-    pub read: u64,
-    pub write: u64,
-    pub timeout: u64,
-    pub parse: u64,
-}
-
-impl Errors {
-    pub fn total(&self) -> u64 {
-        self.connect + self.read + self.write + self.timeout + self.parse
-    }
-
-    pub fn add(&mut self, other: &Errors) {
-        self.connect += other.connect;
-        self.read += other.read;
-        self.write += other.write;
-        self.timeout += other.timeout;
-        self.parse += other.parse;
-    }
-}
-
-/// Latency histograms and counters: a thread's whole run, one interval
-/// of the log (`--log`), or either added up over threads and shards.
-#[derive(Debug, Clone)]
-pub(crate) struct Figures {
-    /// Latency in µs: from the intended send time in the open model
-    /// (coordinated-omission corrected), from the send otherwise.
-    pub(crate) latency: Histogram<u64>,
-    /// Open model only: latency from the actual send.
-    pub(crate) uncorrected: Option<Histogram<u64>>,
-    /// Open model only: the generator's own lateness in ns, from when each
-    /// request could be sent (due, with a free slot) to when it was.
-    pub(crate) lateness: Option<Histogram<u64>>,
-    pub(crate) bytes_read: u64,
-    pub(crate) errors: Errors,
-}
+use crate::figures::{Connected, ErrorKind, Figures, Timing};
 
 /// What one thread measured.
 #[derive(Debug)]
 pub(crate) struct Stats {
     pub(crate) total: Figures,
-    /// The log's current interval; `None` without a log.
+    /// The current interval; `None` when nobody takes intervals.
     window: Option<Window>,
-    pub(crate) responses: u64,
-    /// Responses by status code, 100 to 599 (others counted at index 0).
-    pub(crate) status: Box<[u64; 600]>,
     /// Responses completed in each second since recording started.
     pub(crate) per_second: Vec<u64>,
     /// Nothing before this instant is recorded (warm-up).
     record_from: Instant,
+    /// With stages: what happened in each.
+    pub(crate) stages: Option<StageCounts>,
 }
 
-pub(crate) fn histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(LOWEST_US, HIGHEST_US, SIGNIFICANT_DIGITS)
-        .unwrap_or_else(|_| unreachable!("constant bounds are valid"))
+/// Responses (by when they completed) and sends (by when they were due)
+/// in each stage.
+#[derive(Debug, Clone)]
+pub(crate) struct StageCounts {
+    /// When each stage ends.
+    ends: Arc<[Instant]>,
+    /// The stage the last response completed in: responses complete in
+    /// time order, so the search goes forward only.
+    current: usize,
+    pub(crate) responses: Vec<u64>,
+    pub(crate) sent: Vec<u64>,
 }
 
-pub(crate) fn nanosecond_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, HIGHEST_NS, SIGNIFICANT_DIGITS)
-        .unwrap_or_else(|_| unreachable!("constant bounds are valid"))
-}
-
-impl Figures {
-    pub(crate) fn new(open_model: bool) -> Self {
+impl StageCounts {
+    pub(crate) fn new(ends: Arc<[Instant]>) -> Self {
+        let stages = ends.len();
         Self {
-            latency: histogram(),
-            uncorrected: open_model.then(histogram),
-            lateness: open_model.then(nanosecond_histogram),
-            bytes_read: 0,
-            errors: Errors::default(),
+            ends,
+            current: 0,
+            responses: vec![0; stages],
+            sent: vec![0; stages],
         }
     }
 
-    fn response(&mut self, intended: Instant, sent: Instant, now: Instant) {
-        self.latency.saturating_record(micros(now - intended));
-        if let Some(uncorrected) = &mut self.uncorrected {
-            uncorrected.saturating_record(micros(now - sent));
+    fn response(&mut self, at: Instant) {
+        while self.current < self.ends.len() && at >= self.ends[self.current] {
+            self.current += 1;
+        }
+        if let Some(count) = self.responses.get_mut(self.current) {
+            *count += 1;
         }
     }
 
-    fn sent(&mut self, lateness_ns: u64) {
-        if let Some(lateness) = &mut self.lateness {
-            lateness.saturating_record(lateness_ns);
+    fn sent(&mut self, due: Instant) {
+        let stage = self.ends.partition_point(|end| *end <= due);
+        if let Some(count) = self.sent.get_mut(stage) {
+            *count += 1;
         }
     }
 
-    fn error(&mut self, kind: ErrorKind) {
-        let counter = match kind {
-            ErrorKind::Connect => &mut self.errors.connect,
-            ErrorKind::Read => &mut self.errors.read,
-            ErrorKind::Write => &mut self.errors.write,
-            ErrorKind::Timeout => &mut self.errors.timeout,
-            ErrorKind::Parse => &mut self.errors.parse,
-        };
-        *counter += 1;
-    }
-
-    /// Adds `other`'s figures: histograms add, so percentiles of the sum
-    /// are exact, not averages of percentiles.
-    pub(crate) fn add(&mut self, other: &Figures) {
-        // Histograms with the same bounds always add.
-        let _ = self.latency.add(&other.latency);
-        add_optional(&mut self.uncorrected, &other.uncorrected);
-        add_optional(&mut self.lateness, &other.lateness);
-        self.bytes_read += other.bytes_read;
-        self.errors.add(&other.errors);
-    }
-
-    /// Nothing recorded: no response, no error, no byte.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.latency.is_empty() && self.errors.total() == 0 && self.bytes_read == 0
+    pub(crate) fn add(&mut self, other: &StageCounts) {
+        for (mine, theirs) in self.responses.iter_mut().zip(&other.responses) {
+            *mine += theirs;
+        }
+        for (mine, theirs) in self.sent.iter_mut().zip(&other.sent) {
+            *mine += theirs;
+        }
     }
 }
 
-/// The log's current interval of one thread, handed to the log's writer
-/// as soon as a later second is recorded (or the thread's timer sees it
-/// has passed), so an interval holds what `per_second` counts for it.
+/// The current interval of one thread, handed over as soon as a later
+/// second is recorded (or the thread's timer sees it has passed), so an
+/// interval holds what `per_second` counts for it.
 #[derive(Debug)]
 struct Window {
     figures: Figures,
@@ -153,54 +85,46 @@ struct Window {
     out: Sender<(u64, Figures)>,
 }
 
-/// Adds `theirs` to `mine`, taking it whole when `mine` has none (a log's
-/// first open-model interval).
-fn add_optional(mine: &mut Option<Histogram<u64>>, theirs: &Option<Histogram<u64>>) {
-    match (mine.as_mut(), theirs) {
-        (Some(mine), Some(theirs)) => {
-            let _ = mine.add(theirs);
-        }
-        (None, Some(theirs)) => *mine = Some(theirs.clone()),
-        (_, None) => {}
-    }
-}
-
 impl Stats {
-    /// With `windows`, each second's figures are also sent there, for the log.
+    /// With `windows`, each second's figures are also sent there.
     pub(crate) fn new(
         record_from: Instant,
-        open_model: bool,
+        shape: &Figures,
         windows: Option<Sender<(u64, Figures)>>,
+        stages: Option<StageCounts>,
     ) -> Self {
         Self {
-            total: Figures::new(open_model),
+            total: shape.empty_like(),
             window: windows.map(|out| Window {
-                figures: Figures::new(open_model),
+                figures: shape.empty_like(),
                 index: 0,
                 out,
             }),
-            responses: 0,
-            status: Box::new([0; 600]),
             per_second: Vec::new(),
             record_from,
+            stages,
         }
     }
 
-    /// A response completed at `now` for a request meant to leave at
-    /// `intended` and actually sent at `sent`.
-    pub(crate) fn response(&mut self, status: u16, intended: Instant, sent: Instant, now: Instant) {
+    /// A response with `status` completed at `timing.done`; `checks` says
+    /// which checks it passed (a bit each), if the run has checks.
+    pub(crate) fn response(&mut self, status: u16, timing: &Timing, checks: Option<u64>) {
+        let now = timing.done;
         if now < self.record_from {
             return;
         }
-        self.responses += 1;
-        self.status[if (100..600).contains(&status) {
-            status as usize
-        } else {
-            0
-        }] += 1;
-        self.total.response(intended, sent, now);
+        self.total.response(status, timing);
+        if let Some(passed) = checks {
+            self.total.checked(passed);
+        }
         if let Some(window) = self.window_at(now) {
-            window.response(intended, sent, now);
+            window.response(status, timing);
+            if let Some(passed) = checks {
+                window.checked(passed);
+            }
+        }
+        if let Some(stages) = &mut self.stages {
+            stages.response(now);
         }
         let second = (now - self.record_from).as_secs() as usize;
         if self.per_second.len() <= second {
@@ -209,8 +133,8 @@ impl Stats {
         self.per_second[second] += 1;
     }
 
-    /// A request that could leave at `ready` left at `now` (open model).
-    pub(crate) fn sent(&mut self, ready: Instant, now: Instant) {
+    /// A request due at `due` that could leave at `ready` left at `now` (open model).
+    pub(crate) fn sent(&mut self, due: Instant, ready: Instant, now: Instant) {
         if now < self.record_from {
             return;
         }
@@ -220,6 +144,20 @@ impl Stats {
         self.total.sent(ns);
         if let Some(window) = self.window_at(now) {
             window.sent(ns);
+        }
+        if let Some(stages) = &mut self.stages {
+            stages.sent(due);
+        }
+    }
+
+    /// A new connection is ready at `now`, its phases `phases`.
+    pub(crate) fn connected(&mut self, phases: &Connected, now: Instant) {
+        if now < self.record_from {
+            return;
+        }
+        self.total.connected(phases);
+        if let Some(window) = self.window_at(now) {
+            window.connected(phases);
         }
     }
 
@@ -242,8 +180,8 @@ impl Stats {
         }
     }
 
-    /// The log's interval for `now`, after handing over those before it
-    /// (empty ones too: the writer waits for every thread's).
+    /// The interval for `now`, after handing over those before it
+    /// (empty ones too: the collector waits for every thread's).
     pub(crate) fn window_at(&mut self, now: Instant) -> Option<&mut Figures> {
         let second = now.saturating_duration_since(self.record_from).as_secs();
         let window = self.window.as_mut()?;
@@ -264,19 +202,18 @@ impl Stats {
     /// Adds another thread's figures; per-second series are summed second by second.
     pub(crate) fn merge(&mut self, other: &Stats) {
         self.total.add(&other.total);
-        self.responses += other.responses;
-        for (mine, theirs) in self.status.iter_mut().zip(other.status.iter()) {
-            *mine += theirs;
-        }
         add_series(&mut self.per_second, &other.per_second, 0);
+        if let (Some(mine), Some(theirs)) = (&mut self.stages, &other.stages) {
+            mine.add(theirs);
+        }
     }
 }
 
 impl Window {
     fn hand_over(&mut self) {
-        let open_model = self.figures.uncorrected.is_some();
-        let figures = std::mem::replace(&mut self.figures, Figures::new(open_model));
-        // The writer outlives the threads; a send fails only if it stopped on an error.
+        let empty = self.figures.empty_like();
+        let figures = std::mem::replace(&mut self.figures, empty);
+        // The collector outlives the threads; a send fails only if it stopped on an error.
         let _ = self.out.send((self.index, figures));
     }
 }
@@ -291,45 +228,46 @@ pub(crate) fn add_series(mine: &mut Vec<u64>, theirs: &[u64], offset: usize) {
     }
 }
 
-fn micros(elapsed: Duration) -> u64 {
-    u64::try_from(elapsed.as_micros())
-        .unwrap_or(u64::MAX)
-        .max(LOWEST_US)
-}
-
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
+
+    fn timing(intended: Instant, sent: Instant, first_byte: Instant, done: Instant) -> Timing {
+        Timing {
+            intended,
+            sent,
+            first_byte,
+            done,
+        }
+    }
 
     #[test]
     fn warm_up_is_not_recorded_and_merge_adds_up() {
         let start = Instant::now();
+        let ms = Duration::from_millis;
         let record_from = start + Duration::from_secs(1);
-        let mut a = Stats::new(record_from, true, None);
-        a.response(200, start, start, start + Duration::from_millis(500));
-        assert_eq!(a.responses, 0);
-        a.response(
-            200,
-            start,
-            record_from,
-            record_from + Duration::from_millis(10),
-        );
+        let shape = Figures::new(true, 1);
+        let mut a = Stats::new(record_from, &shape, None, None);
+        a.response(200, &timing(start, start, start, start + ms(500)), Some(1));
+        assert_eq!(a.total.responses(), 0);
+        let at = record_from;
+        a.response(200, &timing(start, at, at + ms(4), at + ms(10)), Some(1));
         a.error(ErrorKind::Timeout, record_from);
-        let mut b = Stats::new(record_from, true, None);
-        b.response(
-            503,
-            record_from,
-            record_from,
-            record_from + Duration::from_millis(2500),
-        );
-        a.sent(start, start + Duration::from_micros(3));
-        a.sent(record_from, record_from + Duration::from_nanos(2_500));
-        b.sent(record_from, record_from + Duration::from_micros(40));
+        let mut b = Stats::new(record_from, &shape, None, None);
+        b.response(503, &timing(at, at, at + ms(2000), at + ms(2500)), Some(0));
+        a.sent(start, start, start + Duration::from_micros(3));
+        a.sent(at, at, at + Duration::from_nanos(2_500));
+        b.sent(at, at, at + Duration::from_micros(40));
         a.merge(&b);
-        assert_eq!(a.responses, 2);
-        assert_eq!(a.status[200] + a.status[503], 2);
+        assert_eq!(a.total.responses(), 2);
+        assert_eq!(a.total.status[200] + a.total.status[503], 2);
+        assert_eq!(a.total.non_2xx_3xx(), 1);
         assert_eq!(a.per_second, vec![1, 0, 1]);
         assert_eq!(a.total.errors.timeout, 1);
+        assert_eq!(a.total.checks[0].passed, 1);
+        assert_eq!(a.total.checks[0].failed, 1);
         // Lateness: in ns, after the warm-up only.
         let lateness = a.total.lateness.as_ref().unwrap();
         assert_eq!(lateness.len(), 2);
@@ -346,5 +284,31 @@ mod tests {
         // Corrected latency counts from the intended time (start), uncorrected from the send.
         assert!(a.total.latency.max() >= 1_000_000);
         assert!(a.total.uncorrected.as_ref().unwrap().value_at_quantile(0.0) <= 10_100);
+        // Waiting: send to first byte; receiving: first byte to last.
+        let phases = &a.total.phases;
+        assert_eq!(phases.waiting.len(), 2);
+        assert!((3_990..=4_010).contains(&phases.waiting.min()));
+        assert!((5_990..=6_010).contains(&phases.receiving.min()));
+        assert!((499_000..=501_000).contains(&phases.receiving.max()));
+    }
+
+    #[test]
+    fn stages_count_responses_when_done_and_sends_when_due() {
+        let start = Instant::now();
+        let s = Duration::from_secs;
+        let ends: Arc<[Instant]> = vec![start + s(1), start + s(3)].into();
+        let shape = Figures::new(true, 0);
+        let mut stats = Stats::new(start, &shape, None, Some(StageCounts::new(ends)));
+        for done in [0.5, 0.9, 1.0, 2.9, 3.5] {
+            let at = start + Duration::from_secs_f64(done);
+            stats.response(200, &timing(at, at, at, at), None);
+        }
+        // Due in the first stage, sent in the second.
+        stats.sent(start + s(0), start + s(2), start + s(2));
+        stats.sent(start + s(2), start + s(2), start + s(2));
+        let stages = stats.stages.unwrap();
+        // The response after the last stage's end counts in none.
+        assert_eq!(stages.responses, vec![2, 2]);
+        assert_eq!(stages.sent, vec![1, 1]);
     }
 }

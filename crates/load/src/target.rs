@@ -58,6 +58,39 @@ pub struct RequestSpec {
     pub url: String,
     /// Origin-form path and query.
     pub path: String,
+    /// This request's own headers, sent after the run's.
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// This request's body, instead of the run's.
+    pub body: Option<Bytes>,
+    /// How often it is sent against the others (1: round-robin).
+    pub weight: u32,
+}
+
+impl RequestSpec {
+    /// `method url` (whose origin-form is `path`), with the run's headers and body, weight 1.
+    pub fn new(method: Method, url: String, path: String) -> Self {
+        Self {
+            method,
+            url,
+            path,
+            headers: Vec::new(),
+            body: None,
+            weight: 1,
+        }
+    }
+
+    /// The run's headers then this request's.
+    pub fn all_headers<'a>(
+        &'a self,
+        run: &'a [(HeaderName, HeaderValue)],
+    ) -> impl Iterator<Item = &'a (HeaderName, HeaderValue)> + Clone {
+        run.iter().chain(&self.headers)
+    }
+
+    /// This request's body, else the run's.
+    pub fn body_or<'a>(&'a self, run: &'a Bytes) -> &'a Bytes {
+        self.body.as_ref().unwrap_or(run)
+    }
 }
 
 /// Splits an absolute `http(s)://host[:port]/path?query` URL.
@@ -142,20 +175,24 @@ pub fn parse_requests_file(
     Ok(requests)
 }
 
-/// The bytes of one request, with `Host` (unless given), the extra headers
-/// and, when there is a body or the method usually has one, `Content-Length`.
+/// The bytes of one request, with `Host` (unless given), the run's
+/// `headers` and the request's own and, when there is a body (the
+/// request's, else the run's `body`) or the method usually has one,
+/// `Content-Length`.
 pub fn request_bytes(
     spec: &RequestSpec,
     target: &Target,
     headers: &[(HeaderName, HeaderValue)],
-    body: &[u8],
+    body: &Bytes,
 ) -> Bytes {
+    let body = spec.body_or(body);
+    let headers = spec.all_headers(headers);
     let mut out = Vec::with_capacity(128 + body.len());
     out.extend_from_slice(spec.method.as_str().as_bytes());
     out.push(b' ');
     out.extend_from_slice(spec.path.as_bytes());
     out.extend_from_slice(b" HTTP/1.1\r\n");
-    if !headers.iter().any(|(name, _)| name == http::header::HOST) {
+    if !headers.clone().any(|(name, _)| name == http::header::HOST) {
         out.extend_from_slice(b"Host: ");
         out.extend_from_slice(target.authority().as_bytes());
         out.extend_from_slice(b"\r\n");
@@ -182,10 +219,12 @@ pub(crate) fn h2_request(
     spec: &RequestSpec,
     target: &Target,
     headers: &[(HeaderName, HeaderValue)],
-    body: &[u8],
+    body: &Bytes,
 ) -> Result<http::Request<()>, String> {
+    let body = spec.body_or(body);
+    let headers = spec.all_headers(headers);
     let host = headers
-        .iter()
+        .clone()
         .find(|(name, _)| name == http::header::HOST)
         .map(|(_, value)| value.to_str().map(str::to_string))
         .transpose()
@@ -251,35 +290,36 @@ mod tests {
     #[test]
     fn request_bytes_have_host_and_length() {
         let (target, path) = parse_url("http://h:81/x").unwrap();
-        let spec = RequestSpec {
-            method: Method::POST,
-            url: String::new(),
-            path,
-        };
+        let mut spec = RequestSpec::new(Method::POST, String::new(), path);
         let headers = [parse_header("X-A: 1").unwrap()];
-        let bytes = request_bytes(&spec, &target, &headers, b"{}");
+        let bytes = request_bytes(&spec, &target, &headers, &Bytes::from_static(b"{}"));
         assert_eq!(
             &bytes[..],
             b"POST /x HTTP/1.1\r\nHost: h:81\r\nx-a: 1\r\nContent-Length: 2\r\n\r\n{}"
+        );
+        // A request's own headers follow the run's; its body replaces the run's.
+        spec.headers = vec![parse_header("X-B: 2").unwrap()];
+        spec.body = Some(Bytes::from_static(b"[1]"));
+        let bytes = request_bytes(&spec, &target, &headers, &Bytes::from_static(b"{}"));
+        assert_eq!(
+            &bytes[..],
+            b"POST /x HTTP/1.1\r\nHost: h:81\r\nx-a: 1\r\nx-b: 2\r\nContent-Length: 3\r\n\r\n[1]"
         );
     }
 
     #[test]
     fn h2_requests_carry_the_authority_and_length() {
         let (target, path) = parse_url("https://h:8443/x?y=1").unwrap();
-        let spec = RequestSpec {
-            method: Method::POST,
-            url: String::new(),
-            path,
-        };
+        let spec = RequestSpec::new(Method::POST, String::new(), path);
         let headers = [parse_header("X-A: 1").unwrap()];
-        let request = h2_request(&spec, &target, &headers, b"{}").unwrap();
+        let body = Bytes::from_static(b"{}");
+        let request = h2_request(&spec, &target, &headers, &body).unwrap();
         assert_eq!(request.uri(), "https://h:8443/x?y=1");
         assert_eq!(request.headers()["x-a"], "1");
         assert_eq!(request.headers()["content-length"], "2");
         // A Host header becomes the :authority.
         let host = [parse_header("Host: api.test").unwrap()];
-        let request = h2_request(&spec, &target, &host, b"").unwrap();
+        let request = h2_request(&spec, &target, &host, &Bytes::new()).unwrap();
         assert_eq!(request.uri(), "https://api.test/x?y=1");
         assert!(request.headers().get("host").is_none());
     }

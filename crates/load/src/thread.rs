@@ -15,11 +15,14 @@ use tokio::time::Instant;
 use crate::{
     config,
     conn::{Client, Shared},
+    figures::Figures,
     log,
-    measured::Measured,
-    pacer::{Pace, Pacer, Schedule},
+    measured::{Measured, StageTally},
+    pacer::Pacer,
     shard::Shard,
+    stages::Curve,
     stats,
+    timetable::{Pace, Schedule},
 };
 
 #[derive(Debug, Clone, Copy)]
@@ -38,13 +41,33 @@ pub(crate) struct ThreadPlan {
     pub(crate) record_from: Instant,
 }
 
+/// What every thread of a run shares beside [`Shared`]: the stages and
+/// the shape of the figures.
+#[derive(Debug, Clone)]
+pub(crate) struct ThreadShare {
+    /// With stages: the rate (open model) or the users over time.
+    pub(crate) curve: Option<Arc<Curve>>,
+    /// With stages: when each ends.
+    pub(crate) stage_ends: Option<Arc<[Instant]>>,
+    /// Empty figures of the run's model and checks.
+    pub(crate) shape: Arc<Figures>,
+}
+
 impl ThreadPlan {
     /// The users model's pacing of connection `index` (of the whole
     /// test): its first request at `start + ramp * index / connections`,
     /// its think times drawn from a generator seeded with its index (runs
     /// are repeatable, each shard's users draw their own). `None` for the
     /// plain closed and open models.
-    fn pace(&self, index: usize) -> Option<Pace> {
+    fn pace(&self, index: usize, curve: Option<&Arc<Curve>>) -> Option<Pace> {
+        if let (Some(curve), None) = (curve, self.rate) {
+            return Some(Pace::staged(
+                self.start,
+                self.think,
+                index as u64,
+                Arc::clone(curve),
+            ));
+        }
         if self.think.is_none() && self.ramp.is_zero() {
             return None;
         }
@@ -68,7 +91,8 @@ pub(crate) fn run_thread(
     shared: Arc<Shared>,
     progress: Arc<AtomicU64>,
     plan: ThreadPlan,
-    windows: Option<mpsc::Sender<(u64, stats::Figures)>>,
+    share: ThreadShare,
+    windows: Option<mpsc::Sender<(u64, Figures)>>,
 ) -> anyhow::Result<ThreadResult> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -77,10 +101,12 @@ pub(crate) fn run_thread(
     let local = tokio::task::LocalSet::new();
     // Clients create their timers up front, which needs the runtime's context.
     let _context = runtime.enter();
+    let stages = share.stage_ends.clone().map(stats::StageCounts::new);
     let stats = Rc::new(RefCell::new(stats::Stats::new(
         plan.record_from,
-        plan.rate.is_some(),
+        &share.shape,
         windows.clone(),
+        stages,
     )));
     // The open model sends on time to the microsecond: one pacer per
     // thread, whose task ends with the `LocalSet`. Its spacing is this
@@ -89,16 +115,28 @@ pub(crate) fn run_thread(
         let share = plan.connections as f64 / plan.all_connections as f64;
         Duration::from_secs_f64(plan.threads as f64 / (rate * share))
     };
-    let pacer = plan.rate.map(|rate| Pacer::new(spacing(rate))).transpose();
+    let staged = share.curve.is_some();
+    let pacer = plan
+        .rate
+        .map(|rate| Pacer::new(spacing(rate), staged))
+        .transpose();
     let (pacer, drive) = pacer.context("cannot create the pacer's timer")?.unzip();
     let clients: Vec<Client> = (plan.thread..plan.connections)
         .step_by(plan.threads)
         .map(|local| {
             let index = plan.shard.global(local);
-            let schedule = plan.rate.map(|rate| Schedule {
-                // Connections of all shards take turns so that the total is evenly spaced.
-                next: plan.start + Duration::from_secs_f64(index as f64 / rate),
-                interval: Duration::from_secs_f64(plan.all_connections as f64 / rate),
+            // Connections of all shards take turns so that the total is evenly spaced.
+            let schedule = plan.rate.map(|rate| match &share.curve {
+                Some(curve) => Schedule::staged(
+                    plan.start,
+                    Arc::clone(curve),
+                    index as u64,
+                    plan.all_connections as u64,
+                ),
+                None => Schedule::fixed(
+                    plan.start + Duration::from_secs_f64(index as f64 / rate),
+                    Duration::from_secs_f64(plan.all_connections as f64 / rate),
+                ),
             });
             Client::new(
                 Arc::clone(&shared),
@@ -106,7 +144,7 @@ pub(crate) fn run_thread(
                 Arc::clone(&progress),
                 index,
                 schedule,
-                plan.pace(index),
+                plan.pace(index, share.curve.as_ref()),
                 pacer.as_ref(),
             )
         })
@@ -143,15 +181,10 @@ pub(crate) fn run_thread(
     let mut max_lag = Duration::ZERO;
     let mut unsent = 0;
     // A `-n` run ends when its budget is spent: nothing is "behind" then.
-    if let (Some(rate), None) = (plan.rate, shared.total) {
-        let interval = plan.all_connections as f64 / rate;
+    if let (Some(_), None) = (plan.rate, shared.total) {
         for client in &clients {
-            let lag = client.lag(stopped_at);
-            max_lag = max_lag.max(lag);
-            // The request at the head of the timetable is itself due.
-            if !lag.is_zero() {
-                unsent += (lag.as_secs_f64() / interval) as u64 + 1;
-            }
+            max_lag = max_lag.max(client.lag(stopped_at));
+            unsent += client.unsent(stopped_at);
         }
     }
     drop(clients);
@@ -172,6 +205,7 @@ pub(crate) fn run_thread(
 /// Adds up the threads' figures.
 pub(crate) fn measure(
     results: Vec<ThreadResult>,
+    shape: &Figures,
     elapsed: Duration,
     interrupted: bool,
 ) -> Measured {
@@ -195,17 +229,14 @@ pub(crate) fn measure(
             Some(all) => all.merge(&result.stats),
         }
     }
-    let all = merged.unwrap_or_else(|| stats::Stats::new(Instant::now(), false, None));
-    let status = all
-        .status
-        .iter()
-        .enumerate()
-        .filter(|(_, &n)| n > 0)
-        .map(|(code, &n)| (code as u16, n))
-        .collect();
+    let all = merged.unwrap_or_else(|| stats::Stats::new(Instant::now(), shape, None, None));
     Measured {
+        status: all.total.statuses().collect(),
         figures: all.total,
-        status,
+        stages: all.stages.map(|s| StageTally {
+            responses: s.responses,
+            sent: s.sent,
+        }),
         per_second: all.per_second,
         thread_samples,
         max_lag,

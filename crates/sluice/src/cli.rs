@@ -16,27 +16,12 @@ use load::{Report, ThinkTime};
 
 /// wrk accepts `10` as ten seconds; humantime wants a unit.
 pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
-    if let Ok(seconds) = text.parse::<u64>() {
-        return Ok(Duration::from_secs(seconds));
-    }
-    humantime::parse_duration(text).map_err(|err| format!("invalid duration `{text}`: {err}"))
+    load::parse_duration(text)
 }
 
 /// `1s..2s`, `1s-2s` or `1s` (min = max); bare numbers are seconds.
 pub(crate) fn parse_think(text: &str) -> Result<ThinkTime, String> {
-    let invalid = |why: String| {
-        format!("invalid think time `{text}`: {why} (expected MIN..MAX like 1s..2s, or one time)")
-    };
-    let (min, max) = match text.split_once("..").or_else(|| text.split_once('-')) {
-        Some((min, max)) => (min.trim(), max.trim()),
-        None => (text.trim(), text.trim()),
-    };
-    let min = parse_duration(min).map_err(invalid)?;
-    let max = parse_duration(max).map_err(invalid)?;
-    if min > max {
-        return Err(invalid(format!("{min:?} is more than {max:?}")));
-    }
-    Ok(ThinkTime { min, max })
+    ThinkTime::parse(text)
 }
 
 /// Prints the text report (on stderr when the log takes stdout) and writes

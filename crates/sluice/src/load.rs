@@ -11,10 +11,14 @@ use std::{
 use clap::Args;
 use http::Method;
 use indicatif::{ProgressBar, ProgressStyle};
-use load::{ConfigError, LoadConfig, Progress, Protocol, RunControl, ThinkTime};
+use load::{
+    plan::{run_plan, PlanControl},
+    ConfigError, LoadConfig, Progress, Protocol, ThinkTime,
+};
 
-use crate::cli::{parse_duration, parse_think, watch_interrupts, write_report};
+use crate::cli::{parse_duration, parse_think, watch_interrupts};
 use crate::load_merge::{LoadCommand, ShardArgs};
+use crate::load_plan::PlanArgs;
 
 /// Load an HTTP/1.1, HTTP/2 or HTTP/3 server: wrk's closed model with
 /// pipelining (h2load's with --h2 or --h3 and -m), wrk2's open model (--rate) with
@@ -31,7 +35,10 @@ use crate::load_merge::{LoadCommand, ShardArgs};
     sluice load --requests-file urls.txt -c64 --json result.json\n  \
     sluice load -u 1000 --think 1s..2s --ramp 5s -d60s http://127.0.0.1:8082/passthrough/message\n  \
     sluice load --shard 0/4 --start-at 2025-06-01T12:00:00Z --log shard-0.hlog -c64 --rate 8000 URL\n  \
-    sluice load merge shard-*.hlog\n\n\
+    sluice load merge shard-*.hlog\n  \
+    sluice load --scenario ci.yaml --json result.json --html report.html\n  \
+    sluice load --rate-stage 10s:1000 --rate-stage 20s:5000 --threshold 'p99 < 5ms' URL\n  \
+    sluice load -c50 --rate 2000 -d60s --metrics-listen 127.0.0.1:9464 URL\n\n\
 --h2 speaks h2c (prior knowledge) to http:// URLs and negotiates h2 (ALPN) with\n\
 https:// ones; --h3 speaks HTTP/3 over QUIC (UDP) to https:// ones. Latency is\n\
 measured per request, pipelined ones and HTTP/2 and HTTP/3 streams included.\n\
@@ -44,13 +51,17 @@ send lateness and warns when it is large against the target's latency. With\n\
 between a response and its next request (think time is not latency); --ramp\n\
 starts the users one by one over that time. --shard i/N runs one part of a\n\
 test spread over N processes; each writes --log, `sluice load merge` adds them.\n\
-Exit status: 0 after a run (errors are reported, not fatal), 2 for bad input.")]
+With --scenario FILE the run is the file's scenarios (docs/LOAD.md); --threshold\n\
+fails the run when a figure misses it.\n\
+Exit status: 0 after a run (errors are reported, not fatal), 99 when a threshold\n\
+failed (or stopped the run), 2 for bad input (a scenario file's mistake names its\n\
+line and key), 1 for an internal failure.")]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub(crate) struct LoadArgs {
     #[command(subcommand)]
     command: Option<LoadCommand>,
     /// Target URLs (http:// or https://), used round-robin; all on one host and port.
-    #[arg(required_unless_present = "requests_file")]
+    #[arg(required_unless_present_any = ["requests_file", "scenario"])]
     urls: Vec<String>,
     /// Connections to keep open.
     #[arg(short, long, default_value_t = 10)]
@@ -127,6 +138,8 @@ pub(crate) struct LoadArgs {
     latency: bool,
     #[command(flatten)]
     shard: ShardArgs,
+    #[command(flatten)]
+    plan: PlanArgs,
 }
 
 fn parse_rate(text: &str) -> Result<f64, String> {
@@ -146,19 +159,23 @@ pub(crate) fn run(args: LoadArgs) -> ExitCode {
     if let Some(command) = args.command {
         return crate::load_merge::run(command);
     }
-    let config = match build_config(&args) {
-        Ok(config) => config,
+    let plan = args
+        .plan
+        .plan(|| build_config(&args), |config| args.shard.apply(config));
+    let (plan, live) = match plan.and_then(|plan| Ok((plan, args.plan.live()?))) {
+        Ok(both) => both,
         Err(err) => return usage_error(&err),
     };
     let interrupt = Arc::new(AtomicBool::new(false));
     watch_interrupts(Arc::clone(&interrupt));
     let bar = (!args.quiet && std::io::stderr().is_terminal()).then(progress_bar);
-    let control = RunControl {
+    let control = PlanControl {
         interrupt,
         on_progress: bar.clone().map(|bar| progress_callback(bar)),
-        on_measure: None,
+        live,
+        intervals: args.plan.wants_intervals(),
     };
-    let result = load::run(&config, control);
+    let result = run_plan(&plan, control);
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
@@ -172,7 +189,8 @@ pub(crate) fn run(args: LoadArgs) -> ExitCode {
             }
         },
     };
-    write_report(&report, args.shard.logs_to_stdout(), args.json.as_deref())
+    args.plan
+        .finish(&report, args.shard.logs_to_stdout(), args.json.as_deref())
 }
 
 fn usage_error(err: &ConfigError) -> ExitCode {
@@ -224,8 +242,7 @@ fn build_config(args: &LoadArgs) -> Result<LoadConfig, ConfigError> {
     config.cacert = args.cacert.clone();
     config.think = args.think;
     config.ramp = args.ramp;
-    args.shard.apply(&mut config)?;
-    config.validate()?;
+    args.plan.apply_stages(&mut config);
     Ok(config)
 }
 

@@ -6,6 +6,7 @@ mod cert;
 mod cli;
 mod load;
 mod load_merge;
+mod load_plan;
 mod process;
 mod proxy;
 mod secret;

@@ -12,7 +12,7 @@ use super::svg::{self, Bar, BarChart, BarRow, LineChart, Series};
 use super::table::esc;
 use crate::results::{Group, Results, Row};
 
-const STYLE: &str = "
+pub(super) const STYLE: &str = "
 body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; margin: 2em auto; max-width: 1200px; padding: 0 1em; color: #222; }
 h1 { font-size: 1.6em; }
 h2 { margin-top: 2em; border-bottom: 1px solid #ccc; padding-bottom: 0.2em; }
@@ -112,7 +112,7 @@ pub(super) fn html(results: &Results) -> String {
 }
 
 /// An id fragment made of letters, digits and dashes.
-fn anchor(name: &str) -> String {
+pub(super) fn anchor(name: &str) -> String {
     name.chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
         .collect()

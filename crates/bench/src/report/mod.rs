@@ -10,6 +10,7 @@ mod compare;
 mod fixture;
 mod fmt;
 mod html;
+mod load_page;
 mod markdown;
 mod seeds;
 mod summary;
@@ -50,6 +51,13 @@ pub fn markdown(results: &Results) -> String {
 /// charts, in one self-contained, well-formed XHTML file.
 pub fn html(results: &Results) -> String {
     html::html(results)
+}
+
+/// `sluice load --html`: a load run's report (its verdicts, latency
+/// percentiles and rate over time, errors and checks) as one
+/// self-contained XHTML page in report.html's style.
+pub fn load_page(report: &load::plan::PlanReport) -> String {
+    load_page::load_page(report)
 }
 
 /// results.json as written by [`write_all`]: pretty JSON.

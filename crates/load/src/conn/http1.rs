@@ -12,7 +12,10 @@ use tokio::{
 };
 
 use super::{Client, SessionEnd};
-use crate::{response::ResponseReader, stats::ErrorKind};
+use crate::{
+    figures::{ErrorKind, Timing},
+    response::ResponseReader,
+};
 
 const READ_RESERVE: usize = 64 * 1024;
 
@@ -28,6 +31,8 @@ pub(crate) struct Prepared {
 pub(super) struct InFlight {
     intended: Instant,
     sent: Instant,
+    /// When the first byte of its answer was read.
+    first_byte: Option<Instant>,
     head: bool,
 }
 
@@ -61,6 +66,7 @@ impl Client {
             self.in_flight.push_back(InFlight {
                 intended: next.intended,
                 sent: now,
+                first_byte: None,
                 head: request.head,
             });
         }
@@ -74,6 +80,7 @@ impl Client {
         let mut rbuf = BytesMut::with_capacity(READ_RESERVE);
         let mut wbuf = Vec::with_capacity(4096);
         let mut reader = ResponseReader::default();
+        reader.set_capture(self.shared.checks.as_ref().and_then(|c| c.capture()));
         self.free_since = Instant::now();
         loop {
             self.fill(&mut wbuf, requests, Instant::now());
@@ -83,13 +90,17 @@ impl Client {
                 }
                 wbuf.clear();
             }
-            if self.in_flight.is_empty()
-                && (self.shared.stopping()
-                    || (self.schedule.is_none() && (self.pace.is_none() || self.spent)))
-            {
-                // Nothing to send any more: the budget is spent or the run
-                // is over (a thinking user has more to send).
-                return SessionEnd::Stop;
+            if self.in_flight.is_empty() {
+                if self.shared.stopping()
+                    || (self.schedule.is_none() && (self.pace.is_none() || self.spent))
+                {
+                    // Nothing to send any more: the budget is spent or the run
+                    // is over (a thinking user has more to send).
+                    return SessionEnd::Stop;
+                }
+                if self.off_duty(Instant::now()) {
+                    return SessionEnd::OffDuty;
+                }
             }
             if let Some(front) = self.in_flight.front() {
                 self.arm_timer(front.sent + self.shared.timeout);
@@ -101,7 +112,11 @@ impl Client {
             } else {
                 self.in_flight.is_empty()
             };
-            let due = if can_send { self.next_due() } else { None };
+            let due = if can_send {
+                self.next_due(Instant::now())
+            } else {
+                None
+            };
             if let Some(due) = due {
                 self.send_timer.reset(due);
             }
@@ -185,11 +200,25 @@ impl Client {
         }
         {
             let mut stats = self.stats.borrow_mut();
-            while let Some(front) = self.in_flight.front().copied() {
+            let checks = self.shared.checks.as_ref();
+            while let Some(front) = self.in_flight.front_mut() {
+                // Its answer began in this read, or in an earlier one.
+                if front.first_byte.is_none() && !rbuf.is_empty() {
+                    front.first_byte = Some(now);
+                }
+                let front = *front;
                 match reader.advance(rbuf, front.head) {
                     Ok(Some(done)) => {
                         self.in_flight.pop_front();
-                        stats.response(done.status, front.intended, front.sent, now);
+                        let timing = Timing {
+                            intended: front.intended,
+                            sent: front.sent,
+                            first_byte: front.first_byte.unwrap_or(now),
+                            done: now,
+                        };
+                        let verdicts = checks
+                            .map(|c| c.verdicts(done.status, reader.captured(), now - front.sent));
+                        stats.response(done.status, &timing, verdicts);
                         completed += 1;
                         if done.close {
                             end = Some(SessionEnd::Reconnect);
@@ -222,9 +251,19 @@ impl Client {
             let Some(front) = self.in_flight.pop_front() else {
                 return SessionEnd::Failed(ErrorKind::Parse);
             };
+            let timing = Timing {
+                intended: front.intended,
+                sent: front.sent,
+                first_byte: front.first_byte.unwrap_or(now),
+                done: now,
+            };
+            let verdicts =
+                self.shared.checks.as_ref().map(|checks| {
+                    checks.verdicts(done.status, reader.captured(), now - front.sent)
+                });
             self.stats
                 .borrow_mut()
-                .response(done.status, front.intended, front.sent, now);
+                .response(done.status, &timing, verdicts);
             self.progress.fetch_add(1, Ordering::Relaxed);
             self.shared.finish(1);
             self.rest(now);

@@ -36,7 +36,7 @@ use super::{
     slots::{self, Slots},
     Client, Next, SessionEnd,
 };
-use crate::stats::ErrorKind;
+use crate::{checks::Captured, figures::ErrorKind};
 
 /// Receive window of each stream: responses up to 1 MiB never wait for a
 /// WINDOW_UPDATE.
@@ -58,6 +58,10 @@ struct Exchange {
     response: Response,
     /// The part of the request body not yet handed to `h2`.
     upload: Option<Upload>,
+    /// When the answer's head arrived.
+    first_byte: Option<Instant>,
+    /// What the checks read of the answer (when they read any).
+    captured: Option<Box<Captured>>,
 }
 
 enum Response {
@@ -185,6 +189,9 @@ impl Client {
                 if self.spent && self.retry.is_empty() {
                     return Poll::Ready(Pass::End(SessionEnd::Stop));
                 }
+                if self.off_duty(now) && self.retry.is_empty() {
+                    return Poll::Ready(Pass::End(SessionEnd::OffDuty));
+                }
             }
             if opened {
                 return Poll::Ready(Pass::Opened);
@@ -232,7 +239,7 @@ impl Client {
             }
             let Some(next) = self.take_next(now) else {
                 // The open model's next request, or a thinking user's.
-                return (opened, self.next_due());
+                return (opened, self.next_due(now));
             };
             let template = &requests[next.index];
             let end_of_stream = template.body.is_empty();
@@ -249,11 +256,14 @@ impl Client {
                             rest: template.body.clone(),
                         }
                     });
+                    let captured = self.shared.checks.as_ref().and_then(|c| c.capture());
                     session.exchanges.insert(Exchange {
                         request: next,
                         sent: now,
                         response: Response::Head(response),
                         upload,
+                        first_byte: None,
+                        captured: captured.map(Box::new),
                     });
                     self.arm_timer(now + self.shared.timeout);
                     opened = true;
@@ -281,6 +291,14 @@ impl slots::Exchange for Exchange {
         self.sent
     }
 
+    fn first_byte(&self) -> Option<Instant> {
+        self.first_byte
+    }
+
+    fn captured(&self) -> Option<&Captured> {
+        self.captured.as_deref()
+    }
+
     fn refused(err: &h2::Error) -> bool {
         refused(err)
     }
@@ -289,7 +307,7 @@ impl slots::Exchange for Exchange {
         error_kind(err)
     }
 
-    fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Result<u16, h2::Error>> {
+    fn poll(&mut self, cx: &mut Context<'_>, now: Instant) -> Poll<Result<u16, h2::Error>> {
         if let Some(upload) = &mut self.upload {
             // Done or refused: either way the response tells the outcome.
             if upload.poll(cx).is_ready() {
@@ -300,7 +318,14 @@ impl slots::Exchange for Exchange {
             match &mut self.response {
                 Response::Head(future) => {
                     let response = ready!(Pin::new(future).poll(cx))?;
+                    self.first_byte = Some(now);
                     let status = response.status().as_u16();
+                    if let Some(captured) = &mut self.captured {
+                        captured.clear();
+                        for (name, value) in response.headers() {
+                            captured.header(name.as_str().as_bytes(), value.as_bytes());
+                        }
+                    }
                     let body = response.into_body();
                     if body.is_end_stream() {
                         return Poll::Ready(Ok(status));
@@ -310,6 +335,9 @@ impl slots::Exchange for Exchange {
                 Response::Body { status, body } => match ready!(body.poll_data(cx)) {
                     Some(data) => {
                         let data = data?;
+                        if let Some(captured) = &mut self.captured {
+                            captured.body(&data);
+                        }
                         // Discarded as it arrives: the window reopens at once.
                         let _ = body.flow_control().release_capacity(data.len());
                         if body.is_end_stream() {

@@ -20,7 +20,7 @@ use std::{
     pin::Pin,
     rc::Rc,
     sync::Arc,
-    task::{Context, Poll},
+    task::{ready, Context, Poll},
     time::Duration,
 };
 
@@ -33,7 +33,11 @@ use super::{
     slots::{self, Slots},
     Client, Next, SessionEnd, Stream, Template,
 };
-use crate::{stats::ErrorKind, ConfigError};
+use crate::{
+    checks::Captured,
+    figures::{Connected, ErrorKind},
+    ConfigError,
+};
 
 /// ALPN of HTTP/3 (RFC 9114 section 3.1).
 pub(crate) const ALPN_H3: &[u8] = b"h3";
@@ -111,10 +115,16 @@ impl Client {
     /// [`Client::connect`] for HTTP/3: `Ok(None)` if the run stopped while
     /// connecting or cannot go on (the server refused ALPN `h3`).
     pub(super) async fn connect_quic(&mut self, dialer: &Dialer) -> Result<Option<Stream>, ()> {
+        let began = Instant::now();
         let connecting = connect(dialer, self.shared.addr);
         tokio::select! {
             connected = tokio::time::timeout(self.shared.timeout, connecting) => match connected {
-                Ok(Ok(stream)) => Ok(Some(stream)),
+                Ok(Ok(stream)) => {
+                    // QUIC's handshake is its TLS handshake: no connect of its own.
+                    let phases = Connected { connect: None, tls: Some(began.elapsed()) };
+                    self.stats.borrow_mut().connected(&phases, Instant::now());
+                    Ok(Some(stream))
+                }
                 Ok(Err(Refusal::Fatal(why))) => {
                     self.shared.fail(format!("--h3: {}: {why}", self.shared.target));
                     Ok(None)
@@ -150,13 +160,24 @@ async fn connect(dialer: &Dialer, server: SocketAddr) -> Result<Stream, Refusal>
 }
 
 type Requester = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
-type Outcome = Result<u16, StreamError>;
+
+/// A complete answer.
+struct Answer {
+    status: u16,
+    first_byte: Instant,
+    captured: Option<Captured>,
+}
+
+type Outcome = Result<Answer, StreamError>;
 
 /// A request in flight on its stream.
 struct Exchange {
     request: Next,
     sent: Instant,
     future: Pin<Box<dyn Future<Output = Outcome>>>,
+    /// Once the answer is complete: when its head arrived, what the checks read.
+    first_byte: Option<Instant>,
+    captured: Option<Captured>,
 }
 
 /// One HTTP/3 connection.
@@ -256,6 +277,9 @@ impl Client {
                 if self.spent && self.retry.is_empty() {
                     return Poll::Ready(SessionEnd::Stop);
                 }
+                if self.off_duty(now) && self.retry.is_empty() {
+                    return Poll::Ready(SessionEnd::OffDuty);
+                }
             }
             // New streams are polled at once (that writes them); ended ones
             // may let more requests go.
@@ -286,9 +310,10 @@ impl Client {
         let mut opened = false;
         while !session.draining.get() && !session.exchanges.is_full() {
             let Some(next) = self.take_next(now) else {
-                return (opened, self.next_due());
+                return (opened, self.next_due(now));
             };
             let template = &requests[next.index];
+            let captured = self.shared.checks.as_ref().and_then(|c| c.capture());
             session.exchanges.insert(Exchange {
                 request: next,
                 sent: now,
@@ -297,7 +322,10 @@ impl Client {
                     template.head.clone(),
                     template.body.clone(),
                     Rc::clone(&session.draining),
+                    captured,
                 )),
+                first_byte: None,
+                captured: None,
             });
             self.arm_timer(now + self.shared.timeout);
             opened = true;
@@ -307,12 +335,14 @@ impl Client {
 }
 
 /// One request: open a stream, send the head and body, read the response
-/// to its end (data discarded, trailers read). Returns its status.
+/// to its end (data discarded, trailers read; kept in `captured` as far
+/// as the checks read it).
 async fn exchange(
     mut send: Requester,
     head: http::Request<()>,
     body: Bytes,
     draining: Rc<Cell<bool>>,
+    mut captured: Option<Captured>,
 ) -> Outcome {
     let mut stream = match send.send_request(head).await {
         Ok(stream) => stream,
@@ -328,19 +358,48 @@ async fn exchange(
         stream.send_data(body).await?;
     }
     stream.finish().await?;
-    let status = stream.recv_response().await?.status().as_u16();
+    let response = stream.recv_response().await?;
+    let first_byte = Instant::now();
+    if let Some(captured) = &mut captured {
+        for (name, value) in response.headers() {
+            captured.header(name.as_str().as_bytes(), value.as_bytes());
+        }
+    }
     while let Some(mut data) = stream.recv_data().await? {
+        if let Some(captured) = &mut captured {
+            while data.has_remaining() {
+                let chunk = data.chunk();
+                captured.body(chunk);
+                let read = chunk.len();
+                data.advance(read);
+            }
+        }
         data.advance(data.remaining());
     }
     stream.recv_trailers().await?;
-    Ok(status)
+    Ok(Answer {
+        status: response.status().as_u16(),
+        first_byte,
+        captured,
+    })
 }
 
 impl slots::Exchange for Exchange {
     type Error = StreamError;
 
-    fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Outcome> {
-        self.future.as_mut().poll(cx)
+    fn poll(&mut self, cx: &mut Context<'_>, _now: Instant) -> Poll<Result<u16, StreamError>> {
+        let answer = ready!(self.future.as_mut().poll(cx))?;
+        self.first_byte = Some(answer.first_byte);
+        self.captured = answer.captured;
+        Poll::Ready(Ok(answer.status))
+    }
+
+    fn first_byte(&self) -> Option<Instant> {
+        self.first_byte
+    }
+
+    fn captured(&self) -> Option<&Captured> {
+        self.captured.as_ref()
     }
 
     fn request(&self) -> Next {

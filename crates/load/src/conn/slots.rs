@@ -15,7 +15,10 @@ use std::{
 use tokio::time::Instant;
 
 use super::{Client, Next};
-use crate::stats::ErrorKind;
+use crate::{
+    checks::Captured,
+    figures::{ErrorKind, Timing},
+};
 
 /// Where the timeout timer waits while no stream is in flight.
 const PARKED: Duration = Duration::from_secs(3600);
@@ -23,12 +26,17 @@ const PARKED: Duration = Duration::from_secs(3600);
 /// A request in flight on its stream, polled to its end.
 pub(super) trait Exchange {
     type Error;
-    /// The response's status once it is complete (body and trailers in).
-    fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Result<u16, Self::Error>>;
+    /// The response's status once it is complete (body and trailers in);
+    /// `now` is when the pass that polls it began.
+    fn poll(&mut self, cx: &mut Context<'_>, now: Instant) -> Poll<Result<u16, Self::Error>>;
     /// The request it carries.
     fn request(&self) -> Next;
     /// When its stream was opened: it times out `--timeout` after.
     fn sent(&self) -> Instant;
+    /// When the answer's head arrived, once it has.
+    fn first_byte(&self) -> Option<Instant>;
+    /// What the checks read of the answer.
+    fn captured(&self) -> Option<&Captured>;
     /// Whether the server says it did not process the request, so that
     /// it may be sent again.
     fn refused(err: &Self::Error) -> bool;
@@ -45,9 +53,18 @@ impl Client {
         let mut ended = 0;
         let mut stats = self.stats.borrow_mut();
         let retry = &mut self.retry;
-        exchanges.poll_woken(|exchange, result| match result {
+        let checks = self.shared.checks.as_ref();
+        exchanges.poll_woken(now, |exchange, result| match result {
             Ok(status) => {
-                stats.response(status, exchange.request().intended, exchange.sent(), now);
+                let timing = Timing {
+                    intended: exchange.request().intended,
+                    sent: exchange.sent(),
+                    first_byte: exchange.first_byte().unwrap_or(now),
+                    done: now,
+                };
+                let took = now.saturating_duration_since(exchange.sent());
+                let verdicts = checks.map(|c| c.verdicts(status, exchange.captured(), took));
+                stats.response(status, &timing, verdicts);
                 completed += 1;
                 ended += 1;
             }
@@ -193,7 +210,11 @@ impl<E: Exchange> Slots<E> {
     }
 
     /// Polls the woken exchanges; those that end are handed to `ended` and dropped.
-    pub(super) fn poll_woken(&mut self, mut ended: impl FnMut(&E, Result<u16, E::Error>)) {
+    pub(super) fn poll_woken(
+        &mut self,
+        now: Instant,
+        mut ended: impl FnMut(&E, Result<u16, E::Error>),
+    ) {
         for word in 0..self.woken.bits.len() {
             let mut bits = self.woken.bits[word].swap(0, Ordering::AcqRel);
             while bits != 0 {
@@ -203,7 +224,7 @@ impl<E: Exchange> Slots<E> {
                     continue;
                 };
                 let mut cx = Context::from_waker(&self.wakers[slot]);
-                if let Poll::Ready(result) = exchange.poll(&mut cx) {
+                if let Poll::Ready(result) = exchange.poll(&mut cx, now) {
                     ended(exchange, result);
                     self.exchanges[slot] = None;
                     self.free.push(slot);

@@ -143,3 +143,28 @@ fn the_spin_takes_at_most_a_third_of_the_time_between_deadlines() {
     // 20,000 req/s and above: the floor, where the pacer spins anyway.
     assert_eq!(Spin::new(us(50)).margin(), Spin::FLOOR);
 }
+
+#[test]
+fn under_stages_the_spin_cap_follows_the_spacing_of_deadlines() {
+    let us = Duration::from_micros;
+    // Starting at 10 ms between deadlines (100 req/s): the cap is the ceiling.
+    let mut spin = Spin::learning(Duration::from_millis(10));
+    for _ in 0..10 {
+        spin.woke(us(150));
+    }
+    assert!(spin.margin() > us(150), "{spin:?}");
+    // The rate rises to 10,000/s: 100 µs apart, a third of it at most.
+    for _ in 0..200 {
+        spin.spaced(us(100));
+    }
+    assert!(spin.margin() <= us(34), "{spin:?}");
+    // A constant rate keeps its cap whatever the gaps.
+    let mut fixed = Spin::new(Duration::from_millis(10));
+    for _ in 0..10 {
+        fixed.woke(us(150));
+    }
+    for _ in 0..200 {
+        fixed.spaced(us(100));
+    }
+    assert!(fixed.margin() > us(150), "{fixed:?}");
+}

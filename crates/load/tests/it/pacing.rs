@@ -116,6 +116,7 @@ fn open_report(lateness_p99_us: f64, target_p99_us: u64) -> Report {
     let uncorrected = LatencySummary::from_histogram(&target);
     Report {
         tool: "sluice load".into(),
+        scenario: None,
         config: ReportConfig {
             target: "http://127.0.0.1:1".into(),
             urls: vec!["GET http://127.0.0.1:1/".into()],
@@ -132,6 +133,9 @@ fn open_report(lateness_p99_us: f64, target_p99_us: u64) -> Report {
             think_ms: None,
             ramp_s: 0.0,
             shard: None,
+            stages: None,
+            checks: Vec::new(),
+            weights: vec![1],
         },
         elapsed_s: 1.0,
         requests: 100,
@@ -156,6 +160,10 @@ fn open_report(lateness_p99_us: f64, target_p99_us: u64) -> Report {
         interrupted: false,
         intervals: Vec::new(),
         merged_logs: 0,
+        phases: Default::default(),
+        checks: Vec::new(),
+        stages: Vec::new(),
+        thresholds: Vec::new(),
     }
 }
 

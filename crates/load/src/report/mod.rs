@@ -1,17 +1,14 @@
 //! The results of a run: a serialisable report (`--json`) and the wrk-style
 //! text a wrk user recognises, with what wrk leaves out.
 
-use std::{collections::BTreeMap, fmt::Write as _};
+mod text;
+
+use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::{
-    format::{format_bytes, format_count, format_percentile, format_us},
-    shard::Shard,
-    stats::Errors,
-    Protocol,
-};
+use crate::{figures::Errors, shard::Shard, stages::Stages, Protocol};
 
 /// Percentiles shown in the text and listed in the JSON summary.
 pub const PERCENTILES: [f64; 8] = [50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 99.99, 99.999];
@@ -20,6 +17,8 @@ pub const PERCENTILES: [f64; 8] = [50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 99.99, 99
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     pub tool: String,
+    /// The scenario's name (a one-scenario run from flags: `default`).
+    pub scenario: Option<String>,
     pub config: ReportConfig,
     /// Measured time (after the warm-up), in seconds.
     pub elapsed_s: f64,
@@ -46,6 +45,85 @@ pub struct Report {
     pub intervals: Vec<IntervalSummary>,
     /// `sluice load merge`: the number of logs added up (0 for a run).
     pub merged_logs: usize,
+    /// Each request's and each new connection's phases, in µs.
+    pub phases: PhaseReport,
+    /// Each check's passes and failures, in the scenario's order.
+    pub checks: Vec<CheckReport>,
+    /// With stages: what each stage asked and what it got.
+    pub stages: Vec<StageReport>,
+    /// The thresholds on this scenario, evaluated at its end.
+    pub thresholds: Vec<ThresholdReport>,
+}
+
+/// The phases (k6's `http_req_connecting`, `http_req_tls_handshaking`,
+/// `http_req_waiting`, `http_req_receiving`), each as a latency summary.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct PhaseReport {
+    /// Resolving the target's name: once per run, before it starts.
+    pub dns: LatencySummary,
+    /// Each new TCP connection's connect (none over HTTP/3).
+    pub connect: LatencySummary,
+    /// Each new connection's TLS handshake (HTTP/3: the QUIC handshake).
+    pub tls: LatencySummary,
+    /// Each request, from its send to the first byte of its answer (TTFB).
+    pub waiting: LatencySummary,
+    /// Each request, from the first byte of its answer to the last.
+    pub receiving: LatencySummary,
+}
+
+/// One check's counts.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckReport {
+    pub name: String,
+    pub passed: u64,
+    pub failed: u64,
+}
+
+impl CheckReport {
+    /// Share of answers that passed, in % (100 with none checked).
+    pub fn passed_pct(&self) -> f64 {
+        let all = self.passed + self.failed;
+        if all == 0 {
+            100.0
+        } else {
+            self.passed as f64 * 100.0 / all as f64
+        }
+    }
+}
+
+/// One stage: its target and what happened in it.
+#[derive(Debug, Clone, Serialize)]
+pub struct StageReport {
+    /// 1-based.
+    pub stage: usize,
+    /// From the start of measuring, in seconds.
+    pub start_s: f64,
+    pub duration_s: f64,
+    /// The target at the stage's start and end: a rate (open model) or users.
+    pub from: f64,
+    pub to: f64,
+    /// Open model: requests the timetable made due in the stage.
+    pub due: Option<f64>,
+    /// Open model: requests due in the stage that were sent (whenever).
+    pub sent: Option<u64>,
+    /// Responses completed in the stage.
+    pub requests: u64,
+    /// `requests` over the stage's duration.
+    pub achieved_rate: f64,
+}
+
+/// A threshold's verdict.
+#[derive(Debug, Clone, Serialize)]
+pub struct ThresholdReport {
+    /// As written (`p99 < 5ms`).
+    pub threshold: String,
+    /// The scenario it is on; `None`: all scenarios together.
+    pub scenario: Option<String>,
+    pub passed: bool,
+    /// The figure's value, as the threshold reads it (`1.23ms`, `0.05%`).
+    pub observed: String,
+    /// It stops the run as soon as it fails (after its grace period).
+    pub abort_on_fail: bool,
 }
 
 /// One interval (a second) of the run, all threads (and shards) together.
@@ -57,6 +135,11 @@ pub struct IntervalSummary {
     pub requests: u64,
     pub errors: u64,
     pub bytes_read: u64,
+    /// Responses with a status outside 200-399.
+    pub non_2xx_3xx: u64,
+    /// Check verdicts in the interval, all checks together.
+    pub checks_passed: u64,
+    pub checks_failed: u64,
     /// Latency percentiles in µs (corrected in the open model).
     pub p50_us: u64,
     pub p90_us: u64,
@@ -89,9 +172,19 @@ pub struct ReportConfig {
     /// (`--shard`); its connections, requests and rate are its part.
     #[serde(default)]
     pub shard: Option<Shard>,
+    /// Ramping stages (the whole test's targets): with `rate`, rates
+    /// (and `rate` is this process's part of their peak); else users.
+    #[serde(default)]
+    pub stages: Option<Stages>,
+    /// The names of the checks, in order.
+    #[serde(default)]
+    pub checks: Vec<String>,
+    /// The requests' weights, in the order of `urls` (all 1: round-robin).
+    #[serde(default)]
+    pub weights: Vec<u32>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct LatencySummary {
     pub count: u64,
     pub min_us: u64,
@@ -281,188 +374,6 @@ fn percent(part: u64, whole: u64) -> f64 {
         0.0
     } else {
         part as f64 * 100.0 / whole as f64
-    }
-}
-
-impl Report {
-    /// The wrk-style text block.
-    pub fn to_text(&self) -> String {
-        let mut out = String::new();
-        let c = &self.config;
-        let length = match (c.total_requests, c.duration_s) {
-            (Some(n), _) => format!("{n} requests"),
-            (None, Some(d)) => format!("{d}s"),
-            (None, None) => String::new(),
-        };
-        let _ = writeln!(out, "Running {length} test @ {}", c.urls.join(", "));
-        if let Some(shard) = c.shard {
-            let _ = writeln!(out, "  Shard {shard}: this process's part of the test");
-        }
-        if self.merged_logs > 0 {
-            let _ = writeln!(
-                out,
-                "  Merged from {} logs: histograms added, so percentiles are exact",
-                self.merged_logs
-            );
-        }
-        let mut shape = format!("  {} threads and {} connections", c.threads, c.connections);
-        if c.pipeline > 1 {
-            let _ = write!(shape, ", pipeline {}", c.pipeline);
-        }
-        if c.protocol != Protocol::Http1 {
-            let _ = write!(shape, ", {} with {} streams each", c.protocol, c.streams);
-        }
-        if let Some(rate) = c.rate {
-            let _ = write!(shape, ", open model at {rate} req/s");
-        }
-        if let Some([min, max]) = c.think_ms {
-            let _ = write!(shape, ", users thinking {min}-{max}ms");
-        }
-        if c.ramp_s > 0.0 {
-            let _ = write!(shape, ", ramp {}s", c.ramp_s);
-        }
-        if c.warmup_s > 0.0 {
-            let _ = write!(shape, " (after {}s warm-up)", c.warmup_s);
-        }
-        let _ = writeln!(out, "{shape}");
-        let _ = writeln!(out, "  Thread Stats   Avg      Stdev     Max   +/- Stdev");
-        let l = &self.latency;
-        let _ = writeln!(
-            out,
-            "    Latency {:>10}{:>10}{:>9}{:>9.2}%",
-            format_us(l.mean_us),
-            format_us(l.stdev_us),
-            format_us(l.max_us as f64),
-            l.within_stdev_pct
-        );
-        let r = &self.thread_rate;
-        let _ = writeln!(
-            out,
-            "    Req/Sec {:>10}{:>10}{:>9}{:>9.2}%",
-            format_count(r.mean),
-            format_count(r.stdev),
-            format_count(r.max),
-            r.within_stdev_pct
-        );
-        let title = if self.uncorrected_latency.is_some() {
-            "  Latency Distribution (corrected: from each request's intended send time)"
-        } else {
-            "  Latency Distribution"
-        };
-        write_distribution(&mut out, title, l);
-        if let Some(uncorrected) = &self.uncorrected_latency {
-            write_distribution(
-                &mut out,
-                "  Uncorrected Latency (from the actual send)",
-                uncorrected,
-            );
-        }
-        let _ = writeln!(
-            out,
-            "  {} requests in {:.2}s, {} read",
-            self.requests,
-            self.elapsed_s,
-            format_bytes(self.bytes_read as f64)
-        );
-        if self.non_2xx_3xx > 0 {
-            let _ = writeln!(out, "  Non-2xx or 3xx responses: {}", self.non_2xx_3xx);
-        }
-        let e = &self.errors;
-        if e.total() > 0 {
-            let _ = writeln!(
-                out,
-                "  Errors: connect {}, read {}, write {}, timeout {}, parse {}",
-                e.connect, e.read, e.write, e.timeout, e.parse
-            );
-        }
-        if !self.status.is_empty() {
-            let codes: Vec<String> = self
-                .status
-                .iter()
-                .map(|(code, n)| format!("{code}: {n}"))
-                .collect();
-            let _ = writeln!(out, "  Status codes: {}", codes.join(", "));
-        }
-        if !self.per_second.is_empty() {
-            let series: Vec<String> = self
-                .per_second
-                .iter()
-                .map(|&n| format_count(n as f64))
-                .collect();
-            let _ = writeln!(out, "  Requests by second: {}", series.join(" "));
-        }
-        if let Some(s) = &self.schedule {
-            let _ = writeln!(
-                out,
-                "  Schedule: {:.0} req/s asked, {:.2} achieved; at the end {:.1} ms behind, {} due requests never sent",
-                s.target_rate, s.achieved_rate, s.max_lag_ms, s.unsent
-            );
-            let l = &s.lateness;
-            let _ = writeln!(
-                out,
-                "  Send lateness (from when due to the send): p50 {}, p99 {}, max {}",
-                format_us(l.p50_us),
-                format_us(l.p99_us),
-                format_us(l.max_us)
-            );
-            if s.generator_bound {
-                let target = self.uncorrected_latency.as_ref().map_or(0, |u| u.at(99.0));
-                let _ = writeln!(
-                    out,
-                    "  Warning: the load generator's send lateness (p99 {}) is over {:.0}% of the target's own p99 ({}): these figures measure the generator as much as the target",
-                    format_us(l.p99_us),
-                    GENERATOR_BOUND_SHARE * 100.0,
-                    format_us(target as f64)
-                );
-            }
-        }
-        write_intervals(&mut out, &self.intervals);
-        if self.interrupted {
-            let _ = writeln!(out, "  Interrupted: these are the results so far.");
-        }
-        let _ = writeln!(out, "Requests/sec: {:>10.2}", self.requests_per_sec);
-        let _ = writeln!(
-            out,
-            "Transfer/sec: {:>10}",
-            format_bytes(self.bytes_per_sec)
-        );
-        out
-    }
-}
-
-fn write_distribution(out: &mut String, title: &str, latency: &LatencySummary) {
-    let _ = writeln!(out, "{title}");
-    for p in [50.0, 75.0, 90.0, 99.0, 99.9, 99.99] {
-        let _ = writeln!(
-            out,
-            "{}{:>10}",
-            format_percentile(p),
-            format_us(latency.at(p) as f64)
-        );
-    }
-}
-
-fn write_intervals(out: &mut String, intervals: &[IntervalSummary]) {
-    if intervals.is_empty() {
-        return;
-    }
-    let _ = writeln!(
-        out,
-        "  Intervals:  start  requests  errors       p50       p90       p99     p99.9       max"
-    );
-    for i in intervals {
-        let _ = writeln!(
-            out,
-            "         {:>6.1}s {:>9} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9}",
-            i.start_s,
-            i.requests,
-            i.errors,
-            format_us(i.p50_us as f64),
-            format_us(i.p90_us as f64),
-            format_us(i.p99_us as f64),
-            format_us(i.p99_9_us as f64),
-            format_us(i.max_us as f64)
-        );
     }
 }
 

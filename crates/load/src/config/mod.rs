@@ -1,5 +1,9 @@
 //! What a run does, checked before anything starts.
 
+mod limits;
+
+pub use limits::{MAX_BODIES, MAX_CAPTURE, MAX_REQUESTS, MAX_ROTATION, MAX_THREADS};
+
 use std::{
     fmt,
     path::PathBuf,
@@ -10,7 +14,9 @@ use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Method};
 
 use crate::{
+    checks::{Check, DEFAULT_BODY_LIMIT},
     shard::Shard,
+    stages::Stages,
     target::{parse_url, RequestSpec, Scheme, Target},
 };
 
@@ -19,7 +25,8 @@ use crate::{
 #[derive(Debug, Clone)]
 pub struct LoadConfig {
     pub target: Target,
-    /// Used round-robin; all share the target's scheme, host and port.
+    /// Used in turn, each as often as its weight says (round-robin when
+    /// all weigh 1); all share the target's scheme, host and port.
     pub requests: Vec<RequestSpec>,
     pub headers: Vec<(HeaderName, HeaderValue)>,
     pub body: Bytes,
@@ -62,6 +69,18 @@ pub struct LoadConfig {
     /// Write the latencies and counts as an HdrHistogram interval log
     /// (`--log`; `-` is stdout): `sluice load merge` adds such logs up.
     pub log: Option<PathBuf>,
+    /// Ramping stages (k6's `ramping-arrival-rate`, `ramping-vus`): with
+    /// `rate`, the rate moves through them (and `rate` is their peak);
+    /// else the connections (users) do (and `connections` is their peak).
+    /// They set the duration.
+    pub stages: Option<Stages>,
+    /// Checks on every answer, counted pass and fail.
+    pub checks: Vec<Check>,
+    /// Body bytes kept per answer for the checks that read it.
+    pub check_body_limit: usize,
+    /// Keep a summary of each second (the report's `intervals`) even
+    /// without a log.
+    pub intervals: bool,
 }
 
 /// A user's pause between a response and its next request: uniformly
@@ -70,6 +89,35 @@ pub struct LoadConfig {
 pub struct ThinkTime {
     pub min: Duration,
     pub max: Duration,
+}
+
+impl ThinkTime {
+    /// `1s..2s`, `1s-2s` or `1s` (min = max); bare numbers are seconds.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let invalid = |why: String| {
+            format!(
+                "invalid think time `{text}`: {why} (expected MIN..MAX like 1s..2s, or one time)"
+            )
+        };
+        let (min, max) = match text.split_once("..").or_else(|| text.split_once('-')) {
+            Some((min, max)) => (min.trim(), max.trim()),
+            None => (text.trim(), text.trim()),
+        };
+        let min = parse_duration(min).map_err(invalid)?;
+        let max = parse_duration(max).map_err(invalid)?;
+        if min > max {
+            return Err(invalid(format!("{min:?} is more than {max:?}")));
+        }
+        Ok(Self { min, max })
+    }
+}
+
+/// A duration as wrk takes it: `10` is ten seconds; else `10s`, `500ms`, `1m30s`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    if let Ok(seconds) = text.parse::<u64>() {
+        return Ok(Duration::from_secs(seconds));
+    }
+    humantime::parse_duration(text).map_err(|err| format!("invalid duration `{text}`: {err}"))
 }
 
 /// The wire protocol of a run.
@@ -147,11 +195,7 @@ impl LoadConfig {
                 Some(_) => {}
                 None => target = Some(this),
             }
-            requests.push(RequestSpec {
-                method: method.clone(),
-                url: url.clone(),
-                path,
-            });
+            requests.push(RequestSpec::new(method.clone(), url.clone(), path));
         }
         let target = target.ok_or_else(|| ConfigError("no URL given".into()))?;
         Ok(Self {
@@ -176,6 +220,10 @@ impl LoadConfig {
             shard: Shard::WHOLE,
             start_at: None,
             log: None,
+            stages: None,
+            checks: Vec::new(),
+            check_body_limit: DEFAULT_BODY_LIMIT,
+            intervals: false,
         })
     }
 
@@ -183,6 +231,12 @@ impl LoadConfig {
         let fail = |message: String| Err(ConfigError(message));
         if self.threads == 0 {
             return fail("--threads must be at least 1".into());
+        }
+        if self.threads > MAX_THREADS {
+            return fail(format!(
+                "--threads must be at most {MAX_THREADS}, got {}",
+                self.threads
+            ));
         }
         self.check_shard()?;
         if self.connections() < self.threads {
@@ -253,10 +307,11 @@ impl LoadConfig {
             }
         }
         self.check_users()?;
+        self.check_stages()?;
         if self.requests.is_empty() {
             return fail("no request to send".into());
         }
-        Ok(())
+        self.check_limits()
     }
 
     /// This process's connections (users): its shard's part of `connections`.
@@ -350,7 +405,8 @@ impl LoadConfig {
     /// HTTP/2 and HTTP/3 have no connection-specific headers, and `TE`
     /// may only say `trailers` (RFC 9113 8.2.2, RFC 9114 4.2).
     fn check_h2_headers(&self) -> Result<(), ConfigError> {
-        for (name, value) in &self.headers {
+        let each = self.requests.iter().flat_map(|spec| &spec.headers);
+        for (name, value) in self.headers.iter().chain(each) {
             let forbidden = CONNECTION_SPECIFIC.contains(&name.as_str())
                 || (name == http::header::TE && value != "trailers");
             if forbidden {
@@ -366,112 +422,4 @@ impl LoadConfig {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn users(think: Option<(u64, u64)>) -> LoadConfig {
-        let mut config =
-            LoadConfig::new(&[(Method::GET, "http://127.0.0.1:1/".into())]).expect("valid URL");
-        config.think = think.map(|(min, max)| ThinkTime {
-            min: Duration::from_millis(min),
-            max: Duration::from_millis(max),
-        });
-        config
-    }
-
-    fn error(config: &LoadConfig) -> String {
-        config.validate().expect_err("invalid").0
-    }
-
-    #[test]
-    fn users_model_defaults_off() {
-        let config = users(None);
-        assert_eq!(config.think, None);
-        assert_eq!(config.ramp, Duration::ZERO);
-        assert_eq!(config.validate(), Ok(()));
-    }
-
-    #[test]
-    fn think_and_ramp_are_valid_in_the_closed_model() {
-        let mut config = users(Some((1000, 2000)));
-        config.ramp = Duration::from_secs(10);
-        assert_eq!(config.validate(), Ok(()));
-        // A fixed think time; a ramp longer than the run; HTTP/2 with one stream.
-        let mut fixed = users(Some((500, 500)));
-        fixed.ramp = Duration::from_secs(3600);
-        fixed.duration = Duration::from_secs(1);
-        fixed.protocol = Protocol::Http2;
-        assert_eq!(fixed.validate(), Ok(()));
-        // A ramp alone, with pipelining: connections start one by one.
-        let mut ramp_only = users(None);
-        ramp_only.ramp = Duration::from_secs(5);
-        ramp_only.pipeline = 8;
-        assert_eq!(ramp_only.validate(), Ok(()));
-    }
-
-    #[test]
-    fn think_min_must_not_exceed_max() {
-        let message = error(&users(Some((2000, 1000))));
-        assert!(message.contains("--think"), "{message}");
-        assert!(message.contains("must not exceed the maximum"), "{message}");
-    }
-
-    #[test]
-    fn think_needs_the_closed_model_and_one_request_in_flight() {
-        let mut rate = users(Some((10, 20)));
-        rate.rate = Some(100.0);
-        let message = error(&rate);
-        assert!(
-            message.contains("--think") && message.contains("--rate"),
-            "{message}"
-        );
-
-        let mut pipelined = users(Some((10, 20)));
-        pipelined.pipeline = 4;
-        let message = error(&pipelined);
-        assert!(
-            message.contains("--think") && message.contains("--pipeline"),
-            "{message}"
-        );
-
-        let mut streams = users(Some((10, 20)));
-        streams.protocol = Protocol::Http2;
-        streams.streams = 8;
-        let message = error(&streams);
-        assert!(
-            message.contains("--think") && message.contains("--streams"),
-            "{message}"
-        );
-    }
-
-    #[test]
-    fn ramp_needs_the_closed_model_and_at_most_a_year() {
-        let mut rate = users(None);
-        rate.rate = Some(100.0);
-        rate.ramp = Duration::from_secs(1);
-        let message = error(&rate);
-        assert!(
-            message.contains("--ramp") && message.contains("--rate"),
-            "{message}"
-        );
-
-        let mut long = users(None);
-        long.ramp = Duration::from_secs(u64::MAX);
-        let message = error(&long);
-        assert!(
-            message.contains("--ramp must be at most a year"),
-            "{message}"
-        );
-
-        let mut long_think = users(None);
-        long_think.think = Some(ThinkTime {
-            min: Duration::ZERO,
-            max: Duration::from_secs(u64::MAX),
-        });
-        let message = error(&long_think);
-        assert!(
-            message.contains("--think must be at most a year"),
-            "{message}"
-        );
-    }
-}
+mod tests;
