@@ -174,6 +174,9 @@ pub(crate) fn run(args: LoadArgs) -> ExitCode {
         on_progress: bar.clone().map(|bar| progress_callback(bar)),
         live,
         intervals: args.plan.wants_intervals(),
+        on_metrics_listen: Some(Box::new(|addr| {
+            eprintln!("sluice load: live figures at http://{addr}/metrics");
+        })),
     };
     let result = run_plan(&plan, control);
     if let Some(bar) = bar {

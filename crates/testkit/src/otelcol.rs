@@ -1,7 +1,8 @@
 //! A real OpenTelemetry Collector (built by bench/otelcol/build.sh: OTLP
 //! receiver, batch processor, file exporter) on free loopback ports, for
-//! the tracing tests: what the proxy exports is read back from the file
-//! exporter's JSON lines. Killed on drop.
+//! the tracing tests and `sluice load --otlp`'s: what the proxy exports
+//! (spans) and what the load generator pushes (metrics) is read back from
+//! the file exporters' JSON lines. Killed on drop.
 //!
 //! Without the binary (`SLUICE_OTELCOL`, else
 //! `~/.cache/sluice/otelcol/otelcol-sluice`), [`Collector::start`] returns
@@ -78,9 +79,10 @@ impl Collector {
         let config = format!(
             "receivers:\n  otlp:\n    protocols:\n      grpc: {{ endpoint: \"{grpc}\"{tls} }}\n      http: {{ endpoint: \"{http}\"{tls} }}\n\
              processors:\n  batch: {{ timeout: 50ms }}\n\
-             exporters:\n  file: {{ path: \"{}\", format: json, flush_interval: 50ms }}\n\
-             service:\n  telemetry: {{ metrics: {{ level: none }} }}\n  pipelines:\n    traces: {{ receivers: [otlp], processors: [batch], exporters: [file] }}\n",
-            dir.join("spans.json").display()
+             exporters:\n  file: {{ path: \"{}\", format: json, flush_interval: 50ms }}\n  file/metrics: {{ path: \"{}\", format: json, flush_interval: 50ms }}\n\
+             service:\n  telemetry: {{ metrics: {{ level: none }} }}\n  pipelines:\n    traces: {{ receivers: [otlp], processors: [batch], exporters: [file] }}\n    metrics: {{ receivers: [otlp], processors: [batch], exporters: [file/metrics] }}\n",
+            dir.join("spans.json").display(),
+            dir.join("metrics.json").display()
         );
         let config_path = dir.join("config.yaml");
         std::fs::write(&config_path, config).expect("write the collector's configuration");
@@ -143,6 +145,15 @@ impl Collector {
             }
         }
         spans
+    }
+
+    /// Every metrics export received so far, one OTLP JSON document
+    /// (`resourceMetrics`) each, in the order they came.
+    pub fn metric_exports(&self) -> Vec<Value> {
+        let text = std::fs::read_to_string(self.dir.join("metrics.json")).unwrap_or_default();
+        text.lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .collect()
     }
 
     /// Polls [`Collector::spans`] until `done` says so, within 20 seconds.

@@ -431,6 +431,14 @@ pub(crate) fn export(state: &State, now: SystemTime) -> Value {
             })
             .collect(),
     );
+    // A metric without a point (before the first interval) says nothing.
+    metrics.retain(|metric| {
+        ["sum", "gauge", "histogram"].iter().any(|kind| {
+            metric[kind]["dataPoints"]
+                .as_array()
+                .is_some_and(|points| !points.is_empty())
+        })
+    });
     json!({
         "resourceMetrics": [{
             "resource": {"attributes": [

@@ -301,8 +301,24 @@ impl Drop for MetricsServer {
     }
 }
 
-/// Reads one request head and answers it; the connection then closes.
+/// Reads one request head and answers it; the connection then closes,
+/// after what the client still sends is read and dropped (a lingering
+/// close, so that the answer is not lost to a reset).
 fn answer(mut conn: TcpStream, live: &Live) -> io::Result<()> {
+    let answered = exchange(&mut conn, live);
+    let _ = conn.shutdown(std::net::Shutdown::Write);
+    let mut rest = [0u8; 4096];
+    let mut drained = 0;
+    while drained < 64 * 1024 {
+        match conn.read(&mut rest) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => drained += n,
+        }
+    }
+    answered
+}
+
+fn exchange(conn: &mut TcpStream, live: &Live) -> io::Result<()> {
     conn.set_read_timeout(Some(DEADLINE))?;
     conn.set_write_timeout(Some(DEADLINE))?;
     let mut head = Vec::with_capacity(1024);
@@ -310,7 +326,7 @@ fn answer(mut conn: TcpStream, live: &Live) -> io::Result<()> {
     while !head.windows(4).any(|w| w == b"\r\n\r\n") {
         if head.len() > MAX_HEAD {
             return respond(
-                &mut conn,
+                conn,
                 "431 Request Header Fields Too Large",
                 "text/plain",
                 b"head too large\n",
@@ -335,7 +351,7 @@ fn answer(mut conn: TcpStream, live: &Live) -> io::Result<()> {
         (true, b"/metrics") => {
             let text = render(&live.lock());
             respond(
-                &mut conn,
+                conn,
                 "200 OK",
                 "text/plain; version=0.0.4; charset=utf-8",
                 text.as_bytes(),
@@ -343,14 +359,14 @@ fn answer(mut conn: TcpStream, live: &Live) -> io::Result<()> {
             )
         }
         (true, _) => respond(
-            &mut conn,
+            conn,
             "404 Not Found",
             "text/plain",
             b"only /metrics\n",
             method == b"GET",
         ),
         (false, _) => respond(
-            &mut conn,
+            conn,
             "405 Method Not Allowed",
             "text/plain",
             b"GET /metrics\n",

@@ -107,7 +107,7 @@ pub fn parse(text: &str, file: &Path) -> Result<TestPlan, PlanError> {
             file: file.to_path_buf(),
             line,
             column,
-            key: one_line(if key == "." { "" } else { &key }),
+            key: one_line(&clean_key(&key)),
             message: one_line(text.lines().next().unwrap_or_default()),
         }
     })?;
@@ -574,6 +574,15 @@ fn read_body(base: &Path, path: &str) -> Result<Bytes, String> {
     std::fs::read(&path)
         .map(Bytes::from)
         .map_err(|err| format!("{}: {err}", path.display()))
+}
+
+/// serde's path to a key, without the root's `.` and the `value` that
+/// each located (`Spanned`) value adds (the schema has no key of that name).
+fn clean_key(key: &str) -> String {
+    if key == "." {
+        return String::new();
+    }
+    key.replace(".value", "")
 }
 
 /// `text` with control characters escaped: an error is one line.

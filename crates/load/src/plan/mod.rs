@@ -125,12 +125,14 @@ impl PlanReport {
     }
 
     /// The JSON report: a plan of one scenario writes its report as a run
-    /// always did (with `thresholds`, `aborted` and `passed` beside it); a
-    /// plan of several writes the whole plan.
+    /// always did (every threshold in its `thresholds`, `aborted`, `passed`
+    /// and `live` beside them); a plan of several writes the whole plan.
     pub fn to_json(&self) -> serde_json::Value {
         match self.scenarios.as_slice() {
-            [only] if self.thresholds.is_empty() => {
-                let mut value = serde_json::to_value(only).unwrap_or_default();
+            [only] => {
+                let mut only = only.clone();
+                only.thresholds.extend(self.thresholds.iter().cloned());
+                let mut value = serde_json::to_value(&only).unwrap_or_default();
                 value["passed"] = self.passed.into();
                 value["aborted"] = serde_json::to_value(&self.aborted).unwrap_or_default();
                 value["live"] = serde_json::to_value(&self.live).unwrap_or_default();

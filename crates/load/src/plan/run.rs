@@ -34,6 +34,8 @@ pub struct PlanControl {
     /// Keep each second's summary (the reports' `intervals`), as the HTML
     /// report draws them.
     pub intervals: bool,
+    /// Told where `/metrics` is served (`--metrics-listen` may ask for port 0).
+    pub on_metrics_listen: Option<Box<dyn FnOnce(std::net::SocketAddr) + Send>>,
 }
 
 impl std::fmt::Debug for PlanControl {
@@ -97,6 +99,9 @@ pub fn run_plan(plan: &TestPlan, mut control: PlanControl) -> anyhow::Result<Pla
             let server = MetricsServer::start(listen, live.clone())
                 .map_err(|err| ConfigError(format!("--metrics-listen {listen}: {err}")))?;
             outcome.metrics_listen = Some(server.addr.to_string());
+            if let Some(tell) = control.on_metrics_listen.take() {
+                tell(server.addr);
+            }
             Some(server)
         }
         _ => None,
