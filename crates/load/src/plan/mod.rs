@@ -142,3 +142,6 @@ impl PlanReport {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -8,5 +8,6 @@ mod http1;
 mod http2;
 mod http3;
 mod pacing;
+mod scenarios;
 mod support;
 mod users;

@@ -249,7 +249,7 @@ fn otlp_metrics_reach_the_collector_and_match_the_report() {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let exports = collector.metric_exports();
-        let counts: Vec<u64> = exports.iter().filter_map(|e| requests_in(e)).collect();
+        let counts: Vec<u64> = exports.iter().filter_map(requests_in).collect();
         if counts.last() == Some(&requests) {
             // Counts only grow: pushed as the run went, not only at its end.
             assert!(counts.windows(2).all(|w| w[0] <= w[1]), "{counts:?}");
