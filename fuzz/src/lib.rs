@@ -15,6 +15,8 @@ pub mod http1_response;
 pub mod http1_upstream_response;
 pub mod jwks;
 pub mod jwt_verify;
+pub mod load_scenario;
+pub mod load_threshold;
 pub mod normalize_request;
 pub mod openapi_request;
 pub mod openapi_spec;
@@ -36,6 +38,8 @@ pub const TARGETS: &[(&str, Check)] = &[
     ("http1_upstream_response", http1_upstream_response::check),
     ("jwks", jwks::check),
     ("jwt_verify", jwt_verify::check),
+    ("load_scenario", load_scenario::check),
+    ("load_threshold", load_threshold::check),
     ("normalize_request", normalize_request::check),
     ("openapi_request", openapi_request::check),
     ("openapi_spec", openapi_spec::check),

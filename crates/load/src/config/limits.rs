@@ -120,7 +120,7 @@ impl LoadConfig {
     }
 
     /// The rotation's length: the weights over their greatest common divisor.
-    pub(crate) fn rotation_len(&self) -> u64 {
+    pub fn rotation_len(&self) -> u64 {
         let divisor = self
             .requests
             .iter()
