@@ -189,3 +189,58 @@ fn nothing_in_a_file_unbounds_the_generator() {
     );
     assert!(error(&scenarios).contains("at most 100 scenarios"));
 }
+
+fn load_md() -> String {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/LOAD.md");
+    std::fs::read_to_string(path).expect("docs/LOAD.md")
+}
+
+#[test]
+fn the_documented_example_reads() {
+    let doc = load_md();
+    let marker = "<!-- scenario example: crates/load tests parse it -->\n```yaml\n";
+    let start = doc.find(marker).expect("the example's marker") + marker.len();
+    let example = &doc[start..start + doc[start..].find("```").expect("its end")];
+    let dir = std::env::temp_dir().join(format!("sluice-plan-doc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("pet.json"), br#"{"id":3,"name":"kitty"}"#).unwrap();
+    let read = parse(example, &dir.join("ci.yaml"));
+    std::fs::remove_dir_all(&dir).ok();
+    let plan = read.unwrap_or_else(|err| panic!("{err}"));
+    assert_eq!(plan.scenarios.len(), 2);
+    assert_eq!(plan.scenarios[0].config.checks.len(), 4);
+    assert_eq!(plan.scenarios[1].config.connections, 200);
+}
+
+/// The keys serde expects where `yaml` puts an unknown one.
+fn keys_expected(yaml: &str) -> Vec<String> {
+    let shown = error(yaml);
+    let (_, list) = shown
+        .split_once("expected one of ")
+        .unwrap_or_else(|| panic!("{shown}"));
+    list.split(',')
+        .map(|key| key.trim().trim_matches('`').to_string())
+        .collect()
+}
+
+#[test]
+fn every_key_of_a_scenario_file_is_documented() {
+    let doc = load_md();
+    let files = [
+        "bogus: 1\nscenarios: []\n",
+        "scenarios:\n  - { name: a, url: \"http://h:1/\", bogus: 1 }\n",
+        "scenarios:\n  - { name: a, url: \"http://h:1/\", checks: [{bogus: 1}] }\n",
+        "scenarios:\n  - { name: a, url: \"http://h:1/\", requests: [{url: /, bogus: 1}] }\n",
+        "scenarios:\n  - { name: a, model: open, url: \"http://h:1/\", stages: [{bogus: 1}] }\n",
+        "scenarios:\n  - { name: a, url: \"http://h:1/\", thresholds: [{bogus: 1}] }\n",
+    ];
+    let mut missing = Vec::new();
+    for yaml in files {
+        for key in keys_expected(yaml) {
+            if !doc.contains(&format!("`{key}`")) {
+                missing.push(key);
+            }
+        }
+    }
+    assert!(missing.is_empty(), "not in docs/LOAD.md: {missing:?}");
+}
