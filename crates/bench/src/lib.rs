@@ -14,6 +14,7 @@
 //! rotated each round, checks after each run that every component is still
 //! alive, and stops them all before the next group starts.
 
+pub mod baseline;
 mod groups;
 mod machine;
 mod measure;

@@ -47,8 +47,10 @@ missing toolchain skips its rows with a note) into ~/.cache/sluice/runtimes.\n\
 The times are the run's estimate with all six peers (it prints its own at the\n\
 start). Each component runs in its own process; the load generator runs in\n\
 this one.\n\
-Exit status: 0 after a run, 1 when a component fails (the partial report is\n\
-still written), 2 for bad input.")]
+With --baseline, each row is compared with the same row of an earlier\n\
+results.json (docs/BENCH.md, \"A regression gate\").\n\
+Exit status: 0 after a run, 99 when --baseline found a row regressed, 1 when a\n\
+component fails (the partial report is still written), 2 for bad input.")]
 pub(crate) struct BenchArgs {
     /// Groups to run, comma-separated (default: all but runtimes).
     #[arg(long, value_delimiter = ',', value_parser = parse_group)]
@@ -114,6 +116,15 @@ pub(crate) struct BenchArgs {
     /// No progress; the tables and the summary are still printed.
     #[arg(short, long)]
     quiet: bool,
+    /// Compare each row with the same row of this earlier results.json;
+    /// a row worse by more than --max-regression (its rounds agreeing)
+    /// fails the run (exit 99).
+    #[arg(long, value_name = "RESULTS_JSON")]
+    baseline: Option<PathBuf>,
+    /// With --baseline: how much worse a row may be (req/s lower, p95 or
+    /// bytes per idle connection higher) before it fails the run.
+    #[arg(long, default_value = "5%", value_parser = bench::baseline::parse_max_regression, requires = "baseline")]
+    max_regression: f64,
 }
 
 fn parse_group(text: &str) -> Result<GroupName, String> {
@@ -169,6 +180,18 @@ pub(crate) fn run(args: BenchArgs) -> ExitCode {
         eprintln!("sluice bench: error: {message}");
         return ExitCode::from(2);
     }
+    let baseline = match args
+        .baseline
+        .as_deref()
+        .map(bench::baseline::read)
+        .transpose()
+    {
+        Ok(baseline) => baseline,
+        Err(message) => {
+            eprintln!("sluice bench: error: {message}");
+            return ExitCode::from(2);
+        }
+    };
     watch_interrupts(Arc::clone(&options.interrupt));
     let mut terminal = Terminal::new(args.quiet);
     eprintln!(
@@ -190,7 +213,10 @@ pub(crate) fn run(args: BenchArgs) -> ExitCode {
                 "Report: {0}/report.md, {0}/report.html, {0}/results.json",
                 options.out.display()
             );
-            ExitCode::SUCCESS
+            match baseline {
+                Some(baseline) => gate(&results, &baseline, args.max_regression, &options.out),
+                None => ExitCode::SUCCESS,
+            }
         }
         Err(err) => {
             eprintln!("sluice bench: error: {err:#}");
@@ -200,6 +226,44 @@ pub(crate) fn run(args: BenchArgs) -> ExitCode {
             );
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The regression gate: each row against the baseline's; 99 when one
+/// regressed. The comparison is also written as baseline.json.
+fn gate(
+    results: &bench::Results,
+    baseline: &bench::Results,
+    max_regression: f64,
+    out: &std::path::Path,
+) -> ExitCode {
+    let comparison = bench::baseline::compare(results, baseline, max_regression);
+    print!("{}", comparison.to_text());
+    let path = out.join("baseline.json");
+    let written = serde_json::to_vec_pretty(&comparison)
+        .map_err(std::io::Error::other)
+        .and_then(|json| std::fs::write(&path, json));
+    if let Err(err) = written {
+        eprintln!(
+            "sluice bench: error: cannot write {}: {err}",
+            path.display()
+        );
+        return ExitCode::FAILURE;
+    }
+    let regressed: Vec<String> = comparison
+        .regressions()
+        .map(|r| format!("{}: {}", r.group, r.label))
+        .collect();
+    if regressed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!(
+            "sluice bench: {} row(s) regressed past {:.1}%: {}",
+            regressed.len(),
+            max_regression * 100.0,
+            regressed.join("; ")
+        );
+        ExitCode::from(99)
     }
 }
 
