@@ -18,6 +18,7 @@ use bytes::Bytes;
 use h2::{client::SendRequest, Reason, RecvStream, SendStream};
 use http::{header, Response, StatusCode};
 use http3::{
+    head::FieldSection,
     request::Event,
     server::{ReadError, RequestReader, RequestStream, ResponseWriter},
     Code, Error,
@@ -114,6 +115,10 @@ async fn exchange(
     // by then (a client waiting for `100 Continue`) streams.
     let first = match tokio::time::timeout(FIRST_BODY_WAIT, reader.next()).await {
         Ok(Ok(None | Some(Event::End))) => First::End,
+        Ok(Ok(Some(Event::Trailers(trailers)))) => match until_end(reader, trailers).await {
+            Ok(trailers) => First::Event(Event::Trailers(trailers)),
+            Err(err) => return refused(writer, err),
+        },
         Ok(Ok(Some(event))) => First::Event(event),
         Ok(Err(err)) => return refused(writer, err),
         Err(_) => First::Nothing,
@@ -226,6 +231,13 @@ async fn pump_request(
                 }
             }
             Ok(Some(Event::Trailers(trailers))) => {
+                let trailers = match until_end(reader, trailers).await {
+                    Ok(trailers) => trailers,
+                    Err(err) => {
+                        upstream.send_reset(Reason::CANCEL);
+                        return Err(err);
+                    }
+                };
                 match bridge::trailers(&trailers) {
                     Some(map) => drop(upstream.send_trailers(map)),
                     None => upstream.send_reset(Reason::CANCEL),
@@ -242,6 +254,25 @@ async fn pump_request(
                 return Err(err);
             }
         }
+    }
+}
+
+/// Trailers end a request only together with its stream, so they are
+/// passed on once the stream has ended: a frame after them (HEADERS,
+/// HEADERS, DATA) closes the connection instead, and what came before
+/// never reaches the upstream as a whole request.
+async fn until_end(
+    reader: &mut RequestReader,
+    trailers: FieldSection,
+) -> Result<FieldSection, ReadError> {
+    match reader.next().await {
+        Ok(None | Some(Event::End)) => Ok(trailers),
+        // Nothing but the end can follow trailers in the decoder.
+        Ok(Some(_)) => Err(ReadError::Protocol(Error::Stream(
+            Code::H3_MESSAGE_ERROR,
+            "more after trailers",
+        ))),
+        Err(err) => Err(err),
     }
 }
 

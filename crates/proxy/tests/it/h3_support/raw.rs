@@ -21,11 +21,18 @@ pub(crate) struct RawH3 {
 
 impl RawH3 {
     pub(crate) async fn connect(addr: SocketAddr, certs: &TestCerts) -> Self {
+        let mut settings = Vec::new();
+        frame::encode_settings(&frame::Settings::default(), &mut settings);
+        Self::connect_with(addr, certs, &settings).await
+    }
+
+    /// Connects with `first` as the first bytes of its control stream
+    /// (after the stream type): SETTINGS for a well-behaved client.
+    pub(crate) async fn connect_with(addr: SocketAddr, certs: &TestCerts, first: &[u8]) -> Self {
         let endpoint = super::endpoint(certs);
         let conn = endpoint.connect(addr, "localhost").unwrap().await.unwrap();
         let mut control = conn.open_uni().await.unwrap();
-        let mut out = vec![0x00];
-        frame::encode_settings(&frame::Settings::default(), &mut out);
+        let out = [&[0x00][..], first].concat();
         control.write_all(&out).await.unwrap();
         Self {
             conn,
