@@ -56,14 +56,38 @@ impl FieldSection {
         self.iter().find(|(n, _)| *n == name).map(|(_, v)| v)
     }
 
-    /// For the decoder: the buffer to decode a string onto, and the
-    /// field to record once its name and value are there.
-    pub(crate) fn buf_mut(&mut self) -> &mut Vec<u8> {
+    /// For a decoder: the buffer it decodes a field's name and then its
+    /// value onto (from [`Self::mark`]), before [`Self::close_field`].
+    pub fn buf_mut(&mut self) -> &mut Vec<u8> {
         &mut self.buf
     }
 
-    pub(crate) fn record(&mut self, name: Range<usize>, value: Range<usize>) {
-        self.fields.push((name, value));
+    /// Where the next field will start in the buffer.
+    pub fn mark(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Records the field decoded since `mark`: its first `name_len` bytes
+    /// are the name, the rest the value. A decoder that has written
+    /// nothing past `mark + name_len` records an empty value.
+    pub fn close_field(&mut self, mark: usize, name_len: usize) {
+        let end = self.buf.len();
+        let mid = (mark + name_len).min(end);
+        self.fields.push((mark.min(mid)..mid, mid..end));
+    }
+
+    /// Removes the fields recorded after the first `len` (and their bytes).
+    pub fn truncate(&mut self, len: usize) {
+        if let Some((name, _)) = self.fields.get(len) {
+            self.buf.truncate(name.start);
+        }
+        self.fields.truncate(len);
+    }
+
+    /// Empties the section, keeping its buffers.
+    pub fn clear(&mut self) {
+        self.buf.clear();
+        self.fields.clear();
     }
 }
 
