@@ -27,12 +27,13 @@ pub enum GroupName {
     Io,
     Open,
     Idle,
+    Gateway,
     Runtimes,
     Peers,
 }
 
 impl GroupName {
-    pub const ALL: [GroupName; 11] = [
+    pub const ALL: [GroupName; 12] = [
         Self::Baseline,
         Self::Proxy,
         Self::Middleware,
@@ -42,14 +43,16 @@ impl GroupName {
         Self::Io,
         Self::Open,
         Self::Idle,
+        Self::Gateway,
         Self::Runtimes,
         Self::Peers,
     ];
 
     /// Whether it runs without `--only`: every group but `runtimes`, which
-    /// builds and starts JVMs for minutes and runs only when named.
+    /// builds and starts JVMs for minutes, and `gateway`, a question of its
+    /// own (issue 49); both run only when named.
     pub fn in_default_run(self) -> bool {
-        self != Self::Runtimes
+        !matches!(self, Self::Runtimes | Self::Gateway)
     }
 
     pub fn as_str(self) -> &'static str {
@@ -63,6 +66,7 @@ impl GroupName {
             Self::Io => "io",
             Self::Open => "open",
             Self::Idle => "idle",
+            Self::Gateway => "gateway",
             Self::Runtimes => "runtimes",
             Self::Peers => "peers",
         }

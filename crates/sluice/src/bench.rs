@@ -37,8 +37,11 @@ use crate::cli::{parse_duration, parse_think, watch_interrupts};
     sluice bench --only io --users 300,1000,1500,3000,5000 --duration 30s\n  \
     sluice bench --only idle,peers             # RSS per idle connection: 1,000 and 10,000, HTTP/1.1 and HTTP/2\n  \
     sluice bench --only runtimes,peers         # the seeds' tables in their own runtimes: about 20 minutes\n  \
-    sluice bench --only runtimes --runtimes go-http,node --quick\n\n\
-Groups: baseline, proxy, middleware, protocols, lb, lb-slow, io, open, idle, and\n\
+    sluice bench --only runtimes --runtimes go-http,node --quick\n  \
+    sluice bench --only gateway,peers --peers envoy   # sluice's gateway chain against Envoy's\n  \
+    sluice bench --only proxy --baseline old/results.json --max-regression 5%\n\n\
+Groups: baseline, proxy, middleware, protocols, lb, lb-slow, io, open, idle, gateway\n\
+(only when named: the API gateway chain in sluice and Envoy), and\n\
 peers (the rows of every installed peer of --peers: haproxy, nginx, envoy,\n\
 traefik, caddy, nghttpx; one that is missing is skipped with a note; all of\n\
 them: bash bench/install-peers.sh); runtimes runs only when\n\

@@ -22,11 +22,11 @@ use crate::{
 const PETSTORE_SPEC: &str = include_str!("../../../../specs/petstore.yaml");
 
 /// The test token's issuer and audience, which the jwt handlers require.
-const ISSUER: &str = "https://issuer.example";
-const AUDIENCE: &str = "petstore";
+pub(super) const ISSUER: &str = "https://issuer.example";
+pub(super) const AUDIENCE: &str = "petstore";
 /// The rate_limit handlers' rate per client, and their burst: more than
 /// any row sends, so that a row is the handler's cost.
-const RATE: u64 = 1_000_000;
+pub(super) const RATE: u64 = 1_000_000;
 
 /// A peer in front of `upstreams` running its own counterpart of sluice's
 /// handler `scenario` (`jwt`, `rate_limit`), `None` for the others.
@@ -71,34 +71,11 @@ pub(super) fn middleware(bench: &mut Bench<'_>) -> anyhow::Result<()> {
         );
     }
     let (backend, backend_addr) = bench.serve("petstore", &[], false)?;
-    let keys = bench.work.join("jwt");
-    std::fs::create_dir_all(&keys).with_context(|| format!("cannot create {}", keys.display()))?;
-    let key = jwt::generate_key(jwt::Algorithm::RS256, "bench")
-        .map_err(|err| anyhow::anyhow!("cannot make a test key: {err}"))?;
-    let jwks = keys.join("jwks.json");
-    std::fs::write(&jwks, key.jwks_json())
-        .with_context(|| format!("cannot write {}", jwks.display()))?;
-    let token = key
-        .sign(&serde_json::json!({
-            "iss": ISSUER,
-            "aud": AUDIENCE,
-            "sub": "bench",
-            "scope": "pets:read",
-            "iat": jwt::unix_now(),
-            "exp": jwt::unix_now() + 86_400,
-        }))
-        .map_err(|err| anyhow::anyhow!("cannot sign a test token: {err}"))?;
+    let (jwks, token) = test_token(bench)?;
     let spec_file = bench.work.join("petstore.yaml");
     std::fs::write(&spec_file, PETSTORE_SPEC)
         .with_context(|| format!("cannot write {}", spec_file.display()))?;
-    // The access log goes to memory where there is /dev/shm: disk
-    // writeback would land on whichever row runs next.
-    let log_dir = if std::path::Path::new("/dev/shm").is_dir() {
-        std::path::PathBuf::from("/dev/shm")
-    } else {
-        bench.work.clone()
-    };
-    let access_log = log_dir.join(format!("sluice-bench-{}-access.log", std::process::id()));
+    let access_log = log_file(bench, "access");
     let scenarios = scenarios(bench.profile.handlers);
     let redis = if redis_row(bench.profile.handlers) {
         Some(start_redis(bench)?)
@@ -202,6 +179,40 @@ routes:
     group.rows = rows?;
     bench.publish(group);
     Ok(())
+}
+
+/// A JWKS file with one RS256 key, and a token it signed for the jwt
+/// handlers (issuer, audience, scope `pets:read`, valid for a day).
+pub(super) fn test_token(bench: &Bench<'_>) -> anyhow::Result<(std::path::PathBuf, String)> {
+    let keys = bench.work.join("jwt");
+    std::fs::create_dir_all(&keys).with_context(|| format!("cannot create {}", keys.display()))?;
+    let key = jwt::generate_key(jwt::Algorithm::RS256, "bench")
+        .map_err(|err| anyhow::anyhow!("cannot make a test key: {err}"))?;
+    let jwks = keys.join("jwks.json");
+    std::fs::write(&jwks, key.jwks_json())
+        .with_context(|| format!("cannot write {}", jwks.display()))?;
+    let token = key
+        .sign(&serde_json::json!({
+            "iss": ISSUER,
+            "aud": AUDIENCE,
+            "sub": "bench",
+            "scope": "pets:read",
+            "iat": jwt::unix_now(),
+            "exp": jwt::unix_now() + 86_400,
+        }))
+        .map_err(|err| anyhow::anyhow!("cannot sign a test token: {err}"))?;
+    Ok((jwks, token))
+}
+
+/// Where an access log goes: memory where there is /dev/shm (disk
+/// writeback would land on whichever row runs next), else the work folder.
+pub(super) fn log_file(bench: &Bench<'_>, name: &str) -> std::path::PathBuf {
+    let dir = if std::path::Path::new("/dev/shm").is_dir() {
+        std::path::PathBuf::from("/dev/shm")
+    } else {
+        bench.work.clone()
+    };
+    dir.join(format!("sluice-bench-{}-{name}.log", std::process::id()))
 }
 
 /// The middleware group's rows, `(name, chain)`: the empty chain, each

@@ -5,6 +5,7 @@
 //! returns; `runtimes` publishes a group per seed.
 
 mod balancing;
+mod gateway;
 mod idle;
 mod middleware;
 mod runtimes;
@@ -39,6 +40,7 @@ pub(crate) const ALL: &[(GroupName, GroupFn)] = &[
     (GroupName::Io, sweeps::io),
     (GroupName::Open, sweeps::open),
     (GroupName::Idle, idle::idle),
+    (GroupName::Gateway, gateway::gateway),
     (GroupName::Runtimes, runtimes::runtimes),
 ];
 
@@ -135,6 +137,8 @@ pub(crate) fn planned(outline: &Outline<'_>, name: GroupName) -> Option<(usize, 
         GroupName::Open => (sweeps::open_rows(options.open_rates().len(), peers), open),
         // RSS does not move with the machine's load: measured once.
         GroupName::Idle => return Some(idle::expected(outline)),
+        // sluice's bare proxy and chain, and Envoy's.
+        GroupName::Gateway => (2 * (1 + gateway::peers_of(peers)), throughput),
         GroupName::Runtimes | GroupName::Peers => return None,
     };
     Some((rows, each * (rows * options.rounds()) as u32))
@@ -317,6 +321,8 @@ mod tests {
                 (Open, 16),
                 // Three systems, HTTP/1.1 and HTTP/2, 1,000 and 10,000.
                 (Idle, 12),
+                // sluice's bare proxy and chain; neither peer plays the chain.
+                (Gateway, 2),
             ]
         );
         let every = Outline {
@@ -345,6 +351,8 @@ mod tests {
                 (Io, 24),
                 (Open, 32),
                 (Idle, 28),
+                // sluice's and Envoy's bare proxy and chain.
+                (Gateway, 4),
             ]
         );
         assert_eq!(throughput::CASES.len(), 8);
@@ -375,6 +383,7 @@ mod tests {
                 (Open, 4),
                 // 1,000 only, HTTP/1.1 and HTTP/2.
                 (Idle, 2),
+                (Gateway, 2),
             ]
         );
     }

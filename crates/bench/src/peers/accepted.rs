@@ -10,7 +10,7 @@ use std::{net::SocketAddr, path::Path, process::Command, time::Duration};
 use load::{LoadConfig, Protocol, RunControl};
 use testkit::{serve, serve_with, test_options, Backend};
 
-use super::{setup, Handler, ProxySite, Site, TlsFiles, UpstreamProtocol};
+use super::{setup, GatewayChain, Handler, ProxySite, Site, TlsFiles, UpstreamProtocol};
 use crate::{
     machine::{find_peers, PeerKind},
     process::{Component, Launch, Probe},
@@ -71,6 +71,7 @@ fn check(kind: PeerKind) {
         },
     );
     let (jwks, token) = jwt_files(&dir);
+    let access_log = dir.join("access.log");
     let upstreams = [plain[0].addr(), plain[1].addr()];
     let secure_upstream = [secure.addr()];
     let proxy = |listen| ProxySite::plain(listen, &upstreams, 128);
@@ -153,6 +154,21 @@ fn check(kind: PeerKind) {
                     issuer: ISSUER,
                     audience: "petstore",
                 }),
+                ..proxy(free_port())
+            }),
+        ),
+        case(
+            "gateway chain",
+            false,
+            false,
+            Site::Proxy(ProxySite {
+                handler: Some(Handler::Gateway(GatewayChain {
+                    jwks: &jwks,
+                    issuer: ISSUER,
+                    audience: "petstore",
+                    per_second: 1_000_000,
+                    access_log: &access_log,
+                })),
                 ..proxy(free_port())
             }),
         ),
@@ -258,12 +274,39 @@ fn answers(what: &str, case: &Case<'_>, ca: &Path, token: &str) {
             "{what}: {answer}"
         );
         if let Site::Proxy(ProxySite {
-            handler: Some(Handler::Jwt { .. }),
+            handler: Some(Handler::Jwt { .. } | Handler::Gateway(_)),
             ..
         }) = case.site
         {
             let refused = get_closing(case.listen, "Bearer not.a.token");
             assert!(refused.starts_with("HTTP/1.1 401"), "{what}: {refused}");
+        }
+        if let Site::Proxy(ProxySite {
+            handler: Some(Handler::Gateway(chain)),
+            ..
+        }) = case.site
+        {
+            // The response header is set, and every request has its log
+            // line (Envoy writes its file logs out every 10 s, its
+            // --file-flush-interval-msec, or when 64 KiB are buffered).
+            let lower = answer.to_ascii_lowercase();
+            assert!(lower.contains("\r\nx-served-by: "), "{what}: {answer}");
+            let lines = || {
+                std::fs::read_to_string(chain.access_log)
+                    .unwrap_or_default()
+                    .lines()
+                    .count() as u64
+            };
+            let deadline = std::time::Instant::now() + Duration::from_secs(12);
+            while lines() < report.requests && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            assert!(
+                lines() >= report.requests,
+                "{what}: {} log lines for {} requests",
+                lines(),
+                report.requests
+            );
         }
     }
     // HTTP/2's bytes are the bodies alone.

@@ -3,7 +3,7 @@
 
 use std::{fmt::Write as _, path::Path};
 
-use super::{room, Handler, ProxySite, Setup, Site, Unsupported, UpstreamProtocol};
+use super::{room, GatewayChain, Handler, ProxySite, Setup, Site, Unsupported, UpstreamProtocol};
 
 /// Envoy on `dir/envoy.yaml`: one worker thread, no hot restart (so that
 /// several run at once without a shared-memory `--base-id` each), warnings
@@ -64,17 +64,28 @@ pub(crate) fn envoy_yaml(site: &Site<'_>) -> Result<String, Unsupported> {
         Site::Static { listen, .. } => *listen,
         Site::Proxy(proxy) => proxy.listen,
     };
+    let handler = match site {
+        Site::Proxy(proxy) => proxy.handler,
+        Site::Static { .. } => None,
+    };
+    let gateway = match handler {
+        Some(Handler::Gateway(chain)) => Some(chain),
+        _ => None,
+    };
     let mut yaml = format!(
         "static_resources:\n  listeners:\n  - name: front\n    address:\n      \
-         socket_address: {{ address: {}, port_value: {} }}\n    filter_chains:\n    - filters:\n{MANAGER}",
+         socket_address: {{ address: {}, port_value: {} }}\n    filter_chains:\n    - filters:\n{}",
         listen.ip(),
-        listen.port()
+        listen.port(),
+        match gateway {
+            Some(chain) => MANAGER.replace(
+                "          http_filters:\n",
+                &format!("{}          http_filters:\n", access_log(chain)),
+            ),
+            None => MANAGER.to_string(),
+        }
     );
-    if let Site::Proxy(ProxySite {
-        handler: Some(handler),
-        ..
-    }) = site
-    {
+    if let Some(handler) = &handler {
         filter(&mut yaml, handler);
     }
     yaml.push_str(ROUTER);
@@ -93,6 +104,17 @@ pub(crate) fn envoy_yaml(site: &Site<'_>) -> Result<String, Unsupported> {
         }
         Site::Proxy(proxy) => {
             yaml.push_str("                route: { cluster: backend }\n");
+            if gateway.is_some() {
+                // Header manipulation as Envoy's documentation does it: on the route.
+                yaml.push_str(
+                    "                request_headers_to_add:\n                \
+                     - header: { key: x-env, value: bench }\n                  \
+                     append_action: OVERWRITE_IF_EXISTS_OR_ADD\n                \
+                     response_headers_to_add:\n                \
+                     - header: { key: x-served-by, value: envoy }\n                  \
+                     append_action: OVERWRITE_IF_EXISTS_OR_ADD\n",
+                );
+            }
             if let Some(tls) = proxy.tls {
                 let _ = write!(
                     yaml,
@@ -110,11 +132,37 @@ pub(crate) fn envoy_yaml(site: &Site<'_>) -> Result<String, Unsupported> {
     Ok(yaml)
 }
 
+/// The file access log of the gateway chain: a JSON line per request,
+/// the fields sluice's access_log writes.
+fn access_log(chain: GatewayChain<'_>) -> String {
+    format!(
+        "          access_log:\n          - name: envoy.access_loggers.file\n            typed_config:\n              \
+         \"@type\": type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog\n              \
+         path: {}\n              log_format:\n                json_format:\n                  \
+         time: \"%START_TIME%\"\n                  method: \"%REQ(:METHOD)%\"\n                  \
+         path: \"%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%\"\n                  status: \"%RESPONSE_CODE%\"\n                  \
+         duration_ms: \"%DURATION%\"\n                  bytes: \"%BYTES_SENT%\"\n                  \
+         upstream: \"%UPSTREAM_HOST%\"\n",
+        quoted(&chain.access_log.display().to_string())
+    )
+}
+
 /// The HTTP filter for `handler`: `local_ratelimit`'s token bucket (one
 /// for the listener: the bench's clients share one address, so it is the
-/// per-client limit the others have), or `jwt_authn` with the JWKS file.
+/// per-client limit the others have), or `jwt_authn` with the JWKS file;
+/// the gateway chain's `jwt_authn` (with its cache of verified tokens, as
+/// sluice keeps one) then `local_ratelimit`.
 fn filter(yaml: &mut String, handler: &Handler<'_>) {
     match *handler {
+        Handler::Gateway(chain) => {
+            jwt_filter(yaml, chain.jwks, chain.issuer, chain.audience, true);
+            filter(
+                yaml,
+                &Handler::RateLimit {
+                    per_second: chain.per_second,
+                },
+            );
+        }
         Handler::RateLimit { per_second } => {
             let _ = write!(
                 yaml,
@@ -130,20 +178,30 @@ fn filter(yaml: &mut String, handler: &Handler<'_>) {
             jwks,
             issuer,
             audience,
-        } => {
-            let _ = write!(
-                yaml,
-                "          - name: envoy.filters.http.jwt_authn\n            typed_config:\n              \
-                 \"@type\": type.googleapis.com/envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication\n              \
-                 providers:\n                bench:\n                  issuer: {}\n                  \
-                 audiences: [{}]\n                  local_jwks: {{ filename: {} }}\n              \
-                 rules:\n              - match: {{ prefix: \"/\" }}\n                requires: {{ provider_name: bench }}\n",
-                quoted(issuer),
-                quoted(audience),
-                quoted(&jwks.display().to_string())
-            );
-        }
+        } => jwt_filter(yaml, jwks, issuer, audience, false),
     }
+}
+
+/// `jwt_authn` with one provider checking the JWKS file, issuer and
+/// audience, required on every path; `cache`: verified tokens kept
+/// (`jwt_cache_config`), as sluice keeps them.
+fn jwt_filter(yaml: &mut String, jwks: &Path, issuer: &str, audience: &str, cache: bool) {
+    let _ = write!(
+        yaml,
+        "          - name: envoy.filters.http.jwt_authn\n            typed_config:\n              \
+         \"@type\": type.googleapis.com/envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication\n              \
+         providers:\n                bench:\n                  issuer: {}\n                  \
+         audiences: [{}]\n                  local_jwks: {{ filename: {} }}\n{}              \
+         rules:\n              - match: {{ prefix: \"/\" }}\n                requires: {{ provider_name: bench }}\n",
+        quoted(issuer),
+        quoted(audience),
+        quoted(&jwks.display().to_string()),
+        if cache {
+            "                  jwt_cache_config: { jwt_cache_size: 1024 }\n"
+        } else {
+            ""
+        }
+    );
 }
 
 /// The `backend` cluster: the upstreams, the balancing policy, circuit
@@ -222,6 +280,48 @@ mod tests {
         assert!(yaml.contains("max_connections: 8000"), "{yaml}");
         assert!(!yaml.contains("http2_protocol_options"), "{yaml}");
         assert!(!yaml.contains("transport_socket"), "{yaml}");
+    }
+
+    #[test]
+    fn the_gateway_chain_has_every_part() {
+        let upstreams = [addr(2)];
+        let chain = GatewayChain {
+            jwks: Path::new("/jwks.json"),
+            issuer: "https://issuer.example",
+            audience: "petstore",
+            per_second: 1000,
+            access_log: Path::new("/dev/shm/access.log"),
+        };
+        let site = Site::Proxy(ProxySite {
+            handler: Some(Handler::Gateway(chain)),
+            ..ProxySite::plain(addr(1), &upstreams, 128)
+        });
+        let yaml = envoy_yaml(&site).expect("supported");
+        let order = [
+            "access_log:",
+            "path: \"/dev/shm/access.log\"",
+            "http_filters:",
+            "envoy.filters.http.jwt_authn",
+            "local_jwks: { filename: \"/jwks.json\" }",
+            "jwt_cache_config: { jwt_cache_size: 1024 }",
+            "rules:",
+            "envoy.filters.http.local_ratelimit",
+            "max_tokens: 1000",
+            "envoy.filters.http.router",
+            "route: { cluster: backend }",
+            "request_headers_to_add:",
+            "key: x-env, value: bench",
+            "response_headers_to_add:",
+            "key: x-served-by, value: envoy",
+            "clusters:",
+        ];
+        let mut at = 0;
+        for needle in order {
+            let found = yaml[at..]
+                .find(needle)
+                .unwrap_or_else(|| panic!("{needle:?} missing after byte {at} in:\n{yaml}"));
+            at += found + needle.len();
+        }
     }
 
     #[test]

@@ -72,6 +72,7 @@ pub(crate) fn haproxy_cfg(site: &Site<'_>) -> Result<String, Unsupported> {
                         "HAProxy's jwt_verify takes a PEM key, not the run's JWKS: not configured",
                     );
                 }
+                Some(Handler::Gateway(_)) => return Err(super::NO_GATEWAY),
             }
             let balance = if proxy.least_conn {
                 "leastconn"

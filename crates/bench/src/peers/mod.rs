@@ -71,7 +71,28 @@ pub(crate) enum Handler<'a> {
         issuer: &'a str,
         audience: &'a str,
     },
+    /// An API gateway's chain (the gateway group): every one of these on
+    /// every request.
+    Gateway(GatewayChain<'a>),
 }
+
+/// The gateway group's chain: a bearer JWT (RS256) checked as
+/// [`Handler::Jwt`], a rate limit as [`Handler::RateLimit`], a header set
+/// on the request (`x-env: bench`) and one on the response
+/// (`x-served-by`), and an access log line per request written to
+/// `access_log`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct GatewayChain<'a> {
+    pub(crate) jwks: &'a Path,
+    pub(crate) issuer: &'a str,
+    pub(crate) audience: &'a str,
+    pub(crate) per_second: u64,
+    pub(crate) access_log: &'a Path,
+}
+
+/// Why a peer other than Envoy has no gateway row.
+pub(crate) const NO_GATEWAY: Unsupported =
+    "the gateway chain is configured for Envoy only (the issue's peer: jwt_authn, local_ratelimit, header mutation, file access log)";
 
 impl<'a> ProxySite<'a> {
     /// Plain HTTP/1.1 on both sides, round robin over `upstreams`; the

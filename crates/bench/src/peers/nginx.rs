@@ -67,6 +67,7 @@ pub(crate) fn nginx_conf(site: &Site<'_>, dir: &Path) -> Result<String, Unsuppor
                 Some(Handler::Jwt { .. }) => {
                     return Err("nginx has no JWT validation (nginx Plus only)")
                 }
+                Some(Handler::Gateway(_)) => return Err(super::NO_GATEWAY),
             };
             conf.push_str("  upstream backend {\n");
             if proxy.least_conn {

@@ -51,6 +51,7 @@ pub(crate) fn traefik_yaml(
         Some(Handler::Jwt { .. }) => {
             return Err("Traefik has no JWT middleware (Traefik Hub only)");
         }
+        Some(Handler::Gateway(_)) => return Err(super::NO_GATEWAY),
     };
     let strategy = if proxy.least_conn { "p2c" } else { "wrr" };
     let scheme = match proxy.upstream_protocol {
