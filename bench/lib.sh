@@ -63,7 +63,7 @@ proxy_bench_setup() {
   for tool in "$@"; do
     case $tool in
       nginx) package=nginx-light ;; taskset) package=util-linux ;; h2load) package=nghttp2-client ;;
-      perf) package=linux-perf ;; *) package=$tool ;;
+      perf) package=linux-perf ;; /usr/bin/time) package=time ;; *) package=$tool ;;
     esac
     command -v "$tool" >/dev/null || { echo "missing $tool: apt-get install -y $package" >&2; exit 2; }
   done

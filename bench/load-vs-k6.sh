@@ -35,19 +35,11 @@ K6=${K6:-$(command -v k6 || echo "$HOME/go/bin/k6")}
 source "$ROOT/bench/lib.sh"
 URL="http://127.0.0.1:$PORT/v1/pets"
 
-for tool in taskset /usr/bin/time python3; do
-  command -v "$tool" >/dev/null || { echo "missing $tool: apt-get install -y util-linux time python3" >&2; exit 2; }
-done
 [[ -x $K6 ]] || { echo "k6 not found: go install go.k6.io/k6@latest" >&2; exit 2; }
-[[ -x $SLUICE ]] || (cd "$ROOT" && cargo build --release --locked -p sluice)
-mkdir -p "$OUT"
-WORK=$(mktemp -d)
-SERVER=""
-cleanup() { [[ -n $SERVER ]] && kill "$SERVER" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$WORK"; }
-trap cleanup EXIT
-
+# The target is the "backend" the setup stops on exit.
+proxy_bench_setup taskset /usr/bin/time python3
 taskset -c 0 "$SLUICE" serve petstore --workers 1 --listen "127.0.0.1:$PORT" >/dev/null 2>&1 &
-SERVER=$!
+BACKEND_PID=$!
 wait_port "$PORT"
 # The target's first seconds are not measured.
 taskset -c 1 "$SLUICE" load -q --rate 2000 -d2s -c"$CONNECTIONS" "$URL" >/dev/null

@@ -31,12 +31,7 @@ pub fn check(data: &[u8]) {
             assert_eq!(error, again);
             assert_eq!(error.file, Path::new(FILE));
             let shown = error.to_string();
-            assert!(shown.starts_with(FILE), "{shown}");
-            assert!(!error.message.is_empty(), "{shown}");
-            assert!(!shown.contains('\n'), "{shown}");
-            // YAML breaks lines at CR as well as LF.
-            let lines = text.split(['\n', '\r']).count();
-            assert!(error.line <= lines + 1, "{shown} ({lines} lines)");
+            crate::assert_located(&shown, FILE, &error.message, error.line, &text);
             if !text.contains(SECRET) {
                 assert!(!shown.contains(SECRET), "{shown}");
             }

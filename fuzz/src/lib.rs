@@ -26,6 +26,17 @@ pub mod qpack_decode;
 pub mod traceparent;
 pub mod trailers;
 
+/// A file error's shape (a configuration or a scenario file): shown as
+/// `FILE…` on one line with a message, at a line within `text` (YAML
+/// breaks lines at CR as well as LF; an error may name one past the last).
+pub fn assert_located(shown: &str, file: &str, message: &str, line: usize, text: &str) {
+    assert!(shown.starts_with(file), "{shown}");
+    assert!(!message.is_empty(), "{shown}");
+    assert!(!shown.contains('\n'), "{shown}");
+    let lines = text.split(['\n', '\r']).count();
+    assert!(line <= lines + 1, "{shown} ({lines} lines)");
+}
+
 /// A target's check: panics when a property breaks.
 pub type Check = fn(&[u8]);
 

@@ -37,11 +37,7 @@ pub fn check(data: &[u8]) {
         (Err(error), Err(again)) => {
             assert_eq!(error, again);
             let shown = error.to_string();
-            assert!(shown.starts_with(FILE), "{shown}");
-            assert!(!error.message.is_empty(), "{shown}");
-            assert!(!shown.contains('\n'), "{shown}");
-            let lines = text.split(['\n', '\r']).count();
-            assert!(error.line <= lines + 1, "{shown} ({lines} lines)");
+            crate::assert_located(&shown, FILE, &error.message, error.line, &text);
         }
         (first, second) => panic!(
             "two reads disagree: {:?} / {:?}",

@@ -360,10 +360,11 @@ mod tests {
     }
 
     #[test]
-    fn runtimes_runs_only_when_named() {
+    fn runtimes_and_gateway_run_only_when_named() {
         let options = BenchOptions::new("sluice".into(), "out".into());
         assert!(!options.runs(GroupName::Runtimes));
-        assert_eq!(options.only.len(), GroupName::ALL.len() - 1);
+        assert!(!options.runs(GroupName::Gateway));
+        assert_eq!(options.only.len(), GroupName::ALL.len() - 2);
         assert!(options.runs(GroupName::Peers));
     }
 

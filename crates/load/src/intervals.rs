@@ -46,12 +46,7 @@ impl Collector {
 
     /// One thread's interval `index`; used once every thread gave it.
     pub(crate) fn add(&mut self, index: u64, figures: Figures) -> io::Result<()> {
-        let entry = self
-            .pending
-            .entry(index)
-            .or_insert_with(|| (0, figures.empty_like()));
-        entry.0 += 1;
-        entry.1.add(&figures);
+        self.add_last(index, figures);
         while let Some(entry) = self.pending.first_entry() {
             if entry.get().0 < self.threads {
                 break;

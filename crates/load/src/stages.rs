@@ -34,6 +34,17 @@ pub struct Stages {
 }
 
 impl Stages {
+    /// Stages from `from` through each `(duration, target)`.
+    pub fn new(from: f64, steps: impl IntoIterator<Item = (Duration, f64)>) -> Self {
+        Self {
+            from,
+            steps: steps
+                .into_iter()
+                .map(|(duration, target)| Stage { duration, target })
+                .collect(),
+        }
+    }
+
     /// The time the stages take together: the run's duration.
     pub fn duration(&self) -> Duration {
         self.steps.iter().map(|s| s.duration).sum()
@@ -233,16 +244,8 @@ mod tests {
     use super::*;
 
     fn stages(from: f64, steps: &[(u64, f64)]) -> Curve {
-        Curve::new(&Stages {
-            from,
-            steps: steps
-                .iter()
-                .map(|&(ms, target)| Stage {
-                    duration: Duration::from_millis(ms),
-                    target,
-                })
-                .collect(),
-        })
+        let steps = steps.iter().map(|&(ms, t)| (Duration::from_millis(ms), t));
+        Curve::new(&Stages::new(from, steps))
     }
 
     fn close(a: f64, b: f64) -> bool {

@@ -13,6 +13,7 @@
 //! ```
 
 pub mod certs;
+pub mod chromium;
 pub mod fake;
 pub mod fake_h2;
 pub mod fake_h3;

@@ -8,7 +8,7 @@
 //! is told), each against its own bare proxy on the same backend. Runs
 //! only when named (`--only gateway`, with `peers` for Envoy's rows).
 
-use super::{begin, header, peer_component, sluice_yaml, throughput, upstream_yaml};
+use super::{begin, gateway_yaml_start, header, peer_row, sluice_yaml, throughput};
 use crate::{
     machine::PeerKind,
     measure::RowSpec,
@@ -58,18 +58,13 @@ pub(super) fn gateway(bench: &mut Bench<'_>) -> anyhow::Result<()> {
     let yaml = sluice_yaml(
         bench.options.connections,
         &format!(
-            "listeners: [{{ address: {listen} }}]\nupstreams:\n{}\
-middleware:
-  access_log: {{ path: \"{}\" }}
-  headers: {{ request: {{ set: {{ x-env: bench }} }}, response: {{ set: {{ x-served-by: sluice }} }} }}
-  jwt: {{ jwks: \"{}\", algorithms: [RS256], issuer: \"{ISSUER}\", audience: [{AUDIENCE}] }}
+            "{}  jwt: {{ jwks: \"{}\", algorithms: [RS256], issuer: \"{ISSUER}\", audience: [{AUDIENCE}] }}
   rate_limit: {{ rate: {RATE}/s }}
 routes:
   - {{ path: /, host: bare, chain: [], upstream: backend }}
   - {{ path: /, host: gateway, chain: {SLUICE_CHAIN}, upstream: backend }}
 ",
-            upstream_yaml("backend", &[backend_addr], ""),
-            sluice_log.display(),
+            gateway_yaml_start(listen, backend_addr, &sluice_log),
             jwks.display(),
         ),
     );
@@ -104,20 +99,11 @@ routes:
                 handler,
                 ..ProxySite::plain(listen, &upstream, connections)
             });
-            let system = peer.kind.name();
-            let name = format!("{system} {row}");
-            let Some(server) =
-                peer_component(bench, &mut group.notes, &peer, &name, &site, listen)?
-            else {
-                continue;
-            };
-            components.push(server);
-            let mut config = throughput(bench, &format!("http://{listen}/v1/pets"))?;
-            config.headers = vec![header("authorization", &bearer)?];
-            trials.push(Trial::new(
-                RowSpec::new(name, system, config),
-                &[components.len() - 1, 1],
-            ));
+            let name = format!("{} {row}", peer.kind.name());
+            let place = (name, &site, listen);
+            let (notes, parts) = (&mut group.notes, &mut components);
+            let headers = vec![header("authorization", &bearer)?];
+            peer_row(bench, notes, parts, &mut trials, &peer, place, headers, 1)?;
         }
     }
     // Each sample starts with empty logs, as the first did.

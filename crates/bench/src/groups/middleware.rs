@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 
 use anyhow::Context;
 
-use super::{begin, header, peer_component, sluice_yaml, throughput, upstream_yaml};
+use super::{begin, gateway_yaml_start, header, peer_row, sluice_yaml, throughput};
 use crate::{
     machine::find_program,
     measure::RowSpec,
@@ -110,11 +110,7 @@ pub(super) fn middleware(bench: &mut Bench<'_>) -> anyhow::Result<()> {
     let yaml = sluice_yaml(
         bench.options.connections,
         &format!(
-            "listeners: [{{ address: {listen} }}]\nupstreams:\n{}\
-middleware:
-  access_log: {{ path: \"{}\" }}
-  headers: {{ request: {{ set: {{ x-env: bench }} }}, response: {{ set: {{ x-served-by: sluice }} }} }}
-  ip_filter: {{ allow: [127.0.0.0/8] }}
+            "{}  ip_filter: {{ allow: [127.0.0.0/8] }}
   body_limit: {{ max: 1MiB }}
   jwt: {{ jwks: \"{}\", algorithms: [RS256], issuer: \"{ISSUER}\", audience: [{AUDIENCE}], scopes: [pets:read] }}
   validate: {{ openapi: \"{}\" }}
@@ -123,8 +119,7 @@ middleware:
   default: [correlation, metrics, access_log, jwt, validate, rate_limit, headers]
 routes:
 {routes}",
-            upstream_yaml("backend", &[backend_addr], ""),
-            access_log.display(),
+            gateway_yaml_start(listen, backend_addr, &access_log),
             jwks.display(),
             spec_file.display(),
         ),
@@ -156,18 +151,20 @@ routes:
             let Some(site) = handler_site(scenario, listen, &upstream, &jwks, connections) else {
                 continue;
             };
-            let system = peer.kind.name();
-            let name = format!("{system} {scenario}");
-            let Some(server) =
-                peer_component(bench, &mut group.notes, &peer, &name, &site, listen)?
-            else {
-                continue;
-            };
-            components.push(server);
-            let mut config = throughput(bench, &format!("http://{listen}/v1/pets"))?;
-            config.headers = vec![header("authorization", &format!("Bearer {token}"))?];
-            let spec = RowSpec::new(name, system, config);
-            trials.push(Trial::new(spec, &[components.len() - 1, 1]));
+            let name = format!("{} {scenario}", peer.kind.name());
+            let authorization = header("authorization", &format!("Bearer {token}"))?;
+            let place = (name, &site, listen);
+            let (notes, parts) = (&mut group.notes, &mut components);
+            peer_row(
+                bench,
+                notes,
+                parts,
+                &mut trials,
+                &peer,
+                place,
+                vec![authorization],
+                1,
+            )?;
         }
     }
     // Each sample starts with an empty log, as the first did.

@@ -207,6 +207,21 @@ fn plain_proxy_site(listen: SocketAddr, upstreams: &[SocketAddr], max_conns: usi
     Site::Proxy(ProxySite::plain(listen, upstreams, max_conns))
 }
 
+/// The start of a gateway's sluice configuration: the listener, the
+/// upstream `backend`, and `middleware:` with an access log to `log` and
+/// headers set on request and response; the group adds its handlers.
+fn gateway_yaml_start(listen: SocketAddr, backend: SocketAddr, log: &std::path::Path) -> String {
+    format!(
+        "listeners: [{{ address: {listen} }}]\nupstreams:\n{}\
+middleware:
+  access_log: {{ path: \"{}\" }}
+  headers: {{ request: {{ set: {{ x-env: bench }} }}, response: {{ set: {{ x-served-by: sluice }} }} }}
+",
+        upstream_yaml("backend", &[backend], ""),
+        log.display()
+    )
+}
+
 /// A round-robin upstream named `name` over `hosts`.
 fn upstream_yaml(name: &str, hosts: &[SocketAddr], extra: &str) -> String {
     let hosts: Vec<String> = hosts.iter().map(|h| format!("\"http://{h}\"")).collect();
@@ -232,6 +247,34 @@ fn peer_component(
             Ok(None)
         }
     }
+}
+
+/// A peer's row: the peer started on `site` (or a note why not), and its
+/// trial, GET /v1/pets with `headers` under the throughput rows' load,
+/// its stage the peer and the backend at `backend` in `components`.
+#[allow(clippy::too_many_arguments)]
+fn peer_row(
+    bench: &mut Bench<'_>,
+    notes: &mut Vec<String>,
+    components: &mut Vec<Component>,
+    trials: &mut Vec<crate::rounds::Trial>,
+    peer: &Peer,
+    (name, site, listen): (String, &Site<'_>, SocketAddr),
+    headers: Vec<(http::HeaderName, http::HeaderValue)>,
+    backend: usize,
+) -> anyhow::Result<()> {
+    let Some(server) = peer_component(bench, notes, peer, &name, site, listen)? else {
+        return Ok(());
+    };
+    components.push(server);
+    let mut config = throughput(bench, &format!("http://{listen}/v1/pets"))?;
+    config.headers = headers;
+    let spec = crate::measure::RowSpec::new(name, peer.kind.name(), config);
+    trials.push(crate::rounds::Trial::new(
+        spec,
+        &[components.len() - 1, backend],
+    ));
+    Ok(())
 }
 
 /// sluice, then each peer, as HTTP/1.1 proxies (round robin) in front of

@@ -30,16 +30,22 @@ ul.ratios li, ul.notes li { margin: 0.15em 0; }
 nav a { margin-right: 0.8em; }
 ";
 
-pub(super) fn html(results: &Results) -> String {
+/// A page's start up to its `<h1>title</h1>`: XHTML-clean (the tests
+/// open it as XHTML), [`STYLE`] and then `style` inline.
+pub(super) fn page_start(title: &str, style: &str) -> String {
     let mut out = String::new();
     out.push_str(
         "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n\
          <meta charset=\"utf-8\"/>\n\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n\
-         <title>sluice bench report</title>\n<style>",
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n",
     );
-    out.push_str(STYLE);
-    out.push_str("</style>\n</head>\n<body>\n<h1>sluice bench report</h1>\n");
+    let _ = write!(out, "<title>{title}</title>\n<style>{STYLE}{style}");
+    let _ = write!(out, "</style>\n</head>\n<body>\n<h1>{title}</h1>\n");
+    out
+}
+
+pub(super) fn html(results: &Results) -> String {
+    let mut out = page_start("sluice bench report", "");
     let _ = writeln!(
         out,
         "<p>Run started {}, took {}; results schema <code>{}</code>.</p>",

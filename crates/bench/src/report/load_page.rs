@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use load::{format_count, format_us, plan::PlanReport, IntervalSummary, LatencySummary, Report};
 
-use super::html::{anchor, STYLE};
+use super::html::{anchor, page_start};
 use super::svg::{line_chart, LineChart, Series};
 use super::table::{esc, Align, Table};
 
@@ -20,16 +20,10 @@ const TARGET: &str = "#8e5cc4";
 
 /// The page.
 pub(super) fn load_page(report: &PlanReport) -> String {
-    let mut out = String::new();
-    out.push_str(
-        "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n\
-         <meta charset=\"utf-8\"/>\n\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n\
-         <title>sluice load report</title>\n<style>",
+    let mut out = page_start(
+        "sluice load report",
+        "p.pass { color: #1b7a33; font-weight: bold; } p.fail { color: #b3261e; font-weight: bold; }\n",
     );
-    out.push_str(STYLE);
-    out.push_str("p.pass { color: #1b7a33; font-weight: bold; } p.fail { color: #b3261e; font-weight: bold; }\n");
-    out.push_str("</style>\n</head>\n<body>\n<h1>sluice load report</h1>\n");
     let thresholds: Vec<_> = report.all_thresholds().collect();
     let failed = thresholds.iter().filter(|t| !t.passed).count();
     let verdict = match (&report.aborted, failed) {

@@ -119,34 +119,26 @@ impl LoadConfig {
         Ok(())
     }
 
+    /// The weights over their greatest common divisor.
+    fn reduced_weights(&self) -> Vec<u64> {
+        let weights = self.requests.iter().map(|spec| u64::from(spec.weight));
+        let divisor = weights.clone().fold(0, gcd).max(1);
+        weights.map(|weight| weight / divisor).collect()
+    }
+
     /// The rotation's length: the weights over their greatest common divisor.
     pub fn rotation_len(&self) -> u64 {
-        let divisor = self
-            .requests
-            .iter()
-            .map(|spec| u64::from(spec.weight))
-            .fold(0, gcd)
-            .max(1);
-        self.requests
-            .iter()
-            .map(|spec| u64::from(spec.weight) / divisor)
-            .sum()
+        self.reduced_weights().iter().sum()
     }
 
     /// The order requests go in: each index as often as its weight (over
     /// the weights' divisor), spread out (nginx's smooth weighted
     /// round-robin), so that a 3:1 mix sends `0 0 1 0`, not `0 0 0 1`.
     pub(crate) fn rotation(&self) -> Vec<u32> {
-        let divisor = self
-            .requests
-            .iter()
-            .map(|spec| u64::from(spec.weight))
-            .fold(0, gcd)
-            .max(1);
         let weights: Vec<i64> = self
-            .requests
-            .iter()
-            .map(|spec| (u64::from(spec.weight) / divisor) as i64)
+            .reduced_weights()
+            .into_iter()
+            .map(|w| w as i64)
             .collect();
         let total: i64 = weights.iter().sum();
         let mut current = vec![0i64; weights.len()];

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::Method;
-use load::{CheckSpec, LoadConfig, Protocol, Stage, Stages};
+use load::{CheckSpec, LoadConfig, Protocol, Stages};
 use testkit::{Backend, Behaviour, FakeServer, H2Server, H3Server, TestCerts};
 
 use crate::support::run;
@@ -24,27 +24,49 @@ fn checks(specs: &[&str]) -> Vec<load::Check> {
 }
 
 fn stages(from: f64, steps: &[(u64, f64)]) -> Stages {
-    Stages {
+    Stages::new(
         from,
-        steps: steps
-            .iter()
-            .map(|&(ms, target)| Stage {
-                duration: Duration::from_millis(ms),
-                target,
-            })
-            .collect(),
-    }
+        steps.iter().map(|&(ms, t)| (Duration::from_millis(ms), t)),
+    )
+}
+
+/// A petstore and a one-connection run of GETs of `paths`, one each in
+/// its rotation; the petstore lives as long as the first element.
+fn petstore_gets(paths: &[&str]) -> (testkit::TestServer, LoadConfig) {
+    let petstore = testkit::serve(Backend::Petstore);
+    let urls: Vec<_> = paths
+        .iter()
+        .map(|path| (Method::GET, petstore.url(path)))
+        .collect();
+    (petstore, one_connection(Protocol::Http1, &urls))
+}
+
+/// A one-connection run over `protocol` of `requests`, one each in its
+/// rotation.
+fn one_connection(protocol: Protocol, requests: &[(Method, String)]) -> LoadConfig {
+    let mut config = LoadConfig::new(requests).expect("valid requests");
+    config.protocol = protocol;
+    config.connections = 1;
+    config
+}
+
+/// `config` over 4 streams for 100 requests, half of them to a 503
+/// (the rotation's second), with the checks `spec`: the first check
+/// fails on each 503, the second passes everywhere. The report.
+fn half_fail_the_status_check(mut config: LoadConfig, spec: &[&str]) -> load::Report {
+    config.streams = 4;
+    config.total_requests = Some(100);
+    config.checks = checks(spec);
+    let report = run(&config);
+    let counts: Vec<(u64, u64)> = report.checks.iter().map(|c| (c.passed, c.failed)).collect();
+    assert_eq!(counts[0], (50, 50), "{counts:?}");
+    assert_eq!(counts[1], (100, 0), "{counts:?}");
+    report
 }
 
 #[test]
 fn weights_set_how_often_each_request_goes_with_its_own_headers_and_body() {
-    let petstore = testkit::serve(Backend::Petstore);
-    let urls = [
-        (Method::GET, petstore.url("/v1/pets")),
-        (Method::GET, petstore.url("/nope")),
-    ];
-    let mut config = LoadConfig::new(&urls).unwrap();
-    config.connections = 1;
+    let (_petstore, mut config) = petstore_gets(&["/v1/pets", "/nope"]);
     config.total_requests = Some(400);
     config.requests[0].weight = 3;
     let report = run(&config);
@@ -58,9 +80,7 @@ fn weights_set_how_often_each_request_goes_with_its_own_headers_and_body() {
         (Method::POST, server.url("/a")),
         (Method::POST, server.url("/b")),
     ];
-    let mut config = LoadConfig::new(&urls).unwrap();
-    config.protocol = Protocol::Http2;
-    config.connections = 1;
+    let mut config = one_connection(Protocol::Http2, &urls);
     config.total_requests = Some(40);
     config.body = Bytes::from_static(b"0123456789");
     config.requests[1].body = Some(Bytes::from_static(b"xy"));
@@ -72,13 +92,7 @@ fn weights_set_how_often_each_request_goes_with_its_own_headers_and_body() {
 
 #[test]
 fn checks_count_passes_and_failures_over_http1_pipelined() {
-    let petstore = testkit::serve(Backend::Petstore);
-    let urls = [
-        (Method::GET, petstore.url("/v1/pets")),
-        (Method::GET, petstore.url("/v1/pets/1")),
-    ];
-    let mut config = LoadConfig::new(&urls).unwrap();
-    config.connections = 1;
+    let (_petstore, mut config) = petstore_gets(&["/v1/pets", "/v1/pets/1"]);
     config.pipeline = 4;
     config.total_requests = Some(200);
     config.checks = checks(&[
@@ -108,39 +122,17 @@ fn checks_read_http2_and_http3_answers() {
         "body_contains: ok",
         "{header: content-length, equals: '2'}",
     ];
+    let ok_and_503 =
+        |url: &dyn Fn(&str) -> String| [(Method::GET, url("/")), (Method::GET, url("/status/503"))];
     let server = H2Server::start();
-    let urls = [
-        (Method::GET, server.url("/")),
-        (Method::GET, server.url("/status/503")),
-    ];
-    let mut config = LoadConfig::new(&urls).unwrap();
-    config.protocol = Protocol::Http2;
-    config.connections = 1;
-    config.streams = 4;
-    config.total_requests = Some(100);
-    config.checks = checks(&spec);
-    let report = run(&config);
-    let counts: Vec<(u64, u64)> = report.checks.iter().map(|c| (c.passed, c.failed)).collect();
-    assert_eq!(counts[0], (50, 50), "{counts:?}");
-    assert_eq!(counts[1], (100, 0), "{counts:?}");
+    let config = one_connection(Protocol::Http2, &ok_and_503(&|p| server.url(p)));
+    half_fail_the_status_check(config, &spec);
 
     let certs = TestCerts::generate();
     let server = H3Server::start(&certs);
-    let urls = [
-        (Method::GET, server.url("/")),
-        (Method::GET, server.url("/status/503")),
-    ];
-    let mut config = LoadConfig::new(&urls).unwrap();
-    config.protocol = Protocol::Http3;
+    let mut config = one_connection(Protocol::Http3, &ok_and_503(&|p| server.url(p)));
     config.cacert = Some(certs.ca_path.clone());
-    config.connections = 1;
-    config.streams = 4;
-    config.total_requests = Some(100);
-    config.checks = checks(&spec);
-    let report = run(&config);
-    let counts: Vec<(u64, u64)> = report.checks.iter().map(|c| (c.passed, c.failed)).collect();
-    assert_eq!(counts[0], (50, 50), "{counts:?}");
-    assert_eq!(counts[1], (100, 0), "{counts:?}");
+    let report = half_fail_the_status_check(config, &spec);
     // QUIC's handshake is its TLS handshake: no TCP connect.
     assert_eq!(report.phases.tls.count, 1);
     assert_eq!(report.phases.connect.count, 0);

@@ -13,7 +13,6 @@ use crate::support;
 use std::{
     net::SocketAddr,
     path::{Path, PathBuf},
-    process::Command,
     sync::{
         atomic::{AtomicBool, Ordering::Relaxed},
         Arc,
@@ -125,60 +124,19 @@ async fn the_page_needs_no_token_and_its_data_does() {
 
 /// The Chromium binary, or `None` with a SKIP line (a panic when required).
 fn chromium(test: &str) -> Option<&'static str> {
-    let found = ["chromium", "chromium-browser", "google-chrome"]
-        .into_iter()
-        .find(|name| Command::new(name).arg("--version").output().is_ok());
-    if found.is_none() {
-        testkit::skip(
-            test,
-            testkit::Need::Chromium,
-            "chromium is not installed (apt-get install chromium)",
-        );
-    }
-    found
+    testkit::chromium::find(test)
 }
 
-/// Runs headless Chromium on `url` for `budget_ms` of virtual time (the
-/// page's timers run that fast; its fetches are real) with `action`
-/// (`--dump-dom` or `--screenshot=…`), its network log in `net_log`;
-/// what it printed.
+/// Runs headless Chromium on `url` (see [`testkit::chromium::run`]);
+/// what it printed on stdout.
 fn run_chromium(
     binary: &str,
     profile: &Path,
     net_log: &Path,
-    (action, budget_ms): (&str, u32),
+    action: (&str, u32),
     url: &str,
 ) -> String {
-    let output = Command::new(binary)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--disable-extensions",
-            "--disable-default-apps",
-            // The browser's own requests: Autofill asks Google about a
-            // page with a password field; the clock is checked online.
-            "--disable-features=AutofillServerCommunication,NetworkTimeServiceQuerying",
-            "--window-size=1280,900",
-        ])
-        .arg(format!("--virtual-time-budget={budget_ms}"))
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .arg(format!("--log-net-log={}", net_log.display()))
-        .arg(action)
-        .arg(url)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "chromium {action}: {}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
+    testkit::chromium::run(binary, profile, net_log, action, url).stdout
 }
 
 /// The text of the element with `id` in a dumped DOM.

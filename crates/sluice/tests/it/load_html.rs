@@ -5,11 +5,9 @@
 //! Without Chromium (Debian package `chromium`) the browser part prints a
 //! SKIP line; `SLUICE_REQUIRE_CHROMIUM=1` makes that a failure.
 
-use std::process::Command;
-
 use testkit::Backend;
 
-use crate::common::{scratch, sluice};
+use crate::common::{load, scratch};
 
 #[test]
 fn the_html_report_is_self_contained_and_chromium_opens_it_without_errors() {
@@ -38,17 +36,12 @@ fn the_html_report_is_self_contained_and_chromium_opens_it_without_errors() {
     )
     .unwrap();
     let html = dir.join("report.html");
-    let output = Command::new(sluice())
-        .args([
-            "load",
-            "-q",
-            "-f",
-            plan.to_str().unwrap(),
-            "--html",
-            html.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
+    let output = load(&[
+        "-f",
+        plan.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ]);
     assert!(
         output.status.success(),
         "{}",
@@ -98,46 +91,16 @@ fn the_html_report_is_self_contained_and_chromium_opens_it_without_errors() {
     }
 
     let test = "the_html_report_is_self_contained_and_chromium_opens_it_without_errors";
-    let Some(chromium) = ["chromium", "chromium-browser", "google-chrome"]
-        .into_iter()
-        .find(|name| Command::new(name).arg("--version").output().is_ok())
-    else {
-        testkit::skip(
-            test,
-            testkit::Need::Chromium,
-            "chromium is not installed (apt-get install chromium)",
-        );
+    let Some(chromium) = testkit::chromium::find(test) else {
         return;
     };
     // As XHTML, Chromium parses the page strictly: a mistake would show.
     let xhtml = dir.join("report.xhtml");
     std::fs::copy(&html, &xhtml).unwrap();
-    let output = Command::new(chromium)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--disable-extensions",
-            "--enable-logging=stderr",
-            "--v=0",
-            "--virtual-time-budget=2000",
-            "--dump-dom",
-        ])
-        .arg(format!("--user-data-dir={}", dir.join("profile").display()))
-        .arg(format!("file://{}", xhtml.display()))
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let dom = String::from_utf8_lossy(&output.stdout);
-    let log = String::from_utf8_lossy(&output.stderr);
+    let url = format!("file://{}", xhtml.display());
+    let (profile, net_log) = (dir.join("profile"), dir.join("net.json"));
+    let browsed = testkit::chromium::run(chromium, &profile, &net_log, ("--dump-dom", 2_000), &url);
+    let (dom, log) = (&browsed.stdout, &browsed.stderr);
     assert!(
         !dom.contains("parsererror") && !dom.contains("This page contains the following errors"),
         "{dom}"

@@ -10,6 +10,7 @@
 use std::{
     io::{BufRead, BufReader, Read, Write},
     net::{SocketAddr, TcpStream},
+    path::Path,
     process::{Child, Command, Stdio},
     time::{Duration, Instant},
 };
@@ -17,7 +18,7 @@ use std::{
 use serde_json::Value;
 use testkit::{Backend, Collector};
 
-use crate::common::{scratch, sluice};
+use crate::common::{load, scratch, sluice};
 
 /// `sluice load ARGS` in the background, stderr piped (it says where
 /// `/metrics` is).
@@ -30,6 +31,22 @@ fn spawn(args: &[&str]) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start sluice load")
+}
+
+/// `sluice load` on `url` for 3 s over 2 connections at `rate`, with
+/// `more` and `--json` into `dir`; it must succeed. The JSON report.
+fn three_seconds_at(rate: &str, dir: &Path, url: &str, more: &[&str]) -> Value {
+    let json = dir.join("report.json");
+    let mut args = vec!["-d", "3s", "-c", "2", "--rate", rate, url];
+    args.extend_from_slice(more);
+    args.extend(["--json", json.to_str().unwrap()]);
+    let output = load(&args);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap()
 }
 
 /// The `/metrics` address the run printed on its first stderr line.
@@ -217,28 +234,10 @@ fn otlp_metrics_reach_the_collector_and_match_the_report() {
     };
     let petstore = testkit::serve(Backend::Petstore);
     let dir = scratch("load-live-otlp");
-    let json = dir.join("report.json");
     let otlp = format!("http://{}", collector.http);
     let url = petstore.url("/v1/pets");
-    let output = Command::new(sluice())
-        .args([
-            "load", "-q", "-d", "3s", "-c", "2", "--rate", "100", "--otlp", &otlp,
-        ])
-        .args([
-            "--otlp-interval",
-            "500ms",
-            "--json",
-            json.to_str().unwrap(),
-            &url,
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let more = ["--otlp", &otlp, "--otlp-interval", "500ms"];
+    let report = three_seconds_at("100", &dir, &url, &more);
     let requests = report["requests"].as_u64().unwrap();
     assert_eq!(report["live"]["otlp_failed"], 0, "{report}");
     assert!(
@@ -307,25 +306,11 @@ fn metric_names(export: &Value) -> Vec<String> {
 fn json_lines_stream_each_interval_and_add_up_to_the_report() {
     let petstore = testkit::serve(Backend::Petstore);
     let dir = scratch("load-live-lines");
-    let (lines, json) = (dir.join("live.jsonl"), dir.join("report.json"));
+    let lines = dir.join("live.jsonl");
     let url = petstore.url("/v1/pets");
-    let output = Command::new(sluice())
-        .args(["load", "-q", "-d", "3s", "-c", "2", "--rate", "200", &url])
-        .args(["--threshold", "errors < 1%"])
-        .args([
-            "--json-lines",
-            lines.to_str().unwrap(),
-            "--json",
-            json.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let more = ["--threshold", "errors < 1%", "--json-lines"];
+    let more = [&more[..], &[lines.to_str().unwrap()]].concat();
+    let report = three_seconds_at("200", &dir, &url, &more);
     let text = std::fs::read_to_string(&lines).unwrap();
     let parsed: Vec<Value> = text
         .lines()

@@ -6,22 +6,13 @@
 
 use std::{
     path::PathBuf,
-    process::{Command, Output},
+    process::Output,
     time::{Duration, Instant},
 };
 
 use testkit::{Backend, Behaviour, FakeServer};
 
-use crate::common::{scratch, sluice};
-
-fn load(args: &[&str]) -> Output {
-    Command::new(sluice())
-        .arg("load")
-        .arg("-q")
-        .args(args)
-        .output()
-        .expect("run sluice load")
-}
+use crate::common::{load, scratch};
 
 fn code(output: &Output) -> i32 {
     output.status.code().unwrap_or(-1)

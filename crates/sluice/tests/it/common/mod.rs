@@ -28,6 +28,16 @@ pub(crate) fn first_address(child: &mut std::process::Child, scheme: &str) -> st
         .unwrap_or_else(|| panic!("no address in {line:?}"))
 }
 
+/// `sluice load -q ARGS`, run to its end.
+pub(crate) fn load(args: &[&str]) -> Output {
+    Command::new(sluice())
+        .arg("load")
+        .arg("-q")
+        .args(args)
+        .output()
+        .expect("run sluice load")
+}
+
 /// A folder under the target dir, empty.
 pub(crate) fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("sluice-bench-test-{}-{name}", std::process::id()));
