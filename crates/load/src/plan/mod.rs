@@ -5,6 +5,7 @@
 
 mod build;
 mod file;
+mod requests;
 mod run;
 mod text;
 
