@@ -8,6 +8,7 @@
 pub mod config;
 pub mod cookies;
 pub mod h2_heads;
+pub mod h2_conn;
 pub mod h2_frames;
 pub mod h2_server;
 pub mod h3_request;
@@ -34,6 +35,7 @@ pub const TARGETS: &[(&str, Check)] = &[
     ("config", config::check),
     ("cookies", cookies::check),
     ("h2_heads", h2_heads::check),
+    ("h2_conn", h2_conn::check),
     ("h2_frames", h2_frames::check),
     ("h2_server", h2_server::check),
     ("h3_request", h3_request::check),
