@@ -11,7 +11,9 @@ use tokio::net::TcpListener;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> std::io::Result<()> {
-    let address = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:8081".into());
+    let address = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "127.0.0.1:8081".into());
     let listener = TcpListener::bind(&address).await?;
     loop {
         let (tcp, _) = listener.accept().await?;
