@@ -8,7 +8,7 @@ mod build;
 mod compare;
 #[cfg(test)]
 mod fixture;
-mod fmt;
+pub(crate) mod fmt;
 mod html;
 mod markdown;
 mod seeds;

@@ -79,7 +79,7 @@ pub(super) fn hello(
             pipelined(bench, &format!("http://{addr}/"))?,
         )
         .on(server.info(), server.warmup_rounds());
-        trials.push(Trial::new(spec, &[components.len() - 1]));
+        trials.push(Trial::new(spec, &[components.len() - 1]).drained());
     }
     for peer in bench.peers.clone() {
         let listen = bench.port()?;
@@ -97,7 +97,7 @@ pub(super) fn hello(
             pipelined(bench, &format!("http://{listen}/"))?,
         )
         .on(peer_info(&peer), 0);
-        trials.push(Trial::new(spec, &[components.len() - 1]));
+        trials.push(Trial::new(spec, &[components.len() - 1]).drained());
     }
     group.rows = bench.run_blocks(&group.name, &mut components, vec![trials], &mut || {})?;
     bench.publish(group);
@@ -142,7 +142,8 @@ pub(super) fn petstore(
                 format!("http://{addr}/v1/pets"),
             )?,
             &[backend_index],
-        )];
+        )
+        .drained()];
         let systems = proxies(
             bench,
             &mut group,
@@ -157,7 +158,8 @@ pub(super) fn petstore(
             block.push(Trial::new(
                 spec(bench, label, &system, url)?,
                 &[index, backend_index],
-            ));
+            )
+            .drained());
         }
         blocks.push(block);
     }
