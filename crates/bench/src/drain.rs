@@ -220,19 +220,31 @@ mod tests {
         let ms = Duration::from_millis;
         assert_eq!(bound(ms(300)), ms(450));
         assert_eq!(bound(ms(10)), ms(15));
-        assert_eq!(bound(Duration::from_micros(100)), Duration::from_micros(5_100));
+        assert_eq!(
+            bound(Duration::from_micros(100)),
+            Duration::from_micros(5_100)
+        );
     }
 
     #[test]
     fn only_plain_http1_loads_are_probed() {
-        let url = [(http::Method::POST, "http://127.0.0.1:9/passthrough/message".into())];
+        let url = [(
+            http::Method::POST,
+            "http://127.0.0.1:9/passthrough/message".into(),
+        )];
         let mut load = LoadConfig::new(&url).expect("valid");
         load.body = Bytes::from_static(b"{}");
         let probe = DrainProbe::of(&load).expect("HTTP/1.1");
         assert_eq!(probe.addr(), SocketAddr::from(([127, 0, 0, 1], 9)));
         let request = String::from_utf8_lossy(&probe.request);
-        assert!(request.starts_with("POST /passthrough/message HTTP/1.1\r\n"), "{request}");
-        assert!(request.ends_with("Content-Length: 2\r\n\r\n{}"), "{request}");
+        assert!(
+            request.starts_with("POST /passthrough/message HTTP/1.1\r\n"),
+            "{request}"
+        );
+        assert!(
+            request.ends_with("Content-Length: 2\r\n\r\n{}"),
+            "{request}"
+        );
         load.protocol = Protocol::Http2;
         assert!(DrainProbe::of(&load).is_none());
     }

@@ -117,8 +117,15 @@ impl Bench<'_> {
                         continue;
                     }
                     let (stage, drain, adaptive) = &trials[i];
-                    let (_, figures) =
-                        self.run_trial(group, measured[i].spec(), stage, drain, window, round, components)?;
+                    let (_, figures) = self.run_trial(
+                        group,
+                        measured[i].spec(),
+                        stage,
+                        drain,
+                        window,
+                        round,
+                        components,
+                    )?;
                     // A discarded round still says how long a window must be.
                     if *adaptive {
                         window = self.longer(measured[i].spec(), &figures, window).or(window);
@@ -137,8 +144,8 @@ impl Bench<'_> {
                         if let Some(longer) = self.longer(&spec, &sample.1, window) {
                             window = Some(longer);
                             between();
-                            sample =
-                                self.run_trial(group, &spec, stage, drain, window, round, components)?;
+                            sample = self
+                                .run_trial(group, &spec, stage, drain, window, round, components)?;
                         }
                     }
                     measured[i].add(sample);

@@ -51,13 +51,13 @@ pub(crate) fn too_short(f: &Figures) -> Option<String> {
         return None;
     }
     let latency = if seen.is_finite() {
-        format!("its requests took up to {}", fmt::micros(seen))
+        format!("against a latency of {}", fmt::micros(seen))
     } else {
-        "none of its requests was answered".to_string()
+        "and none of its requests was answered".to_string()
     };
     Some(format!(
-        "window shorter than its latency: {} measured, {latency} ({} unanswered at the end); \
-         a window must be {WINDOW_FACTOR}x the latency",
+        "window shorter than its latency: {} measured {latency} (its p99, or what the {} \
+         requests unanswered at the end stand for); a window must be {WINDOW_FACTOR}x its latency",
         fmt::micros(f.measured_s * 1e6),
         fmt::count(f.unanswered as f64)
     ))
@@ -150,11 +150,17 @@ mod tests {
         assert!(too_short(&run(13_200, 2_000, 3_100, 20.0)).is_none());
         // 3 s against the same latency: too short.
         let reason = too_short(&run(1_980, 2_000, 3_100, 3.0)).expect("short");
-        assert!(reason.contains("window shorter than its latency"), "{reason}");
-        assert!(reason.contains("2,000 unanswered"), "{reason}");
+        assert!(
+            reason.contains("window shorter than its latency"),
+            "{reason}"
+        );
+        assert!(reason.contains("the 2,000 requests unanswered"), "{reason}");
         // Nothing answered while thousands waited: not a fast window.
         let reason = too_short(&run(0, 5_000, 0, 3.0)).expect("short");
-        assert!(reason.contains("none of its requests was answered"), "{reason}");
+        assert!(
+            reason.contains("none of its requests was answered"),
+            "{reason}"
+        );
         // A fast closed loop: 128 in flight at 60,000/s.
         assert!(too_short(&run(120_000, 128, 3, 2.0)).is_none());
         // An idle row measured nothing.
@@ -166,7 +172,8 @@ mod tests {
         let think = Duration::from_secs(2);
         let now = (Duration::from_secs(1), Duration::from_millis(2500));
         // p99 3.1 s: 3 x 3.1 x 1.25 = 11.6 -> 12 s; warm-up 4 s + 2 s think.
-        let (warmup, measured) = longer(&run(1_600, 2_000, 3_100, 2.5), think, now).expect("longer");
+        let (warmup, measured) =
+            longer(&run(1_600, 2_000, 3_100, 2.5), think, now).expect("longer");
         assert_eq!(measured, Duration::from_secs(12));
         assert_eq!(warmup, Duration::from_secs(6));
         // Nothing answered: the longest window.
@@ -194,8 +201,14 @@ mod tests {
         ];
         let reasons = reasons(&rounds);
         assert_eq!(reasons.len(), 2, "{reasons:?}");
-        assert!(reasons[0].contains("4,000 unanswered"), "{reasons:?}");
-        assert!(reasons[1].contains("a probe still took 4.20s"), "{reasons:?}");
+        assert!(
+            reasons[0].contains("the 4,000 requests unanswered"),
+            "{reasons:?}"
+        );
+        assert!(
+            reasons[1].contains("a probe still took 4.20s"),
+            "{reasons:?}"
+        );
         assert!(super::reasons(&[run(13_200, 2_000, 3_100, 20.0)]).is_empty());
     }
 }

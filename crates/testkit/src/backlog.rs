@@ -109,7 +109,9 @@ impl BacklogServer {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -147,10 +149,16 @@ async fn run(
 }
 
 /// The one worker: an answer every `service`, in order.
-async fn worker(mut jobs: mpsc::UnboundedReceiver<Job>, service: Duration, state: Arc<Mutex<State>>) {
+async fn worker(
+    mut jobs: mpsc::UnboundedReceiver<Job>,
+    service: Duration,
+    state: Arc<Mutex<State>>,
+) {
     while let Some(answer) = jobs.recv().await {
         tokio::time::sleep(service).await;
-        let mut state = state.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut state = state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         state.served += 1;
         let waiting = state.waiting();
         state.pending.push((Instant::now(), waiting));
@@ -162,7 +170,11 @@ async fn worker(mut jobs: mpsc::UnboundedReceiver<Job>, service: Duration, state
 
 /// Reads requests (heads and Content-Length bodies) into the queue and
 /// writes each answer the worker gives, in order.
-async fn connection(stream: TcpStream, queue: mpsc::UnboundedSender<Job>, state: Arc<Mutex<State>>) {
+async fn connection(
+    stream: TcpStream,
+    queue: mpsc::UnboundedSender<Job>,
+    state: Arc<Mutex<State>>,
+) {
     let (mut reader, mut writer) = stream.into_split();
     let (answers, mut answered) = mpsc::unbounded_channel::<()>();
     tokio::spawn(async move {
@@ -187,7 +199,9 @@ async fn connection(stream: TcpStream, queue: mpsc::UnboundedSender<Job>, state:
                 break;
             }
             buf.drain(..end + 4 + length);
-            let mut shared = state.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let mut shared = state
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
             let now = Instant::now();
             shared.arrivals.push(now);
             let waiting = shared.waiting();

@@ -90,7 +90,11 @@ pub(super) fn io_blocks(
                 format!("{system} -> passthrough @ {users}")
             };
             let spec = RowSpec::new(label, system, config).sweep("users", users as f64);
-            block.push(Trial::new(spec, &stage(*index, supporting)).drained().adaptive());
+            block.push(
+                Trial::new(spec, &stage(*index, supporting))
+                    .drained()
+                    .adaptive(),
+            );
         }
         blocks.push(block);
     }

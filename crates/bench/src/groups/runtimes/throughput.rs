@@ -155,11 +155,9 @@ pub(super) fn petstore(
         for (system, index, listen) in systems {
             let label = format!("{system} -> {name} petstore");
             let url = format!("http://{listen}/v1/pets");
-            block.push(Trial::new(
-                spec(bench, label, &system, url)?,
-                &[index, backend_index],
-            )
-            .drained());
+            block.push(
+                Trial::new(spec(bench, label, &system, url)?, &[index, backend_index]).drained(),
+            );
         }
         blocks.push(block);
     }
