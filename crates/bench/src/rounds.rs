@@ -6,10 +6,10 @@
 //! are discarded (its warm-up).
 //!
 //! A row of a saturating group waits first until its target has worked
-//! off what earlier rows left it ([`crate::drain`]); a row of the users
-//! groups whose window turns out shorter than its latency is measured
-//! again with a window long enough ([`crate::window`]), and the rest of
-//! its block keeps that window.
+//! off what earlier rows left it ([`crate::drain`]); a row of those groups
+//! whose window turns out shorter than its latency is measured again
+//! with a window long enough ([`crate::window`]), and the rest of its
+//! block keeps that window.
 
 use std::time::Duration;
 
@@ -33,7 +33,8 @@ pub(crate) struct Trial {
     /// Probe the target before each run until it has drained (the
     /// saturating groups).
     pub(crate) drain: Option<DrainProbe>,
-    /// A users row: its window may be lengthened to its latency.
+    /// Its window may be lengthened to its latency (the saturating
+    /// groups, unless `--duration` fixed the windows).
     pub(crate) adaptive: bool,
 }
 
@@ -54,7 +55,7 @@ impl Trial {
         self
     }
 
-    /// A users row: lengthen its window to its latency when it is short.
+    /// Lengthen its window to its latency when it is short.
     pub(crate) fn adaptive(mut self) -> Self {
         self.adaptive = true;
         self

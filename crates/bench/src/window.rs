@@ -8,8 +8,9 @@
 //! in which next to nothing was answered is not taken for a fast one.
 //!
 //! A row whose window was too short is marked not comparable; in the
-//! users groups, unless `--duration` fixed the windows, the bench first
-//! measures it again with a window long enough (see [`longer`]).
+//! saturating groups (lb, io, the runtimes groups), unless `--duration`
+//! fixed the windows, the bench first measures it again with a window
+//! long enough (see [`longer`]).
 
 use std::time::Duration;
 

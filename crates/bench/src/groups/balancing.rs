@@ -86,7 +86,11 @@ pub(super) fn lb_blocks(
             config.timeout = SWEEP_TIMEOUT;
             let spec = RowSpec::new(format!("{system} @ {connections}"), system, config)
                 .sweep("connections", connections as f64);
-            block.push(Trial::new(spec, &super::sweeps::stage(*index, backends)).drained());
+            block.push(
+                Trial::new(spec, &super::sweeps::stage(*index, backends))
+                    .drained()
+                    .adaptive(),
+            );
         }
         blocks.push(block);
     }

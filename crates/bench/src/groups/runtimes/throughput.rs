@@ -8,7 +8,7 @@ use load::LoadConfig;
 
 use super::{peer_info, section, start, Section, Server, Skipped};
 use crate::{
-    groups::{peer_component, proxies, throughput},
+    groups::{peer_component, proxies, sweeps::DRAINED_NOTE, throughput},
     measure::RowSpec,
     peers::Site,
     rounds::Trial,
@@ -79,7 +79,11 @@ pub(super) fn hello(
             pipelined(bench, &format!("http://{addr}/"))?,
         )
         .on(server.info(), server.warmup_rounds());
-        trials.push(Trial::new(spec, &[components.len() - 1]).drained());
+        trials.push(
+            Trial::new(spec, &[components.len() - 1])
+                .drained()
+                .adaptive(),
+        );
     }
     for peer in bench.peers.clone() {
         let listen = bench.port()?;
@@ -97,9 +101,14 @@ pub(super) fn hello(
             pipelined(bench, &format!("http://{listen}/"))?,
         )
         .on(peer_info(&peer), 0);
-        trials.push(Trial::new(spec, &[components.len() - 1]).drained());
+        trials.push(
+            Trial::new(spec, &[components.len() - 1])
+                .drained()
+                .adaptive(),
+        );
     }
     group.rows = bench.run_blocks(&group.name, &mut components, vec![trials], &mut || {})?;
+    group.notes.push(DRAINED_NOTE.to_string());
     bench.publish(group);
     Ok(())
 }
@@ -143,7 +152,8 @@ pub(super) fn petstore(
             )?,
             &[backend_index],
         )
-        .drained()];
+        .drained()
+        .adaptive()];
         let systems = proxies(
             bench,
             &mut group,
@@ -156,12 +166,15 @@ pub(super) fn petstore(
             let label = format!("{system} -> {name} petstore");
             let url = format!("http://{listen}/v1/pets");
             block.push(
-                Trial::new(spec(bench, label, &system, url)?, &[index, backend_index]).drained(),
+                Trial::new(spec(bench, label, &system, url)?, &[index, backend_index])
+                    .drained()
+                    .adaptive(),
             );
         }
         blocks.push(block);
     }
     group.rows = bench.run_blocks(&group.name, &mut components, blocks, &mut || {})?;
+    group.notes.push(DRAINED_NOTE.to_string());
     bench.publish(group);
     Ok(())
 }
