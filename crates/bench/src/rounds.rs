@@ -120,8 +120,10 @@ impl Bench<'_> {
                     if measured[i].spec().warmup_rounds <= index {
                         continue;
                     }
-                    let (stage, drain, adaptive) = &trials[i];
-                    let (_, figures) = self.run_trial(
+                    let (stage, drain, _) = &trials[i];
+                    // Discarded; and a cold JVM's latency says nothing of
+                    // the window its warm rounds need.
+                    self.run_trial(
                         group,
                         measured[i].spec(),
                         stage,
@@ -130,10 +132,6 @@ impl Bench<'_> {
                         round,
                         components,
                     )?;
-                    // A discarded round still says how long a window must be.
-                    if *adaptive {
-                        window = self.longer(measured[i].spec(), &figures, window).or(window);
-                    }
                     between();
                 }
             }
