@@ -68,8 +68,9 @@ pub(crate) fn too_short(f: &Figures) -> Option<String> {
 /// current ones (`warmup`, `duration`) were not: the measured time
 /// [`WINDOW_FACTOR`] times the latency seen, a quarter to spare, in whole
 /// seconds, at most [`MAX_WINDOW`]; the warm-up long enough for a user to
-/// come round once at that latency (`think` its longest pause). `None`
-/// when the window was long enough or is already the longest.
+/// come round twice at that latency (`think` its longest pause), so that
+/// the queue has settled before the measured time. `None` when the window
+/// was long enough or is already the longest.
 pub(crate) fn longer(
     f: &Figures,
     think: Duration,
@@ -85,7 +86,7 @@ pub(crate) fn longer(
         .clamp(duration, MAX_WINDOW)
         .max(duration + Duration::from_secs(1))
         .min(MAX_WINDOW);
-    let settle = Duration::from_secs_f64(seen.ceil()) + think;
+    let settle = Duration::from_secs_f64(2.0 * seen.ceil()) + think;
     let warmup = settle.clamp(warmup, MAX_WARMUP.max(warmup));
     Some((warmup, measured))
 }
@@ -172,11 +173,12 @@ mod tests {
     fn a_short_window_is_lengthened_to_its_latency_and_no_further_than_a_minute() {
         let think = Duration::from_secs(2);
         let now = (Duration::from_secs(1), Duration::from_millis(2500));
-        // p99 3.1 s: 3 x 3.1 x 1.25 = 11.6 -> 12 s; warm-up 4 s + 2 s think.
+        // Latency 3.125 s (2,000 in flight at 640/s): 3 x 3.125 x 1.25 =
+        // 11.7 -> 12 s; warm-up 2 x 4 s + 2 s think.
         let (warmup, measured) =
             longer(&run(1_600, 2_000, 3_100, 2.5), think, now).expect("longer");
         assert_eq!(measured, Duration::from_secs(12));
-        assert_eq!(warmup, Duration::from_secs(6));
+        assert_eq!(warmup, Duration::from_secs(10));
         // Nothing answered: the longest window.
         let (_, measured) = longer(&run(0, 5_000, 0, 2.5), think, now).expect("longer");
         assert_eq!(measured, MAX_WINDOW);
