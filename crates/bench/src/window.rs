@@ -51,17 +51,21 @@ pub(crate) fn too_short(f: &Figures) -> Option<String> {
     if f.measured_s * 1e6 >= WINDOW_FACTOR * seen {
         return None;
     }
-    let latency = if seen.is_finite() {
-        format!("against a latency of {}", fmt::micros(seen))
+    let measured = fmt::micros(f.measured_s * 1e6);
+    let unanswered = fmt::count(f.unanswered as f64);
+    Some(if seen.is_finite() {
+        format!(
+            "window shorter than its latency: {measured} measured against a latency of {} (its \
+             p99, or what the {unanswered} requests unanswered at the end stand for); a window \
+             must be {WINDOW_FACTOR}x its latency",
+            fmt::micros(seen)
+        )
     } else {
-        "and none of its requests was answered".to_string()
-    };
-    Some(format!(
-        "window shorter than its latency: {} measured {latency} (its p99, or what the {} \
-         requests unanswered at the end stand for); a window must be {WINDOW_FACTOR}x its latency",
-        fmt::micros(f.measured_s * 1e6),
-        fmt::count(f.unanswered as f64)
-    ))
+        format!(
+            "window shorter than its latency: {measured} measured and none of its requests was \
+             answered ({unanswered} unanswered at the end)"
+        )
+    })
 }
 
 /// A warm-up and measured time long enough for what `f` saw, if the

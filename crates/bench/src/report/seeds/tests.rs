@@ -109,20 +109,38 @@ fn io_shows_p95_failures_and_unanswered_per_user_count() {
 fn open_compares_cold_with_warm() {
     let results = fixture();
     let group = seed(&results, "runtimes-open");
-    let (table, _) = table(group).expect("a table");
-    let md = table.markdown();
+    let md = table(group).expect("a table").0.markdown();
     assert!(
         md.contains("| Backend | rate/s | cold mean | cold p95 |"),
         "{md}"
     );
     assert!(md.contains("| payara | 2,000 | 95.0ms |"), "{md}");
     assert!(md.contains("| 79.17x |"), "{md}");
+    assert!(md.contains("| cold failed/unans. |"), "{md}");
     let line = line(group).expect("a line");
     assert_eq!(
         line,
         "at 2,000 req/s, mean cold -> warm: sluice serve 400µs -> 1.20ms; spring-mvc 48.0ms -> \
          1.20ms; payara 95.0ms -> 1.20ms"
     );
+    // A cold JVM that answered nothing in its window: no latency of 0,
+    // what it left unanswered, and the mark.
+    let mut results = fixture();
+    let group = results
+        .groups
+        .iter_mut()
+        .find(|g| g.name == "runtimes-open")
+        .expect("runtimes-open");
+    let cold = group
+        .rows
+        .iter_mut()
+        .find(|r| r.label == "payara customers @ 2000 req/s, cold")
+        .expect("payara cold");
+    cold.figures.requests = 0;
+    cold.figures.unanswered = 128;
+    cold.not_comparable = vec!["window shorter than its latency: test".into()];
+    let md = table(group).expect("a table").0.markdown();
+    assert!(md.contains("| payara * | 2,000 | - | - | 0/128 |"), "{md}");
 }
 
 #[test]
