@@ -15,6 +15,7 @@
 //! alive, and stops them all before the next group starts.
 
 pub mod baseline;
+mod drain;
 mod groups;
 mod machine;
 mod measure;
@@ -26,6 +27,7 @@ pub mod results;
 mod rounds;
 pub mod runtimes;
 mod stage;
+mod window;
 
 use std::{
     path::Path,

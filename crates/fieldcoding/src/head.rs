@@ -224,6 +224,49 @@ pub fn request(section: FieldSection) -> Result<RequestHead, &'static str> {
     })
 }
 
+/// Checks a response head (RFC 9113 8.3.2, RFC 9114 4.3.2): `:status`
+/// first and alone among pseudo-headers, three digits from 100; the
+/// regular fields by the shared rules. The status, and the index of the
+/// first regular field.
+pub fn response(section: &FieldSection) -> Result<(u16, usize), &'static str> {
+    let mut fields = section.iter();
+    let status = match fields.next() {
+        Some((b":status", value)) if value.len() == 3 && value.iter().all(u8::is_ascii_digit) => {
+            let status = value
+                .iter()
+                .fold(0u16, |n, &d| n * 10 + u16::from(d - b'0'));
+            if status < 100 {
+                return Err("a :status below 100");
+            }
+            status
+        }
+        Some((b":status", _)) => return Err("a :status that is not three digits"),
+        _ => return Err("no :status first"),
+    };
+    for (name, value) in fields {
+        if name.starts_with(b":") {
+            return Err("a second or unknown pseudo-header in a response");
+        }
+        regular_field(name, value)?;
+    }
+    Ok((status, 1))
+}
+
+/// The declared body length of `section`'s regular fields from index
+/// `from`: every `content-length` one and the same number.
+pub fn content_length(section: &FieldSection, from: usize) -> Result<Option<u64>, &'static str> {
+    let mut length = None;
+    for (name, value) in section.iter().skip(from) {
+        if name == b"content-length" {
+            let len = decimal(value).ok_or("a content-length that is not a number")?;
+            if length.replace(len).is_some_and(|was| was != len) {
+                return Err("content-length fields that disagree");
+            }
+        }
+    }
+    Ok(length)
+}
+
 /// Checks trailers: regular fields only (RFC 9114 4.1.2).
 pub fn trailers(section: &FieldSection) -> Result<(), &'static str> {
     for (name, value) in section.iter() {

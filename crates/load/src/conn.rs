@@ -275,6 +275,8 @@ impl Client {
                 }
             };
             match end {
+                // What is still in flight stays unanswered (the stats
+                // count it as such), not lost.
                 SessionEnd::Stop => return,
                 SessionEnd::OffDuty => {
                     if let Some(pace) = &mut self.pace {
@@ -291,7 +293,7 @@ impl Client {
                 }
                 SessionEnd::Failed(kind) => self.record_error(kind),
             }
-            self.shared.finish(lost);
+            self.lose(lost);
             if lost > 0 {
                 self.rest(Instant::now());
             }
@@ -319,6 +321,14 @@ impl Client {
     /// A user under stages has stopped for now (see [`Pace::off_duty`]).
     fn off_duty(&self, now: Instant) -> bool {
         self.pace.as_ref().is_some_and(|pace| pace.off_duty(now))
+    }
+
+    /// `count` requests ended without an answer.
+    fn lose(&self, count: u64) {
+        if count > 0 {
+            self.stats.borrow_mut().lost(count, Instant::now());
+        }
+        self.shared.finish(count);
     }
 
     fn record_error(&self, kind: ErrorKind) {
@@ -411,13 +421,14 @@ impl Client {
             self.schedule = None;
             return None;
         }
+        let mut stats = self.stats.borrow_mut();
+        stats.issued(now);
         if let Some(schedule) = &mut self.schedule {
             schedule.advance();
             // The generator's own lateness: from when it could have sent.
-            self.stats
-                .borrow_mut()
-                .sent(intended, intended.max(self.free_since), now);
+            stats.sent(intended, intended.max(self.free_since), now);
         }
+        drop(stats);
         let rotation = &self.shared.rotation;
         let index = rotation[self.next_request] as usize;
         self.next_request = (self.next_request + 1) % rotation.len();

@@ -25,6 +25,7 @@ mod config;
 mod conn;
 mod figures;
 mod format;
+mod identity;
 pub mod idle;
 mod intervals;
 pub mod live;
@@ -70,6 +71,7 @@ pub use response::{Done, ResponseReader};
 pub use runner::run;
 pub use shard::{parse_start_at, Shard, JOB_COMPLETION_INDEX};
 pub use stages::{Stage, Stages};
+pub use stats::Accounting;
 pub use target::{
     parse_header, parse_requests_file, parse_url, request_bytes, RequestSpec, Scheme, Target,
 };

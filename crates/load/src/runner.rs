@@ -19,6 +19,7 @@ use crate::{
     conn::{self, Prepared, Requests, Shared, Template},
     ensure_fd_limit,
     figures::Figures,
+    identity::TestIdentity,
     intervals::Collector,
     live::Feed,
     log,
@@ -72,7 +73,7 @@ pub(crate) fn run_measured(
     let measuring_at = SystemTime::now() + config.warmup;
     let log = match &config.log {
         Some(path) => Some(
-            log::LogWriter::create(path, measuring_at)
+            log::LogWriter::create(path, measuring_at, &TestIdentity::new(config))
                 .with_context(|| format!("cannot write the log {}", path.display()))?,
         ),
         None => None,

@@ -358,6 +358,12 @@ fn overall_report(
             .iter()
             .filter_map(|r| r.schedule.map(|s| s.unsent))
             .sum(),
+        accounting: reports
+            .iter()
+            .try_fold(crate::Accounting::default(), |mut all, r| {
+                all.add(&r.accounting?);
+                Some(all)
+            }),
         elapsed,
         interrupted: reports.iter().any(|r| r.interrupted),
         intervals: Vec::new(),

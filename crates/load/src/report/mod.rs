@@ -38,6 +38,10 @@ pub struct Report {
     /// Responses by status code.
     pub status: BTreeMap<u16, u64>,
     pub non_2xx_3xx: u64,
+    /// Where the measured time's requests stand at its end: sent, carried
+    /// in from the warm-up, lost, unanswered (`requests` are the answered);
+    /// `None` for runs merged from their logs.
+    pub accounting: Option<crate::Accounting>,
     pub schedule: Option<ScheduleReport>,
     /// True if the run was interrupted (Ctrl-C) before its end.
     pub interrupted: bool,

@@ -9,6 +9,7 @@
 
 mod connection;
 mod spans;
+mod url_full;
 
 use std::net::SocketAddr;
 
