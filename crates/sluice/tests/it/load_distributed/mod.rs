@@ -58,9 +58,10 @@ fn merge(args: &[&str]) -> Output {
 }
 
 /// The committed logs of a two-shard open-model run (600 requests at 400/s),
-/// written by the first version of the log format.
-fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/load-v1")
+/// written by `version` of the log format: 1, or 2 (main's sluice before
+/// version 3, with its `#sluice-test` line).
+fn fixture(version: u32) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/load-v{version}"))
 }
 
 /// The untagged (latency) histograms of `logs`, added up.
@@ -226,28 +227,40 @@ fn a_run_and_the_merge_of_its_own_log_report_the_same() {
 
 #[test]
 fn merge_reads_the_committed_logs_of_the_first_version() {
-    let dir = scratch("fixture");
+    // The figures version 1 computed from those logs when they were committed.
+    merges_the_committed_logs(1, [388, 16_415, 30_991]);
+}
+
+#[test]
+fn merge_reads_the_committed_logs_of_version_2() {
+    // The figures version 2 (main at 996165b) computed from its own logs.
+    merges_the_committed_logs(2, [237, 2_787, 5_859]);
+}
+
+/// Merges the fixture of `version`: its p50, p99 and max latency (µs)
+/// are `[p50, p99, max]`, as the version that wrote it computed them.
+fn merges_the_committed_logs(version: u32, [p50, p99, max]: [u64; 3]) {
+    let dir = scratch(&format!("fixture-v{version}"));
     let merged_json = dir.join("merged.json");
     let text = succeeded(&merge(&[
         "--json",
         merged_json.to_str().unwrap(),
-        fixture().to_str().unwrap(),
+        fixture(version).to_str().unwrap(),
     ]));
     assert!(text.contains("Merged from 2 logs"), "{text}");
     assert!(text.contains("open model at 400 req/s"), "{text}");
     let merged = json(&merged_json);
     assert_eq!(merged["requests"], 600);
     assert_eq!(merged["config"]["connections"], 4);
-    // The figures this version computed from those logs when they were committed.
-    assert_eq!(percentile(&merged, 50.0), 388);
-    assert_eq!(percentile(&merged, 99.0), 16_415);
-    assert_eq!(merged["latency"]["max_us"], 30_991);
+    assert_eq!(percentile(&merged, 50.0), p50);
+    assert_eq!(percentile(&merged, 99.0), p99);
+    assert_eq!(merged["latency"]["max_us"], max);
     assert_eq!(merged["uncorrected_latency"]["count"], 600);
     assert_eq!(merged["schedule"]["lateness"]["count"], 600);
     let logs: Vec<PathBuf> = (0..2)
-        .map(|i| fixture().join(format!("shard-{i}.hlog")))
+        .map(|i| fixture(version).join(format!("shard-{i}.hlog")))
         .collect();
-    assert_eq!(added_latency(&logs).value_at_percentile(50.0), 388);
+    assert_eq!(added_latency(&logs).value_at_percentile(50.0), p50);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -282,7 +295,7 @@ fn python_hdrhistogram_reads_the_logs() {
         \x20           total.add(h)\n\
         print(total.get_total_count(), *[total.get_value_at_percentile(p) for p in (50, 90, 99)], total.get_max_value())\n";
     let logs: Vec<PathBuf> = (0..2)
-        .map(|i| fixture().join(format!("shard-{i}.hlog")))
+        .map(|i| fixture(1).join(format!("shard-{i}.hlog")))
         .collect();
     let output = Command::new("python3")
         .arg("-c")
