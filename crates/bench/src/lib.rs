@@ -15,6 +15,7 @@
 //! alive, and stops them all before the next group starts.
 
 mod drain;
+mod fmt;
 mod groups;
 mod machine;
 mod measure;

@@ -8,7 +8,6 @@ pub(crate) mod build;
 mod compare;
 #[cfg(test)]
 mod fixture;
-pub(crate) mod fmt;
 mod html;
 mod markdown;
 mod seeds;

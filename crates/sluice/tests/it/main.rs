@@ -10,6 +10,7 @@ mod common;
 
 mod admin_cli;
 mod bench_cli;
+mod bench_peers_cli;
 mod bench_runtimes;
 mod cert_cli;
 mod idle_memory;
