@@ -61,7 +61,7 @@ pub use report::{
 };
 pub use response::{Done, ResponseReader};
 pub use shard::{parse_start_at, Shard, JOB_COMPLETION_INDEX};
-pub use stats::Errors;
+pub use stats::{Accounting, Errors};
 pub use target::{
     parse_header, parse_requests_file, parse_url, request_bytes, RequestSpec, Scheme, Target,
 };

@@ -372,6 +372,7 @@ mod tests {
             thread_samples: vec![1],
             max_lag: Duration::ZERO,
             unsent: 0,
+            accounting: None,
             elapsed: Duration::from_secs(1),
             interrupted: false,
             intervals: Vec::new(),

@@ -130,6 +130,7 @@ pub fn merge(logs: &[RunLog]) -> Result<Report, ConfigError> {
         thread_samples: Vec::new(),
         max_lag: Duration::ZERO,
         unsent: 0,
+        accounting: None,
         elapsed: Duration::from_secs_f64((end - start).max(0.0)),
         interrupted: false,
         intervals: Vec::new(),
