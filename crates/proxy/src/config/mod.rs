@@ -7,6 +7,7 @@
 //! need more than one key (a route's upstream exists, addresses parse).
 
 mod admin;
+mod auth;
 mod balance;
 mod env;
 mod error;
@@ -23,6 +24,7 @@ mod validate;
 use std::path::Path;
 
 pub use admin::*;
+pub use auth::*;
 pub use balance::*;
 pub use env::FromEnv;
 pub use error::ConfigError;

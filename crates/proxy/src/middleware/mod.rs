@@ -10,6 +10,8 @@
 //! chain costs one branch per request.
 
 mod access_log;
+mod api_key;
+mod basic_auth;
 mod body_limit;
 mod build;
 mod concurrency_limit;
@@ -24,6 +26,7 @@ mod metrics;
 mod rate_limit;
 mod rate_limit_redis;
 mod validate;
+mod watched;
 
 use std::{
     fmt,
@@ -84,6 +87,9 @@ pub(crate) enum Flow {
     /// Runs the same handler's request phase again (after a wait that
     /// changed what it will find, such as refetched keys).
     Again,
+    /// Changes the exchange (after a wait: the headers an authorization
+    /// service gave), then goes on as it decides.
+    Apply(Box<dyn FnOnce(&mut Exchange) -> Flow + Send>),
 }
 
 impl fmt::Debug for Flow {
@@ -93,6 +99,7 @@ impl fmt::Debug for Flow {
             Self::Answer(answer) => f.debug_tuple("Answer").field(answer).finish(),
             Self::Wait(_) => f.write_str("Wait"),
             Self::Again => f.write_str("Again"),
+            Self::Apply(_) => f.write_str("Apply"),
         }
     }
 }
@@ -106,6 +113,9 @@ pub(crate) struct Answer {
     pub detail: Option<String>,
     /// Violations listed in the problem body.
     pub violations: Vec<http1::Violation>,
+    /// A body of another's, sent as is instead of a problem (an
+    /// authorization service's denial); its type is among `headers`.
+    pub body: Option<bytes::Bytes>,
 }
 
 impl Answer {
@@ -115,6 +125,7 @@ impl Answer {
             headers: Vec::new(),
             detail: Some(detail.into()),
             violations: Vec::new(),
+            body: None,
         }
     }
 
@@ -278,6 +289,7 @@ impl Chain {
                     Flow::Answer(answer) => return Some(answer),
                     Flow::Wait(wait) => flow = wait.await,
                     Flow::Again => flow = handler.request(request, exchange),
+                    Flow::Apply(apply) => flow = apply(exchange),
                 }
             }
             exchange.ran += 1;

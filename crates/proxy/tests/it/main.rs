@@ -41,3 +41,4 @@ mod tls_settings;
 mod traces;
 mod upgrades;
 mod upstream_smuggling;
+mod who_may_pass;

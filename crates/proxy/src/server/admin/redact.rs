@@ -44,14 +44,7 @@ pub(crate) fn redact(document: &mut Value, substituted: &[FromEnv]) {
 
 /// `(redacted sha256:…)` for `text`.
 pub(crate) fn marker(text: &str) -> String {
-    use std::fmt::Write as _;
-    let digest = ring::digest::digest(&ring::digest::SHA256, text.as_bytes());
-    let mut out = String::from(PREFIX);
-    for byte in &digest.as_ref()[..4] {
-        let _ = write!(out, "{byte:02x}");
-    }
-    out.push(')');
-    out
+    crate::config::redacted_marker(text)
 }
 
 fn is_marker(text: &str) -> bool {

@@ -324,15 +324,19 @@ impl Stream {
             upstream: None,
             body_bytes: 0,
         };
-        let body = answer.detail.map(|detail| {
-            Problem::new(answer.status, detail)
-                .with_errors(answer.violations)
-                .to_json()
-        });
+        let raw = answer.body.is_some();
+        let body = match answer.body {
+            Some(raw) => Some(raw.to_vec()),
+            None => answer.detail.map(|detail| {
+                Problem::new(answer.status, detail)
+                    .with_errors(answer.violations)
+                    .to_json()
+            }),
+        };
         let mut response = Response::new(());
         *response.status_mut() = answer.status;
         let headers = response.headers_mut();
-        if body.is_some() {
+        if body.is_some() && !raw {
             headers.insert(
                 header::CONTENT_TYPE,
                 HeaderValue::from_static(http1::problem::PROBLEM_JSON),
