@@ -42,6 +42,7 @@ macro_rules! for_each_handler {
             "fault" => FaultSettings;
             "api_key" => ApiKeySettings;
             "basic_auth" => BasicAuthSettings;
+            "ext_authz" => ExtAuthzSettings;
         }
     };
 }

@@ -111,6 +111,7 @@ impl Chains {
             .sample(&[], failed);
         }
         self.render_store_counts(out);
+        self.render_authz_counts(out);
         if !self.access_logs.is_empty() {
             let dropped: u64 = self.access_logs.iter().map(|log| log.dropped()).sum();
             out.family(
@@ -201,6 +202,38 @@ impl Chains {
             let mut family = out.family(metric, Counter, help);
             for (name, counts) in &stores {
                 family.sample(&[("middleware", name)], count(counts));
+            }
+        }
+    }
+}
+
+impl Chains {
+    /// The `ext_authz` handlers' decisions, by result.
+    fn render_authz_counts(&self, out: &mut Exposition) {
+        let authz: Vec<_> = self
+            .instances
+            .iter()
+            .filter_map(|(name, i)| Some((name.as_str(), i.handler.authz_counts()?)))
+            .collect();
+        if authz.is_empty() {
+            return;
+        }
+        let mut family = out.family(
+            "sluice_ext_authz_decisions_total",
+            Counter,
+            "Requests an ext_authz handler decided, by result (cached: an allow answer remembered; failed: no decision, on_failure decided).",
+        );
+        for (name, counts) in &authz {
+            for (result, count) in [
+                ("allowed", &counts.allowed),
+                ("denied", &counts.denied),
+                ("cached", &counts.cache_hits),
+                ("failed", &counts.fallbacks),
+            ] {
+                family.sample(
+                    &[("middleware", name), ("result", result)],
+                    count.load(std::sync::atomic::Ordering::Relaxed),
+                );
             }
         }
     }

@@ -17,6 +17,9 @@ mod build;
 mod concurrency_limit;
 mod correlation;
 mod cors;
+mod ext_authz;
+mod ext_authz_grpc;
+mod ext_authz_http;
 mod fault;
 mod headers;
 mod ip_filter;
@@ -65,6 +68,10 @@ pub(crate) struct RequestView<'a> {
     pub body: Option<&'a [u8]>,
     /// The header fields, whichever protocol carried them.
     pub fields: Fields<'a>,
+    /// The client's connection is TLS (or QUIC).
+    pub secure: bool,
+    /// `:authority` (HTTP/2 and HTTP/3) or `Host`.
+    pub authority: Option<&'a str>,
 }
 
 impl<'a> RequestView<'a> {
@@ -233,6 +240,11 @@ pub(crate) trait Handler: Send + Sync + fmt::Debug {
     /// For `/metrics`: the counts of a handler whose state is kept in
     /// another process (a `rate_limit` on Redis).
     fn store_counts(&self) -> Option<rate_limit_redis::StoreCounts> {
+        None
+    }
+
+    /// For `/metrics`: an `ext_authz` handler's decisions.
+    fn authz_counts(&self) -> Option<&ext_authz::AuthzCounts> {
         None
     }
 }

@@ -234,6 +234,8 @@ impl Stream {
                 body_len: length,
                 body: None,
                 fields,
+                secure: self.origin.secure,
+                authority: parts.uri.authority().map(http::uri::Authority::as_str),
             };
             if let Some(max) = chain.wants_body(&view) {
                 body = hold(body, max.min(max_body)).await?;

@@ -4,7 +4,9 @@
 //! of one TLS listener. What the modules share is here.
 
 mod api_key;
+mod auth_service;
 mod basic_auth;
+mod ext_authz_http;
 
 use std::net::SocketAddr;
 
@@ -150,15 +152,19 @@ async fn setup(middleware: &str, routes: &str) -> (Echo, TestCerts, Proxy) {
     (echo, certs, proxy)
 }
 
-/// What `/config` shows (the admin of `proxy`).
-async fn config_doc(proxy: &Proxy) -> String {
+/// The body of `GET path` on `proxy`'s admin listener.
+async fn admin_get(proxy: &Proxy, path: &str) -> String {
     let mut conn = TcpStream::connect(proxy.admin()).await.unwrap();
-    conn.write_all(b"GET /config HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n")
-        .await
-        .unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n");
+    conn.write_all(request.as_bytes()).await.unwrap();
     let mut out = Vec::new();
     tokio::io::AsyncReadExt::read_to_end(&mut conn, &mut out)
         .await
         .unwrap();
     String::from_utf8_lossy(&out).into_owned()
+}
+
+/// What `/config` shows.
+async fn config_doc(proxy: &Proxy) -> String {
+    admin_get(proxy, "/config").await
 }
