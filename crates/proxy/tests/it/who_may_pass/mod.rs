@@ -6,6 +6,7 @@
 mod api_key;
 mod auth_service;
 mod basic_auth;
+mod ext_authz_grpc;
 mod ext_authz_http;
 
 use std::net::SocketAddr;
