@@ -43,6 +43,7 @@ macro_rules! for_each_handler {
             "api_key" => ApiKeySettings;
             "basic_auth" => BasicAuthSettings;
             "ext_authz" => ExtAuthzSettings;
+            "oidc" => OidcSettings;
         }
     };
 }

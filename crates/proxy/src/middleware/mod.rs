@@ -26,6 +26,8 @@ mod ip_filter;
 mod jwks;
 mod jwt;
 mod metrics;
+mod oidc;
+mod oidc_session;
 mod rate_limit;
 mod rate_limit_redis;
 mod validate;

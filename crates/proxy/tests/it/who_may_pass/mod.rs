@@ -53,6 +53,9 @@ impl Reply {
     }
 }
 
+/// The client protocols a test sends with.
+const PROTOCOLS: [&str; 3] = ["HTTP/1.1", "HTTP/2", "HTTP/3"];
+
 /// The same request sent as HTTP/1.1 and HTTP/2 over TLS and as HTTP/3.
 async fn each_protocol(
     addr: SocketAddr,
@@ -62,49 +65,61 @@ async fn each_protocol(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> Vec<Reply> {
-    let request = || {
-        let mut builder = Request::builder()
-            .method(method)
-            .uri(format!("https://localhost{path}"));
-        for (name, value) in headers {
-            builder = builder.header(*name, *value);
-        }
-        builder.body(()).unwrap()
-    };
     let mut replies = Vec::new();
+    for protocol in PROTOCOLS {
+        replies.push(send(protocol, addr, certs, method, path, headers, body).await);
+    }
+    replies
+}
 
+/// One request over a new connection of `protocol` (one of [`PROTOCOLS`]).
+async fn send(
+    protocol: &'static str,
+    addr: SocketAddr,
+    certs: &TestCerts,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Reply {
+    let mut builder = Request::builder()
+        .method(method)
+        .uri(format!("https://localhost{path}"));
+    for (name, value) in headers {
+        builder = builder.header(*name, *value);
+    }
+    let request = builder.body(()).unwrap();
+    let alpn: &[u8] = match protocol {
+        "HTTP/1.1" => b"http/1.1",
+        "HTTP/2" => b"h2",
+        _ => {
+            let mut h3 = h3_support::Client::connect(addr, certs).await;
+            let (response, text) = h3.exchange(request, body).await;
+            return Reply {
+                protocol,
+                status: response.status().as_u16(),
+                headers: response.headers().clone(),
+                body: text,
+            };
+        }
+    };
     let tcp = TcpStream::connect(addr).await.unwrap();
     let tls = certs
-        .connector(&[b"http/1.1"])
+        .connector(&[alpn])
         .connect("localhost".try_into().unwrap(), tcp)
         .await
         .unwrap();
-    replies.push(h1_exchange(tls, method, path, headers, body).await);
-
-    let tcp = TcpStream::connect(addr).await.unwrap();
-    let tls = certs
-        .connector(&[b"h2"])
-        .connect("localhost".try_into().unwrap(), tcp)
-        .await
-        .unwrap();
+    if protocol == "HTTP/1.1" {
+        return h1_exchange(tls, method, path, headers, body).await;
+    }
     let client = h2_client(tls).await;
-    let (response, bytes, _) = h2_exchange(&client, request(), body).await;
-    replies.push(Reply {
-        protocol: "HTTP/2",
+    let (response, bytes, _) = h2_exchange(&client, request, body).await;
+    Reply {
+        protocol,
         status: response.status().as_u16(),
         headers: response.headers().clone(),
         body: String::from_utf8_lossy(&bytes).into_owned(),
-    });
-
-    let mut h3 = h3_support::Client::connect(addr, certs).await;
-    let (response, text) = h3.exchange(request(), body).await;
-    replies.push(Reply {
-        protocol: "HTTP/3",
-        status: response.status().as_u16(),
-        headers: response.headers().clone(),
-        body: text,
-    });
-    replies
+    }
 }
 
 /// One HTTP/1.1 exchange on `io` (closed after it), read with hyper.
