@@ -202,17 +202,24 @@ pub(super) enum TokenError {
     Unavailable,
 }
 
-/// `application/x-www-form-urlencoded` of `pairs`.
+/// What a form value keeps as it is: RFC 3986's unreserved characters.
+const FORM_VALUE: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// `application/x-www-form-urlencoded` of `pairs` (also a query string).
 pub(super) fn form(pairs: &[(&str, &str)]) -> String {
-    use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
+    use percent_encoding::utf8_percent_encode;
     let mut out = String::new();
     for (i, (name, value)) in pairs.iter().enumerate() {
         if i > 0 {
             out.push('&');
         }
-        out.push_str(&utf8_percent_encode(name, NON_ALPHANUMERIC).to_string());
+        out.push_str(&utf8_percent_encode(name, FORM_VALUE).to_string());
         out.push('=');
-        out.push_str(&utf8_percent_encode(value, NON_ALPHANUMERIC).to_string());
+        out.push_str(&utf8_percent_encode(value, FORM_VALUE).to_string());
     }
     out
 }

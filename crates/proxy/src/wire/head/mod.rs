@@ -203,8 +203,12 @@ pub(crate) fn added_fields(
     emit: &mut Emit<'_>,
 ) {
     let fields = request.fields;
+    // A middleware that replaces or removes `Cookie` (oidc) is obeyed for
+    // HTTP/2 clients too, whose cookies are joined here.
     if let Fields::Map(_) = fields {
-        joined_cookies(fields, emit);
+        if !context.edits.is_some_and(|edits| edits.drops(b"cookie")) {
+            joined_cookies(fields, emit);
+        }
     }
     if let Some(host) = context.host_header.map(HeaderValue::as_bytes) {
         emit(b"host", &[host]);

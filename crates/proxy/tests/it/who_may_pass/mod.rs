@@ -8,6 +8,7 @@ mod auth_service;
 mod basic_auth;
 mod ext_authz_grpc;
 mod ext_authz_http;
+mod oidc;
 
 use std::net::SocketAddr;
 
@@ -139,10 +140,13 @@ where
             .await
             .unwrap();
     tokio::spawn(connection);
-    let mut builder = Request::builder()
-        .method(method)
-        .uri(path)
-        .header("host", "localhost");
+    let mut builder = Request::builder().method(method).uri(path);
+    if !headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("host"))
+    {
+        builder = builder.header("host", "localhost");
+    }
     for (name, value) in headers {
         builder = builder.header(*name, *value);
     }
