@@ -30,7 +30,7 @@ pub use env::FromEnv;
 pub use error::ConfigError;
 pub use handlers::*;
 pub use listener_h3::{H3Settings, RetryMode, RETRY_AUTO_ABOVE};
-pub use listener_tls::ListenerTlsSettings;
+pub use listener_tls::{AcmeChallenge, AcmeSettings, ListenerTlsSettings};
 pub use middleware::*;
 pub use paths::*;
 pub use schema::*;

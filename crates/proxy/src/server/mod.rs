@@ -10,6 +10,7 @@
 //! The admin listener, reloads and discovery share one more thread.
 
 mod accept;
+mod acme;
 pub(crate) mod admin;
 mod bound;
 mod control;

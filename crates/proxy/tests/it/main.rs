@@ -11,6 +11,7 @@
 mod h3_support;
 mod support;
 
+mod acme;
 mod admin_guards;
 mod balancing;
 mod balancing_across_reloads;
