@@ -115,12 +115,15 @@ type Allowed = (
     Vec<(HeaderName, HeaderValue)>,
 );
 
+/// An allow answer and until when it stands.
+type Remembered = (Instant, Arc<Allowed>);
+
 #[derive(Debug)]
 struct Cache {
     ttl: Duration,
     key: Vec<HeaderName>,
     max_entries: usize,
-    entries: Mutex<HashMap<Vec<u8>, (Instant, Arc<Allowed>)>>,
+    entries: Mutex<HashMap<Vec<u8>, Remembered>>,
 }
 
 #[derive(Debug)]
