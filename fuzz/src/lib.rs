@@ -7,6 +7,7 @@
 
 pub mod config;
 pub mod cookies;
+pub mod credentials;
 pub mod h2_heads;
 pub mod h2_server;
 pub mod hpack_decode;
@@ -28,6 +29,7 @@ pub type Check = fn(&[u8]);
 pub const TARGETS: &[(&str, Check)] = &[
     ("config", config::check),
     ("cookies", cookies::check),
+    ("credentials", credentials::check),
     ("h2_heads", h2_heads::check),
     ("h2_server", h2_server::check),
     ("hpack_decode", hpack_decode::check),

@@ -31,6 +31,10 @@ fn digest(key: &[u8]) -> Digest {
 }
 
 impl KeyList {
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+
     fn add(&mut self, name: &str, digest: Digest) -> anyhow::Result<()> {
         let Ok(name) = HeaderValue::from_str(name) else {
             bail!(

@@ -31,6 +31,8 @@ use crate::config::BasicAuthSettings;
 
 /// Password checks running at once, per handler.
 const MAX_CHECKS: usize = 4;
+/// The dearest bcrypt cost accepted: `htpasswd -B`'s own maximum.
+const MAX_COST: u32 = 17;
 /// Good passwords remembered; the cache is emptied when it is full.
 const MAX_REMEMBERED: usize = 10_000;
 
@@ -42,7 +44,7 @@ pub(crate) struct Users {
 }
 
 #[derive(Debug, Clone)]
-enum Hash {
+pub(crate) enum Hash {
     Bcrypt(String),
     Argon2(String),
 }
@@ -66,6 +68,18 @@ impl Hash {
 impl Users {
     /// `user:hash` lines; errors name the line, never the hash.
     pub(crate) fn parse(text: &str) -> anyhow::Result<Self> {
+        let (hashes, cost) = Self::lines(text)?;
+        let salt: [u8; 16] = rand_bytes();
+        let dummy = bcrypt::hash_with_salt(salt, cost.unwrap_or(bcrypt::DEFAULT_COST), salt)
+            .map_err(|err| anyhow::anyhow!("cannot make the dummy hash: {err}"))?;
+        Ok(Self {
+            hashes,
+            dummy: Hash::Bcrypt(dummy.format_for_version(bcrypt::Version::TwoY)),
+        })
+    }
+
+    /// The users and the first bcrypt cost (at most [`MAX_COST`]).
+    pub(crate) fn lines(text: &str) -> anyhow::Result<(HashMap<String, Hash>, Option<u32>)> {
         let mut hashes = HashMap::new();
         let mut cost = None;
         for (n, line) in text.lines().enumerate() {
@@ -84,6 +98,9 @@ impl Users {
                 if parsed_cost.is_none() || hash.len() != 60 {
                     bail!("line {}: a malformed bcrypt hash", n + 1);
                 }
+                if parsed_cost.is_some_and(|c| !(4..=MAX_COST).contains(&c)) {
+                    bail!("line {}: bcrypt cost must be 4 to {MAX_COST} (htpasswd -B allows up to 17)", n + 1);
+                }
                 cost = cost.or(parsed_cost);
                 Hash::Bcrypt(hash.to_string())
             } else if hash.starts_with("$argon2") {
@@ -101,13 +118,7 @@ impl Users {
                 bail!("line {}: the user is listed twice", n + 1);
             }
         }
-        let salt: [u8; 16] = rand_bytes();
-        let dummy = bcrypt::hash_with_salt(salt, cost.unwrap_or(bcrypt::DEFAULT_COST), salt)
-            .map_err(|err| anyhow::anyhow!("cannot make the dummy hash: {err}"))?;
-        Ok(Self {
-            hashes,
-            dummy: Hash::Bcrypt(dummy.format_for_version(bcrypt::Version::TwoY)),
-        })
+        Ok((hashes, cost))
     }
 }
 
@@ -192,7 +203,7 @@ fn admit(forward: Option<&HeaderName>, remove: bool, user: &str, exchange: &mut 
 }
 
 /// The user and password of an `Authorization: Basic` field.
-fn credentials(value: &[u8]) -> Option<(String, Vec<u8>)> {
+pub(crate) fn credentials(value: &[u8]) -> Option<(String, Vec<u8>)> {
     let value = std::str::from_utf8(value).ok()?;
     let (scheme, encoded) = value.trim().split_once(' ')?;
     if !scheme.eq_ignore_ascii_case("basic") || encoded.len() > 4096 {

@@ -282,6 +282,11 @@ pub(super) async fn check(
     Ok(decision(answer))
 }
 
+/// The decision of a CheckResponse's bytes, if they decode.
+pub(crate) fn decision_of(bytes: &[u8]) -> Option<Decision> {
+    CheckResponse::decode(bytes).ok().map(decision)
+}
+
 /// Status OK allows; anything else denies (403 unless the denial says).
 fn decision(answer: CheckResponse) -> Decision {
     let ok = answer.status.as_ref().is_none_or(|s| s.code == 0);

@@ -53,6 +53,11 @@ pub(super) async fn check(
         .map(|(n, v)| (n.clone(), v.clone()))
         .collect();
     if parts.status.is_success() {
+        // Read to its end, so that the connection goes back to the pool.
+        Limited::new(body, MAX_BODY)
+            .collect()
+            .await
+            .map_err(|_| Failed::Broken("the allow answer's body is too large or broke off"))?;
         return Ok(Decision::Allow {
             upstream: headers,
             remove: Vec::new(),

@@ -52,6 +52,16 @@ use crate::{
 pub(crate) use build::{build, BuildContext, Chains};
 pub(crate) use correlation::{is_traceparent, next_traceparent};
 
+/// The parsers of the handlers that decide who may pass, for the fuzz
+/// targets (`proxy::fuzzing`).
+pub(crate) mod auth_parsers {
+    pub(crate) use super::api_key::KeyList;
+    pub(crate) use super::basic_auth::{credentials, Users};
+    pub(crate) use super::ext_authz::Decision;
+    pub(crate) use super::ext_authz_grpc::decision_of;
+    pub(crate) use super::oidc_session::{cookie, query_param, Sealer};
+}
+
 /// One request as the handlers see it (the head; the body when a handler
 /// asked for it).
 #[derive(Debug)]

@@ -17,7 +17,7 @@ use super::jwks::call;
 use crate::config::SecretText;
 
 /// Seals with the first key; opens with any (keys rotate on reload).
-pub(super) struct Sealer {
+pub(crate) struct Sealer {
     keys: Vec<LessSafeKey>,
     random: SystemRandom,
 }
@@ -29,7 +29,7 @@ impl std::fmt::Debug for Sealer {
 }
 
 impl Sealer {
-    pub(super) fn new(keys: &[SecretText]) -> anyhow::Result<Self> {
+    pub(crate) fn new(keys: &[SecretText]) -> anyhow::Result<Self> {
         if keys.is_empty() {
             bail!("cookie_keys: give at least one key (32 random bytes, base64: openssl rand -base64 32)");
         }
@@ -53,7 +53,7 @@ impl Sealer {
     }
 
     /// `purpose` is bound to the cookie: one sealed for another purpose does not open.
-    pub(super) fn seal(&self, purpose: &str, plain: &[u8]) -> String {
+    pub(crate) fn seal(&self, purpose: &str, plain: &[u8]) -> String {
         let mut nonce = [0; NONCE_LEN];
         self.random
             .fill(&mut nonce)
@@ -72,7 +72,7 @@ impl Sealer {
     }
 
     /// The plain bytes, when a key of ours sealed `text` for `purpose`.
-    pub(super) fn open(&self, purpose: &str, text: &str) -> Option<Vec<u8>> {
+    pub(crate) fn open(&self, purpose: &str, text: &str) -> Option<Vec<u8>> {
         if text.len() > 16 * 1024 {
             return None;
         }
@@ -260,7 +260,7 @@ pub(super) async fn tokens(
 }
 
 /// The value of `name` among the `Cookie` fields' pairs.
-pub(super) fn cookie<'a>(values: impl Iterator<Item = &'a [u8]>, name: &str) -> Option<&'a str> {
+pub(crate) fn cookie<'a>(values: impl Iterator<Item = &'a [u8]>, name: &str) -> Option<&'a str> {
     values
         .filter_map(|v| std::str::from_utf8(v).ok())
         .flat_map(|v| v.split(';'))
@@ -271,7 +271,7 @@ pub(super) fn cookie<'a>(values: impl Iterator<Item = &'a [u8]>, name: &str) -> 
 }
 
 /// The query parameter `name`, percent-decoded.
-pub(super) fn query_param(query: Option<&str>, name: &str) -> Option<String> {
+pub(crate) fn query_param(query: Option<&str>, name: &str) -> Option<String> {
     query?.split('&').find_map(|pair| {
         let (n, v) = pair.split_once('=')?;
         (n == name).then(|| {

@@ -9,6 +9,7 @@
 mod common;
 
 mod admin_cli;
+mod auth_secrets;
 mod bench_cli;
 mod bench_runtimes;
 mod cert_cli;
