@@ -111,7 +111,11 @@ pub mod fuzzing {
     }
 
     /// The OIDC callback's query parameter and cookie lookups.
-    pub fn oidc_lookups(query: &str, cookies: &[&[u8]], name: &str) -> (Option<String>, Option<String>) {
+    pub fn oidc_lookups(
+        query: &str,
+        cookies: &[&[u8]],
+        name: &str,
+    ) -> (Option<String>, Option<String>) {
         use crate::middleware::auth_parsers::{cookie, query_param};
         (
             query_param(Some(query), name),

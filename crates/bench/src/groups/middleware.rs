@@ -177,11 +177,16 @@ routes:
             "basic_auth" => {
                 use base64::Engine as _;
                 let pair = format!("bench:{BASIC_PASSWORD}");
-                format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(pair))
+                format!(
+                    "Basic {}",
+                    base64::engine::general_purpose::STANDARD.encode(pair)
+                )
             }
             _ => format!("Bearer {token}"),
         };
-        config.headers.push(header("authorization", &authorization)?);
+        config
+            .headers
+            .push(header("authorization", &authorization)?);
         if *name == "api_key" {
             config.headers.push(header("x-api-key", API_KEY)?);
         }

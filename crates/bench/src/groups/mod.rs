@@ -334,7 +334,7 @@ mod tests {
                 // HAProxy's rate limits; rate_limit on Redis where installed.
                 (
                     Middleware,
-                    17 + usize::from(middleware::redis_row(options.profile().handlers))
+                    21 + usize::from(middleware::redis_row(options.profile().handlers))
                 ),
                 // sluice, HAProxy, Envoy, Traefik, Caddy and nghttpx play
                 // the six cases without HTTP/3 clients, nginx three;

@@ -35,6 +35,28 @@ pub fn redacted_marker(text: &str) -> String {
     out
 }
 
+/// Last words of a name that holds a secret.
+const SECRET_WORDS: &[&str] = &[
+    "token",
+    "password",
+    "passwd",
+    "passphrase",
+    "secret",
+    "key",
+    "apikey",
+    "authorization",
+    "credential",
+    "credentials",
+];
+
+/// The last word of `name` (after `_`, `-` or `.`) is a secret-like one:
+/// `x-api-key`, `sticky.key`, `client_secret`. `/config` hides such
+/// settings' values and the access log masks such headers' values.
+pub fn secret_name(name: &str) -> bool {
+    let last = name.rsplit(['_', '-', '.']).next().unwrap_or(name);
+    SECRET_WORDS.iter().any(|w| w.eq_ignore_ascii_case(last))
+}
+
 /// A secret written in the file: `Debug` prints `SecretText(..)` and it
 /// serialises as [`redacted_marker`].
 #[derive(Clone, PartialEq, Eq)]

@@ -6,8 +6,10 @@
 //! is dropped and counted rather than stalling requests.
 //!
 //! Never logged: the query string (it may carry tokens), bodies, and the
-//! values of `authorization`, `proxy-authorization`, `cookie` and of the
-//! headers listed in `mask` (shown as `***`).
+//! values of `authorization`, `proxy-authorization`, `cookie`, of headers
+//! whose name ends in a secret-like word (`x-api-key`, `x-auth-token`:
+//! the rule `/config` hides settings by) and of the headers listed in
+//! `mask` (shown as `***`).
 
 use std::{
     fmt::Write as _,
@@ -73,7 +75,11 @@ impl AccessLogger {
             .headers
             .iter()
             .map(|name| {
-                let masked = ALWAYS_MASKED.contains(&name.as_str()) || config.mask.contains(name);
+                // A credential header (`x-api-key`, `x-auth-token`) is
+                // masked whatever `mask` says: the log is no place for it.
+                let masked = ALWAYS_MASKED.contains(&name.as_str())
+                    || config.mask.contains(name)
+                    || crate::config::secret_name(name.as_str());
                 (name.0.clone(), masked)
             })
             .collect();

@@ -455,29 +455,6 @@ impl Shared {
     }
 }
 
-/// The `Cookie` fields without ours, for the upstream.
-fn strip_cookies(request: &RequestView<'_>, shared: &Shared, exchange: &mut Exchange) {
-    let mut kept = Vec::new();
-    let mut ours = false;
-    for value in request.fields.get_all("cookie") {
-        for pair in String::from_utf8_lossy(value).split(';') {
-            let name = pair.trim().split('=').next().unwrap_or_default();
-            if name == shared.cookie || name == shared.login_cookie {
-                ours = true;
-            } else if !pair.trim().is_empty() {
-                kept.push(pair.trim().to_string());
-            }
-        }
-    }
-    if !ours {
-        return;
-    }
-    match HeaderValue::from_str(&kept.join("; ")) {
-        Ok(value) if !kept.is_empty() => exchange.request_headers.set(header::COOKIE, value),
-        _ => exchange.request_headers.remove.push(header::COOKIE),
-    }
-}
-
 impl Handler for OidcLogin {
     fn request(&self, request: &RequestView<'_>, exchange: &mut Exchange) -> Flow {
         let shared = &self.shared;
@@ -497,7 +474,7 @@ impl Handler for OidcLogin {
         let Some(session) = session else {
             return shared.login(request);
         };
-        strip_cookies(request, shared, exchange);
+        session::strip_cookies(request, [&shared.cookie, &shared.login_cookie], exchange);
         match shared
             .verifier
             .verify_cached(&session.id_token, jwt::unix_now())

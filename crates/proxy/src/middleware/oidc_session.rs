@@ -13,7 +13,9 @@ use ring::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::jwks::call;
+use http::{header, HeaderValue};
+
+use super::{jwks::call, Exchange, RequestView};
 use crate::config::SecretText;
 
 /// Seals with the first key; opens with any (keys rotate on reload).
@@ -280,6 +282,29 @@ pub(crate) fn query_param(query: Option<&str>, name: &str) -> Option<String> {
                 .into_owned()
         })
     })
+}
+
+/// The `Cookie` fields without ours, for the upstream.
+pub(super) fn strip_cookies(request: &RequestView<'_>, names: [&str; 2], exchange: &mut Exchange) {
+    let mut kept = Vec::new();
+    let mut ours = false;
+    for value in request.fields.get_all("cookie") {
+        for pair in String::from_utf8_lossy(value).split(';') {
+            let name = pair.trim().split('=').next().unwrap_or_default();
+            if names.contains(&name) {
+                ours = true;
+            } else if !pair.trim().is_empty() {
+                kept.push(pair.trim().to_string());
+            }
+        }
+    }
+    if !ours {
+        return;
+    }
+    match HeaderValue::from_str(&kept.join("; ")) {
+        Ok(value) if !kept.is_empty() => exchange.request_headers.set(header::COOKIE, value),
+        _ => exchange.request_headers.remove.push(header::COOKIE),
+    }
 }
 
 #[cfg(test)]

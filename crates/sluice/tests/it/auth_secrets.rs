@@ -38,7 +38,8 @@ fn auth_service() -> SocketAddr {
                     seen.extend_from_slice(&buf[..n]);
                     while let Some(end) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
                         seen.drain(..end + 4);
-                        let answer = "HTTP/1.1 200 OK\r\nx-auth-user: alice\r\ncontent-length: 0\r\n\r\n";
+                        let answer =
+                            "HTTP/1.1 200 OK\r\nx-auth-user: alice\r\ncontent-length: 0\r\n\r\n";
                         if stream.write_all(answer.as_bytes()).is_err() {
                             return;
                         }
@@ -52,7 +53,9 @@ fn auth_service() -> SocketAddr {
 
 fn exchange(addr: SocketAddr, path: &str, headers: &[(&str, String)]) -> String {
     let mut stream = TcpStream::connect(addr).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
     let mut request = format!("GET {path} HTTP/1.1\r\nhost: test\r\nconnection: close\r\n");
     for (name, value) in headers {
         request.push_str(&format!("{name}: {value}\r\n"));
@@ -75,10 +78,17 @@ fn keys_passwords_and_tokens_never_reach_the_logs_or_the_answers() {
         .args(["alice", PASSWORD])
         .output();
     if made.is_err() {
-        testkit::skip(test, testkit::Need::Htpasswd, "no htpasswd (apt-get install apache2-utils)");
+        testkit::skip(
+            test,
+            testkit::Need::Htpasswd,
+            "no htpasswd (apt-get install apache2-utils)",
+        );
         return;
     }
-    let upstream = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let upstream = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
     let access_log = dir.join("access.log");
     let config = dir.join("sluice.yaml");
     std::fs::write(
@@ -103,7 +113,10 @@ fn keys_passwords_and_tokens_never_reach_the_logs_or_the_answers() {
         .unwrap();
     let addr = common::first_address(&mut child, "http://");
     let basic = |password: &str| {
-        format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("alice:{password}")))
+        format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(format!("alice:{password}"))
+        )
     };
     let mut answers = String::new();
     for (path, headers) in [
@@ -112,7 +125,13 @@ fn keys_passwords_and_tokens_never_reach_the_logs_or_the_answers() {
         ("/key?api_key=nothing", vec![]),
         ("/basic", vec![("authorization", basic(PASSWORD))]),
         ("/basic", vec![("authorization", basic(WRONG))]),
-        ("/authz", vec![("authorization", format!("Bearer {TOKEN}")), ("cookie", format!("session={TOKEN}"))]),
+        (
+            "/authz",
+            vec![
+                ("authorization", format!("Bearer {TOKEN}")),
+                ("cookie", format!("session={TOKEN}")),
+            ],
+        ),
     ] {
         answers.push_str(&exchange(addr, path, &headers));
     }
@@ -128,7 +147,10 @@ fn keys_passwords_and_tokens_never_reach_the_logs_or_the_answers() {
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    assert!(lines.lines().count() >= 6, "the access log has every request:\n{lines}");
+    assert!(
+        lines.lines().count() >= 6,
+        "the access log has every request:\n{lines}"
+    );
     let _ = Command::new("kill").arg(child.id().to_string()).status();
     let _ = child.wait();
     let logged = std::fs::read_to_string(&log).unwrap();
@@ -140,7 +162,11 @@ fn keys_passwords_and_tokens_never_reach_the_logs_or_the_answers() {
         basic(PASSWORD)["Basic ".len()..].to_string(),
         basic(WRONG)["Basic ".len()..].to_string(),
     ] {
-        for (what, text) in [("the log", &logged), ("the access log", &lines), ("the answers", &answers)] {
+        for (what, text) in [
+            ("the log", &logged),
+            ("the access log", &lines),
+            ("the answers", &answers),
+        ] {
             assert!(!text.contains(&secret), "{what} holds {secret}");
         }
     }
