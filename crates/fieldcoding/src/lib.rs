@@ -1,13 +1,16 @@
-//! Field-section coding shared by HPACK (RFC 7541, HTTP/2) and QPACK
-//! (RFC 9204, HTTP/3): prefixed integers, string literals and the Huffman
-//! code. Each codec keeps its own static table and instructions; what the
-//! two formats spell the same way is here once.
+//! What HTTP/2 and HTTP/3 share about field sections: heads as flat
+//! fields and the rules that make a request head well-formed ([`head`],
+//! RFC 9113 8.2-8.3 and RFC 9114 4.2-4.3 say the same), and what HPACK
+//! (RFC 7541) and QPACK (RFC 9204) spell alike: prefixed integers, string
+//! literals and the Huffman code. Each codec keeps its own static table
+//! and instructions.
 //!
 //! Every decoder takes the bytes it has and says `Incomplete` when they
 //! end too soon, so a caller may decode a frame it holds whole (a header
 //! block) or an instruction stream that arrives in pieces (QPACK's
 //! encoder stream), and never reads past what it was given.
 
+pub mod head;
 mod huffman;
 mod huffman_table;
 mod int;

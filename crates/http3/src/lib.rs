@@ -17,10 +17,11 @@
 pub mod control;
 mod error;
 pub mod frame;
-pub mod head;
 pub mod qpack;
 pub mod request;
 pub mod server;
 pub mod varint;
 
 pub use error::{Code, Error};
+/// Flat heads and the request rules (shared with HTTP/2).
+pub use fieldcoding::head;

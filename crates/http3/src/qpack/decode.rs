@@ -41,7 +41,7 @@ pub fn decode_section(
     let mut size = 0usize;
     while let Some(&first) = rest.first() {
         let budget = max_size.saturating_sub(size);
-        let buf_start = out.buf_mut().len();
+        let buf_start = out.mark();
         let used = if first & 0x80 != 0 {
             // Indexed field line: 1 T index(6).
             if first & 0x40 == 0 {
@@ -55,7 +55,7 @@ pub fn decode_section(
             let buf = out.buf_mut();
             buf.extend_from_slice(name);
             buf.extend_from_slice(value);
-            record(out, buf_start, name.len());
+            out.close_field(buf_start, name.len());
             used
         } else if first & 0x40 != 0 {
             // Literal with a name reference: 01 N T index(4), then the value.
@@ -69,14 +69,14 @@ pub fn decode_section(
             }
             out.buf_mut().extend_from_slice(name);
             let value = value(&rest[used..], out, budget - name.len())?;
-            record(out, buf_start, name.len());
+            out.close_field(buf_start, name.len());
             used + value
         } else if first & 0x20 != 0 {
             // Literal with a literal name: 001 N H len(3), then the value.
             let name = decode_string(rest, 3, out.buf_mut(), budget).map_err(string_error)?;
             let name_len = out.buf_mut().len() - buf_start;
             let value = value(&rest[name..], out, budget - name_len)?;
-            record(out, buf_start, name_len);
+            out.close_field(buf_start, name_len);
             name + value
         } else {
             // 0001: indexed post-base; 0000: literal with a post-base name.
@@ -111,11 +111,4 @@ fn string_error(err: fieldcoding::Error) -> SectionError {
         fieldcoding::Error::IntegerOverflow => SectionError::Failed("a string length past 2^62"),
         fieldcoding::Error::Huffman => SectionError::Failed("a bad Huffman string"),
     }
-}
-
-/// Records the field whose name starts at `start`, `name_len` long, and
-/// whose value runs to the end of the buffer.
-fn record(out: &mut FieldSection, start: usize, name_len: usize) {
-    let end = out.buf_mut().len();
-    out.record(start..start + name_len, start + name_len..end);
 }

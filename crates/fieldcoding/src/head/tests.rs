@@ -154,3 +154,28 @@ fn trailers_carry_no_pseudo_headers() {
     );
     assert!(trailers(&section(&[("x-a", "a\nb")])).is_err());
 }
+
+#[test]
+fn response_heads() {
+    let ok = section(&[(":status", "204"), ("x-a", "1"), ("content-length", "0")]);
+    assert_eq!(response(&ok), Ok((204, 1)));
+    assert_eq!(content_length(&ok, 1), Ok(Some(0)));
+    for bad in [
+        &[("x-a", "1"), (":status", "200")][..],
+        &[(":status", "20")],
+        &[(":status", "099")],
+        &[(":status", "200"), (":status", "201")],
+        &[(":status", "200"), (":path", "/")],
+        &[(":status", "200"), ("Upper", "1")],
+        &[(":status", "200"), ("connection", "close")],
+        &[],
+    ] {
+        assert!(response(&section(bad)).is_err(), "{bad:?}");
+    }
+    let two = section(&[
+        (":status", "200"),
+        ("content-length", "1"),
+        ("content-length", "2"),
+    ]);
+    assert!(content_length(&two, 1).is_err());
+}

@@ -56,14 +56,38 @@ impl FieldSection {
         self.iter().find(|(n, _)| *n == name).map(|(_, v)| v)
     }
 
-    /// For the decoder: the buffer to decode a string onto, and the
-    /// field to record once its name and value are there.
-    pub(crate) fn buf_mut(&mut self) -> &mut Vec<u8> {
+    /// For a decoder: the buffer it decodes a field's name and then its
+    /// value onto (from [`Self::mark`]), before [`Self::close_field`].
+    pub fn buf_mut(&mut self) -> &mut Vec<u8> {
         &mut self.buf
     }
 
-    pub(crate) fn record(&mut self, name: Range<usize>, value: Range<usize>) {
-        self.fields.push((name, value));
+    /// Where the next field will start in the buffer.
+    pub fn mark(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Records the field decoded since `mark`: its first `name_len` bytes
+    /// are the name, the rest the value. A decoder that has written
+    /// nothing past `mark + name_len` records an empty value.
+    pub fn close_field(&mut self, mark: usize, name_len: usize) {
+        let end = self.buf.len();
+        let mid = (mark + name_len).min(end);
+        self.fields.push((mark.min(mid)..mid, mid..end));
+    }
+
+    /// Removes the fields recorded after the first `len` (and their bytes).
+    pub fn truncate(&mut self, len: usize) {
+        if let Some((name, _)) = self.fields.get(len) {
+            self.buf.truncate(name.start);
+        }
+        self.fields.truncate(len);
+    }
+
+    /// Empties the section, keeping its buffers.
+    pub fn clear(&mut self) {
+        self.buf.clear();
+        self.fields.clear();
     }
 }
 
@@ -198,6 +222,49 @@ pub fn request(section: FieldSection) -> Result<RequestHead, &'static str> {
         content_length,
         section,
     })
+}
+
+/// Checks a response head (RFC 9113 8.3.2, RFC 9114 4.3.2): `:status`
+/// first and alone among pseudo-headers, three digits from 100; the
+/// regular fields by the shared rules. The status, and the index of the
+/// first regular field.
+pub fn response(section: &FieldSection) -> Result<(u16, usize), &'static str> {
+    let mut fields = section.iter();
+    let status = match fields.next() {
+        Some((b":status", value)) if value.len() == 3 && value.iter().all(u8::is_ascii_digit) => {
+            let status = value
+                .iter()
+                .fold(0u16, |n, &d| n * 10 + u16::from(d - b'0'));
+            if status < 100 {
+                return Err("a :status below 100");
+            }
+            status
+        }
+        Some((b":status", _)) => return Err("a :status that is not three digits"),
+        _ => return Err("no :status first"),
+    };
+    for (name, value) in fields {
+        if name.starts_with(b":") {
+            return Err("a second or unknown pseudo-header in a response");
+        }
+        regular_field(name, value)?;
+    }
+    Ok((status, 1))
+}
+
+/// The declared body length of `section`'s regular fields from index
+/// `from`: every `content-length` one and the same number.
+pub fn content_length(section: &FieldSection, from: usize) -> Result<Option<u64>, &'static str> {
+    let mut length = None;
+    for (name, value) in section.iter().skip(from) {
+        if name == b"content-length" {
+            let len = decimal(value).ok_or("a content-length that is not a number")?;
+            if length.replace(len).is_some_and(|was| was != len) {
+                return Err("content-length fields that disagree");
+            }
+        }
+    }
+    Ok(length)
 }
 
 /// Checks trailers: regular fields only (RFC 9114 4.1.2).
