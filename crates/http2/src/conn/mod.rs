@@ -9,6 +9,7 @@
 //! nothing here waits or allocates per frame.
 
 mod guard;
+mod heads;
 mod recv;
 mod send;
 mod streams;
