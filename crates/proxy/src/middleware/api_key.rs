@@ -2,8 +2,9 @@
 //! under the key's name (docs/MIDDLEWARE.md). Keys are held as SHA-256
 //! digests only, and a presented key's digest is compared with every
 //! known one in constant time, so neither memory nor timing tells a key.
-//! The key never goes upstream in its header; its name does, in a header
-//! that a client's own copy of is always dropped first.
+//! The key never goes upstream, in its header or in the query (the
+//! parameter is taken out, the others kept as sent); its name does, in a
+//! header that a client's own copy of is always dropped first.
 
 use std::sync::Arc;
 
@@ -16,7 +17,7 @@ use super::{
     watched::Watched,
     Answer, Exchange, Flow, Handler, RequestView,
 };
-use crate::config::ApiKeySettings;
+use crate::{config::ApiKeySettings, wire::edits::without_parameter};
 
 type Digest = [u8; 32];
 
@@ -200,6 +201,15 @@ impl Handler for ApiKeyChecker {
         }
         if let Some(forward) = &self.forward_name {
             exchange.request_headers.set(forward.clone(), name.clone());
+        }
+        if let Some(parameter) = &self.query {
+            // Nor in the query: every parameter of the name goes.
+            let edits = &mut exchange.request_headers;
+            if let Some(query) = edits.query.as_deref().or(request.query) {
+                if let Some(kept) = without_parameter(query, parameter) {
+                    edits.query = Some(kept);
+                }
+            }
         }
         Flow::Next
     }

@@ -210,7 +210,9 @@ impl ExternalAuthorizer {
         })
     }
 
-    fn asked(&self, request: &RequestView<'_>) -> Asked {
+    /// `query`: the request's as the upstream would get it (without an
+    /// `api_key` parameter taken out before).
+    fn asked(&self, request: &RequestView<'_>, query: Option<&str>) -> Asked {
         let mut headers = Vec::new();
         for (name, value) in request.headers() {
             let Ok(name) = HeaderName::from_bytes(name) else {
@@ -224,7 +226,7 @@ impl ExternalAuthorizer {
                 headers.push((name, String::from_utf8_lossy(value).into_owned()));
             }
         }
-        let uri = match request.query {
+        let uri = match query.filter(|q| !q.is_empty()) {
             Some(query) => format!("{}?{query}", request.path),
             None => request.path.to_string(),
         };
@@ -240,13 +242,13 @@ impl ExternalAuthorizer {
         }
     }
 
-    fn cache_key(&self, cache: &Cache, request: &RequestView<'_>) -> Vec<u8> {
+    fn cache_key(&self, cache: &Cache, request: &RequestView<'_>, query: Option<&str>) -> Vec<u8> {
         let mut key = Vec::with_capacity(128);
         key.extend_from_slice(request.method.as_str().as_bytes());
         key.push(0);
         key.extend_from_slice(request.path.as_bytes());
         key.push(0);
-        key.extend_from_slice(request.query.unwrap_or_default().as_bytes());
+        key.extend_from_slice(query.unwrap_or_default().as_bytes());
         for name in &cache.key {
             key.push(0);
             for value in request.fields.get_all(name.as_str()) {
@@ -372,8 +374,11 @@ impl Handler for ExternalAuthorizer {
         for name in &self.shared.upstream_headers {
             exchange.request_headers.remove.push(name.clone());
         }
+        // The query as the upstream gets it (an `api_key` before may have
+        // taken its parameter out): the service is asked about that one.
+        let query = exchange.request_headers.query.as_deref().or(request.query);
         let key = self.cache.as_ref().map(|cache| {
-            let key = self.cache_key(cache, request);
+            let key = self.cache_key(cache, request, query);
             let entries = cache.entries.lock().unwrap_or_else(PoisonError::into_inner);
             let hit = entries
                 .get(&key)
@@ -386,7 +391,7 @@ impl Handler for ExternalAuthorizer {
             apply(allowed, exchange);
             return Flow::Next;
         }
-        let asked = self.asked(request);
+        let asked = self.asked(request, query);
         let shared = Arc::clone(&self.shared);
         let cache = self.cache.clone();
         Flow::Wait(Box::pin(async move {

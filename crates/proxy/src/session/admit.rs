@@ -176,6 +176,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             });
             return Some(self.answer(head, route, answer));
         }
+        super::traced::query_edited(
+            self.plan.tracer.as_deref(),
+            &mut self.span,
+            self.exchange.request_headers.query.as_deref(),
+        );
         self.max_body = self.exchange.max_body;
         None
     }

@@ -61,11 +61,7 @@ fn started(
     span.str("url.path", facts.path);
     span.str("url.scheme", if facts.secure { b"https" } else { b"http" });
     if let Some(query) = facts.query {
-        match tracer.query_policy() {
-            QueryPolicy::Full => span.str("url.query", query),
-            QueryPolicy::Redacted => span.str("url.query", &redacted(query)),
-            QueryPolicy::Omitted => {}
-        }
+        record_query(&mut span, tracer.query_policy(), query);
     }
     if let Some(host) = facts.host {
         let (name, port) = split_host(host);
@@ -80,6 +76,37 @@ fn started(
         span.str("user_agent.original", agent);
     }
     span
+}
+
+/// `url.query` under the `traces.query` policy.
+fn record_query(span: &mut Span, policy: QueryPolicy, query: &[u8]) {
+    match policy {
+        QueryPolicy::Full => span.str("url.query", query),
+        QueryPolicy::Redacted => span.str("url.query", &redacted(query)),
+        QueryPolicy::Omitted => {}
+    }
+}
+
+/// A handler took parameters out of the query (`api_key`'s key): the
+/// span records the query as it goes upstream, not as the client sent it.
+#[inline]
+pub(super) fn query_edited(
+    tracer: Option<&Tracer>,
+    span: &mut Option<Box<Span>>,
+    query: Option<&str>,
+) {
+    if let (Some(tracer), Some(span), Some(query)) = (tracer, span, query) {
+        rerecord_query(span, tracer.query_policy(), query);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn rerecord_query(span: &mut Span, policy: QueryPolicy, query: &str) {
+    span.attributes.retain(|(key, _)| *key != "url.query");
+    if !query.is_empty() {
+        record_query(span, policy, query.as_bytes());
+    }
 }
 
 /// The route matched: `http.route` and the span's name, `METHOD route`

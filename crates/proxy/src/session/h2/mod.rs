@@ -254,6 +254,11 @@ impl Stream {
                 self.answer(answer);
                 return Ok(());
             }
+            traced::query_edited(
+                plan.tracer.as_deref(),
+                &mut self.span,
+                self.exchange.request_headers.query.as_deref(),
+            );
             max_body = self.exchange.max_body;
         }
         if length.is_some_and(|len| len > max_body) {

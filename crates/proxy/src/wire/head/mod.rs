@@ -120,6 +120,16 @@ impl<'a> RequestContext<'a> {
         }
     }
 
+    /// The query to send: the client's, unless a handler took parameters
+    /// out of it (`None` too when none are left).
+    pub(crate) fn query(&self, request: &Outgoing<'a>) -> Option<&'a [u8]> {
+        match self.edits.and_then(|edits| edits.query.as_deref()) {
+            Some("") => None,
+            Some(query) => Some(query.as_bytes()),
+            None => request.query,
+        }
+    }
+
     /// The Host to send: a configured `host_header`, the normalised Host, or the client's.
     pub(crate) fn host(&self, request: &Outgoing<'a>) -> Option<&'a [u8]> {
         self.host_header
@@ -292,7 +302,7 @@ pub(crate) fn request_head(
     out.extend_from_slice(request.method.as_str().as_bytes());
     out.push(b' ');
     out.extend_from_slice(context.path(request));
-    if let Some(query) = request.query {
+    if let Some(query) = context.query(request) {
         out.push(b'?');
         out.extend_from_slice(query);
     }

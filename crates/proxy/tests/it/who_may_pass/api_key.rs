@@ -117,3 +117,63 @@ async fn api_keys_in_headers_and_query_admit_by_name_over_every_protocol() {
     assert!(!config.contains("inline-key-abcdef"), "{config}");
     assert!(config.contains("(redacted sha256:"), "{config}");
 }
+
+/// A key in the query never goes upstream: its parameter (every one of
+/// the name, also percent-encoded) is taken out of the request line of an
+/// HTTP/1.1 upstream and the `:path` of an h2c one, the other parameters
+/// kept byte for byte in their order; with a key in the header, a
+/// parameter of the name is taken out too. Each client protocol.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_query_key_is_taken_out_of_the_query_sent_upstream() {
+    let echo = crate::support::Echo::start("e").await;
+    let h2c = testkit::H2Server::start();
+    let certs = testkit::TestCerts::generate();
+    let proxy = crate::h3_support::proxy(
+        &certs,
+        "",
+        &format!(
+            "upstreams:\n  echo:\n    hosts: [\"http://{}\"]\n  h2c:\n    hosts: [\"http://{}\"]\n    protocol: h2c\n\
+             middleware:\n  api_key: {{ keys: {{ ops: query-key-0123456789 }}, header: x-api-key, query: api_key }}\n\
+             routes:\n  - {{ path: /h1, chain: [api_key], upstream: echo }}\n  - {{ path: /h2, chain: [api_key], upstream: h2c }}\n",
+            echo.addr,
+            h2c.addr()
+        ),
+    );
+    let addr = proxy.addr();
+    // What the client sends, what the upstream must get.
+    let cases = [
+        (
+            "?a=1&api_key=query-key-0123456789&b=%20x&&c=d%3De",
+            "?a=1&b=%20x&&c=d%3De",
+        ),
+        ("?api_key=query-key-0123456789", ""),
+        (
+            "?z=9&api_key=query-key-0123456789&api%5Fkey=query-key-0123456789&api_keys=1",
+            "?z=9&api_keys=1",
+        ),
+    ];
+    let mut h2c_expected = Vec::new();
+    for (sent, upstream) in cases {
+        for route in ["/h1", "/h2"] {
+            for reply in
+                each_protocol(addr, &certs, "GET", &format!("{route}{sent}"), &[], b"").await
+            {
+                assert_eq!(reply.status, 200, "{reply:?}");
+                if route == "/h1" {
+                    let line = format!("GET /h1{upstream} HTTP/1.1");
+                    assert!(reply.body.contains(&line), "{}: {reply:?}", reply.protocol);
+                } else {
+                    h2c_expected.push(format!("/h2{upstream}"));
+                }
+                assert!(!reply.body.contains("query-key"), "{reply:?}");
+            }
+        }
+    }
+    // The key in its header, a parameter of the name in the query.
+    let header = [("x-api-key", "query-key-0123456789")];
+    for reply in each_protocol(addr, &certs, "GET", "/h1?api_key=junk&k=v", &header, b"").await {
+        assert_eq!(reply.status, 200, "{reply:?}");
+        assert!(reply.body.contains("GET /h1?k=v HTTP/1.1"), "{reply:?}");
+    }
+    assert_eq!(h2c.targets(), h2c_expected);
+}
