@@ -15,6 +15,7 @@ use std::{
     fmt::Write as _,
     fs::OpenOptions,
     io::{BufWriter, Write},
+    path::Path,
     sync::{
         atomic::{AtomicU64, Ordering::Relaxed},
         mpsc::{sync_channel, Receiver, SyncSender, TrySendError},
@@ -85,6 +86,20 @@ impl AccessLogger {
             .collect();
         let output: Box<dyn Write + Send> = match config.path.as_deref() {
             None | Some("-") => Box::new(std::io::stdout()),
+            // `--check` creates no file: its directory must be there.
+            Some(path) if builder.context.check && !Path::new(path).exists() => {
+                let dir = Path::new(path)
+                    .parent()
+                    .filter(|d| !d.as_os_str().is_empty())
+                    .unwrap_or(Path::new("."));
+                if !dir.is_dir() {
+                    anyhow::bail!(
+                        "cannot open the access log `{path}`: no directory {}",
+                        dir.display()
+                    );
+                }
+                Box::new(std::io::sink())
+            }
             Some(path) => Box::new(
                 OpenOptions::new()
                     .create(true)

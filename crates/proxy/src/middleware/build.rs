@@ -35,6 +35,8 @@ pub(crate) struct BuildContext<'a> {
     pub route_upstreams: Vec<&'a str>,
     /// Metrics shards (one per worker runtime).
     pub workers: usize,
+    /// Built for `sluice proxy --check`: no file is created.
+    pub check: bool,
 }
 
 /// A handler made from its settings; implemented in each handler's file
@@ -369,6 +371,7 @@ routes:
             route_names: &names,
             route_upstreams: vec!["a"; 3],
             workers: 2,
+            check: false,
         };
         let chains = build(&config, &context, None).unwrap();
         let lengths: Vec<usize> = chains.by_route.iter().map(|c| c.handlers.len()).collect();
@@ -391,6 +394,7 @@ routes:
             route_names: &names,
             route_upstreams: vec!["a"; 3],
             workers: 1,
+            check: false,
         };
         let first = build(&config, &context, None).unwrap();
         let same = build(&config, &context, Some(&first)).unwrap();
@@ -435,6 +439,7 @@ routes:
             route_names: &names,
             route_upstreams: vec!["a"],
             workers: 1,
+            check: false,
         };
         let mut builder = Builder {
             context: &context,

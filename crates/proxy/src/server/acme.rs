@@ -84,17 +84,27 @@ impl ResolvesServerCert for AcmeResolver {
 /// Writes a self-signed placeholder to `cert` and `key` when `cert` does
 /// not exist yet, so that the listener can start before the first order.
 pub(crate) fn placeholder(settings: &AcmeSettings, cert: &Path, key: &Path) -> anyhow::Result<()> {
-    if cert.exists() && key.exists() {
+    if !needs_placeholder(cert, key) {
         return Ok(());
     }
+    let (chain, key_pem) = placeholder_pems(settings)?;
+    write_pair(cert, key, &chain, &key_pem)
+}
+
+/// Whether the listener's files are still to be made (the first start).
+pub(crate) fn needs_placeholder(cert: &Path, key: &Path) -> bool {
+    !(cert.exists() && key.exists())
+}
+
+/// The placeholder's chain and key (PEM), for `settings.domains`; made
+/// in memory only by `sluice proxy --check`, which writes no file.
+pub(crate) fn placeholder_pems(settings: &AcmeSettings) -> anyhow::Result<(String, String)> {
     let ca = tls::LocalCa::generate(PLACEHOLDER, Duration::from_secs(24 * 3600))?;
     let issued = ca.server(&settings.domains)?;
-    write_pair(
-        cert,
-        key,
-        &format!("{}{}", issued.cert_pem, ca.ca.cert_pem),
-        &issued.key_pem,
-    )
+    Ok((
+        format!("{}{}", issued.cert_pem, ca.ca.cert_pem),
+        issued.key_pem,
+    ))
 }
 
 /// Writes both files (each through a temporary file and a rename, so a

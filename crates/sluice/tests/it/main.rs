@@ -18,6 +18,7 @@ mod idle_memory_h3;
 mod load_cli;
 mod load_distributed;
 mod load_h3_cli;
+mod proxy_check;
 mod proxy_cli;
 mod proxy_reload;
 mod rate_limit_cluster;
