@@ -8,7 +8,7 @@ mod error;
 pub mod frame;
 pub mod hpack;
 
-pub use conn::{Config, Connection, Event, Role};
+pub use conn::{Config, Connection, Event, Role, MAX_INTERIM_HEADS};
 pub use error::{Error, Reason};
 
 pub use fieldcoding::head;

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use fieldcoding::head::{self, FieldSection};
 
-use super::{recv::calm, streams::Stream, Connection, Event, Role};
+use super::{recv::calm, streams::Stream, Connection, Event, Role, MAX_INTERIM_HEADS};
 use crate::{frame, hpack::DecodeError, Error, Reason};
 
 impl Connection {
@@ -128,6 +128,12 @@ impl Connection {
         let Some(state) = self.streams.get(stream) else {
             return Ok(());
         };
+        if state.locally_reset {
+            // Sent before our RST_STREAM reached the peer (RFC 9113 5.4.2):
+            // ignored, as DATA for a reset stream is; the block was decoded,
+            // so the HPACK state is in step.
+            return Ok(());
+        }
         if state.recv_closed {
             return Err(Error::Stream(
                 stream,
@@ -146,6 +152,14 @@ impl Connection {
             let (status, first) = head::response(&section)
                 .map_err(|what| Error::Stream(stream, Reason::PROTOCOL_ERROR, what))?;
             if status < 200 {
+                state.interim_heads += 1;
+                if usize::from(state.interim_heads) > MAX_INTERIM_HEADS {
+                    return Err(Error::Stream(
+                        stream,
+                        Reason::PROTOCOL_ERROR,
+                        "too many interim heads",
+                    ));
+                }
                 if end_stream {
                     return Err(Error::Stream(
                         stream,

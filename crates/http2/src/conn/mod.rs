@@ -31,6 +31,11 @@ use streams::Streams;
 /// The client connection preface (RFC 9113 3.4).
 pub const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
+/// Interim (1xx) heads a response may have before its final one; past
+/// this the stream ends (PROTOCOL_ERROR), so an upstream cannot keep a
+/// stream, and the client it is relayed to, busy with them forever.
+pub const MAX_INTERIM_HEADS: usize = 16;
+
 /// Which side of the connection this is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {

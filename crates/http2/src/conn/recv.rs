@@ -133,11 +133,7 @@ impl Connection {
                 reason,
                 ..
             } => {
-                self.goaway_received = Some(last_stream);
-                self.events.push_back(Event::GoAway {
-                    last_stream,
-                    reason,
-                });
+                self.peer_goaway(last_stream, reason);
                 Ok(())
             }
             Frame::WindowUpdate { stream, increment } => self.window_update(stream, increment),
@@ -356,6 +352,35 @@ impl Connection {
             self.events.push_back(Event::Writable { stream });
         }
         Ok(())
+    }
+
+    /// The peer's GOAWAY: this side's streams above `last_stream` were
+    /// never processed, so they end now as REFUSED_STREAM (safe to send
+    /// again elsewhere) instead of waiting for answers that cannot come.
+    /// A later GOAWAY may lower the bound, never raise it (RFC 9113 6.8).
+    fn peer_goaway(&mut self, last_stream: u32, reason: Reason) {
+        let last = self
+            .goaway_received
+            .map_or(last_stream, |before| before.min(last_stream));
+        self.goaway_received = Some(last);
+        self.events.push_back(Event::GoAway {
+            last_stream: last,
+            reason,
+        });
+        let local_odd = self.role == Role::Client;
+        let refused: Vec<u32> = self
+            .streams
+            .iter_mut()
+            .map(|(&id, _)| id)
+            .filter(|&id| (id % 2 == 1) == local_odd && id > last)
+            .collect();
+        for stream in refused {
+            self.streams.forget(stream, false);
+            self.events.push_back(Event::Reset {
+                stream,
+                reason: Reason::REFUSED_STREAM,
+            });
+        }
     }
 
     pub(super) fn remember_reset(&mut self, stream: u32) {

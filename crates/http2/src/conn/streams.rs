@@ -35,6 +35,8 @@ pub(crate) struct Stream {
     pub locally_reset: bool,
     /// A head past the limit was answered 431: the body is dropped.
     pub discard: bool,
+    /// Interim (1xx) heads received before the final one.
+    pub interim_heads: u8,
 }
 
 impl Stream {
@@ -51,6 +53,7 @@ impl Stream {
             received: 0,
             locally_reset: false,
             discard: false,
+            interim_heads: 0,
         }
     }
 

@@ -39,10 +39,25 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             return self.forward_h2(head, route).await;
         }
         let mut sender = Sender::new(&plan, &worker, upstream_index, self.peer);
-        sender.trace = traced::for_attempts(&self.span, &head.method);
+        let (rbuf, fields) = (&self.conn.rbuf, &self.fields);
+        let rewritten = self.decided.rewrites.path.as_deref();
+        // The query as it goes upstream: without a parameter the chain
+        // took out (`api_key`'s key), never the client's as sent.
+        let edited = self
+            .chain
+            .as_ref()
+            .and(self.exchange.request_headers.query.as_deref());
+        sender.trace =
+            traced::for_attempts(&self.span, plan.tracer.as_deref(), &head.method, || {
+                let request = outgoing(rbuf, head, fields);
+                let query = match edited {
+                    Some(query) => Some(query.as_bytes()).filter(|q| !q.is_empty()),
+                    None => request.query,
+                };
+                (head::sent_path(rewritten, request.path), query)
+            });
         // Picked while the client's head is at hand (hash keys, cookies);
         // a 503 is answered once the head is consumed.
-        let (rbuf, fields) = (&self.conn.rbuf, &self.fields);
         let picked = sender.choose(|| outgoing(rbuf, head, fields));
         let fallback_host = picked.as_ref().ok().map(|&host| upstream.host_name(host));
         self.build_request(head, upstream.host_header.as_ref(), fallback_host)?;
@@ -84,7 +99,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let upstream_index = plan.route(route).upstream;
         let upstream = &plan.upstream(upstream_index);
         let mut picker = Sender::new(&plan, &worker, upstream_index, self.peer);
-        picker.trace = traced::for_attempts(&self.span, &head.method);
         let context = self.request_context(head, upstream.host_header.as_ref(), None)?;
         let scheme = if upstream.tls.is_some() {
             "https"
@@ -93,6 +107,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         };
         let fallback = upstream.host_name(HostId::new(0));
         let outgoing = outgoing(&self.conn.rbuf, head, &self.fields);
+        picker.trace =
+            traced::for_attempts(&self.span, plan.tracer.as_deref(), &head.method, || {
+                (context.path(&outgoing), context.query(&outgoing))
+            });
         let request = http2::upstream_request(&outgoing, &context, scheme, fallback, None)
             .ok_or_else(|| {
                 Failure::new(

@@ -255,6 +255,7 @@ async fn before_address_validation_the_endpoint_sends_at_most_three_times_what_i
         }
         // The first flight, then the loss probes after about 1 s and 3 s.
         let back = bytes_back(&socket, Duration::from_millis(3_500)).await;
+        println!("{initials} Initials: {sent} bytes sent, {back} back within 3.5 s");
         assert!(back > 0, "no answer to {initials} Initials");
         assert!(
             back <= 3 * sent,

@@ -3,6 +3,7 @@
 
 mod abuse;
 mod pair;
+mod upstream;
 
 use std::time::Instant;
 

@@ -58,7 +58,12 @@ pub(super) async fn forward(
     let worker = Arc::clone(&stream.worker);
     let config = plan.upstream(upstream);
     let mut sender = Sender::new(&plan, &worker, upstream, stream.origin.peer);
-    sender.trace = crate::session::traced::for_attempts(&stream.span, outgoing.method);
+    sender.trace = crate::session::traced::for_attempts(
+        &stream.span,
+        plan.tracer.as_deref(),
+        outgoing.method,
+        || (context.path(outgoing), context.query(outgoing)),
+    );
     let mut request = Vec::with_capacity(1024);
     head::request_head(&mut request, outgoing, context);
     let replayable = body.in_hand();

@@ -1,5 +1,6 @@
 //! What the spans say of the handlers that decide who may pass (issue
-//! 48): a key taken out of the query is not in `url.query`, even with
+//! 48): a key taken out of the query is not in the SERVER span's
+//! `url.query` nor the CLIENT span's `url.full`, even with
 //! `traces.query: full`.
 
 use serde_json::Value;
@@ -34,9 +35,15 @@ async fn a_query_key_is_not_in_the_server_span() {
     let refused = proxy.conn().await.request("GET", "/k?a=3", &[], b"").await;
     assert_eq!(refused.status, 401);
 
-    let spans = collector.wait_for("three SERVER spans", |spans| {
+    let spans = collector.wait_for("three SERVER spans, two CLIENT spans", |spans| {
         spans.iter().filter(|s| kind(s) == 2).count() >= 3
+            && spans.iter().filter(|s| kind(s) == 3).count() >= 2
     });
+    // The attempts' url.full: the target as it went upstream.
+    for client in spans.iter().filter(|s| kind(s) == 3) {
+        let full = attribute(client, "url.full").unwrap_or_default();
+        assert!(full.ends_with("/k?a=1&b=2"), "{full}");
+    }
     let servers: Vec<&Value> = spans.iter().filter(|s| kind(s) == 2).collect();
     let mut queries: Vec<String> = servers
         .iter()

@@ -10,6 +10,7 @@
 mod auth;
 mod connection;
 mod spans;
+mod url_full;
 
 use std::net::SocketAddr;
 
