@@ -7,6 +7,7 @@
 
 pub mod config;
 pub mod cookies;
+pub mod credentials;
 pub mod h2_heads;
 pub mod h2_conn;
 pub mod h2_frames;
@@ -34,6 +35,7 @@ pub type Check = fn(&[u8]);
 pub const TARGETS: &[(&str, Check)] = &[
     ("config", config::check),
     ("cookies", cookies::check),
+    ("credentials", credentials::check),
     ("h2_heads", h2_heads::check),
     ("h2_conn", h2_conn::check),
     ("h2_frames", h2_frames::check),

@@ -7,6 +7,7 @@
 //! need more than one key (a route's upstream exists, addresses parse).
 
 mod admin;
+mod auth;
 mod balance;
 mod env;
 mod error;
@@ -23,12 +24,13 @@ mod validate;
 use std::path::Path;
 
 pub use admin::*;
+pub use auth::*;
 pub use balance::*;
 pub use env::FromEnv;
 pub use error::ConfigError;
 pub use handlers::*;
 pub use listener_h3::{H3Settings, RetryMode, RETRY_AUTO_ABOVE};
-pub use listener_tls::ListenerTlsSettings;
+pub use listener_tls::{AcmeChallenge, AcmeSettings, ListenerTlsSettings};
 pub use middleware::*;
 pub use paths::*;
 pub use schema::*;

@@ -96,12 +96,15 @@ pub(crate) struct Compile<'a> {
     /// health, the handlers whose settings did not change are kept, and
     /// the balancers' clock goes on.
     pub previous: Option<&'a Plan>,
+    /// For `sluice proxy --check`: handlers create no file.
+    pub check: bool,
 }
 
 impl Plan {
     /// Compiles a validated configuration on its own (for `--check` and
     /// tests): resolves the host names; fails when one does not resolve or
-    /// a handler cannot be built (a key file that cannot be read).
+    /// a handler cannot be built (a key file that cannot be read). It
+    /// creates no file (an access log's is opened only if it exists).
     /// `shards`: how many metrics shards the handlers that count keep
     /// (one per runtime).
     pub fn compile(config: &Config, shards: usize) -> anyhow::Result<Self> {
@@ -113,6 +116,7 @@ impl Plan {
                 metrics: &Metrics::new(shards),
                 answers: &answers,
                 previous: None,
+                check: true,
             },
         )
     }
@@ -162,6 +166,7 @@ impl Plan {
                 .map(|r| r.upstream.value.as_str())
                 .collect(),
             workers: with.shards,
+            check: with.check,
         };
         let chains = middleware::build(config, &context, with.previous.map(|p| &p.chains))?;
         let routes = config

@@ -133,11 +133,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             },
         );
         let path = self.decided.rewrites.path.as_deref();
+        let secure = self.secure;
         let wanted = chain.wants_body(&request_view(
             head,
             &self.conn.rbuf,
             &self.fields,
-            ip,
+            (ip, secure),
             path,
             false,
         ));
@@ -161,13 +162,25 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
         };
         let path = self.decided.rewrites.path.as_deref();
-        let view = request_view(head, &self.conn.rbuf, &self.fields, ip, path, held);
+        let view = request_view(
+            head,
+            &self.conn.rbuf,
+            &self.fields,
+            (ip, secure),
+            path,
+            held,
+        );
         if let Some(answer) = chain.request(&view, &mut self.exchange).await {
             super::traced::refused(&mut self.span, &answer, || {
                 chain.answered_by(&self.exchange)
             });
             return Some(self.answer(head, route, answer));
         }
+        super::traced::query_edited(
+            self.plan.tracer.as_deref(),
+            &mut self.span,
+            self.exchange.request_headers.query.as_deref(),
+        );
         self.max_body = self.exchange.max_body;
         None
     }
@@ -209,7 +222,7 @@ fn request_view<'a>(
     head: &'a Head,
     buf: &'a [u8],
     fields: &'a [http1::Field],
-    client_ip: std::net::IpAddr,
+    (client_ip, secure): (std::net::IpAddr, bool),
     path: Option<&'a str>,
     held: bool,
 ) -> RequestView<'a> {
@@ -231,6 +244,10 @@ fn request_view<'a>(
             .filter(|_| held)
             .and_then(|len| buf.get(head.len..head.len + len)),
         fields: Fields::H1 { buf, fields },
+        secure,
+        authority: Fields::H1 { buf, fields }
+            .get("host")
+            .and_then(|host| std::str::from_utf8(host).ok()),
     }
 }
 

@@ -41,10 +41,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let mut sender = Sender::new(&plan, &worker, upstream_index, self.peer);
         let (rbuf, fields) = (&self.conn.rbuf, &self.fields);
         let rewritten = self.decided.rewrites.path.as_deref();
+        // The query as it goes upstream: without a parameter the chain
+        // took out (`api_key`'s key), never the client's as sent.
+        let edited = self
+            .chain
+            .as_ref()
+            .and(self.exchange.request_headers.query.as_deref());
         sender.trace =
             traced::for_attempts(&self.span, plan.tracer.as_deref(), &head.method, || {
                 let request = outgoing(rbuf, head, fields);
-                (head::sent_path(rewritten, request.path), request.query)
+                let query = match edited {
+                    Some(query) => Some(query.as_bytes()).filter(|q| !q.is_empty()),
+                    None => request.query,
+                };
+                (head::sent_path(rewritten, request.path), query)
             });
         // Picked while the client's head is at hand (hash keys, cookies);
         // a 503 is answered once the head is consumed.
@@ -99,7 +109,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let outgoing = outgoing(&self.conn.rbuf, head, &self.fields);
         picker.trace =
             traced::for_attempts(&self.span, plan.tracer.as_deref(), &head.method, || {
-                (context.path(&outgoing), outgoing.query)
+                (context.path(&outgoing), context.query(&outgoing))
             });
         let request = http2::upstream_request(&outgoing, &context, scheme, fallback, None)
             .ok_or_else(|| {

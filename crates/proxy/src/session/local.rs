@@ -134,7 +134,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             body_bytes: if head_only { 0 } else { body.len() as u64 },
         };
         let edits = self.response_edits(status);
-        let content_type = (!body.is_empty()).then_some((
+        // A body of another's (an authorization service's) names its own type.
+        let typed = extra
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case(b"content-type"));
+        let content_type = (!body.is_empty() && !typed).then_some((
             &b"content-type"[..],
             http1::problem::PROBLEM_JSON.as_bytes(),
         ));
@@ -169,11 +173,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             _ => None,
         };
         let close = body_here.is_none() || !head.keep_alive;
-        let body = answer.detail.map(|detail| {
-            Problem::new(answer.status, detail)
-                .with_errors(answer.violations)
-                .to_json()
-        });
+        let body = match answer.body {
+            Some(raw) => Some(raw.to_vec()),
+            None => answer.detail.map(|detail| {
+                Problem::new(answer.status, detail)
+                    .with_errors(answer.violations)
+                    .to_json()
+            }),
+        };
         let extra: Vec<(&[u8], &[u8])> = answer
             .headers
             .iter()

@@ -11,6 +11,7 @@
 mod h3_support;
 mod support;
 
+mod acme;
 mod admin_guards;
 mod balancing;
 mod balancing_across_reloads;
@@ -42,3 +43,4 @@ mod tls_settings;
 mod traces;
 mod upgrades;
 mod upstream_smuggling;
+mod who_may_pass;

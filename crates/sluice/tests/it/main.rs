@@ -9,6 +9,7 @@
 mod common;
 
 mod admin_cli;
+mod auth_secrets;
 mod bench_cli;
 mod bench_peers_cli;
 mod bench_runtimes;
@@ -18,6 +19,7 @@ mod idle_memory_h3;
 mod load_cli;
 mod load_distributed;
 mod load_h3_cli;
+mod proxy_check;
 mod proxy_cli;
 mod proxy_reload;
 mod rate_limit_cluster;

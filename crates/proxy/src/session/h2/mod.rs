@@ -234,6 +234,8 @@ impl Stream {
                 body_len: length,
                 body: None,
                 fields,
+                secure: self.origin.secure,
+                authority: parts.uri.authority().map(http::uri::Authority::as_str),
             };
             if let Some(max) = chain.wants_body(&view) {
                 body = hold(body, max.min(max_body)).await?;
@@ -252,6 +254,11 @@ impl Stream {
                 self.answer(answer);
                 return Ok(());
             }
+            traced::query_edited(
+                plan.tracer.as_deref(),
+                &mut self.span,
+                self.exchange.request_headers.query.as_deref(),
+            );
             max_body = self.exchange.max_body;
         }
         if length.is_some_and(|len| len > max_body) {
@@ -324,15 +331,19 @@ impl Stream {
             upstream: None,
             body_bytes: 0,
         };
-        let body = answer.detail.map(|detail| {
-            Problem::new(answer.status, detail)
-                .with_errors(answer.violations)
-                .to_json()
-        });
+        let raw = answer.body.is_some();
+        let body = match answer.body {
+            Some(raw) => Some(raw.to_vec()),
+            None => answer.detail.map(|detail| {
+                Problem::new(answer.status, detail)
+                    .with_errors(answer.violations)
+                    .to_json()
+            }),
+        };
         let mut response = Response::new(());
         *response.status_mut() = answer.status;
         let headers = response.headers_mut();
-        if body.is_some() {
+        if body.is_some() && !raw {
             headers.insert(
                 header::CONTENT_TYPE,
                 HeaderValue::from_static(http1::problem::PROBLEM_JSON),

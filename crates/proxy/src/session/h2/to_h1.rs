@@ -62,7 +62,7 @@ pub(super) async fn forward(
         &stream.span,
         plan.tracer.as_deref(),
         outgoing.method,
-        || (context.path(outgoing), outgoing.query),
+        || (context.path(outgoing), context.query(outgoing)),
     );
     let mut request = Vec::with_capacity(1024);
     head::request_head(&mut request, outgoing, context);

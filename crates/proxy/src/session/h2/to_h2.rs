@@ -68,7 +68,7 @@ pub(super) async fn forward(
         &stream.span,
         plan.tracer.as_deref(),
         outgoing.method,
-        || (context.path(outgoing), outgoing.query),
+        || (context.path(outgoing), context.query(outgoing)),
     );
     let mut retries = Retries::new(config.retries, outgoing.method, body.in_hand());
     let timeout = config.timeouts.request;
