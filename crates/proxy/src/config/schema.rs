@@ -15,8 +15,9 @@ use super::{
     },
     listener_h3::H3Settings,
     listener_tls::ListenerTlsSettings,
-    middleware::{ChainRef, Chains, MiddlewareSettings},
+    middleware::{Chains, MiddlewareSettings},
     paths::PathSettings,
+    routes::RouteSettings,
     traces::TracesSettings,
 };
 
@@ -95,6 +96,14 @@ pub struct ListenerSettings {
     /// HTTP/3 limits, used when `protocols` names `h3` (TLS only).
     #[serde(default)]
     pub h3: H3Settings,
+    /// Its name in logs (a Gateway API listener's is
+    /// `gateway/NAMESPACE/NAME:PORT`).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The route table its requests are routed by: 0 for `routes`
+    /// (`RouteOrigin::table`); not a key.
+    #[serde(skip)]
+    pub route_table: usize,
 }
 
 /// An HTTP version a listener serves.
@@ -297,59 +306,6 @@ impl Default for PoolSettings {
             idle_timeout: Duration::from_secs(60),
         }
     }
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RouteSettings {
-    /// Starts with `/`.
-    pub path: Spanned<String>,
-    #[serde(default, rename = "match")]
-    pub match_kind: PathMatch,
-    /// Empty: any method.
-    #[serde(default)]
-    pub methods: Vec<Spanned<String>>,
-    /// Matches the request's host (without port) when set.
-    #[serde(default)]
-    pub host: Option<String>,
-    pub upstream: Spanned<String>,
-    /// The handlers requests on this route pass; absent or `[]`: none.
-    #[serde(default)]
-    pub chain: Option<Spanned<ChainRef>>,
-    /// Protocols a request on this route may upgrade to (`Upgrade`);
-    /// others are removed from the request, and `h2c` always is.
-    #[serde(default = "default_upgrades")]
-    pub upgrades: Vec<Spanned<String>>,
-    /// What becomes of an HTTP/2 client's request trailers.
-    #[serde(default)]
-    pub request_trailers: TrailerPolicy,
-}
-
-/// Where an HTTP/2 client's request trailers go (the fields the head
-/// rules control never pass, whatever this says).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TrailerPolicy {
-    /// To HTTP/2 upstreams (gRPC), not to HTTP/1.1 ones (as Envoy).
-    #[default]
-    Auto,
-    /// To every upstream: a chunked HTTP/1.1 body carries them.
-    Forward,
-    /// Nowhere.
-    Drop,
-}
-
-fn default_upgrades() -> Vec<Spanned<String>> {
-    let unknown = serde_saphyr::Location::UNKNOWN;
-    vec![Spanned::new("websocket".into(), unknown, unknown)]
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PathMatch {
-    #[default]
-    Prefix,
-    Exact,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -70,10 +70,24 @@ impl Rules {
 
 impl Build for HeadersSettings {
     fn build(&self, _: &mut Builder<'_>) -> anyhow::Result<Arc<dyn Handler>> {
-        Ok(Arc::new(HeaderRewriter {
-            request: Rules::new(&self.request)?,
-            response: Rules::new(&self.response)?,
-        }))
+        Ok(Arc::new(HeaderRewriter::new(
+            &self.request,
+            &self.response,
+        )?))
+    }
+}
+
+impl HeaderRewriter {
+    /// The changes of a `headers` handler, or of a route's
+    /// `request_headers` and `response_headers`.
+    pub(crate) fn new(
+        request: &HeaderRuleSettings,
+        response: &HeaderRuleSettings,
+    ) -> anyhow::Result<Self> {
+        Ok(Self {
+            request: Rules::new(request)?,
+            response: Rules::new(response)?,
+        })
     }
 }
 

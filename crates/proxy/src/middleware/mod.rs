@@ -16,7 +16,7 @@ mod concurrency_limit;
 mod correlation;
 mod cors;
 mod fault;
-mod headers;
+pub(crate) mod headers;
 mod ip_filter;
 mod jwks;
 mod jwt;
@@ -62,6 +62,10 @@ pub(crate) struct RequestView<'a> {
     pub body: Option<&'a [u8]>,
     /// The header fields, whichever protocol carried them.
     pub fields: Fields<'a>,
+    /// The Host (`:authority`) as sent.
+    pub host: Option<&'a str>,
+    /// The client came over TLS.
+    pub secure: bool,
 }
 
 impl<'a> RequestView<'a> {
@@ -106,6 +110,9 @@ pub(crate) struct Answer {
     pub detail: Option<String>,
     /// Violations listed in the problem body.
     pub violations: Vec<http1::Violation>,
+    /// A body sent as it is instead of a problem (its `Content-Type`
+    /// among `headers`): a route's `respond`.
+    pub body: Option<bytes::Bytes>,
 }
 
 impl Answer {
@@ -115,6 +122,7 @@ impl Answer {
             headers: Vec::new(),
             detail: Some(detail.into()),
             violations: Vec::new(),
+            body: None,
         }
     }
 
@@ -244,6 +252,15 @@ pub(crate) struct Chain {
 }
 
 impl Chain {
+    /// This chain with `more` handlers after its own (a route's filters).
+    pub(crate) fn extended(&self, more: Vec<(Arc<str>, Arc<dyn Handler>)>) -> Self {
+        let (names, handlers): (Vec<_>, Vec<_>) = more.into_iter().unzip();
+        Self {
+            handlers: self.handlers.iter().cloned().chain(handlers).collect(),
+            names: self.names.iter().cloned().chain(names).collect(),
+        }
+    }
+
     /// The name of the handler that answered in [`Self::request`]: the
     /// one after those that ran through.
     pub(crate) fn answered_by(&self, exchange: &Exchange) -> &str {

@@ -71,6 +71,11 @@ impl Proxy {
         self.0.as_ref().unwrap().listeners[0]
     }
 
+    /// The bound address of listener `index` (configuration order).
+    pub(crate) fn listener(&self, index: usize) -> SocketAddr {
+        self.0.as_ref().unwrap().listeners[index]
+    }
+
     pub(crate) fn admin(&self) -> SocketAddr {
         self.0.as_ref().unwrap().admin.unwrap()
     }
