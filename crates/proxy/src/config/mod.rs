@@ -10,6 +10,7 @@ mod admin;
 mod balance;
 mod env;
 mod error;
+pub mod gateway;
 mod handlers;
 mod listener_h3;
 mod listener_tls;
@@ -29,6 +30,7 @@ pub use admin::*;
 pub use balance::*;
 pub use env::FromEnv;
 pub use error::ConfigError;
+pub use gateway::GatewayApiSettings;
 pub use handlers::*;
 pub use listener_h3::{H3Settings, RetryMode, RETRY_AUTO_ABOVE};
 pub use listener_tls::ListenerTlsSettings;
@@ -102,6 +104,23 @@ pub fn parse(
             error::with_suggestion(message),
         )
     })?;
+    if let Some(settings) = config.gateway_api.clone() {
+        let translated = gateway::load(&settings, file, 1)?;
+        for (name, upstream) in translated.upstreams {
+            if config.upstreams.contains_key(&name) {
+                return Err(at(
+                    0,
+                    0,
+                    format!("upstreams.{name}"),
+                    "a Gateway API Service has the same name".into(),
+                ));
+            }
+            config.upstreams.insert(name, upstream);
+        }
+        config.listeners.extend(translated.listeners);
+        config.routes.extend(translated.routes);
+        config.gateway_report = Some(std::sync::Arc::new(translated.report));
+    }
     let checked = validate::check(&config);
     let checked = checked.and_then(|()| config.admin.as_mut().map_or(Ok(()), admin::check));
     checked.map_err(|(location, key, message)| {

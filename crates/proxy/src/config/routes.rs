@@ -286,6 +286,27 @@ fn default_backoff() -> Duration {
     Duration::from_millis(25)
 }
 
+/// Header fields the proxy writes itself (framing, connection
+/// management, `Host`), which header changes may not touch: the
+/// `headers` handler refuses them, and a Gateway API route naming one is
+/// not accepted. (`wire::head::HOP_BY_HOP` are among them; a test there
+/// keeps it so.)
+pub(crate) fn managed_header(name: &str) -> bool {
+    [
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "content-length",
+        "host",
+    ]
+    .iter()
+    .any(|managed| name.eq_ignore_ascii_case(managed))
+}
+
 impl RouteSettings {
     /// Its name in metrics and spans.
     pub fn name(&self) -> &str {

@@ -31,6 +31,8 @@ pub struct Config {
     /// How the worker threads share connections.
     #[serde(default)]
     pub runtime: Runtime,
+    /// At least one, here or from `gateway_api`.
+    #[serde(default)]
     pub listeners: Vec<ListenerSettings>,
     #[serde(default)]
     pub upstreams: BTreeMap<String, UpstreamSettings>,
@@ -62,6 +64,13 @@ pub struct Config {
     /// Spans of requests over OTLP (docs/OBSERVABILITY.md); absent: none.
     #[serde(default)]
     pub traces: Option<TracesSettings>,
+    /// Kubernetes Gateway API objects as a source of listeners, routes
+    /// and upstreams (docs/GATEWAY-API.md).
+    #[serde(default)]
+    pub gateway_api: Option<super::gateway::GatewayApiSettings>,
+    /// What the Gateway API objects' statuses would say (not a key).
+    #[serde(skip)]
+    pub gateway_report: Option<std::sync::Arc<super::gateway::Report>>,
     /// What `${VAR}` took from the environment (not a key of the file).
     #[serde(skip)]
     pub substituted: Substituted,

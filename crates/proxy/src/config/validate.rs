@@ -25,7 +25,7 @@ pub(crate) fn check(config: &Config) -> Result<(), Problem> {
         return Err((
             Location::UNKNOWN,
             "listeners".into(),
-            "at least one listener is needed".into(),
+            "at least one listener is needed (here, or a Gateway from gateway_api)".into(),
         ));
     }
     let mut addresses = HashSet::new();
@@ -145,6 +145,14 @@ fn check_middleware(config: &Config) -> Result<(), Problem> {
                     unknown(&name.value),
                 ));
             }
+        }
+    }
+    let gateway_chain = config.gateway_api.as_ref().and_then(|g| g.chain.as_ref());
+    if let Some(ChainRef::Named(name)) = gateway_chain.map(|c| &c.value) {
+        if !config.chains.contains_key(name) {
+            let at = gateway_chain.map_or(Location::UNKNOWN, |c| c.referenced);
+            let message = format!("no chain named `{name}` under `chains`");
+            return Err((at, "gateway_api.chain".into(), message));
         }
     }
     for (i, route) in config.routes.iter().enumerate() {

@@ -3,4 +3,5 @@
 //! backends, per-route timeouts and retries, the same for every client
 //! protocol; and the Gateway API conformance tables.
 
+mod conformance;
 mod protocols;
