@@ -4,4 +4,6 @@
 //! protocol; and the Gateway API conformance tables.
 
 mod conformance;
+mod hostile;
+mod policies;
 mod protocols;
