@@ -7,6 +7,7 @@
 
 pub mod config;
 pub mod cookies;
+pub mod gateway_objects;
 pub mod h2_heads;
 pub mod h2_server;
 pub mod hpack_decode;
@@ -18,6 +19,7 @@ pub mod jwt_verify;
 pub mod normalize_request;
 pub mod openapi_request;
 pub mod openapi_spec;
+pub mod route_matching;
 pub mod traceparent;
 pub mod trailers;
 
@@ -28,6 +30,7 @@ pub type Check = fn(&[u8]);
 pub const TARGETS: &[(&str, Check)] = &[
     ("config", config::check),
     ("cookies", cookies::check),
+    ("gateway_objects", gateway_objects::check),
     ("h2_heads", h2_heads::check),
     ("h2_server", h2_server::check),
     ("hpack_decode", hpack_decode::check),
@@ -39,6 +42,7 @@ pub const TARGETS: &[(&str, Check)] = &[
     ("normalize_request", normalize_request::check),
     ("openapi_request", openapi_request::check),
     ("openapi_spec", openapi_spec::check),
+    ("route_matching", route_matching::check),
     ("traceparent", traceparent::check),
     ("trailers", trailers::check),
 ];

@@ -77,6 +77,12 @@ pub mod fuzzing {
         ))
     }
 
+    /// Gateway API objects (a YAML stream) translated and added to a
+    /// configuration, which must pass its checks; `Err` says which failed.
+    pub fn gateway_objects(text: &str) -> Result<(), String> {
+        crate::config::gateway::fuzzing(text)
+    }
+
     /// The value of cookie `name` in a request with these fields.
     pub fn cookie<'a>(fields: Head<'a>, name: &str) -> Option<&'a [u8]> {
         let request = Outgoing {

@@ -105,7 +105,12 @@ pub fn parse(
         )
     })?;
     if let Some(settings) = config.gateway_api.clone() {
-        let translated = gateway::load(&settings, file, 1)?;
+        let taken: Vec<String> = config
+            .listeners
+            .iter()
+            .map(|l| l.address.value.clone())
+            .collect();
+        let translated = gateway::load(&settings, file, 1, &taken)?;
         for (name, upstream) in translated.upstreams {
             if config.upstreams.contains_key(&name) {
                 return Err(at(

@@ -41,7 +41,7 @@ pub(super) type Sockets = BTreeMap<String, Vec<Served>>;
 pub(super) fn gateways(
     index: &Index<'_>,
     settings: &GatewayApiSettings,
-    secrets: &std::path::Path,
+    (secrets, taken): (&std::path::Path, &mut std::collections::HashSet<String>),
     first_table: usize,
     out: &mut Translated,
 ) -> Sockets {
@@ -149,6 +149,17 @@ pub(super) fn gateways(
                 true => format!("[{}]:{bound_port}", settings.address),
                 false => format!("{}:{bound_port}", settings.address),
             };
+            // Port 0 is any free port: it never conflicts.
+            if bound_port != 0 && !taken.insert(address.clone()) {
+                served.retain(|s| {
+                    if s.port == port {
+                        let message = format!("{address} is bound already (another Gateway, or a listener of the file)");
+                        report.listeners[s.report.1].accepted = Condition::failed("PortUnavailable", message);
+                    }
+                    s.port != port
+                });
+                continue;
+            }
             let listener = listener_settings(&address, &gateway, port, https, certificate, table);
             out.listeners.push(listener);
             for s in served.iter_mut().filter(|s| s.port == port) {

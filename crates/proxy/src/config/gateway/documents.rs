@@ -105,33 +105,39 @@ pub(super) fn read(paths: &[String], base: &Path) -> Result<Vec<Doc>, ConfigErro
             key: String::new(),
             message: format!("cannot read the file: {err}"),
         })?;
-        for (line, text) in split(&text) {
-            if text.trim().is_empty() || text.lines().all(|l| l.trim_start().starts_with('#')) {
-                continue;
-            }
-            let head: Head = serde_saphyr::from_str(&text).map_err(|err| {
-                let (l, column) = err
-                    .location()
-                    .map_or((1, 0), |l| (l.line() as usize, l.column() as usize));
-                ConfigError {
-                    file: file.clone(),
-                    line: line + l.max(1) - 1,
-                    column,
-                    key: String::new(),
-                    message: format!("not a Kubernetes object: {}", first_line(&err.to_string())),
-                }
-            })?;
-            let order = docs.len();
-            docs.push(Doc {
-                file: file.clone(),
-                line,
-                text,
-                head,
-                order,
-            });
-        }
+        parse_into(&text, &file, &mut docs)?;
     }
     Ok(docs)
+}
+
+/// The documents of `text` (read from `file`), after `docs`.
+pub(super) fn parse_into(text: &str, file: &Path, docs: &mut Vec<Doc>) -> Result<(), ConfigError> {
+    for (line, text) in split(text) {
+        if text.trim().is_empty() || text.lines().all(|l| l.trim_start().starts_with('#')) {
+            continue;
+        }
+        let head: Head = serde_saphyr::from_str(&text).map_err(|err| {
+            let (l, column) = err
+                .location()
+                .map_or((1, 0), |l| (l.line() as usize, l.column() as usize));
+            ConfigError {
+                file: file.to_path_buf(),
+                line: line + l.max(1) - 1,
+                column,
+                key: String::new(),
+                message: format!("not a Kubernetes object: {}", first_line(&err.to_string())),
+            }
+        })?;
+        let order = docs.len();
+        docs.push(Doc {
+            file: file.to_path_buf(),
+            line,
+            text,
+            head,
+            order,
+        });
+    }
+    Ok(())
 }
 
 fn first_line(text: &str) -> &str {
