@@ -9,8 +9,13 @@ pub mod config;
 pub mod cookies;
 pub mod gateway_objects;
 pub mod h2_heads;
+pub mod h2_conn;
+pub mod h2_frames;
 pub mod h2_server;
+pub mod h3_request;
+pub mod h3_streams;
 pub mod hpack_decode;
+pub mod hpack_differential;
 pub mod http1_request;
 pub mod http1_response;
 pub mod http1_upstream_response;
@@ -19,6 +24,7 @@ pub mod jwt_verify;
 pub mod normalize_request;
 pub mod openapi_request;
 pub mod openapi_spec;
+pub mod qpack_decode;
 pub mod route_matching;
 pub mod traceparent;
 pub mod trailers;
@@ -32,8 +38,13 @@ pub const TARGETS: &[(&str, Check)] = &[
     ("cookies", cookies::check),
     ("gateway_objects", gateway_objects::check),
     ("h2_heads", h2_heads::check),
+    ("h2_conn", h2_conn::check),
+    ("h2_frames", h2_frames::check),
     ("h2_server", h2_server::check),
+    ("h3_request", h3_request::check),
+    ("h3_streams", h3_streams::check),
     ("hpack_decode", hpack_decode::check),
+    ("hpack_differential", hpack_differential::check),
     ("http1_request", http1_request::check),
     ("http1_response", http1_response::check),
     ("http1_upstream_response", http1_upstream_response::check),
@@ -42,6 +53,7 @@ pub const TARGETS: &[(&str, Check)] = &[
     ("normalize_request", normalize_request::check),
     ("openapi_request", openapi_request::check),
     ("openapi_spec", openapi_spec::check),
+    ("qpack_decode", qpack_decode::check),
     ("route_matching", route_matching::check),
     ("traceparent", traceparent::check),
     ("trailers", trailers::check),

@@ -18,6 +18,7 @@ mod h3;
 mod health_checks;
 pub(crate) mod listener;
 mod reload;
+mod resets;
 mod upstreams;
 
 pub use reload::LogHook;
