@@ -123,6 +123,28 @@ pub mod fuzzing {
         )
     }
 
+    /// The first query parameter `name` as a route's `query` condition reads it.
+    pub fn query_param(query: &[u8], name: &str) -> Option<String> {
+        crate::plan::routes::matches::first_param(query, name).map(|v| v.into_owned())
+    }
+
+    /// Whether `path` matches a route pattern (`match: regex`), and the
+    /// literal start the route table files it under.
+    pub fn route_pattern(pattern: &str, path: &str) -> Option<(bool, String)> {
+        use crate::config::Setting;
+        let compiled = crate::config::Pattern::parse(pattern).ok()?;
+        Some((
+            compiled.matches(path),
+            crate::config::literal_start(pattern).to_string(),
+        ))
+    }
+
+    /// Gateway API objects (a YAML stream) translated and added to a
+    /// configuration, which must pass its checks; `Err` says which failed.
+    pub fn gateway_objects(text: &str) -> Result<(), String> {
+        crate::config::gateway::fuzzing(text)
+    }
+
     /// The value of cookie `name` in a request with these fields.
     pub fn cookie<'a>(fields: Head<'a>, name: &str) -> Option<&'a [u8]> {
         let request = Outgoing {

@@ -233,7 +233,7 @@ impl ExternalAuthorizer {
         Asked {
             method: request.method.as_str().to_string(),
             uri,
-            host: request.authority.unwrap_or_default().to_string(),
+            host: request.host.unwrap_or_default().to_string(),
             scheme: if request.secure { "https" } else { "http" },
             headers,
             client_ip: request.client_ip,

@@ -21,7 +21,7 @@ mod ext_authz;
 mod ext_authz_grpc;
 mod ext_authz_http;
 mod fault;
-mod headers;
+pub(crate) mod headers;
 mod ip_filter;
 mod jwks;
 mod jwt;
@@ -80,10 +80,10 @@ pub(crate) struct RequestView<'a> {
     pub body: Option<&'a [u8]>,
     /// The header fields, whichever protocol carried them.
     pub fields: Fields<'a>,
-    /// The client's connection is TLS (or QUIC).
+    /// The Host (`:authority` over HTTP/2 and HTTP/3) as sent.
+    pub host: Option<&'a str>,
+    /// The client came over TLS (or QUIC).
     pub secure: bool,
-    /// `:authority` (HTTP/2 and HTTP/3) or `Host`.
-    pub authority: Option<&'a str>,
 }
 
 impl<'a> RequestView<'a> {
@@ -132,8 +132,9 @@ pub(crate) struct Answer {
     pub detail: Option<String>,
     /// Violations listed in the problem body.
     pub violations: Vec<http1::Violation>,
-    /// A body of another's, sent as is instead of a problem (an
-    /// authorization service's denial); its type is among `headers`.
+    /// A body sent as it is instead of a problem (its `Content-Type`
+    /// among `headers`): a route's `respond`, or an authorization
+    /// service's denial.
     pub body: Option<bytes::Bytes>,
 }
 
@@ -279,6 +280,15 @@ pub(crate) struct Chain {
 }
 
 impl Chain {
+    /// This chain with `more` handlers after its own (a route's filters).
+    pub(crate) fn extended(&self, more: Vec<(Arc<str>, Arc<dyn Handler>)>) -> Self {
+        let (names, handlers): (Vec<_>, Vec<_>) = more.into_iter().unzip();
+        Self {
+            handlers: self.handlers.iter().cloned().chain(handlers).collect(),
+            names: self.names.iter().cloned().chain(names).collect(),
+        }
+    }
+
     /// The name of the handler that answered in [`Self::request`]: the
     /// one after those that ran through.
     pub(crate) fn answered_by(&self, exchange: &Exchange) -> &str {

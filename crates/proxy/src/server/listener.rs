@@ -206,6 +206,8 @@ pub(crate) struct Endpoint {
     /// The port HTTP/3 is served on (UDP), advertised by `Alt-Svc` on
     /// this listener's responses; none unless it serves h3.
     pub alt_svc: Option<NonZeroU16>,
+    /// The route table its requests are routed by.
+    pub routes: u16,
 }
 
 impl Endpoint {
@@ -220,6 +222,7 @@ impl Endpoint {
             tls,
             versions: listener.protocols.clone(),
             alt_svc: None,
+            routes: u16::try_from(listener.route_table).unwrap_or(u16::MAX),
         })
     }
 }
@@ -247,6 +250,7 @@ pub(crate) fn spawn_connection(
         secure: false,
         alt_svc: None,
         h3: false,
+        routes: endpoint.routes,
     };
     let (worker, shutdown) = (Arc::clone(worker), shutdown.clone());
     match (&endpoint.tls, endpoint.versions.as_slice()) {
@@ -258,6 +262,7 @@ pub(crate) fn spawn_connection(
                     secure: true,
                     alt_svc: endpoint.alt_svc,
                     h3: false,
+                    routes: endpoint.routes,
                 },
                 Arc::clone(tls),
                 worker,

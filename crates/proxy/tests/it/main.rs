@@ -38,6 +38,7 @@ mod protocol_pairs;
 mod rate_limit_redis;
 mod reload;
 mod reload_keeps_state;
+mod routing;
 mod saturated_upstreams;
 mod tls_settings;
 mod traces;

@@ -6,7 +6,7 @@
 
 use crate::common;
 
-use std::{path::Path, process::Command, time::Duration};
+use std::{process::Command, time::Duration};
 
 use common::{bench, leftovers, open_sockets, schema_errors, scratch, sluice, text};
 

@@ -14,6 +14,7 @@ mod bench_cli;
 mod bench_peers_cli;
 mod bench_runtimes;
 mod cert_cli;
+mod gateway_api_cli;
 mod idle_memory;
 mod idle_memory_h3;
 mod load_cli;
