@@ -14,6 +14,8 @@
 #   PIPELINE=16 N1=4000 N2=24000 bench/proxy-callgrind.sh      # pipelined 16 deep
 #   EXTRA_CONFIG='traces: { otlp: { endpoint: "http://127.0.0.1:4317" }, sampler: { parent_based_ratio: 0.01 } }' \
 #     bench/proxy-callgrind.sh                     # with tracing (docs/OBSERVABILITY.md)
+#   ROUTE_CHAIN='[limit]' EXTRA_CONFIG='middleware: { limit: { rate_limit: { ... } } }' \
+#     bench/proxy-callgrind.sh                     # the route through handlers
 #   KEEP=/tmp/cg bench/proxy-callgrind.sh          # keeps callgrind.N2 there, for
 #     callgrind_annotate --inclusive=yes /tmp/cg/callgrind.12000 (per function)
 #
@@ -44,7 +46,7 @@ upstreams:
   backend:
     hosts: ["http://127.0.0.1:$BACKEND_PORT"]
 routes:
-  - { path: /, upstream: backend }
+  - { path: /, upstream: backend${ROUTE_CHAIN:+, chain: $ROUTE_CHAIN} }
 log: { level: warn }
 ${EXTRA_CONFIG:-}
 YAML

@@ -7,6 +7,8 @@
 
 pub mod config;
 pub mod cookies;
+pub mod credentials;
+pub mod gateway_objects;
 pub mod h2_heads;
 pub mod h2_conn;
 pub mod h2_frames;
@@ -26,6 +28,7 @@ pub mod normalize_request;
 pub mod openapi_request;
 pub mod openapi_spec;
 pub mod qpack_decode;
+pub mod route_matching;
 pub mod traceparent;
 pub mod trailers;
 
@@ -47,6 +50,8 @@ pub type Check = fn(&[u8]);
 pub const TARGETS: &[(&str, Check)] = &[
     ("config", config::check),
     ("cookies", cookies::check),
+    ("credentials", credentials::check),
+    ("gateway_objects", gateway_objects::check),
     ("h2_heads", h2_heads::check),
     ("h2_conn", h2_conn::check),
     ("h2_frames", h2_frames::check),
@@ -66,6 +71,7 @@ pub const TARGETS: &[(&str, Check)] = &[
     ("openapi_request", openapi_request::check),
     ("openapi_spec", openapi_spec::check),
     ("qpack_decode", qpack_decode::check),
+    ("route_matching", route_matching::check),
     ("traceparent", traceparent::check),
     ("trailers", trailers::check),
 ];

@@ -140,7 +140,9 @@ enum App {
     Petstore,
     Customers(customers::Customers),
     Downstream,
-    Passthrough(passthrough::Passthrough),
+    /// Boxed: its HTTP client is large (more so with the workspace's
+    /// hyper-util features unified), and the other variants are small.
+    Passthrough(Box<passthrough::Passthrough>),
     Static(static_body::StaticBody),
 }
 

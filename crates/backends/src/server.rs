@@ -138,9 +138,9 @@ impl SharedState {
             SharedState::Customers(store) => App::Customers(store.clone()),
             SharedState::Other(Backend::Petstore) => App::Petstore,
             SharedState::Other(Backend::Downstream) => App::Downstream,
-            SharedState::Other(Backend::Passthrough) => App::Passthrough(
+            SharedState::Other(Backend::Passthrough) => App::Passthrough(Box::new(
                 passthrough::Passthrough::new(&options.downstream, options.downstream_timeout),
-            ),
+            )),
             SharedState::Other(Backend::Static) => App::Static(static_body::StaticBody::new(
                 options.static_size,
                 options.static_delay,

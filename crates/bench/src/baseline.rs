@@ -11,8 +11,8 @@ use std::{fmt::Write as _, path::Path};
 
 use serde::Serialize;
 
-use crate::report::{sweep_point, verdicts_on_p95};
 use crate::results::{Figures, Group, Results, Row};
+use crate::{fmt::point as sweep_point, report::verdicts_on_p95};
 
 /// What a row's comparison found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -26,7 +26,7 @@ use anyhow::{bail, Context};
 use bytes::{Bytes, BytesMut};
 use load::{request_bytes, LoadConfig, Protocol, ResponseReader, Scheme};
 
-use crate::{results::Drain, stage::Bench};
+use crate::results::Drain;
 
 /// The longest the bench waits for a target to drain before a row.
 pub(crate) const DRAIN_BOUND: Duration = Duration::from_secs(60);
@@ -142,19 +142,19 @@ impl Unloaded {
     }
 }
 
-impl Bench<'_> {
+impl Unloaded {
     /// Measures the unloaded latency of every target among `probes` not
     /// measured yet: the fastest of a few probes, before any load. A
-    /// target that does not answer is left to [`Bench::drain`], which
+    /// target that does not answer is left to [`Unloaded::drain`], which
     /// will say so.
-    pub(crate) fn measure_unloaded<'p>(&mut self, probes: impl Iterator<Item = &'p DrainProbe>) {
+    pub(crate) fn measure<'p>(&mut self, probes: impl Iterator<Item = &'p DrainProbe>) {
         for probe in probes {
-            if self.unloaded.of(probe.addr).is_some() {
+            if self.of(probe.addr).is_some() {
                 continue;
             }
             for _ in 0..UNLOADED_PROBES {
                 if let Ok(took) = probe.once(DRAIN_BOUND) {
-                    self.unloaded.seen(probe.addr, took);
+                    self.seen(probe.addr, took);
                 }
             }
         }
@@ -175,8 +175,8 @@ impl Bench<'_> {
             match probe.once(left) {
                 Ok(took) => {
                     last = took;
-                    self.unloaded.seen(probe.addr, took);
-                    let unloaded = self.unloaded.of(probe.addr).unwrap_or(took);
+                    self.seen(probe.addr, took);
+                    let unloaded = self.of(probe.addr).unwrap_or(took);
                     if took <= bound(unloaded) {
                         return self.drained(probe, started, probes, took, true);
                     }
@@ -202,10 +202,7 @@ impl Bench<'_> {
             waited_s: started.elapsed().as_secs_f64(),
             probes,
             probe_us: last.as_micros() as u64,
-            unloaded_us: self
-                .unloaded
-                .of(probe.addr)
-                .map_or(0, |d| d.as_micros() as u64),
+            unloaded_us: self.of(probe.addr).map_or(0, |d| d.as_micros() as u64),
             drained,
         }
     }

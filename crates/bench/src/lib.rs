@@ -16,6 +16,7 @@
 
 pub mod baseline;
 mod drain;
+mod fmt;
 mod groups;
 mod machine;
 mod measure;

@@ -312,6 +312,10 @@ const ALL_HANDLERS: &[&str] = &[
     "rate_limit",
     "jwt",
     "validate",
+    "api_key",
+    "basic_auth",
+    "ext_authz",
+    "ext_authz cached",
 ];
 
 impl Profile {

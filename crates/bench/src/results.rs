@@ -348,7 +348,7 @@ pub struct Latency {
 /// How the bench made sure a run did not inherit a backlog: before it,
 /// the row's own request went to the row's target (a fresh connection
 /// each time) until one was answered about as fast as the target answers
-/// unloaded (see `crate::drain`), or the bound ran out.
+/// unloaded (the drain module says how), or the bound ran out.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Drain {
     /// How long the bench waited, seconds.

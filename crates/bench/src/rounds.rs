@@ -89,7 +89,8 @@ impl Bench<'_> {
         // component had says nothing about this one's latency.
         self.unloaded = Default::default();
         self.previous = None;
-        self.measure_unloaded(blocks.iter().flatten().filter_map(|t| t.drain.as_ref()));
+        self.unloaded
+            .measure(blocks.iter().flatten().filter_map(|t| t.drain.as_ref()));
         let mut rows = Vec::new();
         for block in blocks {
             let mut window: Window = None;
@@ -178,8 +179,8 @@ impl Bench<'_> {
                 .previous
                 .take()
                 .filter(|previous| previous.addr() != probe.addr())
-                .map(|previous| self.drain(&previous));
-            let own = self.drain(probe);
+                .map(|previous| self.unloaded.drain(&previous));
+            let own = self.unloaded.drain(probe);
             self.previous = Some(probe.clone());
             match before {
                 Some(before) if !before.drained || before.waited_s > own.waited_s => Drain {

@@ -94,7 +94,7 @@ pub(crate) struct Bench<'a> {
     pub(crate) notes: Vec<String>,
     /// Groups measured and not yet in the results (see [`Bench::publish`]).
     pub(crate) published: Vec<Group>,
-    /// Each probed target's unloaded latency (see [`crate::drain`]).
+    /// Each probed target's unloaded latency, and the drains before rows.
     pub(crate) unloaded: Unloaded,
     /// The probe of the last row run, drained again before the next.
     pub(crate) previous: Option<DrainProbe>,

@@ -15,7 +15,7 @@
 use std::time::Duration;
 
 use crate::{
-    report::fmt,
+    fmt,
     results::{Figures, Row},
 };
 

@@ -20,9 +20,6 @@ use serde_json::Value;
 
 use crate::{config::LoadConfig, shard::unix_seconds, stages::Stages, Protocol, Shard};
 
-/// The longest `--test-id`.
-const MAX_TEST_ID: usize = 128;
-
 /// A log's test and run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct TestIdentity {
@@ -180,16 +177,6 @@ impl TestIdentity {
         }
         None
     }
-}
-
-/// Checks a `--test-id`: printable, no spaces, at most 128 bytes.
-pub(crate) fn check_test_id(id: &str) -> Result<(), String> {
-    if id.is_empty() || id.len() > MAX_TEST_ID || !id.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err(format!(
-            "--test-id `{id}`: 1 to {MAX_TEST_ID} printable characters without spaces"
-        ));
-    }
-    Ok(())
 }
 
 /// The first setting (by name) that differs, with the two values as JSON.
@@ -367,6 +354,7 @@ mod tests {
 
     #[test]
     fn test_ids_are_checked() {
+        use crate::config::check_test_id;
         assert!(check_test_id("run-2025-06-01").is_ok());
         for bad in ["", "a b", &"x".repeat(129), "é"] {
             assert!(check_test_id(bad).is_err(), "{bad:?}");

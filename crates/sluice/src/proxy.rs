@@ -15,6 +15,9 @@ use crate::process::{self, LogFormat};
 The configuration keys are in docs/CONFIG.md. `${VAR}`, `${VAR:default}` and\n\
 `${VAR:?message}` are filled from the environment. A bad file is reported as\n\
 FILE:LINE:COLUMN: KEY: message, with exit status 2, before anything is bound.\n\
+With gateway_api, --check also prints each Gateway's and HTTPRoute's status\n\
+(Accepted, ResolvedRefs and their reasons; docs/GATEWAY-API.md), and exits 1\n\
+when one is not accepted or a reference does not resolve.\n\
 SIGINT or SIGTERM stops accepting and lets in-flight requests finish until\n\
 limits.shutdown_deadline; a second signal exits at once. SIGHUP, POST /reload\n\
 on the admin listener, or with --watch a change of the file, reloads the\n\
@@ -51,6 +54,18 @@ pub(crate) fn run(args: ProxyArgs) -> ExitCode {
                 // Legal but unsafe (an open admin listener): said, not fatal.
                 for warning in config::warnings(&config) {
                     eprintln!("sluice: warning: {}: {warning}", args.config.display());
+                }
+                // What a Gateway API controller would write in the
+                // objects' status; an object not accepted is exit status 1.
+                if let Some(report) = &config.gateway_report {
+                    print!("{report}");
+                    if !report.all_accepted() {
+                        println!(
+                            "{}: OK, but Gateway API objects above are not accepted or have references that do not resolve",
+                            args.config.display()
+                        );
+                        return ExitCode::from(1);
+                    }
                 }
                 println!("{}: OK", args.config.display());
                 ExitCode::SUCCESS

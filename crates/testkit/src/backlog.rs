@@ -14,7 +14,7 @@ use std::{
 
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
-    net::{TcpSocket, TcpStream},
+    net::{TcpListener, TcpSocket, TcpStream},
     sync::{mpsc, watch},
 };
 
@@ -58,13 +58,21 @@ impl BacklogServer {
         let state = Arc::new(Mutex::new(State::default()));
         let (stop, stopped) = watch::channel(false);
         let shared = Arc::clone(&state);
+        // `start` returns once the socket listens: a connection made
+        // before that would be refused.
+        let (listening, ready) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
                 .expect("backlog runtime");
-            runtime.block_on(run(socket, service, shared, stopped));
+            runtime.block_on(async move {
+                let listener = socket.listen(4096).expect("listen");
+                let _ = listening.send(());
+                run(listener, service, shared, stopped).await
+            });
         });
+        ready.recv().expect("the backlog server listens");
         Self {
             addr,
             state,
@@ -128,12 +136,11 @@ impl Drop for BacklogServer {
 type Job = mpsc::UnboundedSender<()>;
 
 async fn run(
-    socket: TcpSocket,
+    listener: TcpListener,
     service: Duration,
     state: Arc<Mutex<State>>,
     mut stop: watch::Receiver<bool>,
 ) {
-    let listener = socket.listen(4096).expect("listen");
     let (queue, jobs) = mpsc::unbounded_channel::<Job>();
     tokio::spawn(worker(jobs, service, Arc::clone(&state)));
     loop {

@@ -89,6 +89,8 @@ struct Counters {
     request_trailers: Mutex<Option<HeaderMap>>,
     /// The `traceparent` of each request processed, in order.
     traceparents: Mutex<Vec<String>>,
+    /// The `:path` (path and query) of each request processed, in order.
+    targets: Mutex<Vec<String>>,
 }
 
 /// A running HTTP/2 test server on 127.0.0.1; stops when dropped.
@@ -170,6 +172,15 @@ impl H2Server {
     pub fn traceparents(&self) -> Vec<String> {
         self.counters
             .traceparents
+            .lock()
+            .map(|seen| seen.clone())
+            .unwrap_or_default()
+    }
+
+    /// The `:path` (path and query) of each request processed so far.
+    pub fn targets(&self) -> Vec<String> {
+        self.counters
+            .targets
             .lock()
             .map(|seen| seen.clone())
             .unwrap_or_default()
@@ -274,6 +285,11 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(io: S, counters: Arc<Counters>
             counters.traceparents.lock(),
         ) {
             seen.push(String::from_utf8_lossy(value.as_bytes()).into_owned());
+        }
+        if let (Some(target), Ok(mut seen)) =
+            (request.uri().path_and_query(), counters.targets.lock())
+        {
+            seen.push(target.as_str().to_string());
         }
         let failing = streams - limits.refuse_first;
         if failing <= limits.reset_first {

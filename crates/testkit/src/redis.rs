@@ -1,6 +1,7 @@
 //! A real `redis-server` (Debian's `redis-server` package) on free
 //! loopback ports, for the tests of `rate_limit` with `store: redis`:
-//! started, stopped and started again on the same ports, killed on drop.
+//! started, stopped and started again on the same ports, killed on drop;
+//! with a password (`--requirepass`) when asked.
 //!
 //! Without `redis-server` on PATH, [`RedisServer::start`] returns `None`
 //! after printing a `SKIP` line that names the test, unless
@@ -27,22 +28,41 @@ pub struct RedisServer {
     /// The TLS port, when started with [`RedisServer::start_tls`].
     pub tls_port: Option<u16>,
     args: Vec<String>,
+    /// `--requirepass`, which [`RedisServer::command`] authenticates with.
+    password: Option<String>,
 }
 
 impl RedisServer {
     /// A plaintext server, or `None` (with a `SKIP` line for `test`) when
     /// `redis-server` is not installed.
     pub fn start(test: &str) -> Option<Self> {
-        Self::start_with(test, None)
+        Self::start_with(test, None, None)
     }
 
     /// A server with a TLS port too, its certificate from `certs`
     /// (no client certificate asked for).
     pub fn start_tls(test: &str, certs: &TestCerts) -> Option<Self> {
-        Self::start_with(test, Some(certs))
+        Self::start_with(test, Some(certs), None)
     }
 
-    fn start_with(test: &str, certs: Option<&TestCerts>) -> Option<Self> {
+    /// A plaintext server that wants `password` (`--requirepass`): a
+    /// client without it gets NOAUTH, one with another WRONGPASS.
+    pub fn start_with_password(test: &str, password: &str) -> Option<Self> {
+        Self::start_with(test, None, Some(password))
+    }
+
+    /// Changes the password the running server wants (`CONFIG SET
+    /// requirepass`), and the one it is started again with.
+    pub fn set_password(&mut self, password: &str) {
+        let reply = self.command(&["CONFIG", "SET", "requirepass", password]);
+        assert!(reply.starts_with("+OK"), "CONFIG SET requirepass: {reply}");
+        if let Some(at) = self.args.iter().position(|a| a == "--requirepass") {
+            self.args[at + 1] = password.into();
+        }
+        self.password = Some(password.into());
+    }
+
+    fn start_with(test: &str, certs: Option<&TestCerts>, password: Option<&str>) -> Option<Self> {
         if !installed() {
             crate::skip(
                 test,
@@ -86,11 +106,15 @@ impl RedisServer {
             ]);
             tls_port
         });
+        if let Some(password) = password {
+            args.extend(["--requirepass".into(), password.into()]);
+        }
         let mut server = Self {
             child: None,
             port,
             tls_port,
             args,
+            password: password.map(str::to_string),
         };
         server.resume();
         Some(server)
@@ -138,21 +162,19 @@ impl RedisServer {
         }
     }
 
-    /// Runs one command (`redis-cli`-style words) and returns the reply's raw text.
+    /// Runs one command (`redis-cli`-style words), after `AUTH` when the
+    /// server has a password, and returns the reply's raw text.
     pub fn command(&self, words: &[&str]) -> String {
         let mut stream =
             TcpStream::connect(("127.0.0.1", self.port)).expect("connect to redis-server");
         stream
             .set_read_timeout(Some(Duration::from_secs(5)))
             .expect("a read timeout");
-        let mut request = format!("*{}\r\n", words.len());
-        for word in words {
-            request.push_str(&format!("${}\r\n{word}\r\n", word.len()));
+        if let Some(password) = &self.password {
+            let reply = exchange(&mut stream, &["AUTH", password]);
+            assert!(reply.starts_with("+OK"), "AUTH: {reply}");
         }
-        stream.write_all(request.as_bytes()).expect("send");
-        let mut reply = vec![0; 4096];
-        let n = stream.read(&mut reply).expect("a reply");
-        String::from_utf8_lossy(&reply[..n]).into_owned()
+        exchange(&mut stream, words)
     }
 }
 
@@ -160,6 +182,18 @@ impl Drop for RedisServer {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// One command and its reply's raw text.
+fn exchange(stream: &mut TcpStream, words: &[&str]) -> String {
+    let mut request = format!("*{}\r\n", words.len());
+    for word in words {
+        request.push_str(&format!("${}\r\n{word}\r\n", word.len()));
+    }
+    stream.write_all(request.as_bytes()).expect("send");
+    let mut reply = vec![0; 4096];
+    let n = stream.read(&mut reply).expect("a reply");
+    String::from_utf8_lossy(&reply[..n]).into_owned()
 }
 
 fn installed() -> bool {
@@ -186,8 +220,9 @@ fn pong(addr: SocketAddr) -> bool {
     };
     let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
     let mut reply = [0; 16];
+    // A server with a password answers NOAUTH: it is up all the same.
     stream.write_all(b"PING\r\n").is_ok()
         && stream
             .read(&mut reply)
-            .is_ok_and(|n| reply[..n].starts_with(b"+PONG"))
+            .is_ok_and(|n| reply[..n].starts_with(b"+PONG") || reply[..n].starts_with(b"-NOAUTH"))
 }

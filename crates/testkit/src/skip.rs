@@ -29,6 +29,14 @@ pub enum Need {
     Peer,
     /// An open-file limit high enough for the test's connections.
     FileLimit,
+    /// Apache's `htpasswd` (Debian's apache2-utils).
+    Htpasswd,
+    /// The test's Envoy ext_authz gRPC server (bench/authz, Go).
+    Authz,
+    /// An OpenID Connect provider (node's oidc-provider, bench/oidc).
+    Oidc,
+    /// Let's Encrypt's ACME test server, Pebble (Go).
+    Pebble,
 }
 
 impl Need {
@@ -42,6 +50,10 @@ impl Need {
             Need::Toolchain => "toolchain",
             Need::Peer => "peer",
             Need::FileLimit => "filelimit",
+            Need::Htpasswd => "htpasswd",
+            Need::Authz => "authz",
+            Need::Oidc => "oidc",
+            Need::Pebble => "pebble",
         }
     }
 
@@ -107,6 +119,10 @@ mod tests {
             Need::Toolchain,
             Need::Peer,
             Need::FileLimit,
+            Need::Htpasswd,
+            Need::Authz,
+            Need::Oidc,
+            Need::Pebble,
         ];
         let mut names: Vec<_> = all.iter().map(|need| need.name()).collect();
         names.sort_unstable();

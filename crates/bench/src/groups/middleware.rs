@@ -24,6 +24,9 @@ const PETSTORE_SPEC: &str = include_str!("../../../../specs/petstore.yaml");
 /// The test token's issuer and audience, which the jwt handlers require.
 pub(super) const ISSUER: &str = "https://issuer.example";
 pub(super) const AUDIENCE: &str = "petstore";
+/// The `api_key` row's key and the `basic_auth` row's password.
+const API_KEY: &str = "bench-api-key-0123456789abcdef";
+const BASIC_PASSWORD: &str = "bench password";
 /// The rate_limit handlers' rate per client, and their burst: more than
 /// any row sends, so that a row is the handler's cost.
 pub(super) const RATE: u64 = 1_000_000;
@@ -72,6 +75,12 @@ pub(super) fn middleware(bench: &mut Bench<'_>) -> anyhow::Result<()> {
     }
     let (backend, backend_addr) = bench.serve("petstore", &[], false)?;
     let (jwks, token) = test_token(bench)?;
+    // bcrypt at cost 10, as `htpasswd -B` writes it: the row measures the
+    // remembered path (the first request pays the hash once).
+    let htpasswd = bench.work.join("htpasswd");
+    let hash = bcrypt::hash(BASIC_PASSWORD, 10).context("cannot hash the bench password")?;
+    std::fs::write(&htpasswd, format!("bench:{hash}\n"))
+        .with_context(|| format!("cannot write {}", htpasswd.display()))?;
     let spec_file = bench.work.join("petstore.yaml");
     std::fs::write(&spec_file, PETSTORE_SPEC)
         .with_context(|| format!("cannot write {}", spec_file.display()))?;
@@ -115,6 +124,10 @@ pub(super) fn middleware(bench: &mut Bench<'_>) -> anyhow::Result<()> {
   jwt: {{ jwks: \"{}\", algorithms: [RS256], issuer: \"{ISSUER}\", audience: [{AUDIENCE}], scopes: [pets:read] }}
   validate: {{ openapi: \"{}\" }}
   rate_limit: {{ rate: {RATE}/s }}
+  api_key: {{ keys: {{ bench: \"{API_KEY}\" }} }}
+  basic_auth: {{ htpasswd: \"{}\" }}
+  ext_authz: {{ http: \"http://{backend_addr}/v1/pets\", upstream_headers: [x-auth-user] }}
+  ext_authz_cached: {{ ext_authz: {{ http: \"http://{backend_addr}/v1/pets\", upstream_headers: [x-auth-user], cache: {{ ttl: 1m, key: [authorization] }} }} }}
 {redis_handler}chains:
   default: [correlation, metrics, access_log, jwt, validate, rate_limit, headers]
 routes:
@@ -122,6 +135,7 @@ routes:
             gateway_yaml_start(listen, backend_addr, &access_log),
             jwks.display(),
             spec_file.display(),
+            htpasswd.display(),
         ),
     );
     let sluice = bench.sluice_proxy("sluice proxy (middleware)", &yaml, &[listen])?;
@@ -130,10 +144,24 @@ routes:
     let mut trials = Vec::new();
     for (name, _) in &scenarios {
         let mut config = throughput(bench, &url)?;
-        config.headers = vec![
-            header("host", &host_of(name))?,
-            header("authorization", &format!("Bearer {token}"))?,
-        ];
+        config.headers = vec![header("host", &host_of(name))?];
+        let authorization = match *name {
+            "basic_auth" => {
+                use base64::Engine as _;
+                let pair = format!("bench:{BASIC_PASSWORD}");
+                format!(
+                    "Basic {}",
+                    base64::engine::general_purpose::STANDARD.encode(pair)
+                )
+            }
+            _ => format!("Bearer {token}"),
+        };
+        config
+            .headers
+            .push(header("authorization", &authorization)?);
+        if *name == "api_key" {
+            config.headers.push(header("x-api-key", API_KEY)?);
+        }
         trials.push(Trial::new(RowSpec::new(*name, "sluice", config), &[0, 1]));
     }
     if let Some((redis, _)) = redis {
@@ -217,7 +245,8 @@ pub(super) fn log_file(bench: &Bench<'_>, name: &str) -> std::path::PathBuf {
 pub(super) fn scenarios(handlers: &[&'static str]) -> Vec<(&'static str, String)> {
     let mut scenarios = vec![("empty chain", "[]".to_string())];
     for handler in handlers {
-        scenarios.push((handler, format!("[{handler}]")));
+        // `ext_authz cached` is the instance `ext_authz_cached`.
+        scenarios.push((handler, format!("[{}]", handler.replace(' ', "_"))));
     }
     scenarios.push(("default chain", "default".into()));
     scenarios

@@ -345,12 +345,13 @@ mod tests {
             [
                 (Baseline, 3),
                 (Proxy, 3),
-                // The empty chain, ten handlers alone, the default chain;
+                // The empty chain, fourteen handlers alone (ext_authz
+                // twice: asking, and its cache), the default chain;
                 // HAProxy's and nginx's rate limits; rate_limit on Redis
                 // where redis-server is installed.
                 (
                     Middleware,
-                    14 + usize::from(middleware::redis_row(options.profile().handlers))
+                    18 + usize::from(middleware::redis_row(options.profile().handlers))
                 ),
                 // Eight cases for sluice; HAProxy plays the six without
                 // HTTP/3 clients, nginx the three of those with HTTP/1.1
@@ -384,7 +385,7 @@ mod tests {
                 // HAProxy's rate limits; rate_limit on Redis where installed.
                 (
                     Middleware,
-                    17 + usize::from(middleware::redis_row(options.profile().handlers))
+                    21 + usize::from(middleware::redis_row(options.profile().handlers))
                 ),
                 // sluice, HAProxy, Envoy, Traefik, Caddy and nghttpx play
                 // the six cases without HTTP/3 clients, nginx three;

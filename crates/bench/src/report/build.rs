@@ -2,8 +2,8 @@
 //! facts and settings ([`super::compare`] has the ratio lines,
 //! [`super::summary`] the summaries and pivots).
 
-use super::fmt;
 use super::table::{Align, Table};
+use crate::fmt;
 use crate::results::{Figures, Group, Results, Row};
 use crate::window;
 

@@ -3,7 +3,7 @@
 //! agree.
 
 use super::build::{base_system, has_points, labels_are_systems, verdicts_on_p95, SYSTEMS};
-use super::fmt;
+use crate::fmt;
 use crate::results::{Figures, Group, Row};
 use crate::window;
 

@@ -5,11 +5,11 @@ use std::fmt::Write as _;
 
 use super::build;
 use super::compare;
-use super::fmt;
 use super::seeds;
 use super::summary;
 use super::svg::{self, Bar, BarChart, BarRow, LineChart, Series};
 use super::table::esc;
+use crate::fmt;
 use crate::results::{Group, Results, Row};
 
 pub(super) const STYLE: &str = "

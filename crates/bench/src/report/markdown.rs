@@ -2,10 +2,10 @@
 
 use super::build;
 use super::compare;
-use super::fmt;
 use super::seeds;
 use super::summary;
 use super::table::md_text;
+use crate::fmt;
 use crate::results::{Group, Results, SCHEMA};
 
 pub(super) fn markdown(results: &Results) -> String {

@@ -8,7 +8,6 @@ pub(crate) mod build;
 mod compare;
 #[cfg(test)]
 mod fixture;
-pub(crate) mod fmt;
 mod html;
 mod load_page;
 mod markdown;
@@ -25,7 +24,6 @@ use crate::results::{Group, Results};
 pub(crate) use build::verdicts_on_p95;
 #[cfg(test)]
 pub(crate) use fixture::fixture;
-pub(crate) use fmt::point as sweep_point;
 
 /// A group's rows as a plain-text table for the terminal (label, system,
 /// sweep point, req/s, latency avg/p50/p90/p95/p99/p99.9/max, transfer/s,

@@ -3,8 +3,8 @@
 
 use super::build::{sweep_name, SYSTEMS};
 use super::compare::stem;
-use super::fmt;
 use super::table::{Align, Table};
+use crate::fmt;
 use crate::results::{Group, Results, Row};
 use crate::window;
 

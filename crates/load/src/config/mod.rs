@@ -244,7 +244,7 @@ impl LoadConfig {
         }
         self.check_shard()?;
         if let Some(id) = &self.test_id {
-            crate::identity::check_test_id(id).map_err(ConfigError)?;
+            check_test_id(id).map_err(ConfigError)?;
         }
         if self.connections() < self.threads {
             return fail(format!(
@@ -430,3 +430,16 @@ impl LoadConfig {
 
 #[cfg(test)]
 mod tests;
+
+/// The longest `--test-id`.
+const MAX_TEST_ID: usize = 128;
+
+/// Checks a `--test-id`: printable, no spaces, at most 128 bytes.
+pub(crate) fn check_test_id(id: &str) -> Result<(), String> {
+    if id.is_empty() || id.len() > MAX_TEST_ID || !id.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(format!(
+            "--test-id `{id}`: 1 to {MAX_TEST_ID} printable characters without spaces"
+        ));
+    }
+    Ok(())
+}

@@ -43,6 +43,68 @@ pub struct ListenerTlsSettings {
     /// `secp384r1`); absent: all three.
     #[serde(default)]
     pub kx_groups: Option<Vec<Parsed<NamedGroup>>>,
+    /// Certificates from an ACME CA (Let's Encrypt), written to `cert` and
+    /// `key` and renewed before they expire.
+    #[serde(default)]
+    pub acme: Option<AcmeSettings>,
+}
+
+/// `tls.acme`: how a listener's certificate is obtained and renewed.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AcmeSettings {
+    /// The CA's directory URL.
+    pub directory: Parsed<http::Uri>,
+    /// The account's contact (`mailto:` is added).
+    #[serde(default)]
+    pub email: Option<String>,
+    /// The names the certificate is for.
+    pub domains: Vec<String>,
+    /// `http-01` (answered on `http_address`) or `tls-alpn-01` (on this listener).
+    #[serde(default)]
+    pub challenge: AcmeChallenge,
+    /// Where http-01 challenges are answered (port 80 as the CA sees it).
+    #[serde(default = "default_http01")]
+    pub http_address: String,
+    /// The account and the lock that keeps replicas from ordering at once;
+    /// default: the directory of `cert`. Replicas share it (a volume).
+    #[serde(default)]
+    pub storage: Option<String>,
+    /// PEM roots that the directory's certificate is checked against
+    /// (a private or test CA); default: the system's.
+    #[serde(default)]
+    pub ca_file: Option<String>,
+    /// Renew when the certificate has less than this left.
+    #[serde(default = "default_renew_before", deserialize_with = "duration")]
+    pub renew_before: Duration,
+    /// How often the certificate's expiry (and the file on disk) is checked.
+    #[serde(default = "default_check_every", deserialize_with = "duration")]
+    pub check_every: Duration,
+    /// An ACME profile the CA offers (`shortlived`, ...).
+    #[serde(default)]
+    pub profile: Option<String>,
+}
+
+/// The ACME challenge a listener answers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+pub enum AcmeChallenge {
+    #[default]
+    #[serde(rename = "http-01")]
+    Http01,
+    #[serde(rename = "tls-alpn-01")]
+    TlsAlpn01,
+}
+
+fn default_http01() -> String {
+    "0.0.0.0:80".into()
+}
+
+fn default_renew_before() -> Duration {
+    Duration::from_secs(30 * 24 * 3600)
+}
+
+fn default_check_every() -> Duration {
+    Duration::from_secs(12 * 3600)
 }
 
 fn default_handshake_timeout() -> Duration {

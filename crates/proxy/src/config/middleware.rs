@@ -14,7 +14,7 @@ use serde::{
 };
 use serde_saphyr::Spanned;
 
-use super::handlers::*;
+use super::{auth::*, handlers::*};
 
 /// The handler types, one line each: the name that chains and
 /// `middleware:` use, its settings (config/handlers.rs), and `defaults`
@@ -40,6 +40,10 @@ macro_rules! for_each_handler {
             "ip_filter" => IpFilterSettings;
             "body_limit" => BodyLimitSettings;
             "fault" => FaultSettings;
+            "api_key" => ApiKeySettings;
+            "basic_auth" => BasicAuthSettings;
+            "ext_authz" => ExtAuthzSettings;
+            "oidc" => OidcSettings;
         }
     };
 }

@@ -7,14 +7,19 @@
 //! need more than one key (a route's upstream exists, addresses parse).
 
 mod admin;
+mod auth;
 mod balance;
 mod env;
 mod error;
+pub mod gateway;
 mod handlers;
 mod listener_h3;
 mod listener_tls;
 mod middleware;
 mod paths;
+mod route_checks;
+mod route_patterns;
+mod routes;
 mod schema;
 mod traces;
 mod typed;
@@ -23,14 +28,18 @@ mod validate;
 use std::path::Path;
 
 pub use admin::*;
+pub use auth::*;
 pub use balance::*;
 pub use env::FromEnv;
 pub use error::ConfigError;
+pub use gateway::GatewayApiSettings;
 pub use handlers::*;
 pub use listener_h3::{H3Settings, RetryMode, RETRY_AUTO_ABOVE};
-pub use listener_tls::ListenerTlsSettings;
+pub use listener_tls::{AcmeChallenge, AcmeSettings, ListenerTlsSettings};
 pub use middleware::*;
 pub use paths::*;
+pub use route_patterns::{literal_start, Pattern};
+pub use routes::*;
 pub use schema::*;
 pub use traces::*;
 pub use typed::*;
@@ -97,6 +106,28 @@ pub fn parse(
             error::with_suggestion(message),
         )
     })?;
+    if let Some(settings) = config.gateway_api.clone() {
+        let taken: Vec<String> = config
+            .listeners
+            .iter()
+            .map(|l| l.address.value.clone())
+            .collect();
+        let translated = gateway::load(&settings, file, 1, &taken)?;
+        for (name, upstream) in translated.upstreams {
+            if config.upstreams.contains_key(&name) {
+                return Err(at(
+                    0,
+                    0,
+                    format!("upstreams.{name}"),
+                    "a Gateway API Service has the same name".into(),
+                ));
+            }
+            config.upstreams.insert(name, upstream);
+        }
+        config.listeners.extend(translated.listeners);
+        config.routes.extend(translated.routes);
+        config.gateway_report = Some(std::sync::Arc::new(translated.report));
+    }
     let checked = validate::check(&config);
     let checked = checked.and_then(|()| config.admin.as_mut().map_or(Ok(()), admin::check));
     checked.map_err(|(location, key, message)| {

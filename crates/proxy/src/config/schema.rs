@@ -15,8 +15,9 @@ use super::{
     },
     listener_h3::H3Settings,
     listener_tls::ListenerTlsSettings,
-    middleware::{ChainRef, Chains, MiddlewareSettings},
+    middleware::{Chains, MiddlewareSettings},
     paths::PathSettings,
+    routes::RouteSettings,
     traces::TracesSettings,
 };
 
@@ -30,6 +31,8 @@ pub struct Config {
     /// How the worker threads share connections.
     #[serde(default)]
     pub runtime: Runtime,
+    /// At least one, here or from `gateway_api`.
+    #[serde(default)]
     pub listeners: Vec<ListenerSettings>,
     #[serde(default)]
     pub upstreams: BTreeMap<String, UpstreamSettings>,
@@ -61,6 +64,13 @@ pub struct Config {
     /// Spans of requests over OTLP (docs/OBSERVABILITY.md); absent: none.
     #[serde(default)]
     pub traces: Option<TracesSettings>,
+    /// Kubernetes Gateway API objects as a source of listeners, routes
+    /// and upstreams (docs/GATEWAY-API.md).
+    #[serde(default)]
+    pub gateway_api: Option<super::gateway::GatewayApiSettings>,
+    /// What the Gateway API objects' statuses would say (not a key).
+    #[serde(skip)]
+    pub gateway_report: Option<std::sync::Arc<super::gateway::Report>>,
     /// What `${VAR}` took from the environment (not a key of the file).
     #[serde(skip)]
     pub substituted: Substituted,
@@ -95,6 +105,14 @@ pub struct ListenerSettings {
     /// HTTP/3 limits, used when `protocols` names `h3` (TLS only).
     #[serde(default)]
     pub h3: H3Settings,
+    /// Its name in logs (a Gateway API listener's is
+    /// `gateway/NAMESPACE/NAME:PORT`).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The route table its requests are routed by: 0 for `routes`
+    /// (`RouteOrigin::table`); not a key.
+    #[serde(skip)]
+    pub route_table: usize,
 }
 
 /// An HTTP version a listener serves.
@@ -297,59 +315,6 @@ impl Default for PoolSettings {
             idle_timeout: Duration::from_secs(60),
         }
     }
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RouteSettings {
-    /// Starts with `/`.
-    pub path: Spanned<String>,
-    #[serde(default, rename = "match")]
-    pub match_kind: PathMatch,
-    /// Empty: any method.
-    #[serde(default)]
-    pub methods: Vec<Spanned<String>>,
-    /// Matches the request's host (without port) when set.
-    #[serde(default)]
-    pub host: Option<String>,
-    pub upstream: Spanned<String>,
-    /// The handlers requests on this route pass; absent or `[]`: none.
-    #[serde(default)]
-    pub chain: Option<Spanned<ChainRef>>,
-    /// Protocols a request on this route may upgrade to (`Upgrade`);
-    /// others are removed from the request, and `h2c` always is.
-    #[serde(default = "default_upgrades")]
-    pub upgrades: Vec<Spanned<String>>,
-    /// What becomes of an HTTP/2 client's request trailers.
-    #[serde(default)]
-    pub request_trailers: TrailerPolicy,
-}
-
-/// Where an HTTP/2 client's request trailers go (the fields the head
-/// rules control never pass, whatever this says).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TrailerPolicy {
-    /// To HTTP/2 upstreams (gRPC), not to HTTP/1.1 ones (as Envoy).
-    #[default]
-    Auto,
-    /// To every upstream: a chunked HTTP/1.1 body carries them.
-    Forward,
-    /// Nowhere.
-    Drop,
-}
-
-fn default_upgrades() -> Vec<Spanned<String>> {
-    let unknown = serde_saphyr::Location::UNKNOWN;
-    vec![Spanned::new("websocket".into(), unknown, unknown)]
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PathMatch {
-    #[default]
-    Prefix,
-    Exact,
 }
 
 #[derive(Debug, Clone, Deserialize)]

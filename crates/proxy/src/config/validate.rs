@@ -25,7 +25,7 @@ pub(crate) fn check(config: &Config) -> Result<(), Problem> {
         return Err((
             Location::UNKNOWN,
             "listeners".into(),
-            "at least one listener is needed".into(),
+            "at least one listener is needed (here, or a Gateway from gateway_api)".into(),
         ));
     }
     let mut addresses = HashSet::new();
@@ -117,63 +117,7 @@ pub(crate) fn check(config: &Config) -> Result<(), Problem> {
             "must be more than 0 and at most discovery.max_interval".into(),
         ));
     }
-    for (i, route) in config.routes.iter().enumerate() {
-        if !route.path.value.starts_with('/') {
-            return Err((
-                route.path.referenced,
-                format!("routes[{i}].path"),
-                "must start with `/`".into(),
-            ));
-        }
-        for (j, method) in route.methods.iter().enumerate() {
-            if http::Method::from_bytes(method.value.as_bytes()).is_err() || method.value.is_empty()
-            {
-                return Err((
-                    method.referenced,
-                    format!("routes[{i}].methods[{j}]"),
-                    format!("`{}` is not an HTTP method", method.value),
-                ));
-            }
-        }
-        for (j, protocol) in route.upgrades.iter().enumerate() {
-            let key = format!("routes[{i}].upgrades[{j}]");
-            let name = &protocol.value;
-            if name.eq_ignore_ascii_case("h2c") {
-                return Err((
-                    protocol.referenced,
-                    key,
-                    "h2c is never relayed: a switched connection would carry requests no route sees".into(),
-                ));
-            }
-            if name.is_empty()
-                || !name
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~/".contains(&b))
-            {
-                return Err((
-                    protocol.referenced,
-                    key,
-                    format!("`{name}` is not a protocol name"),
-                ));
-            }
-        }
-        if !config.upstreams.contains_key(&route.upstream.value) {
-            let known: Vec<&str> = config.upstreams.keys().map(String::as_str).collect();
-            return Err((
-                route.upstream.referenced,
-                format!("routes[{i}].upstream"),
-                format!(
-                    "no upstream named `{}`; defined: {}",
-                    route.upstream.value,
-                    if known.is_empty() {
-                        "none".into()
-                    } else {
-                        known.join(", ")
-                    }
-                ),
-            ));
-        }
-    }
+    super::route_checks::check(config)?;
     check_middleware(config)
 }
 
@@ -201,6 +145,14 @@ fn check_middleware(config: &Config) -> Result<(), Problem> {
                     unknown(&name.value),
                 ));
             }
+        }
+    }
+    let gateway_chain = config.gateway_api.as_ref().and_then(|g| g.chain.as_ref());
+    if let Some(ChainRef::Named(name)) = gateway_chain.map(|c| &c.value) {
+        if !config.chains.contains_key(name) {
+            let at = gateway_chain.map_or(Location::UNKNOWN, |c| c.referenced);
+            let message = format!("no chain named `{name}` under `chains`");
+            return Err((at, "gateway_api.chain".into(), message));
         }
     }
     for (i, route) in config.routes.iter().enumerate() {

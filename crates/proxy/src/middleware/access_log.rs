@@ -6,13 +6,16 @@
 //! is dropped and counted rather than stalling requests.
 //!
 //! Never logged: the query string (it may carry tokens), bodies, and the
-//! values of `authorization`, `proxy-authorization`, `cookie` and of the
-//! headers listed in `mask` (shown as `***`).
+//! values of `authorization`, `proxy-authorization`, `cookie`, of headers
+//! whose name ends in a secret-like word (`x-api-key`, `x-auth-token`:
+//! the rule `/config` hides settings by) and of the headers listed in
+//! `mask` (shown as `***`).
 
 use std::{
     fmt::Write as _,
     fs::OpenOptions,
     io::{BufWriter, Write},
+    path::Path,
     sync::{
         atomic::{AtomicU64, Ordering::Relaxed},
         mpsc::{sync_channel, Receiver, SyncSender, TrySendError},
@@ -73,12 +76,30 @@ impl AccessLogger {
             .headers
             .iter()
             .map(|name| {
-                let masked = ALWAYS_MASKED.contains(&name.as_str()) || config.mask.contains(name);
+                // A credential header (`x-api-key`, `x-auth-token`) is
+                // masked whatever `mask` says: the log is no place for it.
+                let masked = ALWAYS_MASKED.contains(&name.as_str())
+                    || config.mask.contains(name)
+                    || crate::config::secret_name(name.as_str());
                 (name.0.clone(), masked)
             })
             .collect();
         let output: Box<dyn Write + Send> = match config.path.as_deref() {
             None | Some("-") => Box::new(std::io::stdout()),
+            // `--check` creates no file: its directory must be there.
+            Some(path) if builder.context.check && !Path::new(path).exists() => {
+                let dir = Path::new(path)
+                    .parent()
+                    .filter(|d| !d.as_os_str().is_empty())
+                    .unwrap_or(Path::new("."));
+                if !dir.is_dir() {
+                    anyhow::bail!(
+                        "cannot open the access log `{path}`: no directory {}",
+                        dir.display()
+                    );
+                }
+                Box::new(std::io::sink())
+            }
             Some(path) => Box::new(
                 OpenOptions::new()
                     .create(true)

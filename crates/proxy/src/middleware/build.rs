@@ -35,6 +35,8 @@ pub(crate) struct BuildContext<'a> {
     pub route_upstreams: Vec<&'a str>,
     /// Metrics shards (one per worker runtime).
     pub workers: usize,
+    /// Built for `sluice proxy --check`: no file is created.
+    pub check: bool,
 }
 
 /// A handler made from its settings; implemented in each handler's file
@@ -111,6 +113,7 @@ impl Chains {
             .sample(&[], failed);
         }
         self.render_store_counts(out);
+        self.render_authz_counts(out);
         if !self.access_logs.is_empty() {
             let dropped: u64 = self.access_logs.iter().map(|log| log.dropped()).sum();
             out.family(
@@ -201,6 +204,38 @@ impl Chains {
             let mut family = out.family(metric, Counter, help);
             for (name, counts) in &stores {
                 family.sample(&[("middleware", name)], count(counts));
+            }
+        }
+    }
+}
+
+impl Chains {
+    /// The `ext_authz` handlers' decisions, by result.
+    fn render_authz_counts(&self, out: &mut Exposition) {
+        let authz: Vec<_> = self
+            .instances
+            .iter()
+            .filter_map(|(name, i)| Some((name.as_str(), i.handler.authz_counts()?)))
+            .collect();
+        if authz.is_empty() {
+            return;
+        }
+        let mut family = out.family(
+            "sluice_ext_authz_decisions_total",
+            Counter,
+            "Requests an ext_authz handler decided, by result (cached: an allow answer remembered; failed: no decision, on_failure decided).",
+        );
+        for (name, counts) in &authz {
+            for (result, count) in [
+                ("allowed", &counts.allowed),
+                ("denied", &counts.denied),
+                ("cached", &counts.cache_hits),
+                ("failed", &counts.fallbacks),
+            ] {
+                family.sample(
+                    &[("middleware", name), ("result", result)],
+                    count.load(std::sync::atomic::Ordering::Relaxed),
+                );
             }
         }
     }
@@ -336,6 +371,7 @@ routes:
             route_names: &names,
             route_upstreams: vec!["a"; 3],
             workers: 2,
+            check: false,
         };
         let chains = build(&config, &context, None).unwrap();
         let lengths: Vec<usize> = chains.by_route.iter().map(|c| c.handlers.len()).collect();
@@ -358,6 +394,7 @@ routes:
             route_names: &names,
             route_upstreams: vec!["a"; 3],
             workers: 1,
+            check: false,
         };
         let first = build(&config, &context, None).unwrap();
         let same = build(&config, &context, Some(&first)).unwrap();
@@ -402,6 +439,7 @@ routes:
             route_names: &names,
             route_upstreams: vec!["a"],
             workers: 1,
+            check: false,
         };
         let mut builder = Builder {
             context: &context,

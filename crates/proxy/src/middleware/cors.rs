@@ -116,6 +116,7 @@ impl CorsResponder {
             headers: Vec::new(),
             detail: None,
             violations: Vec::new(),
+            body: None,
         }
         .with_header(
             header::ACCESS_CONTROL_ALLOW_ORIGIN,

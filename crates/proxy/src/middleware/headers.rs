@@ -28,10 +28,7 @@ struct Rules {
 /// A configured name that the handler may change.
 fn editable(name: &HeaderName) -> anyhow::Result<HeaderName> {
     // Fields that frame or route a message: the proxy writes them itself.
-    let reserved = crate::wire::head::HOP_BY_HOP.contains(&name.as_str())
-        || name == http::header::CONTENT_LENGTH
-        || name == http::header::HOST;
-    if reserved {
+    if crate::config::managed_header(name.as_str()) {
         anyhow::bail!(
             "`{name}` is managed by the proxy and cannot be changed here (the Host sent upstream is `upstreams.NAME.host_header`)"
         );
@@ -70,10 +67,24 @@ impl Rules {
 
 impl Build for HeadersSettings {
     fn build(&self, _: &mut Builder<'_>) -> anyhow::Result<Arc<dyn Handler>> {
-        Ok(Arc::new(HeaderRewriter {
-            request: Rules::new(&self.request)?,
-            response: Rules::new(&self.response)?,
-        }))
+        Ok(Arc::new(HeaderRewriter::new(
+            &self.request,
+            &self.response,
+        )?))
+    }
+}
+
+impl HeaderRewriter {
+    /// The changes of a `headers` handler, or of a route's
+    /// `request_headers` and `response_headers`.
+    pub(crate) fn new(
+        request: &HeaderRuleSettings,
+        response: &HeaderRuleSettings,
+    ) -> anyhow::Result<Self> {
+        Ok(Self {
+            request: Rules::new(request)?,
+            response: Rules::new(response)?,
+        })
     }
 }
 
@@ -101,5 +112,8 @@ mod tests {
         }
         let name = HeaderName::from_static("x-env");
         assert_eq!(editable(&name).unwrap(), name);
+        for hop in crate::wire::head::HOP_BY_HOP {
+            assert!(editable(&HeaderName::from_static(hop)).is_err(), "{hop}");
+        }
     }
 }

@@ -184,15 +184,40 @@ async fn load(location: &Location) -> anyhow::Result<KeySet> {
 /// `GET uri` over HTTP/1.1 (TLS for https, with the web's root
 /// certificates); the body of a 200 answer.
 async fn fetch(uri: &http::Uri) -> anyhow::Result<Vec<u8>> {
+    let (status, body) = call(uri, "GET", "Accept: application/json\r\n", b"").await?;
+    if status != http::StatusCode::OK {
+        bail!("answered {status}");
+    }
+    Ok(body)
+}
+
+/// One request over a connection of its own (HTTP/1.1, TLS with the web's
+/// root certificates for https): `method uri` with the `extra` header
+/// lines (each ending in CRLF) and `body`; the answer's status and body
+/// (at most 1 MiB). For the identity provider's few calls (discovery,
+/// keys, tokens), which are rare next to requests.
+pub(super) async fn call(
+    uri: &http::Uri,
+    method: &str,
+    extra: &str,
+    body: &[u8],
+) -> anyhow::Result<(http::StatusCode, Vec<u8>)> {
     let host = uri.host().context("no host")?.trim_matches(['[', ']']);
     let https = uri.scheme_str() == Some("https");
     let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
     let stream = TcpStream::connect((host, port)).await?;
     let path = uri.path_and_query().map_or("/", |p| p.as_str());
-    let request = format!(
-        "GET {path} HTTP/1.1\r\nHost: {}\r\nAccept: application/json\r\nConnection: close\r\nUser-Agent: sluice\r\n\r\n",
+    let length = if body.is_empty() && method == "GET" {
+        String::new()
+    } else {
+        format!("Content-Length: {}\r\n", body.len())
+    };
+    let mut request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {}\r\n{extra}{length}Connection: close\r\nUser-Agent: sluice\r\n\r\n",
         uri.authority().map_or(host, |a| a.as_str())
-    );
+    )
+    .into_bytes();
+    request.extend_from_slice(body);
     if https {
         let config = tls::client_config(tls::Trust::WebRoots, None, &[tls::ALPN_HTTP11])?;
         let name = tls::rustls::pki_types::ServerName::try_from(host.to_string())?;
@@ -207,9 +232,9 @@ async fn fetch(uri: &http::Uri) -> anyhow::Result<Vec<u8>> {
 
 async fn round_trip(
     mut stream: impl AsyncRead + AsyncWrite + Unpin,
-    request: &str,
-) -> anyhow::Result<Vec<u8>> {
-    stream.write_all(request.as_bytes()).await?;
+    request: &[u8],
+) -> anyhow::Result<(http::StatusCode, Vec<u8>)> {
+    stream.write_all(request).await?;
     let mut buf = BytesMut::with_capacity(16 * 1024);
     let mut fields = Vec::new();
     let head = loop {
@@ -222,9 +247,6 @@ async fn round_trip(
             bail!("the connection closed before the response head");
         }
     };
-    if head.status != http::StatusCode::OK {
-        bail!("answered {}", head.status);
-    }
     buf.advance(head.len);
     let limits = http1::Limits {
         max_head: 64 * 1024,
@@ -238,7 +260,7 @@ async fn round_trip(
             http1::BodyFraming::Length(n) => {
                 let n = usize::try_from(n).unwrap_or(usize::MAX);
                 if n > MAX_JWKS {
-                    bail!("the JWKS is larger than {MAX_JWKS} bytes");
+                    bail!("the answer is larger than {MAX_JWKS} bytes");
                 }
                 let take = (n - body.len()).min(buf.len());
                 body.extend_from_slice(&buf[..take]);
@@ -259,14 +281,14 @@ async fn round_trip(
             }
         };
         if done {
-            return Ok(body);
+            return Ok((head.status, body));
         }
         if body.len() > MAX_JWKS {
-            bail!("the JWKS is larger than {MAX_JWKS} bytes");
+            bail!("the answer is larger than {MAX_JWKS} bytes");
         }
         if stream.read_buf(&mut buf).await? == 0 {
             if head.framing == http1::BodyFraming::UntilClose {
-                return Ok(body);
+                return Ok((head.status, body));
             }
             bail!("the connection closed mid-body");
         }

@@ -10,20 +10,28 @@
 //! chain costs one branch per request.
 
 mod access_log;
+mod api_key;
+mod basic_auth;
 mod body_limit;
 mod build;
 mod concurrency_limit;
 mod correlation;
 mod cors;
+mod ext_authz;
+mod ext_authz_grpc;
+mod ext_authz_http;
 mod fault;
-mod headers;
+pub(crate) mod headers;
 mod ip_filter;
 mod jwks;
 mod jwt;
 mod metrics;
+mod oidc;
+mod oidc_session;
 mod rate_limit;
 mod rate_limit_redis;
 mod validate;
+mod watched;
 
 use std::{
     fmt,
@@ -44,6 +52,16 @@ use crate::{
 pub(crate) use build::{build, BuildContext, Chains};
 pub(crate) use correlation::{is_traceparent, next_traceparent};
 
+/// The parsers of the handlers that decide who may pass, for the fuzz
+/// targets (`proxy::fuzzing`).
+pub(crate) mod auth_parsers {
+    pub(crate) use super::api_key::KeyList;
+    pub(crate) use super::basic_auth::{credentials, Users};
+    pub(crate) use super::ext_authz::Decision;
+    pub(crate) use super::ext_authz_grpc::decision_of;
+    pub(crate) use super::oidc_session::{cookie, query_param, Sealer};
+}
+
 /// One request as the handlers see it (the head; the body when a handler
 /// asked for it).
 #[derive(Debug)]
@@ -62,6 +80,10 @@ pub(crate) struct RequestView<'a> {
     pub body: Option<&'a [u8]>,
     /// The header fields, whichever protocol carried them.
     pub fields: Fields<'a>,
+    /// The Host (`:authority` over HTTP/2 and HTTP/3) as sent.
+    pub host: Option<&'a str>,
+    /// The client came over TLS (or QUIC).
+    pub secure: bool,
 }
 
 impl<'a> RequestView<'a> {
@@ -84,6 +106,9 @@ pub(crate) enum Flow {
     /// Runs the same handler's request phase again (after a wait that
     /// changed what it will find, such as refetched keys).
     Again,
+    /// Changes the exchange (after a wait: the headers an authorization
+    /// service gave), then goes on as it decides.
+    Apply(Box<dyn FnOnce(&mut Exchange) -> Flow + Send>),
 }
 
 impl fmt::Debug for Flow {
@@ -93,6 +118,7 @@ impl fmt::Debug for Flow {
             Self::Answer(answer) => f.debug_tuple("Answer").field(answer).finish(),
             Self::Wait(_) => f.write_str("Wait"),
             Self::Again => f.write_str("Again"),
+            Self::Apply(_) => f.write_str("Apply"),
         }
     }
 }
@@ -106,6 +132,10 @@ pub(crate) struct Answer {
     pub detail: Option<String>,
     /// Violations listed in the problem body.
     pub violations: Vec<http1::Violation>,
+    /// A body sent as it is instead of a problem (its `Content-Type`
+    /// among `headers`): a route's `respond`, or an authorization
+    /// service's denial.
+    pub body: Option<bytes::Bytes>,
 }
 
 impl Answer {
@@ -115,6 +145,7 @@ impl Answer {
             headers: Vec::new(),
             detail: Some(detail.into()),
             violations: Vec::new(),
+            body: None,
         }
     }
 
@@ -224,6 +255,11 @@ pub(crate) trait Handler: Send + Sync + fmt::Debug {
     fn store_counts(&self) -> Option<rate_limit_redis::StoreCounts> {
         None
     }
+
+    /// For `/metrics`: an `ext_authz` handler's decisions.
+    fn authz_counts(&self) -> Option<&ext_authz::AuthzCounts> {
+        None
+    }
 }
 
 /// An upstream response whose body was read whole for a handler.
@@ -244,6 +280,15 @@ pub(crate) struct Chain {
 }
 
 impl Chain {
+    /// This chain with `more` handlers after its own (a route's filters).
+    pub(crate) fn extended(&self, more: Vec<(Arc<str>, Arc<dyn Handler>)>) -> Self {
+        let (names, handlers): (Vec<_>, Vec<_>) = more.into_iter().unzip();
+        Self {
+            handlers: self.handlers.iter().cloned().chain(handlers).collect(),
+            names: self.names.iter().cloned().chain(names).collect(),
+        }
+    }
+
     /// The name of the handler that answered in [`Self::request`]: the
     /// one after those that ran through.
     pub(crate) fn answered_by(&self, exchange: &Exchange) -> &str {
@@ -278,6 +323,7 @@ impl Chain {
                     Flow::Answer(answer) => return Some(answer),
                     Flow::Wait(wait) => flow = wait.await,
                     Flow::Again => flow = handler.request(request, exchange),
+                    Flow::Apply(apply) => flow = apply(exchange),
                 }
             }
             exchange.ran += 1;

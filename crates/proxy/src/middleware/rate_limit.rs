@@ -2,7 +2,7 @@
 //! claim of the verified token. Past the rate and burst, 429 with
 //! `Retry-After` and the IETF draft `RateLimit-*` fields. Counted in the
 //! process (governor, `store: local`) or in Redis, shared by every proxy
-//! that uses it (`store: redis`, rate_limit_redis.rs).
+//! that uses it (`store: redis`, rate_limit_redis/).
 
 use std::{
     net::IpAddr,
@@ -129,9 +129,12 @@ impl Build for RateLimitSettings {
     fn build(&self, builder: &mut Builder<'_>) -> anyhow::Result<Arc<dyn Handler>> {
         match (self.store, &self.redis) {
             (RateStore::Local, None) => Ok(Arc::new(RateLimiter::new(self)?)),
-            (RateStore::Redis, Some(redis)) => {
-                Ok(Arc::new(RedisLimiter::new(self, redis, &builder.name)?))
-            }
+            (RateStore::Redis, Some(redis)) => Ok(Arc::new(RedisLimiter::new(
+                self,
+                redis,
+                &builder.name,
+                builder.context.workers,
+            )?)),
             (RateStore::Redis, None) => {
                 bail!("`store: redis` needs a `redis` section (its `url` at least)")
             }

@@ -3,9 +3,12 @@
 //! upstreams and the limits. Immutable; a request takes the current plan
 //! once and uses it to its end.
 
+mod filters;
+pub(crate) mod route;
 pub(crate) mod routes;
 mod swap;
 
+pub(crate) use route::{Route, RoutePolicy};
 pub(crate) use swap::{Plans, Snapshot, WorkerPlan};
 
 use std::{
@@ -15,9 +18,9 @@ use std::{
 };
 
 use crate::{
-    config::{Config, PathSettings},
+    config::{Config, PathMatch, PathRewriteSettings, PathSettings, RouteSettings},
     ids::{RouteId, UpstreamId},
-    middleware::{self, BuildContext, Chain, Chains},
+    middleware::{self, BuildContext, Chains},
     telemetry::{trace::Tracer, Metrics, Shard},
     upstream::{
         discovery::{self, Answers},
@@ -40,19 +43,6 @@ pub struct Http2Settings {
     pub max_premature_resets: u32,
     pub premature_reset_window: Duration,
     pub huffman: bool,
-}
-
-/// One route as a request needs it.
-#[derive(Debug)]
-pub(crate) struct Route {
-    pub upstream: UpstreamId,
-    /// The protocols its requests may upgrade to (lower case).
-    pub upgrades: Vec<String>,
-    pub chain: Arc<Chain>,
-    /// Its path as written: `http.route` of its spans.
-    pub name: String,
-    /// Where an HTTP/2 client's request trailers go.
-    pub request_trailers: crate::config::TrailerPolicy,
 }
 
 /// Everything a request needs, compiled from one configuration.
@@ -96,12 +86,15 @@ pub(crate) struct Compile<'a> {
     /// health, the handlers whose settings did not change are kept, and
     /// the balancers' clock goes on.
     pub previous: Option<&'a Plan>,
+    /// For `sluice proxy --check`: handlers create no file.
+    pub check: bool,
 }
 
 impl Plan {
     /// Compiles a validated configuration on its own (for `--check` and
     /// tests): resolves the host names; fails when one does not resolve or
-    /// a handler cannot be built (a key file that cannot be read).
+    /// a handler cannot be built (a key file that cannot be read). It
+    /// creates no file (an access log's is opened only if it exists).
     /// `shards`: how many metrics shards the handlers that count keep
     /// (one per runtime).
     pub fn compile(config: &Config, shards: usize) -> anyhow::Result<Self> {
@@ -113,6 +106,7 @@ impl Plan {
                 metrics: &Metrics::new(shards),
                 answers: &answers,
                 previous: None,
+                check: true,
             },
         )
     }
@@ -138,13 +132,13 @@ impl Plan {
             upstreams.push(upstream);
         }
         for (i, route) in config.routes.iter().enumerate() {
-            normalize::check_route(&route.path.value, route.host.as_deref(), &config.paths)
+            check_route(route, &config.paths)
                 .map_err(|message| anyhow::anyhow!("routes[{i}]: {message}"))?;
         }
         let route_names: Vec<String> = config
             .routes
             .iter()
-            .map(|route| route.path.value.clone())
+            .map(|route| route.name().to_string())
             .collect();
         let names: Vec<&str> = route_names.iter().map(String::as_str).collect();
         let route_ids: Vec<RouteId> = with
@@ -159,27 +153,23 @@ impl Plan {
             route_upstreams: config
                 .routes
                 .iter()
-                .map(|r| r.upstream.value.as_str())
+                .map(|r| r.upstream_names().next().map_or("", |n| n.value.as_str()))
                 .collect(),
             workers: with.shards,
+            check: with.check,
         };
         let chains = middleware::build(config, &context, with.previous.map(|p| &p.chains))?;
+        let upstream_id = |name: &str| index.get(name).map(|&i| upstream_ids[i]);
         let routes = config
             .routes
             .iter()
             .zip(&chains.by_route)
-            .map(|(route, chain)| Route {
-                upstream: upstream_ids[index[&route.upstream.value]],
-                upgrades: route
-                    .upgrades
-                    .iter()
-                    .map(|p| p.value.to_ascii_lowercase())
-                    .collect(),
-                chain: Arc::clone(chain),
-                name: route.path.value.clone(),
-                request_trailers: route.request_trailers,
+            .enumerate()
+            .map(|(i, (route, chain))| {
+                Route::compile(route, chain, upstream_id)
+                    .map_err(|err| anyhow::anyhow!("routes[{i}]: {err:#}"))
             })
-            .collect();
+            .collect::<anyhow::Result<_>>()?;
         let tracer = tracer(config, with.previous)?;
         let limits = &config.limits;
         let http2 = &config.http2;
@@ -275,4 +265,44 @@ fn tracer(config: &Config, previous: Option<&Plan>) -> anyhow::Result<Option<Arc
         Some(tracer) => Arc::clone(tracer),
         None => Arc::new(Tracer::start(settings)?),
     }))
+}
+
+/// A route's paths and host names are in the normal form requests are
+/// matched in (else no request could match them, and a rewrite could
+/// send what normalisation refused).
+fn check_route(route: &RouteSettings, paths: &PathSettings) -> Result<(), String> {
+    if route.match_kind != PathMatch::Regex {
+        normalize::check_route(&route.path.value, None, paths)?;
+    }
+    for host in route.host_names() {
+        let name = host.strip_prefix("*.").unwrap_or(host);
+        normalize::check_route("/", Some(name), paths)?;
+    }
+    let rewrites = route
+        .rewrite
+        .iter()
+        .map(|r| (&r.value.hostname, &r.value.path, "rewrite"))
+        .chain(
+            route
+                .redirect
+                .iter()
+                .map(|r| (&r.value.hostname, &r.value.path, "redirect")),
+        );
+    for (hostname, path, key) in rewrites {
+        if let Some(name) = hostname {
+            normalize::check_route("/", Some(name), paths)
+                .map_err(|message| format!("{key}.hostname: {message}"))?;
+        }
+        let path = match path {
+            Some(PathRewriteSettings::Full(path)) => path,
+            Some(PathRewriteSettings::Prefix(path)) if !path.is_empty() => path,
+            _ => continue,
+        };
+        let normal = match path.starts_with('/') {
+            true => normalize::check_route(path, None, paths),
+            false => Err(format!("`{path}` must start with `/`")),
+        };
+        normal.map_err(|message| format!("{key}.path: {message}"))?;
+    }
+    Ok(())
 }

@@ -100,6 +100,10 @@ impl QuicSource for Listening {
     fn current(&self) -> Option<(Arc<quinn::ServerConfig>, crate::config::H3Settings)> {
         self.endpoint.load().tls.as_ref()?.quic()
     }
+
+    fn routes(&self) -> u16 {
+        self.endpoint.load().routes
+    }
 }
 
 impl Listeners {

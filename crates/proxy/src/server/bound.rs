@@ -120,6 +120,7 @@ impl Bound {
         bound: SocketAddr,
         endpoint: Arc<Endpoint>,
     ) -> OpenListener {
+        adopt_acme(listener, &endpoint);
         self.next_id += 1;
         OpenListener {
             id: self.next_id,
@@ -178,6 +179,7 @@ impl Bound {
                     _ => bind_udp(&mut endpoint, old.bound)?,
                 };
                 let endpoint = Arc::new(endpoint);
+                adopt_acme(listener, &endpoint);
                 for changes in &mut prepared.per_worker {
                     changes.push(ListenerChange::Update {
                         id: old.id,
@@ -254,6 +256,21 @@ fn keyed(config: &Config) -> anyhow::Result<Vec<(&ListenerSettings, Key)>> {
     Ok(keyed)
 }
 
+/// Starts the ACME thread of a TLS listener with `tls.acme` that is
+/// being put to use (it ends with the listener); a failure is logged, and
+/// the listener serves the files it has.
+fn adopt_acme(listener: &ListenerSettings, endpoint: &Endpoint) {
+    let (Some(settings), Some(tls)) = (
+        listener.tls.as_ref().and_then(|tls| tls.acme.clone()),
+        endpoint.tls.as_ref(),
+    ) else {
+        return;
+    };
+    if let Err(err) = super::acme::start(tls, settings) {
+        tracing::warn!("ACME: not started: {err:#}");
+    }
+}
+
 /// A listener's settings, as compared between reloads.
 fn settings(listener: &ListenerSettings) -> String {
     let tls = listener.tls.as_ref().map(|tls| {
@@ -263,6 +280,7 @@ fn settings(listener: &ListenerSettings) -> String {
             tls.client_ca.as_ref().map(|ca| &ca.value),
             tls.handshake_timeout,
             tls.policy(),
+            &tls.acme,
         )
     });
     format!("{:?} {tls:?} {:?}", listener.protocols, listener.h3)

@@ -51,6 +51,9 @@ pub(crate) struct TlsListener {
     h3: Option<H3Settings>,
     /// The QUIC configuration built from the same files (ALPN `h3`).
     quic: ArcSwapOption<quinn::ServerConfig>,
+    /// With `tls.acme` and tls-alpn-01: the challenge certificates served
+    /// to a CA asking with `acme-tls/1`.
+    alpn_challenges: Option<Arc<super::acme::AlpnChallenges>>,
 }
 
 impl TlsListener {
@@ -60,6 +63,16 @@ impl TlsListener {
         versions: &[HttpVersion],
         h3: &H3Settings,
     ) -> Result<Self, TlsError> {
+        if let Some(acme) = &settings.acme {
+            let (cert, key) = (
+                Path::new(&settings.cert.value),
+                Path::new(&settings.key.value),
+            );
+            super::acme::placeholder(acme, cert, key).map_err(|err| TlsError {
+                path: Some(cert.to_path_buf()),
+                what: format!("cannot write the ACME placeholder: {err:#}"),
+            })?;
+        }
         let mut listener = Self {
             cert: PathBuf::from(&settings.cert.value),
             key: PathBuf::from(&settings.key.value),
@@ -80,6 +93,11 @@ impl TlsListener {
             current: ArcSwap::from_pointee(empty_config()?),
             h3: versions.contains(&HttpVersion::H3).then(|| h3.clone()),
             quic: ArcSwapOption::empty(),
+            alpn_challenges: settings
+                .acme
+                .as_ref()
+                .filter(|acme| acme.challenge == crate::config::AcmeChallenge::TlsAlpn01)
+                .map(|_| Arc::default()),
         };
         listener.current = ArcSwap::from_pointee(listener.read()?);
         listener.quic.store(listener.read_quic()?.map(Arc::new));
@@ -111,12 +129,31 @@ impl TlsListener {
             cert: &self.cert,
             key: &self.key,
         };
-        tls::server_config_with(
+        let mut config = tls::server_config_with(
             identity,
             self.client_ca.as_deref(),
             &self.alpn,
             &self.policy,
-        )
+        )?;
+        if let Some(challenges) = &self.alpn_challenges {
+            config
+                .alpn_protocols
+                .push(super::acme::ACME_TLS_ALPN.to_vec());
+            config.cert_resolver = Arc::new(super::acme::AcmeResolver {
+                inner: Arc::clone(&config.cert_resolver),
+                challenges: Arc::clone(challenges),
+            });
+        }
+        Ok(config)
+    }
+
+    /// The tls-alpn-01 challenge certificates, with `tls.acme` and tls-alpn-01.
+    pub(crate) fn alpn_challenges(&self) -> Option<&Arc<super::acme::AlpnChallenges>> {
+        self.alpn_challenges.as_ref()
+    }
+
+    pub(crate) fn key_path(&self) -> &Path {
+        &self.key
     }
 
     /// Re-reads the files; on failure the configuration in use stays.
@@ -169,6 +206,8 @@ pub(crate) struct Endpoint {
     /// The port HTTP/3 is served on (UDP), advertised by `Alt-Svc` on
     /// this listener's responses; none unless it serves h3.
     pub alt_svc: Option<NonZeroU16>,
+    /// The route table its requests are routed by.
+    pub routes: u16,
 }
 
 impl Endpoint {
@@ -183,6 +222,7 @@ impl Endpoint {
             tls,
             versions: listener.protocols.clone(),
             alt_svc: None,
+            routes: u16::try_from(listener.route_table).unwrap_or(u16::MAX),
         })
     }
 }
@@ -210,6 +250,7 @@ pub(crate) fn spawn_connection(
         secure: false,
         alt_svc: None,
         h3: false,
+        routes: endpoint.routes,
     };
     let (worker, shutdown) = (Arc::clone(worker), shutdown.clone());
     match (&endpoint.tls, endpoint.versions.as_slice()) {
@@ -221,6 +262,7 @@ pub(crate) fn spawn_connection(
                     secure: true,
                     alt_svc: endpoint.alt_svc,
                     h3: false,
+                    routes: endpoint.routes,
                 },
                 Arc::clone(tls),
                 worker,

@@ -10,6 +10,7 @@
 //! The admin listener, reloads and discovery share one more thread.
 
 mod accept;
+mod acme;
 pub(crate) mod admin;
 mod bound;
 mod control;
@@ -25,7 +26,7 @@ pub use reload::LogHook;
 
 use std::{
     net::{SocketAddr, TcpListener as StdListener},
-    path::PathBuf,
+    path::{Path, PathBuf},
     sync::Arc,
     thread::JoinHandle,
     time::Duration,
@@ -75,9 +76,28 @@ impl RunningProxy {
 
 /// Everything `start` would do before binding: compiles the plan (hosts
 /// resolved, handlers built) and reads every TLS listener's files.
+/// It writes nothing: an ACME listener whose files are still to be made
+/// (start writes a placeholder there) gets its placeholder made in memory
+/// and its files left unread.
 pub fn check(config: &Config) -> anyhow::Result<()> {
     Plan::compile(config, 1)?;
-    endpoints(config)?;
+    for (i, listener) in config.listeners.iter().enumerate() {
+        let context = || format!("listeners[{i}].tls");
+        let first_acme = listener.tls.as_ref().and_then(|tls| {
+            let (cert, key) = (Path::new(&tls.cert.value), Path::new(&tls.key.value));
+            tls.acme
+                .as_ref()
+                .filter(|_| acme::needs_placeholder(cert, key))
+        });
+        match first_acme {
+            Some(acme) => {
+                acme::placeholder_pems(acme).with_context(context)?;
+            }
+            None => {
+                Endpoint::new(listener).with_context(context)?;
+            }
+        }
+    }
     Ok(())
 }
 
@@ -147,6 +167,7 @@ pub fn start_with(config: Config, options: Options) -> anyhow::Result<RunningPro
             metrics: &metrics,
             answers: &answers,
             previous: None,
+            check: false,
         },
     )?);
     let plans = Arc::new(Plans::new(Arc::clone(&plan)));

@@ -217,6 +217,7 @@ impl Reloader {
                 metrics: &self.metrics,
                 answers,
                 previous: Some(&old),
+                check: false,
             },
         )?);
         let generation = self.plans.store(Arc::clone(&plan));

@@ -16,7 +16,7 @@ use crate::wire::fields::Fields;
 use crate::{
     ids::RouteId,
     middleware::{Chain, RequestView},
-    plan::routes::RouteMatch,
+    plan::routes::{Facts, RouteMatch},
     plan::Plan,
     wire::head::is_override,
     wire::normalize::{self, upgrade::Offer, Normal, Refusal, Rewrites},
@@ -31,6 +31,8 @@ pub(super) struct Decided {
     /// another path or method (`X-Original-URL`, ...), to be removed
     /// (`paths.override_headers: strip`).
     pub strip_overrides: bool,
+    /// The route's backend it takes (`plan::Route::backend`).
+    pub backend: usize,
 }
 
 /// Where a request head goes.
@@ -70,10 +72,12 @@ pub(super) fn raw_h1<'a>(
     })
 }
 
-/// Normalises a request's target and Host, then routes it; `upgrade`:
-/// the head asks for an upgrade (HTTP/1.1 only).
+/// Normalises a request's target and Host, then routes it by the route
+/// table `routes` (its listener's); `upgrade`: the head asks for an
+/// upgrade (HTTP/1.1 only).
 pub(super) fn admit(
     plan: &Plan,
+    routes: u16,
     raw: &normalize::Raw<'_>,
     fields: Fields<'_>,
     upgrade: bool,
@@ -83,11 +87,14 @@ pub(super) fn admit(
         Ok(Normal::Asterisk) => return Admission::Asterisk,
         Err(refusal) => return Admission::Refused(refusal),
     };
-    let host = normal.host.as_ref().map(|h| &*h.name);
-    let route = match plan
-        .table
-        .find(host, raw.method, normal.path.for_matching())
-    {
+    let facts = Facts {
+        host: normal.host.as_ref().map(|h| &*h.name),
+        method: raw.method,
+        path: normal.path.for_matching(),
+        query: raw.query,
+        fields,
+    };
+    let route = match plan.table.find(usize::from(routes), &facts) {
         RouteMatch::Found(route) => route.id,
         RouteMatch::NotFound => {
             return Admission::NotFound(format!("no route for {}", normal.path.path))
@@ -102,12 +109,19 @@ pub(super) fn admit(
     if plan.paths.override_headers == OverrideHeaders::Strip {
         fields.for_each(|name, _| strip_overrides |= is_override(name));
     }
+    let taken = plan.route(route);
+    let rewritten = taken.rewritten_path(&normal.path.path);
+    let mut rewrites = normal.into_rewrites(plan.paths.forward);
+    if rewritten.is_some() {
+        rewrites.path = rewritten;
+    }
     Admission::Route {
         route,
         decided: Decided {
-            rewrites: normal.into_rewrites(plan.paths.forward),
+            rewrites,
             upgrade,
             strip_overrides,
+            backend: taken.pick(),
         },
     }
 }
@@ -133,11 +147,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             },
         );
         let path = self.decided.rewrites.path.as_deref();
+        let secure = self.secure;
         let wanted = chain.wants_body(&request_view(
             head,
-            &self.conn.rbuf,
-            &self.fields,
-            ip,
+            (&self.conn.rbuf, &self.fields),
+            (ip, secure),
             path,
             false,
         ));
@@ -161,13 +175,24 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
         };
         let path = self.decided.rewrites.path.as_deref();
-        let view = request_view(head, &self.conn.rbuf, &self.fields, ip, path, held);
+        let view = request_view(
+            head,
+            (&self.conn.rbuf, &self.fields),
+            (ip, secure),
+            path,
+            held,
+        );
         if let Some(answer) = chain.request(&view, &mut self.exchange).await {
             super::traced::refused(&mut self.span, &answer, || {
                 chain.answered_by(&self.exchange)
             });
             return Some(self.answer(head, route, answer));
         }
+        super::traced::query_edited(
+            self.plan.tracer.as_deref(),
+            &mut self.span,
+            self.exchange.request_headers.query.as_deref(),
+        );
         self.max_body = self.exchange.max_body;
         None
     }
@@ -207,9 +232,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
 /// Content-Length body is whole in `buf` behind the head.
 fn request_view<'a>(
     head: &'a Head,
-    buf: &'a [u8],
-    fields: &'a [http1::Field],
-    client_ip: std::net::IpAddr,
+    (buf, fields): (&'a [u8], &'a [http1::Field]),
+    (client_ip, secure): (std::net::IpAddr, bool),
     path: Option<&'a str>,
     held: bool,
 ) -> RequestView<'a> {
@@ -231,6 +255,8 @@ fn request_view<'a>(
             .filter(|_| held)
             .and_then(|len| buf.get(head.len..head.len + len)),
         fields: Fields::H1 { buf, fields },
+        host: head.host.clone().and_then(text),
+        secure,
     }
 }
 

@@ -50,6 +50,8 @@ pub(crate) struct Session<S> {
     pub(super) secure: bool,
     /// See [`super::ClientOrigin::alt_svc`].
     pub(super) alt_svc: Option<std::num::NonZeroU16>,
+    /// See [`super::ClientOrigin::routes`].
+    pub(super) routes: u16,
     pub(super) worker: Arc<Worker>,
     /// The plan of the current request (or of the next, between requests).
     pub(super) plan: Arc<Snapshot>,
@@ -97,6 +99,7 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
             peer: idle.peer,
             secure: idle.secure,
             alt_svc: idle.alt_svc,
+            routes: idle.routes,
             worker: idle.worker,
             plan: idle.plan,
             ubuf: scratch.ubuf,
@@ -139,6 +142,7 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
             peer: self.peer,
             secure: self.secure,
             alt_svc: self.alt_svc,
+            routes: self.routes,
             chatty: self.chatty,
             worker: self.worker,
             plan: self.plan,
@@ -254,7 +258,7 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
             },
         );
         let admission = match admit::raw_h1(&self.conn.rbuf, head, self.secure) {
-            Ok(raw) => admit::admit(&plan, &raw, fields, head.upgrade),
+            Ok(raw) => admit::admit(&plan, self.routes, &raw, fields, head.upgrade),
             Err(refusal) => Admission::Refused(refusal),
         };
         let route = match admission {
@@ -294,7 +298,7 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
             }
         };
         self.max_body = plan.limits.max_body;
-        let chain = &plan.route(route).chain;
+        let chain = &plan.route(route).backend(self.decided.backend).chain;
         if !chain.is_empty() {
             if let Some(next) = self.run_chain(head, route, Arc::clone(chain)).await {
                 return next;

@@ -20,7 +20,7 @@ use super::{
 };
 use crate::{
     config::Protocol,
-    ids::{HostId, RouteId},
+    ids::{HostId, RouteId, UpstreamId},
     wire::{
         fields::Fields,
         head::{self, Framing, Offered, Outgoing, RequestContext},
@@ -33,24 +33,42 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     pub(super) async fn forward(&mut self, head: &Head, route: RouteId) -> Result<Next, Failure> {
         let plan = Arc::clone(&self.plan);
         let worker = Arc::clone(&self.worker);
-        let upstream_index = plan.route(route).upstream;
+        let taken = plan.route(route);
+        if !taken.mirrors.is_empty() {
+            self.mirror(head, route);
+        }
+        let upstream_index = taken
+            .backend(self.decided.backend)
+            .upstream
+            .ok_or_else(no_backend)?;
         let upstream = &plan.upstream(upstream_index);
         if upstream.protocol != Protocol::Http1 {
-            return self.forward_h2(head, route).await;
+            return self.forward_h2(head, route, upstream_index).await;
         }
         let mut sender = Sender::new(&plan, &worker, upstream_index, self.peer);
         let (rbuf, fields) = (&self.conn.rbuf, &self.fields);
         let rewritten = self.decided.rewrites.path.as_deref();
+        // The query as it goes upstream: without a parameter the chain
+        // took out (`api_key`'s key), never the client's as sent.
+        let edited = self
+            .chain
+            .as_ref()
+            .and(self.exchange.request_headers.query.as_deref());
         sender.trace =
             traced::for_attempts(&self.span, plan.tracer.as_deref(), &head.method, || {
                 let request = outgoing(rbuf, head, fields);
-                (head::sent_path(rewritten, request.path), request.query)
+                let query = match edited {
+                    Some(query) => Some(query.as_bytes()).filter(|q| !q.is_empty()),
+                    None => request.query,
+                };
+                (head::sent_path(rewritten, request.path), query)
             });
+        sender.route = Some(&taken.policy);
         // Picked while the client's head is at hand (hash keys, cookies);
         // a 503 is answered once the head is consumed.
         let picked = sender.choose(|| outgoing(rbuf, head, fields));
         let fallback_host = picked.as_ref().ok().map(|&host| upstream.host_name(host));
-        self.build_request(head, upstream.host_header.as_ref(), fallback_host)?;
+        self.build_request(head, taken.host_header(upstream), fallback_host)?;
         // The head is in `ubuf` now; the client's copy is not needed any more.
         self.conn.rbuf.advance(head.len);
         let replayable = self.buffer_body(head)?;
@@ -58,7 +76,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if sender.waits() {
             self.unless_client_gone(sender.hold(host)).await??;
         }
-        let mut retries = Retries::new(upstream.retries, &head.method, replayable);
+        let mut retries = Retries::new(sender.retries(), &head.method, replayable);
         let mut wire = H1Wire {
             session: self,
             head,
@@ -83,13 +101,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     }
 
     /// `forward` for an HTTP/2 upstream.
-    async fn forward_h2(&mut self, head: &Head, route: RouteId) -> Result<Next, Failure> {
+    async fn forward_h2(
+        &mut self,
+        head: &Head,
+        route: RouteId,
+        upstream_index: UpstreamId,
+    ) -> Result<Next, Failure> {
         let plan = Arc::clone(&self.plan);
         let worker = Arc::clone(&self.worker);
-        let upstream_index = plan.route(route).upstream;
         let upstream = &plan.upstream(upstream_index);
         let mut picker = Sender::new(&plan, &worker, upstream_index, self.peer);
-        let context = self.request_context(head, upstream.host_header.as_ref(), None)?;
+        picker.route = Some(&plan.route(route).policy);
+        let host_header = plan.route(route).host_header(upstream);
+        let context = self.request_context(head, host_header, None)?;
         let scheme = if upstream.tls.is_some() {
             "https"
         } else {
@@ -99,7 +123,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let outgoing = outgoing(&self.conn.rbuf, head, &self.fields);
         picker.trace =
             traced::for_attempts(&self.span, plan.tracer.as_deref(), &head.method, || {
-                (context.path(&outgoing), outgoing.query)
+                (context.path(&outgoing), context.query(&outgoing))
             });
         let request = http2::upstream_request(&outgoing, &context, scheme, fallback, None)
             .ok_or_else(|| {
@@ -114,7 +138,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // The body streams from the client's connection: only an empty
         // one can go again.
         let in_hand = head.framing == RequestFraming::Empty;
-        let mut retries = Retries::new(upstream.retries, &head.method, in_hand);
+        let mut retries = Retries::new(picker.retries(), &head.method, in_hand);
         let mut wire = H2Wire {
             session: self,
             head,
@@ -132,6 +156,24 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         Ok(self
             .respond_h2(head, route, upstream_index, response, lease, cookie)
             .await)
+    }
+
+    /// Starts the copies the route's mirrors make of the request (its
+    /// body when it has all arrived with the head).
+    fn mirror(&self, head: &Head, route: RouteId) {
+        let taken = self.plan.route(route);
+        let body = match head.framing {
+            RequestFraming::Empty => Some(&[][..]),
+            RequestFraming::Length(len) => self.conn.rbuf.get(head.len..head.len + len),
+            RequestFraming::Chunked => None,
+        };
+        let Ok(context) = self.request_context(head, None, None) else {
+            return;
+        };
+        let outgoing = outgoing(&self.conn.rbuf, head, &self.fields);
+        let build = super::mirror::head_for(&outgoing, &context, taken);
+        let place = (&self.plan, &self.worker);
+        super::mirror::start(place, taken, self.peer, build, body);
     }
 
     /// The upstream request head into `ubuf`.
@@ -207,4 +249,13 @@ fn outgoing<'a>(buf: &'a [u8], head: &'a Head, fields: &'a [http1::Field]) -> Ou
         host: head.host.clone().map(|h| &buf[h]),
         fields: Fields::H1 { buf, fields },
     }
+}
+
+/// A route whose chain did not answer has an upstream; this is the
+/// answer if a configuration ever made one without.
+pub(super) fn no_backend() -> Failure {
+    Failure::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "the route has no backend to send the request to",
+    )
 }

@@ -30,6 +30,8 @@ pub(crate) struct Idle<S> {
     pub(super) secure: bool,
     /// See [`super::ClientOrigin::alt_svc`].
     pub(super) alt_svc: Option<std::num::NonZeroU16>,
+    /// See [`super::ClientOrigin::routes`].
+    pub(super) routes: u16,
     /// The client's last request came within [`BUSY_LINGER`] of the one
     /// before: its next session waits for the next request a while.
     pub(super) chatty: bool,
@@ -78,6 +80,7 @@ where
         peer: origin.peer,
         secure: origin.secure,
         alt_svc: origin.alt_svc,
+        routes: origin.routes,
         chatty: false,
         worker,
         plan,
@@ -95,6 +98,7 @@ where
                         secure: idle.secure,
                         alt_svc: idle.alt_svc,
                         h3: false,
+                        routes: idle.routes,
                     };
                     let _slot = slot;
                     return h2c(stream, origin, idle.worker, shutdown).await;
@@ -162,6 +166,7 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Park + Unpin + Send> Idle<S> {
                     deadline,
                     h2c,
                     shutdown,
+                    routes: self.routes,
                 };
                 // Not parked (shutting down, or the socket cannot be
                 // watched): it waits in a task again.

@@ -111,30 +111,31 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         self.write_answer(
             problem.status(),
             &extra,
-            Some(&body),
+            Some((&body, true)),
             head_only,
             persistence,
         );
     }
 
-    /// Writes an answer of the proxy's own (a problem+json `body` or none),
-    /// with `extra` fields and what the route's middleware adds to responses.
+    /// Writes an answer of the proxy's own (a `body`, a problem+json one
+    /// when `body.1`, or none), with `extra` fields and what the route's
+    /// middleware adds to responses.
     pub(super) fn write_answer(
         &mut self,
         status: StatusCode,
         extra: &[(&[u8], &[u8])],
-        body: Option<&[u8]>,
+        body: Option<(&[u8], bool)>,
         head_only: bool,
         persistence: Persistence,
     ) {
-        let body = body.unwrap_or_default();
+        let (body, problem) = body.unwrap_or_default();
         self.outcome = Outcome {
             status,
             upstream: None,
             body_bytes: if head_only { 0 } else { body.len() as u64 },
         };
         let edits = self.response_edits(status);
-        let content_type = (!body.is_empty()).then_some((
+        let content_type = (problem && !body.is_empty()).then_some((
             &b"content-type"[..],
             http1::problem::PROBLEM_JSON.as_bytes(),
         ));
@@ -169,11 +170,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             _ => None,
         };
         let close = body_here.is_none() || !head.keep_alive;
-        let body = answer.detail.map(|detail| {
-            Problem::new(answer.status, detail)
-                .with_errors(answer.violations)
-                .to_json()
-        });
+        let problem = answer.body.is_none();
+        let body = match answer.body {
+            Some(body) => Some(body.to_vec()),
+            None => answer.detail.map(|detail| {
+                Problem::new(answer.status, detail)
+                    .with_errors(answer.violations)
+                    .to_json()
+            }),
+        };
         let extra: Vec<(&[u8], &[u8])> = answer
             .headers
             .iter()
@@ -182,7 +187,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         self.write_answer(
             answer.status,
             &extra,
-            body.as_deref(),
+            body.as_deref().map(|body| (body, problem)),
             head.method == Method::HEAD,
             persistence(head, close),
         );

@@ -22,6 +22,7 @@ mod forward;
 mod h2;
 mod idle;
 mod local;
+mod mirror;
 mod park;
 mod respond;
 mod respond_h2;
@@ -141,4 +142,6 @@ pub(crate) struct ClientOrigin {
     /// An HTTP/3 client, whose requests reach the HTTP/2 codec through
     /// an in-process HTTP/2 connection (server/h3): traced as version 3.
     pub h3: bool,
+    /// The route table its listener routes by (`ListenerSettings::route_table`).
+    pub routes: u16,
 }

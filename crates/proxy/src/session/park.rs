@@ -113,6 +113,8 @@ pub(crate) struct Parked {
     /// Its listener's stop signal (removed by a reload, or shutdown): a
     /// parked connection closes when it turns true, as an idle one does.
     pub shutdown: watch::Receiver<bool>,
+    /// See [`super::ClientOrigin::routes`].
+    pub routes: u16,
 }
 
 /// The token of the lot's own waker (connections' tokens have a use
@@ -260,6 +262,7 @@ pub(crate) async fn serve_unparked(mut woken: mpsc::UnboundedReceiver<Parked>, s
             secure: false,
             alt_svc: None,
             h3: false,
+            routes: parked.routes,
         };
         serving.tasks.spawn(serve_h1(
             stream,

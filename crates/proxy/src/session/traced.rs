@@ -77,6 +77,31 @@ fn started(
     span
 }
 
+/// A handler took parameters out of the query (`api_key`'s key): the
+/// span records the query as it goes upstream, not as the client sent it.
+#[inline]
+pub(super) fn query_edited(
+    tracer: Option<&Tracer>,
+    span: &mut Option<Box<Span>>,
+    query: Option<&str>,
+) {
+    if let (Some(tracer), Some(span), Some(query)) = (tracer, span, query) {
+        rerecord_query(span, tracer, query);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn rerecord_query(span: &mut Span, tracer: &Tracer, query: &str) {
+    span.attributes.retain(|(key, _)| *key != "url.query");
+    if let Some(query) = Some(query.as_bytes())
+        .filter(|query| !query.is_empty())
+        .and_then(|query| tracer.query(query))
+    {
+        span.str("url.query", &query);
+    }
+}
+
 /// The route matched: `http.route` and the span's name, `METHOD route`
 /// (`route` is looked up only for a traced request).
 #[inline]

@@ -40,8 +40,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         replayable: bool,
         sent_at: Instant,
     ) -> Result<ResponseHead, Failed> {
-        let timeouts = self.plan.upstream(conn.upstream).timeouts.clone();
-        if !write_bounded(&mut conn.stream, &self.ubuf, timeouts.request).await {
+        let timeout = sender.attempt_timeout();
+        if !write_bounded(&mut conn.stream, &self.ubuf, timeout).await {
             return Err(if conn.reused {
                 Stale
             } else {
@@ -49,12 +49,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             });
         }
         let deadline = if replayable {
-            tokio::time::Instant::from_std(sent_at) + timeouts.request
+            tokio::time::Instant::from_std(sent_at) + timeout
         } else {
             self.stream_body(sender, head, conn)
                 .await
                 .map_err(SendFailed)?;
-            tokio::time::Instant::now() + timeouts.request
+            tokio::time::Instant::now() + timeout
         };
         if self.body_abandoned {
             // The upstream spoke before the body ended (an early 413 or
@@ -104,7 +104,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 }
                 UpstreamRead::Done(Ok(_)) => {}
                 UpstreamRead::TimedOut => {
-                    return Err(SendFailed(sender.timed_out(conn.host, timeouts.request)));
+                    return Err(SendFailed(sender.timed_out(conn.host, timeout)));
                 }
             }
         }

@@ -57,7 +57,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         send: SendRequest<Bytes>,
         request: http::Request<()>,
     ) -> Result<Response<RecvStream>, StreamFailure> {
-        let timeout = sender.plan.upstream(sender.upstream).timeouts.request;
+        let timeout = sender.attempt_timeout();
         let empty = head.framing == RequestFraming::Empty;
         let refused_or = |err: h2::Error, what: &str| {
             if err.reason() == Some(h2::Reason::REFUSED_STREAM) || err.is_go_away() {

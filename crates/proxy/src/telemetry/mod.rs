@@ -29,12 +29,14 @@ use crate::{
 mod client_conns;
 mod events;
 mod exposition;
+mod mirrors;
 mod snapshot;
 pub(crate) mod trace;
 use client_conns::ClientCells;
 pub(crate) use events::Event;
 use events::EventCells;
 pub(crate) use exposition::{Exposition, Family, Kind, Labels};
+pub(crate) use mirrors::Mirrored;
 pub(crate) use snapshot::{bounds, histogram, write_histogram};
 use Kind::{Counter, Gauge};
 
@@ -114,6 +116,7 @@ pub(crate) struct Shard {
     /// Requests whose path or method override fields were removed.
     overrides_removed: AtomicU64,
     events: EventCells,
+    mirrors: mirrors::MirrorCells,
 }
 
 /// Why an upstream exchange failed, for `sluice_upstream_errors_total`.
@@ -138,6 +141,7 @@ impl Metrics {
                 upgrades_removed: AtomicU64::new(0),
                 overrides_removed: AtomicU64::new(0),
                 events: Default::default(),
+                mirrors: Default::default(),
             })
             .collect();
         let metrics = Self {
@@ -274,6 +278,7 @@ impl Metrics {
         }
         client_conns::render(out, self.shards.iter().map(|s| &s.clients));
         events::render(out, self.shards.iter().map(|s| &s.events));
+        mirrors::render(out, self.shards.iter().map(|s| &s.mirrors));
         trace::render(out);
         let mut family = out.family(
             "sluice_config_reloads_total",
@@ -361,6 +366,10 @@ impl Shard {
 
     pub(crate) fn event(&self, event: Event) {
         self.events[event as usize].fetch_add(1, Relaxed);
+    }
+
+    pub(crate) fn mirrored(&self, result: Mirrored) {
+        self.mirrors[result as usize].fetch_add(1, Relaxed);
     }
 
     pub(crate) fn pool_idle(&self, upstream: UpstreamId, delta: i64) {

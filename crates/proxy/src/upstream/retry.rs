@@ -57,6 +57,16 @@ impl RetryPolicy {
         }
     }
 
+    /// A route's own retry rules (`routes[].retries`): no budget.
+    pub(crate) fn for_route(on: &[RetryOn], backoff: Duration) -> Self {
+        Self {
+            on: on.to_vec(),
+            on_status: on.iter().any(|r| matches!(r, RetryOn::Status(_))),
+            backoff,
+            budget: None,
+        }
+    }
+
     /// Whether an answer with `status` may be retried at all (before the
     /// request's own conditions).
     #[inline]

@@ -65,6 +65,7 @@ impl Edits {
             remove: self.remove.clone(),
             set: self.set.clone(),
             add: self.add.clone(),
+            query: None,
         }
     }
 }

@@ -126,8 +126,10 @@ fn upstream_uri(
     fallback: &str,
     source: Option<&Uri>,
 ) -> Option<Uri> {
-    let same_target =
-        context.path.is_none() && context.host.is_none() && context.host_header.is_none();
+    let same_target = context.path.is_none()
+        && context.host.is_none()
+        && context.host_header.is_none()
+        && context.edits.is_none_or(|edits| edits.query.is_none());
     if let (true, Some(source)) = (same_target, source) {
         if let (Some(authority), Some(target)) = (source.authority(), source.path_and_query()) {
             let mut parts = http::uri::Parts::default();
@@ -146,7 +148,7 @@ fn upstream_uri(
         .unwrap_or(fallback.as_bytes())
         .to_vec();
     let mut target = context.path(request).to_vec();
-    if let Some(query) = request.query {
+    if let Some(query) = context.query(request) {
         target.push(b'?');
         target.extend_from_slice(query);
     }

@@ -11,6 +11,7 @@
 mod h3_support;
 mod support;
 
+mod acme;
 mod admin_guards;
 mod balancing;
 mod balancing_across_reloads;
@@ -37,8 +38,10 @@ mod protocol_pairs;
 mod rate_limit_redis;
 mod reload;
 mod reload_keeps_state;
+mod routing;
 mod saturated_upstreams;
 mod tls_settings;
 mod traces;
 mod upgrades;
 mod upstream_smuggling;
+mod who_may_pass;

@@ -31,6 +31,8 @@ const PHASES: &[(&str, u8)] = &[
     ("forward.rs", 2),
     ("h2/to_h1.rs", 2),
     ("h2/to_h2.rs", 2),
+    // Copies for a route's mirrors, started beside the forwarding.
+    ("mirror.rs", 2),
     // The one loop of every pair.
     ("exchange/mod.rs", 3),
     // The wire part of an attempt.
@@ -54,6 +56,7 @@ const SHARED: &[&str] = &[
     "response.rs",
     "exchange/decide.rs",
     "exchange/hosts.rs",
+    "exchange/policy.rs",
     "exchange/wire.rs",
     "exchange/traced.rs",
     "traced.rs",
@@ -332,6 +335,7 @@ fn the_reader_sees_paths_groups_and_methods() {
         "h2/to_h1.rs",
         "exchange/mod.rs",
         "exchange/hosts.rs",
+        "exchange/policy.rs",
     ]
     .into_iter()
     .map(String::from)

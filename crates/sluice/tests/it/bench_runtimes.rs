@@ -241,7 +241,10 @@ fn the_runtimes_group_reproduces_each_seed_section() {
         ),
     ];
     if jvm {
-        sections.push(("(seeds/003) (`runtimes-io`)", "| users | sluice serve |"));
+        sections.push((
+            "(seeds/003) (`runtimes-io`)",
+            "| users | backend | p95 | answered/s | failed | unanswered |",
+        ));
         sections.push(("(seeds/004) (`runtimes-open`)", "| Backend | rate/s |"));
     }
     for (heading, table) in sections {

@@ -9,10 +9,13 @@
 mod common;
 
 mod admin_cli;
+mod auth_secrets;
 mod bench_baseline;
 mod bench_cli;
+mod bench_peers_cli;
 mod bench_runtimes;
 mod cert_cli;
+mod gateway_api_cli;
 mod idle_memory;
 mod idle_memory_h3;
 mod load_cli;
@@ -21,6 +24,7 @@ mod load_h3_cli;
 mod load_html;
 mod load_live;
 mod load_thresholds;
+mod proxy_check;
 mod proxy_cli;
 mod proxy_reload;
 mod rate_limit_cluster;

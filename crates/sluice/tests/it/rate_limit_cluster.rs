@@ -2,7 +2,10 @@
 //! `redis-server` (issue 29): together they let through the limit's rate
 //! times the time, plus the burst, within 2%; with Redis stopped the
 //! `fail_open` one lets everything through and logs the change once, and
-//! once Redis is back it limits again, without a restart.
+//! once Redis is back it limits again, without a restart. A Redis that
+//! wants another password, or that is not Redis at all, is logged as what
+//! it is at the first failure (issue 42), and a mended password is
+//! picked up again without a restart.
 
 use crate::common;
 
@@ -166,4 +169,116 @@ async fn three_proxies_let_through_the_rate_times_the_time_plus_the_burst() {
     }
     assert_eq!(proxies[0].logged("Redis answers again"), 1);
     assert_eq!(proxies[0].logged("Redis does not answer"), 1);
+}
+
+/// A `sluice proxy` whose route `/` passes `rate_limit` on Redis with the
+/// `redis:` settings `redis` (`fail_open`), to `backend`.
+fn limited(dir: &Path, name: &str, backend: SocketAddr, redis: &str) -> Running {
+    let config = dir.join(format!("{name}.yaml"));
+    std::fs::write(
+        &config,
+        format!(
+            "workers: 1\nlisteners: [{{ address: 127.0.0.1:0 }}]\n\
+             upstreams:\n  pets: {{ hosts: [\"http://{backend}\"] }}\n\
+             middleware:\n  shared: {{ rate_limit: {{ rate: 10/s, burst: 5, store: redis, redis: {{ {redis} }} }} }}\n\
+             routes:\n  - {{ path: /, chain: [shared], upstream: pets }}\n"
+        ),
+    )
+    .unwrap();
+    Running::start(&config)
+}
+
+impl Running {
+    /// The first line with `text`, waited for up to 3 s (the log comes
+    /// through a pipe); sends a request every 100 ms meanwhile when `poke`.
+    async fn first_line(&self, text: &str, poke: bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(3);
+        let mut conn = RawConn::connect(self.addr).await;
+        loop {
+            if let Some(line) = self.log.lock().unwrap().iter().find(|l| l.contains(text)) {
+                return line.clone();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no `{text}` line within 3 s; the log:\n{}",
+                self.log.lock().unwrap().join("\n")
+            );
+            if poke {
+                assert_eq!(conn.get("/v1/pets").await.status, 200, "fail_open");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_faults_are_logged_as_what_they_are_at_the_first_failure() {
+    let name = "redis_faults_are_logged_as_what_they_are";
+    let Some(mut redis) = RedisServer::start_with_password(name, "right-pass") else {
+        return;
+    };
+    let backend = serve(Backend::Petstore);
+    let dir = std::env::temp_dir().join(format!("sluice-redis-faults-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let port = redis.port;
+
+    // A wrong password, with the default 5 ms budget: one request, and
+    // the log says why at once (the redis crate's ConnectionManager
+    // retried for about 7 s, and three timeouts said "does not answer").
+    let wrong = limited(
+        &dir,
+        "wrong",
+        backend.addr(),
+        &format!("url: \"redis://:wrong-pass@127.0.0.1:{port}\""),
+    );
+    let mut conn = RawConn::connect(wrong.addr).await;
+    assert_eq!(conn.get("/v1/pets").await.status, 200, "fail_open");
+    let line = wrong.first_line("rate_limit:", false).await;
+    assert!(line.contains("Redis authentication failed"), "{line}");
+    assert_eq!(wrong.logged("does not answer"), 0);
+    // The password never reaches the log.
+    assert_eq!(wrong.logged("wrong-pass") + wrong.logged("right-pass"), 0);
+    // Redis given the proxy's password: the next probe connects again.
+    redis.set_password("wrong-pass");
+    wrong.first_line("Redis answers again", true).await;
+    redis.set_password("right-pass");
+
+    // No password: NOAUTH on the call.
+    let none = limited(
+        &dir,
+        "none",
+        backend.addr(),
+        &format!("url: \"redis://127.0.0.1:{port}\", timeout: 250ms"),
+    );
+    let line = none.first_line("rate_limit:", true).await;
+    assert!(line.contains("Redis authentication failed"), "{line}");
+    assert!(line.contains("NOAUTH"), "{line}");
+
+    // Not a Redis server: an HTTP server's answer is a protocol error.
+    let http = limited(
+        &dir,
+        "http",
+        backend.addr(),
+        &format!("url: \"redis://{}\", timeout: 250ms", backend.addr()),
+    );
+    let line = http.first_line("rate_limit:", true).await;
+    assert!(line.contains("Redis protocol error"), "{line}");
+
+    // The right password: decisions, and nothing logged.
+    let right = limited(
+        &dir,
+        "right",
+        backend.addr(),
+        &format!("url: \"redis://:right-pass@127.0.0.1:{port}\", timeout: 250ms"),
+    );
+    let mut conn = RawConn::connect(right.addr).await;
+    let mut limited_count = 0;
+    for _ in 0..30 {
+        if conn.get("/v1/pets").await.status == 429 {
+            limited_count += 1;
+        }
+    }
+    assert!(limited_count > 0, "Redis never limited");
+    assert_eq!(right.logged("rate_limit:"), 0);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,7 +1,7 @@
 //! seeds/001: the hello world of each runtime, pipelined 16 deep.
 
 use super::{backend, color};
-use crate::report::fmt;
+use crate::fmt;
 use crate::report::svg::{self, Bar, BarChart, BarRow};
 use crate::report::table::{Align, Table};
 use crate::results::{Group, Row};

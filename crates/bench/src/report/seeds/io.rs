@@ -2,7 +2,7 @@
 //! and failures per user count, blocking against non-blocking.
 
 use super::{backend, color, failures, via};
-use crate::report::fmt;
+use crate::fmt;
 use crate::report::summary::sweep_values;
 use crate::report::svg::{self, LineChart, Series};
 use crate::report::table::{Align, Table};

@@ -9,8 +9,8 @@ mod io;
 mod open;
 mod petstore;
 
-use super::fmt;
 use super::table::{Align, Table};
+use crate::fmt;
 use crate::results::{Group, Row};
 
 /// Whether a group is one of the runtimes groups.

@@ -2,7 +2,7 @@
 //! on a fresh JVM (cold) and the next (warm).
 
 use super::{backend, backends, failures};
-use crate::report::fmt;
+use crate::fmt;
 use crate::report::summary::sweep_values;
 use crate::report::svg::{self, Bar, BarChart, BarRow};
 use crate::report::table::{Align, Table};

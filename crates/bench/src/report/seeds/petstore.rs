@@ -2,7 +2,7 @@
 //! proxy, and the ratio behind ÷ alone.
 
 use super::{backend, backends, via};
-use crate::report::fmt;
+use crate::fmt;
 use crate::report::svg::{self, Bar, BarChart, BarRow};
 use crate::report::table::{Align, Table};
 use crate::results::{Group, Row};

@@ -149,7 +149,7 @@ fn the_spread_is_of_the_figure_the_verdicts_are_on() {
     for row in &io.rows {
         let (lo, hi) = row.spread(|f| f.latency.p95_us as f64);
         assert!(lo < hi, "{}: the fixture's rounds differ", row.label);
-        let cell = format!("| {}-{} |", fmt::micros(lo), fmt::micros(hi));
+        let cell = format!("| {}-{} |", crate::fmt::micros(lo), crate::fmt::micros(hi));
         assert!(md.contains(&cell), "{cell} missing in:\n{md}");
     }
     let open = build::rows_table(&results.groups[7], true).markdown();

@@ -51,10 +51,20 @@ pub(crate) fn effective(config: &Config) -> serde_json::Value {
         .map(|r| {
             json!({
                 "path": r.path.value,
-                "match": match r.match_kind { crate::config::PathMatch::Prefix => "prefix", crate::config::PathMatch::Exact => "exact" },
+                "name": r.name(),
+                "match": match r.match_kind { crate::config::PathMatch::Prefix => "prefix", crate::config::PathMatch::Exact => "exact", crate::config::PathMatch::Regex => "regex" },
                 "methods": r.methods.iter().map(|m| m.value.clone()).collect::<Vec<_>>(),
                 "host": r.host,
-                "upstream": r.upstream.value,
+                "hosts": r.hosts.iter().map(|h| &h.value).collect::<Vec<_>>(),
+                "headers": r.headers.len(),
+                "query": r.query.len(),
+                "upstream": r.upstream.as_ref().map(|u| &u.value),
+                "backends": r.backends.iter().map(|b| json!({ "upstream": b.value.upstream.value, "weight": b.value.weight, "status": b.value.status })).collect::<Vec<_>>(),
+                "redirect": r.redirect.is_some(),
+                "respond": r.respond.as_ref().map(|s| s.value.status),
+                "rewrite": r.rewrite.is_some(),
+                "mirror": r.mirror.iter().map(|m| json!({ "upstream": m.value.upstream.value, "percent": m.value.percent })).collect::<Vec<_>>(),
+                "table": r.origin.table,
                 "chain": r.chain.as_ref().map(|c| &c.value),
             })
         })

@@ -21,20 +21,6 @@ use serde_json::Value;
 
 use crate::config::FromEnv;
 
-/// Last words of a key that holds a secret.
-const SECRET_WORDS: &[&str] = &[
-    "token",
-    "password",
-    "passwd",
-    "passphrase",
-    "secret",
-    "key",
-    "apikey",
-    "authorization",
-    "credential",
-    "credentials",
-];
-
 const PREFIX: &str = "(redacted sha256:";
 
 /// Hides what must not be shown in `document`, in place.
@@ -44,14 +30,7 @@ pub(crate) fn redact(document: &mut Value, substituted: &[FromEnv]) {
 
 /// `(redacted sha256:…)` for `text`.
 pub(crate) fn marker(text: &str) -> String {
-    use std::fmt::Write as _;
-    let digest = ring::digest::digest(&ring::digest::SHA256, text.as_bytes());
-    let mut out = String::from(PREFIX);
-    for byte in &digest.as_ref()[..4] {
-        let _ = write!(out, "{byte:02x}");
-    }
-    out.push(')');
-    out
+    crate::config::redacted_marker(text)
 }
 
 fn is_marker(text: &str) -> bool {
@@ -60,8 +39,7 @@ fn is_marker(text: &str) -> bool {
 
 /// The last word of `name` is a secret-like one.
 pub(crate) fn secret_name(name: &str) -> bool {
-    let last = name.rsplit(['_', '-', '.']).next().unwrap_or(name);
-    SECRET_WORDS.iter().any(|w| w.eq_ignore_ascii_case(last))
+    crate::config::secret_name(name)
 }
 
 /// `path` holds the keys from the root to a value; items of a list are

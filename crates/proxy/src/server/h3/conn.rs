@@ -36,7 +36,7 @@ const BRIDGE_WINDOW: u32 = 256 * 1024;
 pub(super) async fn serve(
     connecting: quinn::Connecting,
     (mut handshaking, _slot): (Handshaking, ConnectionSlot),
-    settings: H3Settings,
+    (settings, routes): (H3Settings, u16),
     worker: Arc<Worker>,
     mut shutdown: watch::Receiver<bool>,
 ) {
@@ -71,7 +71,7 @@ pub(super) async fn serve(
             Ok(Err(err)) => return debug!(%peer, ?err, "HTTP/3 connection setup failed"),
             Err(_) => return debug!(%peer, "HTTP/3 connection setup timed out"),
         };
-    let Some(mut bridge) = Bridge::open(peer, &worker).await else {
+    let Some(mut bridge) = Bridge::open(peer, routes, &worker).await else {
         return;
     };
     worker.metrics().h3_connection();
@@ -146,13 +146,14 @@ struct Bridge {
 }
 
 impl Bridge {
-    async fn open(peer: std::net::SocketAddr, worker: &Arc<Worker>) -> Option<Self> {
+    async fn open(peer: std::net::SocketAddr, routes: u16, worker: &Arc<Worker>) -> Option<Self> {
         let (client_io, server_io) = tokio::io::duplex(BRIDGE_BUFFER);
         let origin = ClientOrigin {
             peer,
             secure: true,
             alt_svc: None,
             h3: true,
+            routes,
         };
         let (stop, stopped) = watch::channel(false);
         let mut tasks = JoinSet::new();

@@ -71,6 +71,10 @@ fn setup(what: String) -> TlsError {
 /// configuration and settings as they are now (a reload may change them).
 pub(crate) trait QuicSource: Send + Sync + 'static {
     fn current(&self) -> Option<(Arc<quinn::ServerConfig>, H3Settings)>;
+    /// The route table the listener's requests are routed by.
+    fn routes(&self) -> u16 {
+        0
+    }
 }
 
 /// Serves a listener's UDP socket as a QUIC endpoint until `stopped`,
@@ -137,6 +141,7 @@ pub(crate) async fn serve_endpoint(
                     ConnectionSlot::new(permit, &worker),
                 );
                 let (worker, shutdown) = (Arc::clone(&worker), stopped.clone());
+                let settings = (settings, source.routes());
                 sessions.spawn(conn::serve(connecting, guard, settings, worker, shutdown));
             }
             Err(err) => debug!(%err, "a QUIC connection refused"),

@@ -6,7 +6,7 @@
 
 use super::decide::{retry_host, Retries, Then, Tried};
 use crate::ids::{HostId, UpstreamId};
-use crate::plan::Plan;
+use crate::plan::{Plan, RoutePolicy};
 use crate::session::{Failure, Worker};
 use crate::telemetry::UpstreamError;
 use crate::upstream::balance::NoSlot;
@@ -47,6 +47,8 @@ pub(crate) struct Sender<'a> {
     /// The request's SERVER span, when it is traced: each attempt gets a
     /// CLIENT span under it (`exchange::traced`).
     pub trace: Option<Box<super::traced::Traced>>,
+    /// The route's own timeouts and retries, over the upstream's.
+    pub route: Option<&'a RoutePolicy>,
     /// The host whose in-flight count and slot this request holds.
     held: AtomicUsize,
     /// The answer must carry the sticky cookie of the host it came from.
@@ -74,6 +76,7 @@ impl<'a> Sender<'a> {
             upstream,
             peer,
             trace: None,
+            route: None,
             held: AtomicUsize::new(NONE),
             set_cookie: AtomicBool::new(false),
             busy: AtomicBool::new(false),
@@ -200,8 +203,7 @@ impl<'a> Sender<'a> {
     /// stands costs no future.
     #[inline]
     pub(crate) fn decide(&self, tried: Tried, retries: &mut Retries) -> Then {
-        let config = self.config();
-        retries.decide(tried, &config.retry, || self.plan.clock(), || false)
+        retries.decide(tried, self.retry_policy(), || self.plan.clock(), || false)
     }
 
     /// The host of the attempt `then` decided after one on `host`: the
@@ -248,7 +250,7 @@ impl<'a> Sender<'a> {
         next: impl FnOnce() -> Option<HostId>,
         retries: &Retries,
     ) -> Option<HostId> {
-        tokio::time::sleep(retries.backoff(&self.config().retry)).await;
+        tokio::time::sleep(retries.backoff(self.retry_policy())).await;
         let next = next()?;
         self.hold(next).await.ok()?;
         Some(next)
@@ -284,7 +286,9 @@ impl<'a> Sender<'a> {
             connect_retry_host(host, timed_out, next, || config.balancer.is_in(host, now))
         };
         let now = || self.plan.clock();
-        match retries.decide(Tried::NoConnection, &config.retry, now, || next().is_some()) {
+        match retries.decide(Tried::NoConnection, self.retry_policy(), now, || {
+            next().is_some()
+        }) {
             Then::Retry(_) => self.retry_to(next, retries).await.ok_or(failure),
             _ => Err(failure),
         }

@@ -9,6 +9,7 @@
 
 pub(super) mod decide;
 pub(super) mod hosts;
+mod policy;
 pub(super) mod traced;
 pub(super) mod wire;
 
@@ -32,9 +33,33 @@ pub(super) struct Answered<C, H> {
 }
 
 /// Sends the request to `host` (picked and held), and again as
-/// `retries` decides, until an answer stands or a failure is the answer.
+/// `retries` decides, until an answer stands or a failure is the answer;
+/// within the route's `timeouts.request` when it has one (504 past it).
 #[inline]
 pub(super) async fn run<W: Wire>(
+    wire: &mut W,
+    sender: &Sender<'_>,
+    host: HostId,
+    retries: &mut Retries,
+) -> Result<Answered<W::Conn, W::Head>, Failure> {
+    let Some(limit) = sender.deadline() else {
+        return attempts(wire, sender, host, retries).await;
+    };
+    let in_hand = retries.in_hand();
+    // Boxed: most routes have no deadline, and their futures stay small.
+    let bounded = Box::pin(tokio::time::timeout(
+        limit,
+        attempts(wire, sender, host, retries),
+    ));
+    match bounded.await {
+        Ok(outcome) => outcome,
+        Err(_) => Err(sender.request_timed_out(limit, !in_hand)),
+    }
+}
+
+/// The attempts of [`run`].
+#[inline]
+async fn attempts<W: Wire>(
     wire: &mut W,
     sender: &Sender<'_>,
     mut host: HostId,

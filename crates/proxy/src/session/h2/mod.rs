@@ -182,7 +182,7 @@ impl Stream {
             },
         );
         let admission = match raw_h2(parts, self.origin.secure) {
-            Ok(raw) => admit::admit(&plan, &raw, fields, false),
+            Ok(raw) => admit::admit(&plan, self.origin.routes, &raw, fields, false),
             Err(refusal) => Admission::Refused(refusal),
         };
         let (route, decided) = match admission {
@@ -218,7 +218,8 @@ impl Stream {
         } else {
             RequestBody::Streaming(body)
         };
-        let chain = Arc::clone(&plan.route(route).chain);
+        let taken = plan.route(route).backend(decided.backend);
+        let chain = Arc::clone(&taken.chain);
         if !chain.is_empty() {
             let trust = plan.trust_forwarded;
             let client_ip = admit::client_ip(self.origin.peer, trust, fields);
@@ -234,6 +235,8 @@ impl Stream {
                 body_len: length,
                 body: None,
                 fields,
+                host: host_of(parts).and_then(|h| std::str::from_utf8(h).ok()),
+                secure: self.origin.secure,
             };
             if let Some(max) = chain.wants_body(&view) {
                 body = hold(body, max.min(max_body)).await?;
@@ -252,12 +255,17 @@ impl Stream {
                 self.answer(answer);
                 return Ok(());
             }
+            traced::query_edited(
+                plan.tracer.as_deref(),
+                &mut self.span,
+                self.exchange.request_headers.query.as_deref(),
+            );
             max_body = self.exchange.max_body;
         }
         if length.is_some_and(|len| len > max_body) {
             return Err(too_large(max_body));
         }
-        let upstream = plan.route(route).upstream;
+        let upstream = taken.upstream.ok_or_else(super::forward::no_backend)?;
         let config = plan.upstream(upstream);
         let framing = match (&body, length) {
             (RequestBody::Empty, _) => Framing::None,
@@ -271,7 +279,7 @@ impl Stream {
             peer: self.origin.peer.ip(),
             secure: self.origin.secure,
             trust_forwarded: plan.trust_forwarded,
-            host_header: config.host_header.as_ref(),
+            host_header: plan.route(route).host_header(config),
             fallback_host: None,
             path: decided.rewrites.path.as_deref(),
             host: decided.rewrites.host.as_deref(),
@@ -287,6 +295,16 @@ impl Stream {
             host: host_of(parts),
             fields,
         };
+        if !plan.route(route).mirrors.is_empty() {
+            let in_hand = match &body {
+                RequestBody::Empty => Some(&[][..]),
+                RequestBody::Held(bytes, _) => Some(&bytes[..]),
+                RequestBody::Streaming(_) => None,
+            };
+            let build = super::mirror::head_for(&outgoing, &context, plan.route(route));
+            let place = (&plan, &self.worker);
+            super::mirror::start(place, plan.route(route), self.origin.peer, build, in_hand);
+        }
         match config.protocol {
             crate::config::Protocol::Http1 => {
                 to_h1::forward(self, upstream, &outgoing, &context, body, max_body).await
@@ -324,15 +342,20 @@ impl Stream {
             upstream: None,
             body_bytes: 0,
         };
-        let body = answer.detail.map(|detail| {
-            Problem::new(answer.status, detail)
-                .with_errors(answer.violations)
-                .to_json()
-        });
+        let problem = answer.body.is_none();
+        let body = match answer.body {
+            Some(body) => Some(body),
+            None => answer.detail.map(|detail| {
+                Problem::new(answer.status, detail)
+                    .with_errors(answer.violations)
+                    .to_json()
+                    .into()
+            }),
+        };
         let mut response = Response::new(());
         *response.status_mut() = answer.status;
         let headers = response.headers_mut();
-        if body.is_some() {
+        if problem && body.is_some() {
             headers.insert(
                 header::CONTENT_TYPE,
                 HeaderValue::from_static(http1::problem::PROBLEM_JSON),
@@ -341,7 +364,7 @@ impl Stream {
         for (name, value) in answer.headers {
             headers.append(name, value);
         }
-        self.finish_answer(response, body.map(Bytes::from));
+        self.finish_answer(response, body);
     }
 
     fn finish_answer(&mut self, mut response: Response<()>, body: Option<Bytes>) {

@@ -62,7 +62,7 @@ pub(super) async fn forward(
         &stream.span,
         plan.tracer.as_deref(),
         outgoing.method,
-        || (context.path(outgoing), outgoing.query),
+        || (context.path(outgoing), context.query(outgoing)),
     );
     let mut request = Vec::with_capacity(1024);
     head::request_head(&mut request, outgoing, context);
@@ -77,9 +77,12 @@ pub(super) async fn forward(
         request.extend_from_slice(bytes);
     }
     let chunked = context.framing == Framing::Chunked;
-    let timeout = config.timeouts.request;
+    sender.route = stream.route.map(|route| &plan.route(route).policy);
+    // The answer's head within the attempt's timeout; its body between
+    // parts within the upstream's.
+    let (timeout, body_timeout) = (sender.attempt_timeout(), config.timeouts.request);
     let head_request = *outgoing.method == Method::HEAD;
-    let mut retries = Retries::new(config.retries, outgoing.method, replayable);
+    let mut retries = Retries::new(sender.retries(), outgoing.method, replayable);
     let stream_trailers = stream.request_trailers();
     let host = sender.pick(outgoing).await?;
     let mut wire = H1Wire {
@@ -150,7 +153,7 @@ pub(super) async fn forward(
         let send_timeout = plan.send_timeout;
         let edits = Some(&stream.exchange.response_headers).filter(|e| !e.is_empty());
         let trailer_rules = (edits, worker.metrics());
-        let timeouts = (timeout, send_timeout);
+        let timeouts = (body_timeout, send_timeout);
         relay_body(&mut conn, &mut pump, framing, send, timeouts, trailer_rules).await
     };
     match relayed {

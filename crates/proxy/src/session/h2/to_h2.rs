@@ -68,10 +68,13 @@ pub(super) async fn forward(
         &stream.span,
         plan.tracer.as_deref(),
         outgoing.method,
-        || (context.path(outgoing), outgoing.query),
+        || (context.path(outgoing), context.query(outgoing)),
     );
-    let mut retries = Retries::new(config.retries, outgoing.method, body.in_hand());
-    let timeout = config.timeouts.request;
+    sender.route = stream.route.map(|route| &plan.route(route).policy);
+    let mut retries = Retries::new(sender.retries(), outgoing.method, body.in_hand());
+    // The answer's head within the attempt's timeout; its body between
+    // parts within the upstream's.
+    let (timeout, body_timeout) = (sender.attempt_timeout(), config.timeouts.request);
     let trailer_rules = TrailerRules {
         forward: stream.request_trailers() != TrailerPolicy::Drop,
         edits: context.edits,
@@ -110,7 +113,7 @@ pub(super) async fn forward(
         head: response,
         ..
     } = answered?;
-    let relay = relay(stream, &sender, host, response, timeout);
+    let relay = relay(stream, &sender, host, response, body_timeout);
     tokio::pin!(relay);
     let outcome = loop {
         tokio::select! {

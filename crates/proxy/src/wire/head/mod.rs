@@ -126,6 +126,16 @@ impl<'a> RequestContext<'a> {
         sent_path(self.path, request.path)
     }
 
+    /// The query to send: the client's, unless a handler took parameters
+    /// out of it (`None` too when none are left).
+    pub(crate) fn query(&self, request: &Outgoing<'a>) -> Option<&'a [u8]> {
+        match self.edits.and_then(|edits| edits.query.as_deref()) {
+            Some("") => None,
+            Some(query) => Some(query.as_bytes()),
+            None => request.query,
+        }
+    }
+
     /// The Host to send: a configured `host_header`, the normalised Host, or the client's.
     pub(crate) fn host(&self, request: &Outgoing<'a>) -> Option<&'a [u8]> {
         self.host_header
@@ -209,8 +219,12 @@ pub(crate) fn added_fields(
     emit: &mut Emit<'_>,
 ) {
     let fields = request.fields;
+    // A middleware that replaces or removes `Cookie` (oidc) is obeyed for
+    // HTTP/2 clients too, whose cookies are joined here.
     if let Fields::Map(_) = fields {
-        joined_cookies(fields, emit);
+        if !context.edits.is_some_and(|edits| edits.drops(b"cookie")) {
+            joined_cookies(fields, emit);
+        }
     }
     if let Some(host) = context.host_header.map(HeaderValue::as_bytes) {
         emit(b"host", &[host]);
@@ -294,7 +308,7 @@ pub(crate) fn request_head(
     out.extend_from_slice(request.method.as_str().as_bytes());
     out.push(b' ');
     out.extend_from_slice(context.path(request));
-    if let Some(query) = request.query {
+    if let Some(query) = context.query(request) {
         out.push(b'?');
         out.extend_from_slice(query);
     }

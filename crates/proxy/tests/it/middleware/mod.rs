@@ -21,7 +21,7 @@ fn proxy_with(addr: std::net::SocketAddr, middleware: &str, routes: &str) -> Pro
 }
 
 /// The value of `name` in the request head the echo upstream received.
-fn upstream_saw(text: &str, name: &str) -> Option<String> {
+pub(crate) fn upstream_saw(text: &str, name: &str) -> Option<String> {
     text.lines().find_map(|line| {
         let (n, v) = line.split_once(':')?;
         n.eq_ignore_ascii_case(name).then(|| v.trim().to_string())

@@ -7,6 +7,7 @@
 //! One module for what the spans say, one for the exporter's connection
 //! to its collector.
 
+mod auth;
 mod connection;
 mod spans;
 mod url_full;

@@ -5,31 +5,36 @@
 //!
 //! - Clock: Redis's own (`TIME` inside the script), so that proxies whose
 //!   clocks differ still agree.
-//! - Connections: one multiplexed connection per worker thread, made on
-//!   its first request there (its driver then runs on that worker's
-//!   runtime), reconnected with backoff by the `redis` crate's
-//!   `ConnectionManager`. Requests are pipelined on it: no connection,
-//!   and no lock held, per request.
+//! - Connections: one multiplexed connection per worker, made on its
+//!   first request there (its driver then runs on that worker's runtime)
+//!   and again when it breaks (`link`). Requests are pipelined on it: no
+//!   connection, and no lock, per request (a load from the worker's slot
+//!   and a clone of the connection's handle).
 //! - Budget: a request waits at most `redis.timeout` for the decision.
 //!   Past it, or on an error, `on_failure` decides (`fail_open` lets it
 //!   through, `fail_closed` answers 503). An error, or three timeouts in a
 //!   row, mark Redis down: then requests take `on_failure` at once, and
 //!   one request every [`PROBE_EVERY`] asks Redis again; its first answer
-//!   marks it up. Each change is logged once, and counted in `/metrics`.
+//!   marks it up. Each change is logged once, with its cause (`Cause`: a
+//!   wrong password is "authentication failed" from its first failure,
+//!   not a timeout), and counted in `/metrics`.
+
+mod link;
 
 use std::{
     sync::{
-        atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed},
-        Arc, Mutex, PoisonError,
+        atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed},
+        Arc,
     },
-    thread::ThreadId,
     time::{Duration, Instant},
 };
 
 use anyhow::{bail, Context as _};
 use http::{HeaderValue, StatusCode};
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{AsyncConnectionConfig, ErrorKind, RedisError};
 use tracing::{info, warn};
+
+use link::{Got, Links};
 
 use super::{
     rate_limit::{interval_and_burst, key_of, too_many, KeyOf},
@@ -85,10 +90,68 @@ pub(crate) struct StoreCounts {
 pub(crate) struct RedisLimiter {
     key: Key,
     shared: Arc<Shared>,
-    client: redis::Client,
-    config: ConnectionManagerConfig,
-    /// One connection per worker thread.
-    connections: Mutex<Vec<(ThreadId, ConnectionManager)>>,
+}
+
+/// Why Redis gave no decision, as the log names it: the fix differs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum Cause {
+    /// No answer within `redis.timeout`.
+    Timeout,
+    /// No connection, or it broke (I/O).
+    Unavailable,
+    /// A wrong or missing password: AUTH refused (WRONGPASS), NOAUTH.
+    Authentication,
+    /// NOPERM: the ACL user may not run the script.
+    Permission,
+    /// Not Redis's protocol (not a Redis server, TLS missing or extra).
+    Protocol,
+    /// Any other error Redis answered with (OOM, READONLY, a script error).
+    Refused,
+}
+
+impl Cause {
+    fn of(err: &RedisError) -> Self {
+        match err.code() {
+            Some("NOAUTH" | "WRONGPASS") => return Self::Authentication,
+            Some("NOPERM") => return Self::Permission,
+            _ => {}
+        }
+        match err.kind() {
+            ErrorKind::AuthenticationFailed => Self::Authentication,
+            ErrorKind::Parse | ErrorKind::UnexpectedReturnType | ErrorKind::RESP3NotSupported => {
+                Self::Protocol
+            }
+            ErrorKind::Io => Self::Unavailable,
+            _ => Self::Refused,
+        }
+    }
+
+    /// A fault of the configuration (of the proxy or of Redis), which
+    /// waiting does not mend: logged even when Redis is down already.
+    fn is_fault(self) -> bool {
+        !matches!(self, Self::Timeout | Self::Unavailable)
+    }
+
+    /// What the log says, and until when `on_failure` decides.
+    fn says(self) -> (&'static str, &'static str) {
+        match self {
+            Self::Timeout | Self::Unavailable => ("Redis does not answer", "it does"),
+            Self::Authentication => (
+                "Redis authentication failed (the password in redis.url or redis.password_file, or the ACL user)",
+                "it succeeds",
+            ),
+            Self::Permission => (
+                "Redis denied the call (NOPERM: the ACL user needs EVALSHA, SCRIPT LOAD, GET and SET on the prefix)",
+                "it allows it",
+            ),
+            Self::Protocol => (
+                "Redis protocol error (is redis.url a Redis server? rediss:// for TLS)",
+                "Redis answers",
+            ),
+            Self::Refused => ("Redis refused the call", "it answers"),
+        }
+    }
 }
 
 /// What a decision's future needs.
@@ -102,7 +165,10 @@ struct Shared {
     limit: HeaderValue,
     timeout: Duration,
     on_failure: OnFailure,
+    links: Arc<Links>,
     up: AtomicBool,
+    /// The `Cause` last logged.
+    logged: AtomicU8,
     timeouts_in_a_row: AtomicU32,
     /// While down: when (ms since `epoch`) the next probe may go.
     next_probe: AtomicU64,
@@ -114,10 +180,12 @@ struct Shared {
 }
 
 impl RedisLimiter {
+    /// A limiter with a connection slot for each of `workers`.
     pub(super) fn new(
         config: &RateLimitSettings,
         redis: &RedisStoreSettings,
         name: &str,
+        workers: usize,
     ) -> anyhow::Result<Self> {
         let (interval, burst) = interval_and_burst(config)?;
         let interval_us = u64::try_from(interval.as_micros()).unwrap_or(u64::MAX);
@@ -128,6 +196,9 @@ impl RedisLimiter {
             bail!("redis.timeout: 0 would decide every request by on_failure; give a budget such as 5ms");
         }
         let client = client(redis)?;
+        let connections = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(Duration::from_secs(1)))
+            .set_response_timeout(Some(Duration::from_secs(1)));
         let shared = Shared {
             name: name.to_string(),
             prefix: redis
@@ -140,7 +211,9 @@ impl RedisLimiter {
             limit: HeaderValue::from(config.rate.count.get()),
             timeout: redis.timeout,
             on_failure: redis.on_failure,
+            links: Arc::new(Links::new(client, connections, workers)),
             up: AtomicBool::new(true),
+            logged: AtomicU8::new(Cause::Timeout as u8),
             timeouts_in_a_row: AtomicU32::new(0),
             next_probe: AtomicU64::new(0),
             epoch: Instant::now(),
@@ -152,29 +225,7 @@ impl RedisLimiter {
         Ok(Self {
             key: config.key.0.clone(),
             shared: Arc::new(shared),
-            client,
-            config: ConnectionManagerConfig::new()
-                .set_connection_timeout(Some(Duration::from_secs(1)))
-                .set_response_timeout(Some(Duration::from_secs(1)))
-                .set_max_delay(Duration::from_secs(2)),
-            connections: Mutex::new(Vec::new()),
         })
-    }
-
-    /// This worker's connection, made on its first request.
-    fn connection(&self) -> redis::RedisResult<ConnectionManager> {
-        let thread = std::thread::current().id();
-        let mut connections = self
-            .connections
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some((_, connection)) = connections.iter().find(|(t, _)| *t == thread) {
-            return Ok(connection.clone());
-        }
-        let connection =
-            ConnectionManager::new_lazy_with_config(self.client.clone(), self.config.clone())?;
-        connections.push((thread, connection.clone()));
-        Ok(connection)
     }
 }
 
@@ -243,17 +294,31 @@ impl Shared {
         }
     }
 
-    fn failed(&self, why: &dyn std::fmt::Display, timed_out: bool) {
+    /// A call that gave no decision. An error, or [`TIMEOUTS_DOWN`]
+    /// timeouts in a row, mark Redis down; that is logged once with its
+    /// cause, and so is a fault found while down (a wrong password seen
+    /// after timeouts), so that the log names what an operator must fix.
+    fn failed(&self, cause: Cause, why: &dyn std::fmt::Display) {
         self.errors.fetch_add(1, Relaxed);
-        let down = !timed_out || self.timeouts_in_a_row.fetch_add(1, Relaxed) + 1 >= TIMEOUTS_DOWN;
-        if down && self.up.swap(false, Relaxed) {
+        let down = cause != Cause::Timeout
+            || self.timeouts_in_a_row.fetch_add(1, Relaxed) + 1 >= TIMEOUTS_DOWN;
+        if !down {
+            return;
+        }
+        let went_down = self.up.swap(false, Relaxed);
+        if went_down {
             self.next_probe
                 .store(self.now_ms() + millis(PROBE_EVERY), Relaxed);
+        }
+        let news = cause.is_fault() && self.logged.load(Relaxed) != cause as u8;
+        if went_down || news {
+            self.logged.store(cause as u8, Relaxed);
+            let (what, until) = cause.says();
             warn!(
                 middleware = %self.name,
                 error = %why,
                 on_failure = ?self.on_failure,
-                "rate_limit: Redis does not answer; requests are decided by on_failure until it does"
+                "rate_limit: {what}; requests are decided by on_failure until {until}"
             );
         }
     }
@@ -286,11 +351,34 @@ impl Shared {
         key
     }
 
-    async fn decide(self: Arc<Self>, key: String, mut connection: ConnectionManager) -> Flow {
+    /// The decision for `key`, on the worker's connection (`ready`, or
+    /// one made or waited for within the budget).
+    async fn decide(self: Arc<Self>, worker: usize, key: String, ready: Option<Got>) -> Flow {
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        let got = match ready {
+            Some(got) => got,
+            None => {
+                let shared = Arc::clone(&self);
+                let failed = move |err: &RedisError| shared.failed(Cause::of(err), err);
+                self.links.get(worker, deadline, failed).await
+            }
+        };
+        let (mut connection, generation) = match got {
+            Got::Ready {
+                connection,
+                generation,
+            } => (connection, generation),
+            // The attempt's task counted and logged its failure.
+            Got::Failed => return self.fallback(),
+            Got::TimedOut => {
+                self.failed(Cause::Timeout, &NO_ANSWER);
+                return self.fallback();
+            }
+        };
         let mut call = self.script.key(key);
         call.arg(self.interval_us).arg(self.tolerance_us);
-        let asked = tokio::time::timeout(
-            self.timeout,
+        let asked = tokio::time::timeout_at(
+            deadline,
             call.invoke_async::<(u8, u64, u64)>(&mut connection),
         )
         .await;
@@ -306,16 +394,22 @@ impl Shared {
                 }
             }
             Ok(Err(err)) => {
-                self.failed(&err, false);
+                if err.is_unrecoverable_error() {
+                    self.links.forget(worker, generation);
+                }
+                self.failed(Cause::of(&err), &err);
                 self.fallback()
             }
             Err(_) => {
-                self.failed(&"no answer within redis.timeout", true);
+                self.failed(Cause::Timeout, &NO_ANSWER);
                 self.fallback()
             }
         }
     }
 }
+
+/// The error of a call past `redis.timeout`, in the log.
+const NO_ANSWER: &str = "no answer within redis.timeout";
 
 fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
@@ -327,15 +421,13 @@ impl Handler for RedisLimiter {
         if !shared.may_ask() {
             return shared.fallback();
         }
-        let connection = match self.connection() {
-            Ok(connection) => connection,
-            Err(err) => {
-                shared.failed(&err, false);
-                return shared.fallback();
-            }
-        };
         let key = shared.key(key_of(&self.key, request, exchange));
-        Flow::Wait(Box::pin(Arc::clone(shared).decide(key, connection)))
+        let ready = shared.links.ready(exchange.worker);
+        Flow::Wait(Box::pin(Arc::clone(shared).decide(
+            exchange.worker,
+            key,
+            ready,
+        )))
     }
 
     fn store_counts(&self) -> Option<StoreCounts> {
