@@ -185,8 +185,21 @@ fn scenario_thresholds_judge_their_scenario_and_plan_ones_all_together() {
     };
     // The quick scenario alone is under 30 ms; all together are not.
     let path = plan_file("scoped-pass", &yaml("p99 < 30ms"));
-    let output = load(&["-f", path.to_str().unwrap()]);
+    let json = path.with_extension("json");
+    let output = load(&[
+        "-f",
+        path.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
     assert_eq!(code(&output), 0, "{}", text(&output));
+    // All together account for every request of both scenarios.
+    let plan: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json).expect("the plan's JSON")).expect("JSON");
+    let accounting = &plan["overall"]["accounting"];
+    assert_eq!(accounting["sent"], 24, "{accounting}");
+    assert_eq!(accounting["unanswered"], 0, "{accounting}");
+    assert_eq!(plan["overall"]["requests"], 24, "{accounting}");
     let shown = text(&output);
     assert!(
         shown.contains("Scenario quick") && shown.contains("Scenario slow"),
