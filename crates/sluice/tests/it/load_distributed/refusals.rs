@@ -2,7 +2,8 @@
 //! log twice, a whole run's as well as a shard's; shards of different
 //! tests at the same URL; two runs of one shard; and shards of one
 //! configuration that were started for another `--start-at` or
-//! `--test-id`. Each log names its test and its run (`#sluice-test`).
+//! `--test-id`; since log version 3, shards of other stages. Each log
+//! names its test and its run (`#sluice-test`).
 
 use std::{
     path::{Path, PathBuf},
@@ -149,5 +150,41 @@ fn merge_refuses_the_same_log_twice_and_logs_of_different_tests() {
     assert_eq!(identity["shard"]["index"], 0);
     assert_eq!(identity["settings"]["total_requests"], 200);
     assert!(text.find("#sluice-test").unwrap() < text.find("#sluice-window").unwrap());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Log version 3's parts of the test: shards of other stages are another
+/// test (a log of version 2 could not tell), shards of the same stages merge.
+#[test]
+fn shards_of_other_stages_are_another_test() {
+    let server = serve(Backend::Petstore);
+    let url = server.url("/v1/pets");
+    let dir = scratch("stages");
+    let shard = |name: &str, index: &str, stages: &[&str]| {
+        let mut args = vec!["--shard", index];
+        for stage in stages {
+            args.extend_from_slice(&["--stage", stage]);
+        }
+        run(&dir, name, &url, &args)
+    };
+    let first = shard("first-0.hlog", "0/2", &["500ms:4"]);
+    // The same length and peak: only the stages differ.
+    let other = shard("other-1.hlog", "1/2", &["250ms:4", "250ms:4"]);
+    refused(&[&first, &other], "has stages");
+    let same = shard("same-1.hlog", "1/2", &["500ms:4"]);
+    let merged = dir.join("merged.json");
+    succeeded(&merge(&[
+        "--json",
+        merged.to_str().unwrap(),
+        first.to_str().unwrap(),
+        same.to_str().unwrap(),
+    ]));
+    let merged = json(&merged);
+    assert_eq!(merged["merged_logs"], 2);
+    assert_eq!(
+        merged["stages"].as_array().map(Vec::len),
+        Some(1),
+        "{merged}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
