@@ -17,6 +17,7 @@ use super::{
     listener_tls::ListenerTlsSettings,
     middleware::{ChainRef, Chains, MiddlewareSettings},
     paths::PathSettings,
+    proxy_protocol::{ListenerProxySettings, SendProxyVersion},
     traces::TracesSettings,
 };
 
@@ -95,6 +96,9 @@ pub struct ListenerSettings {
     /// HTTP/3 limits, used when `protocols` names `h3` (TLS only).
     #[serde(default)]
     pub h3: H3Settings,
+    /// Connections from a load balancer begin with a PROXY protocol header.
+    #[serde(default)]
+    pub proxy_protocol: Option<ListenerProxySettings>,
 }
 
 /// An HTTP version a listener serves.
@@ -218,6 +222,9 @@ pub struct UpstreamSettings {
     /// TLS settings for `https://` hosts.
     #[serde(default)]
     pub tls: Option<UpstreamTlsSettings>,
+    /// Each new connection begins with a PROXY protocol header naming the client.
+    #[serde(default)]
+    pub proxy_protocol: Option<SendProxyVersion>,
 }
 
 /// What a proxy speaks to an upstream.

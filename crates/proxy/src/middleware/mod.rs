@@ -38,7 +38,7 @@ use http::{HeaderName, HeaderValue, Method, StatusCode};
 
 use crate::{
     ids::{RouteId, UpstreamId},
-    wire::{edits::HeaderEdits, fields::Fields},
+    wire::{edits::HeaderEdits, fields::Fields, proxy_protocol::Proxied},
 };
 
 pub(crate) use build::{build, BuildContext, Chains};
@@ -62,6 +62,8 @@ pub(crate) struct RequestView<'a> {
     pub body: Option<&'a [u8]>,
     /// The header fields, whichever protocol carried them.
     pub fields: Fields<'a>,
+    /// What the connection's PROXY protocol header said, if it had one.
+    pub proxied: Option<&'a Proxied>,
 }
 
 impl<'a> RequestView<'a> {

@@ -13,6 +13,7 @@ use super::{Failure, Next, Session};
 
 use crate::config::OverrideHeaders;
 use crate::wire::fields::Fields;
+use crate::wire::proxy_protocol::Proxied;
 use crate::{
     ids::RouteId,
     middleware::{Chain, RequestView},
@@ -133,11 +134,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             },
         );
         let path = self.decided.rewrites.path.as_deref();
+        let proxied = self.proxied.as_deref();
         let wanted = chain.wants_body(&request_view(
             head,
-            &self.conn.rbuf,
-            &self.fields,
-            ip,
+            (&self.conn.rbuf, &self.fields),
+            (ip, proxied),
             path,
             false,
         ));
@@ -161,7 +162,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
         };
         let path = self.decided.rewrites.path.as_deref();
-        let view = request_view(head, &self.conn.rbuf, &self.fields, ip, path, held);
+        let proxied = self.proxied.as_deref();
+        let view = request_view(
+            head,
+            (&self.conn.rbuf, &self.fields),
+            (ip, proxied),
+            path,
+            held,
+        );
         if let Some(answer) = chain.request(&view, &mut self.exchange).await {
             super::traced::refused(&mut self.span, &answer, || {
                 chain.answered_by(&self.exchange)
@@ -207,9 +215,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
 /// Content-Length body is whole in `buf` behind the head.
 fn request_view<'a>(
     head: &'a Head,
-    buf: &'a [u8],
-    fields: &'a [http1::Field],
-    client_ip: std::net::IpAddr,
+    (buf, fields): (&'a [u8], &'a [http1::Field]),
+    (client_ip, proxied): (std::net::IpAddr, Option<&'a Proxied>),
     path: Option<&'a str>,
     held: bool,
 ) -> RequestView<'a> {
@@ -231,6 +238,7 @@ fn request_view<'a>(
             .filter(|_| held)
             .and_then(|len| buf.get(head.len..head.len + len)),
         fields: Fields::H1 { buf, fields },
+        proxied,
     }
 }
 

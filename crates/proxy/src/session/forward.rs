@@ -39,6 +39,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             return self.forward_h2(head, route).await;
         }
         let mut sender = Sender::new(&plan, &worker, upstream_index, self.peer);
+        sender.local = self.proxied.as_ref().and_then(|proxied| proxied.local);
         sender.trace = traced::for_attempts(&self.span, &head.method);
         // Picked while the client's head is at hand (hash keys, cookies);
         // a 503 is answered once the head is consumed.
@@ -186,6 +187,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 .is_some()
                 .then_some(&self.exchange.request_headers)
                 .filter(|edits| !edits.is_empty()),
+            proxied: self.proxied.as_deref(),
         })
     }
 }

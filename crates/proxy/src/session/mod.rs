@@ -131,8 +131,10 @@ fn response_edits(
 }
 
 /// Where a session's client comes from.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct ClientOrigin {
+    /// The client's address: the socket's peer, or the one a PROXY
+    /// protocol header named (`server/proxied.rs`).
     pub peer: SocketAddr,
     pub secure: bool,
     /// The UDP port the listener serves HTTP/3 on, advertised by
@@ -141,4 +143,7 @@ pub(crate) struct ClientOrigin {
     /// An HTTP/3 client, whose requests reach the HTTP/2 codec through
     /// an in-process HTTP/2 connection (server/h3): traced as version 3.
     pub h3: bool,
+    /// What the connection's PROXY protocol header said, if it had one
+    /// (or the names of the headers its TLVs go upstream in).
+    pub proxied: Option<std::sync::Arc<crate::wire::proxy_protocol::Proxied>>,
 }

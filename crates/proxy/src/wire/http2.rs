@@ -269,6 +269,7 @@ mod tests {
             strip_overrides: false,
             framing: Framing::Length(5),
             edits: None,
+            proxied: None,
         };
         let built = upstream_request(&request, &context, "http", "backend:80", None).unwrap();
         assert_eq!(built.uri(), "http://api.example/b?b=1");

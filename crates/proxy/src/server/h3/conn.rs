@@ -136,6 +136,7 @@ impl Bridge {
             secure: true,
             alt_svc: None,
             h3: true,
+            proxied: None,
         };
         let (stop, stopped) = watch::channel(false);
         let mut tasks = JoinSet::new();

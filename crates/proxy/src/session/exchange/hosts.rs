@@ -44,6 +44,9 @@ pub(crate) struct Sender<'a> {
     pub upstream: UpstreamId,
     /// The client, for the log and `hash: { key: client_ip }`.
     pub peer: SocketAddr,
+    /// The address the client connected to, for an upstream's PROXY
+    /// protocol header (`ClientOrigin::proxied`).
+    pub local: Option<SocketAddr>,
     /// The request's SERVER span, when it is traced: each attempt gets a
     /// CLIENT span under it (`exchange::traced`).
     pub trace: Option<Box<super::traced::Traced>>,
@@ -73,6 +76,7 @@ impl<'a> Sender<'a> {
             worker,
             upstream,
             peer,
+            local: None,
             trace: None,
             held: AtomicUsize::new(NONE),
             set_cookie: AtomicBool::new(false),
@@ -453,9 +457,23 @@ impl<'a> Sender<'a> {
             return None;
         }
         let (config, metrics) = (self.config(), self.worker.metrics());
+        let client = self.client().map(|(client, _)| client);
         self.worker
             .pool
-            .take(config, metrics, self.upstream, host, now)
+            .take(config, metrics, (self.upstream, host), client, now)
+    }
+
+    /// The client's address and the one it connected to, when the
+    /// upstream wants a PROXY protocol header (an unspecified address
+    /// when the second is not known).
+    fn client(&self) -> Option<(SocketAddr, SocketAddr)> {
+        self.config().proxy_protocol?;
+        let unspecified = match self.peer {
+            SocketAddr::V4(_) => std::net::IpAddr::from([0u8; 4]),
+            SocketAddr::V6(_) => std::net::IpAddr::from([0u8; 16]),
+        };
+        let local = self.local.unwrap_or(SocketAddr::new(unspecified, 0));
+        Some((self.peer, local))
     }
 
     /// A new HTTP/1.1 connection to `host`, or one another request gives
@@ -469,7 +487,8 @@ impl<'a> Sender<'a> {
         let metrics = self.worker.metrics();
         // Boxed: the cold path's futures (TLS, the queue) would make every request's large.
         let pool = &self.worker.pool;
-        let queued = queue::connection(config, pool, metrics, self.upstream, host, fresh_only);
+        let (at, client) = ((self.upstream, host), self.client());
+        let queued = queue::connection(config, (pool, metrics), at, client, fresh_only);
         Box::pin(queued).await.map_err(|no| match no {
             NoConnection::Connect { err, busy } => {
                 self.busy.store(busy, Relaxed);

@@ -177,6 +177,7 @@ impl Stream {
                 host: host_of(parts),
                 secure: self.origin.secure,
                 peer: self.origin.peer,
+                via: self.origin.proxied.as_ref().and_then(|p| p.via),
                 version: if self.origin.h3 { "3" } else { "2" },
                 user_agent: fields.get("user-agent"),
             },
@@ -234,6 +235,7 @@ impl Stream {
                 body_len: length,
                 body: None,
                 fields,
+                proxied: self.origin.proxied.as_deref(),
             };
             if let Some(max) = chain.wants_body(&view) {
                 body = hold(body, max.min(max_body)).await?;
@@ -267,6 +269,7 @@ impl Stream {
         };
         // Taken out of the exchange: the upstream phase borrows the stream.
         let edits = self.take_request_edits();
+        let proxied = self.origin.proxied.clone();
         let context = RequestContext {
             peer: self.origin.peer.ip(),
             secure: self.origin.secure,
@@ -279,6 +282,7 @@ impl Stream {
             strip_overrides: decided.strip_overrides,
             framing,
             edits: edits.as_ref(),
+            proxied: proxied.as_deref(),
         };
         let outgoing = Outgoing {
             method: &parts.method,

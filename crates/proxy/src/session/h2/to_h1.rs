@@ -58,6 +58,7 @@ pub(super) async fn forward(
     let worker = Arc::clone(&stream.worker);
     let config = plan.upstream(upstream);
     let mut sender = Sender::new(&plan, &worker, upstream, stream.origin.peer);
+    sender.local = stream.origin.proxied.as_ref().and_then(|p| p.local);
     sender.trace = crate::session::traced::for_attempts(&stream.span, outgoing.method);
     let mut request = Vec::with_capacity(1024);
     head::request_head(&mut request, outgoing, context);

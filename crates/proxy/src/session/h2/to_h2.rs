@@ -64,6 +64,7 @@ pub(super) async fn forward(
         "http"
     };
     let mut sender = Sender::new(&plan, &worker, upstream, stream.origin.peer);
+    sender.local = stream.origin.proxied.as_ref().and_then(|p| p.local);
     sender.trace = crate::session::traced::for_attempts(&stream.span, outgoing.method);
     let mut retries = Retries::new(config.retries, outgoing.method, body.in_hand());
     let timeout = config.timeouts.request;
