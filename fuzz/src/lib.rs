@@ -18,6 +18,7 @@ pub mod jwt_verify;
 pub mod normalize_request;
 pub mod openapi_request;
 pub mod openapi_spec;
+pub mod proxy_protocol;
 pub mod traceparent;
 pub mod trailers;
 
@@ -39,6 +40,7 @@ pub const TARGETS: &[(&str, Check)] = &[
     ("normalize_request", normalize_request::check),
     ("openapi_request", openapi_request::check),
     ("openapi_spec", openapi_spec::check),
+    ("proxy_protocol", proxy_protocol::check),
     ("traceparent", traceparent::check),
     ("trailers", trailers::check),
 ];

@@ -33,6 +33,7 @@ mod middleware;
 mod path_normalization;
 mod phases;
 mod protocol_pairs;
+mod proxy_protocol;
 mod rate_limit_redis;
 mod reload;
 mod reload_keeps_state;

@@ -7,6 +7,7 @@
 pub(crate) mod h2raw;
 pub(crate) mod lenient;
 pub(crate) mod live;
+pub(crate) mod peers;
 
 use std::{
     net::SocketAddr,

@@ -8,6 +8,7 @@
 //! to its collector.
 
 mod connection;
+mod proxied;
 mod spans;
 
 use std::net::SocketAddr;
