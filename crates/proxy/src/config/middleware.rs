@@ -14,6 +14,7 @@ use serde::{
 };
 use serde_saphyr::Spanned;
 
+use super::compress::*;
 use super::handlers::*;
 
 /// The handler types, one line each: the name that chains and
@@ -40,6 +41,7 @@ macro_rules! for_each_handler {
             "ip_filter" => IpFilterSettings;
             "body_limit" => BodyLimitSettings;
             "fault" => FaultSettings;
+            "compress" => CompressSettings, defaults;
         }
     };
 }

@@ -8,6 +8,7 @@
 
 mod admin;
 mod balance;
+mod compress;
 mod env;
 mod error;
 mod handlers;
@@ -25,6 +26,7 @@ use std::path::Path;
 
 pub use admin::*;
 pub use balance::*;
+pub use compress::*;
 pub use env::FromEnv;
 pub use error::ConfigError;
 pub use handlers::*;

@@ -111,6 +111,12 @@ impl Chains {
             .sample(&[], failed);
         }
         self.render_store_counts(out);
+        let compressors: Vec<_> = self
+            .instances
+            .iter()
+            .filter_map(|(name, i)| Some((name.as_str(), i.handler.compress_counts()?)))
+            .collect();
+        super::compress::render(&compressors, out);
         if !self.access_logs.is_empty() {
             let dropped: u64 = self.access_logs.iter().map(|log| log.dropped()).sum();
             out.family(

@@ -10,8 +10,10 @@
 //! chain costs one branch per request.
 
 mod access_log;
+pub(crate) mod body_filter;
 mod body_limit;
 mod build;
+mod compress;
 mod concurrency_limit;
 mod correlation;
 mod cors;
@@ -154,6 +156,9 @@ pub(crate) struct Exchange {
     pub in_flight: Vec<concurrency_limit::InFlight>,
     /// An access log line begun on the request, finished when done.
     pub log_line: Option<access_log::Pending>,
+    /// A response body transformation a handler asked for (`compress`,
+    /// `grpc_web`), taken by the relay at the response head.
+    pub body_filter: Option<body_filter::FilterOffer>,
     /// How many handlers ran their request phase (and see the response).
     ran: usize,
 }
@@ -182,6 +187,7 @@ impl Exchange {
         self.max_body = max_body;
         self.in_flight.clear();
         self.log_line = None;
+        self.body_filter = None;
         self.ran = 0;
     }
 }
@@ -224,6 +230,11 @@ pub(crate) trait Handler: Send + Sync + fmt::Debug {
     /// For `/metrics`: the counts of a handler whose state is kept in
     /// another process (a `rate_limit` on Redis).
     fn store_counts(&self) -> Option<rate_limit_redis::StoreCounts> {
+        None
+    }
+
+    /// For `/metrics`: a `compress` handler's counts and budget.
+    fn compress_counts(&self) -> Option<compress::CompressCounts> {
         None
     }
 }

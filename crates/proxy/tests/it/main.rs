@@ -15,6 +15,7 @@ mod admin_guards;
 mod balancing;
 mod balancing_across_reloads;
 mod client_cancellation;
+mod compress;
 mod config_doc;
 mod dashboard;
 mod forwarding;
