@@ -15,6 +15,7 @@ use serde::{
 use serde_saphyr::Spanned;
 
 use super::compress::*;
+use super::grpc_web::GrpcWebSettings;
 use super::handlers::*;
 
 /// The handler types, one line each: the name that chains and
@@ -42,6 +43,7 @@ macro_rules! for_each_handler {
             "body_limit" => BodyLimitSettings;
             "fault" => FaultSettings;
             "compress" => CompressSettings, defaults;
+            "grpc_web" => GrpcWebSettings, defaults;
         }
     };
 }

@@ -1,7 +1,7 @@
-//! Response body transformations a handler asks for on the request and
-//! the response's relay applies: `compress` (the body compressed) and
-//! `grpc_web` (gRPC's trailers put in the body, base64 for the text
-//! mode). Sans-IO, the same for every relay: the head in, its edits out;
+//! Body transformations a handler asks for on the request and the
+//! relays apply: `compress` (the response body compressed) and
+//! `grpc_web` (gRPC's trailers put in the response body; base64 both
+//! ways for the text mode). Sans-IO, the same for every relay: the head in, its edits out;
 //! each chunk of the upstream's body in, the bytes for the client out;
 //! at the end the last bytes, and whether the trailers still go as
 //! trailers. Each relay calls [`start`] once, where it writes the head.
@@ -10,6 +10,7 @@ use http::{HeaderMap, StatusCode};
 
 use super::{
     compress::{self, Compression},
+    grpc_web::{self, Base64Decoder, GrpcWebResponse},
     Exchange,
 };
 use crate::wire::{edits::HeaderEdits, fields::Fields};
@@ -18,12 +19,14 @@ use crate::wire::{edits::HeaderEdits, fields::Fields};
 #[derive(Debug)]
 pub(crate) enum FilterOffer {
     Compress(compress::Offer),
+    GrpcWeb(grpc_web::Offer),
 }
 
 /// A response body being transformed.
 #[derive(Debug)]
 pub(crate) enum ResponseBodyFilter {
     Compress(Compression),
+    GrpcWeb(GrpcWebResponse),
 }
 
 /// A transformation failed (a compressor refused its input): the
@@ -72,6 +75,9 @@ fn started(
             .start(status, fields, empty, &mut changes)
             .ok()
             .map(ResponseBodyFilter::Compress),
+        FilterOffer::GrpcWeb(offer) => offer
+            .start(fields, empty, &mut changes)
+            .map(ResponseBodyFilter::GrpcWeb),
     };
     *edits = Some(changes).filter(|changes| !changes.is_empty());
     filter
@@ -84,6 +90,10 @@ impl ResponseBodyFilter {
             Self::Compress(compression) => compression
                 .data(chunk, out)
                 .map_err(|err| FilterFailed(err.0)),
+            Self::GrpcWeb(web) => {
+                web.data(chunk, out);
+                Ok(())
+            }
         }
     }
 
@@ -94,12 +104,41 @@ impl ResponseBodyFilter {
         trailers: Option<&HeaderMap>,
         out: &mut Vec<u8>,
     ) -> Result<Trailers, FilterFailed> {
-        let _ = trailers;
         match self {
             Self::Compress(compression) => {
                 compression.finish(out).map_err(|err| FilterFailed(err.0))?;
                 Ok(Trailers::Pass)
             }
+            Self::GrpcWeb(web) => Ok(web.end(trailers, out)),
+        }
+    }
+}
+
+/// A request body transformation a handler asked for: gRPC-Web's text
+/// mode, base64-decoded as it streams. The request's body paths toward
+/// HTTP/2 upstreams apply it (`session/upstream_h2.rs` for HTTP/1.1
+/// clients, `session/h2/mod.rs` for HTTP/2 and HTTP/3 ones).
+#[derive(Debug)]
+pub(crate) enum RequestBodyFilter {
+    Base64(Base64Decoder),
+}
+
+impl RequestBodyFilter {
+    /// The upstream's bytes for `chunk` of the client's body, appended to `out`.
+    pub(crate) fn data(&mut self, chunk: &[u8], out: &mut Vec<u8>) -> Result<(), FilterFailed> {
+        match self {
+            Self::Base64(decoder) => decoder
+                .data(chunk, out)
+                .map_err(|_| FilterFailed("the gRPC-Web text body is not base64")),
+        }
+    }
+
+    /// The client's body ended.
+    pub(crate) fn end(&mut self) -> Result<(), FilterFailed> {
+        match self {
+            Self::Base64(decoder) => decoder
+                .end()
+                .map_err(|_| FilterFailed("the gRPC-Web text body ends inside a base64 group")),
         }
     }
 }

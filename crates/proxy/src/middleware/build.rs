@@ -423,7 +423,10 @@ routes:
                 built += 1;
             }
         }
-        assert_eq!(built, 4, "correlation, metrics, access_log, cors");
+        assert_eq!(
+            built, 6,
+            "correlation, metrics, access_log, cors, compress, grpc_web"
+        );
         assert_eq!((builder.metrics.len(), builder.access_logs.len()), (1, 1));
     }
 }

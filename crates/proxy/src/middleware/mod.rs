@@ -18,6 +18,7 @@ mod concurrency_limit;
 mod correlation;
 mod cors;
 mod fault;
+mod grpc_web;
 mod headers;
 mod ip_filter;
 mod jwks;
@@ -159,6 +160,9 @@ pub(crate) struct Exchange {
     /// A response body transformation a handler asked for (`compress`,
     /// `grpc_web`), taken by the relay at the response head.
     pub body_filter: Option<body_filter::FilterOffer>,
+    /// A request body transformation (gRPC-Web's text mode), taken by
+    /// the request's body path toward an HTTP/2 upstream.
+    pub request_filter: Option<body_filter::RequestBodyFilter>,
     /// How many handlers ran their request phase (and see the response).
     ran: usize,
 }
@@ -188,6 +192,7 @@ impl Exchange {
         self.in_flight.clear();
         self.log_line = None;
         self.body_filter = None;
+        self.request_filter = None;
         self.ran = 0;
     }
 }

@@ -20,6 +20,7 @@ mod config_doc;
 mod dashboard;
 mod forwarding;
 mod full_duplex;
+mod grpc_web;
 mod http2_and_tls;
 mod http2_floods;
 mod http3;

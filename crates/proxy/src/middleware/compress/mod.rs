@@ -210,7 +210,13 @@ pub(crate) fn render(handlers: &[(&str, CompressCounts)], out: &mut Exposition) 
             counts.bytes_out,
         );
     }
-    let scalars: [(&'static str, _, &str, fn(&CompressCounts) -> u64); 4] = [
+    type Scalar = (
+        &'static str,
+        crate::telemetry::Kind,
+        &'static str,
+        fn(&CompressCounts) -> u64,
+    );
+    let scalars: [Scalar; 4] = [
         (
             "sluice_compress_over_budget_total",
             Counter,

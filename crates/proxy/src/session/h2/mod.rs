@@ -255,6 +255,9 @@ impl Stream {
                 return Ok(());
             }
             max_body = self.exchange.max_body;
+            if let Some(filter) = self.exchange.request_filter.take() {
+                body = request_body::filtered(body, filter, max_body).await?;
+            }
         }
         if length.is_some_and(|len| len > max_body) {
             return Err(too_large(max_body));

@@ -32,7 +32,11 @@ fn sha256(bytes: &[u8]) -> String {
 async fn curl_decodes_every_coding_over_http1_and_http2() {
     let test = "curl_decodes_every_coding_over_http1_and_http2";
     let Some(curl) = crate::support::peers::program("curl") else {
-        return testkit::skip(test, testkit::Need::Peer, "curl is not installed (apt-get install curl)");
+        return testkit::skip(
+            test,
+            testkit::Need::Peer,
+            "curl is not installed (apt-get install curl)",
+        );
     };
     let upstreams = Upstreams::start().await;
     let proxy = Proxy::start(&upstreams.config(&EACH_CODING));
@@ -51,7 +55,11 @@ async fn curl_decodes_every_coding_over_http1_and_http2() {
             let ran = tokio::task::spawn_blocking(move || command.output().unwrap())
                 .await
                 .unwrap();
-            assert!(ran.status.success(), "{path}: {}", String::from_utf8_lossy(&ran.stderr));
+            assert!(
+                ran.status.success(),
+                "{path}: {}",
+                String::from_utf8_lossy(&ran.stderr)
+            );
             let head = std::fs::read_to_string(&head).unwrap().to_ascii_lowercase();
             let coding = path.split('/').nth(2).unwrap();
             assert!(
@@ -61,7 +69,11 @@ async fn curl_decodes_every_coding_over_http1_and_http2() {
             assert!(head.contains("vary: accept-encoding\r\n"), "{head}");
             assert!(!head.contains("content-length"), "{head}");
             let got = std::fs::read(&out).unwrap();
-            assert!(got == expected, "{path} (HTTP/2: {http2}): {} bytes decoded", got.len());
+            assert!(
+                got == expected,
+                "{path} (HTTP/2: {http2}): {} bytes decoded",
+                got.len()
+            );
         }
     }
     let _ = std::fs::remove_dir_all(dir);
@@ -128,7 +140,11 @@ async fn python_decoders_get_the_exact_bytes_over_http1_http2_and_http3() {
             let coding = path.split('/').nth(2).unwrap();
             assert_eq!(answer["status"], 200, "{protocol} {path}: {answer}");
             assert_eq!(answer["encoding"], coding, "{protocol} {path}: {answer}");
-            assert_eq!(answer["sha256"], expected.as_str(), "{protocol} {path}: {answer}");
+            assert_eq!(
+                answer["sha256"],
+                expected.as_str(),
+                "{protocol} {path}: {answer}"
+            );
             assert!(answer["wire"].as_u64().unwrap() < 200_000 / 3, "{answer}");
         }
     }

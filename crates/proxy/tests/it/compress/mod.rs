@@ -134,15 +134,21 @@ async fn serve_h1(mut stream: TcpStream, release: Arc<Semaphore>) {
             stream.write_all(&out).await
         } else {
             let head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
-            let chunk = |event: &[u8]| [format!("{:x}\r\n", event.len()).as_bytes(), event, b"\r\n"].concat();
-            let first = stream.write_all(&[&head[..], &chunk(EVENT_ONE)].concat()).await;
+            let chunk = |event: &[u8]| {
+                [format!("{:x}\r\n", event.len()).as_bytes(), event, b"\r\n"].concat()
+            };
+            let first = stream
+                .write_all(&[&head[..], &chunk(EVENT_ONE)].concat())
+                .await;
             if first.is_err() {
                 return;
             }
             if let Ok(permit) = release.acquire().await {
                 permit.forget();
             }
-            stream.write_all(&[&chunk(EVENT_TWO)[..], b"0\r\n\r\n"].concat()).await
+            stream
+                .write_all(&[&chunk(EVENT_TWO)[..], b"0\r\n\r\n"].concat())
+                .await
         };
         if written.is_err() {
             return;
@@ -160,11 +166,18 @@ async fn serve_h2c(stream: TcpStream, release: Arc<Semaphore>) {
             let path = request.uri().path().to_string();
             let body = body();
             let events = path.ends_with("/events");
-            let mut head = http::Response::builder()
-                .status(200)
-                .header("content-type", if events { "text/event-stream" } else { "application/json" });
+            let mut head = http::Response::builder().status(200).header(
+                "content-type",
+                if events {
+                    "text/event-stream"
+                } else {
+                    "application/json"
+                },
+            );
             if path.ends_with("/json") {
-                head = head.header("content-length", body.len()).header("etag", "\"v1\"");
+                head = head
+                    .header("content-length", body.len())
+                    .header("etag", "\"v1\"");
             }
             let Ok(mut send) = respond.send_response(head.body(()).unwrap(), false) else {
                 return;

@@ -24,7 +24,8 @@ fn dechunk(raw: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     let mut rest = raw;
     while let Some(line_end) = rest.windows(2).position(|w| w == b"\r\n") {
-        let size = usize::from_str_radix(std::str::from_utf8(&rest[..line_end]).unwrap(), 16).unwrap();
+        let size =
+            usize::from_str_radix(std::str::from_utf8(&rest[..line_end]).unwrap(), 16).unwrap();
         let start = line_end + 2;
         if size == 0 || rest.len() < start + size + 2 {
             break;
@@ -46,7 +47,9 @@ async fn server_sent_events_arrive_event_by_event() {
     for upstream in ["h1", "h2c"] {
         // HTTP/1.1 client.
         let mut stream = tokio::net::TcpStream::connect(proxy.addr()).await.unwrap();
-        let request = format!("GET /{upstream}/sse/events HTTP/1.1\r\nhost: t\r\naccept-encoding: gzip\r\n\r\n");
+        let request = format!(
+            "GET /{upstream}/sse/events HTTP/1.1\r\nhost: t\r\naccept-encoding: gzip\r\n\r\n"
+        );
         stream.write_all(request.as_bytes()).await.unwrap();
         let mut raw = Vec::new();
         let head_end = loop {
@@ -80,7 +83,9 @@ async fn server_sent_events_arrive_event_by_event() {
 
         // Without `event_stream`, events go as they are.
         let mut conn = proxy.conn().await;
-        let request = format!("GET /{upstream}/plain/events HTTP/1.1\r\nhost: t\r\naccept-encoding: gzip\r\n\r\n");
+        let request = format!(
+            "GET /{upstream}/plain/events HTTP/1.1\r\nhost: t\r\naccept-encoding: gzip\r\n\r\n"
+        );
         upstreams.release.add_permits(1);
         conn.send(request).await;
         let answer = conn.read_response(false).await;
@@ -94,7 +99,13 @@ async fn server_sent_events_arrive_event_by_event() {
         .header("accept-encoding", "gzip")
         .body(())
         .unwrap();
-    let (response, _) = sender.clone().ready().await.unwrap().send_request(request, true).unwrap();
+    let (response, _) = sender
+        .clone()
+        .ready()
+        .await
+        .unwrap()
+        .send_request(request, true)
+        .unwrap();
     let (parts, mut body) = response.await.unwrap().into_parts();
     assert_eq!(parts.headers["content-encoding"], "gzip");
     let mut decoded = decoder();
@@ -113,7 +124,11 @@ async fn server_sent_events_arrive_event_by_event() {
 
 /// The value of `metric{middleware="NAME"}` on the admin's `/metrics`.
 async fn sample(admin: std::net::SocketAddr, metric: &str) -> u64 {
-    let text = testkit::RawConn::connect(admin).await.get("/metrics").await.text();
+    let text = testkit::RawConn::connect(admin)
+        .await
+        .get("/metrics")
+        .await
+        .text();
     let prefix = format!("{metric}{{middleware=\"small\"}} ");
     text.lines()
         .find_map(|l| l.strip_prefix(&prefix))
@@ -127,7 +142,10 @@ async fn sample(admin: std::net::SocketAddr, metric: &str) -> u64 {
 async fn a_full_budget_sends_responses_uncompressed_and_counts_them() {
     let upstreams = Upstreams::start().await;
     // Room for one gzip compressor (about 230 KB with a 4 KiB window), not two.
-    let handlers = [("small", "{ algorithms: [gzip], event_stream: true, max_memory: 300KB }")];
+    let handlers = [(
+        "small",
+        "{ algorithms: [gzip], event_stream: true, max_memory: 300KB }",
+    )];
     let proxy = Proxy::start(&upstreams.config(&handlers));
     let admin = proxy.admin();
     // A stream that holds its compressor until released.
@@ -136,11 +154,16 @@ async fn a_full_budget_sends_responses_uncompressed_and_counts_them() {
         .await
         .unwrap();
     let head = support::read_head(&mut held).await;
-    assert!(head.to_ascii_lowercase().contains("content-encoding: gzip"), "{head}");
+    assert!(
+        head.to_ascii_lowercase().contains("content-encoding: gzip"),
+        "{head}"
+    );
     assert!(sample(admin, "sluice_compress_memory_bytes").await > 150_000);
     // Meanwhile: no room, the whole body goes as it is.
     let mut conn = proxy.conn().await;
-    let plain = conn.request("GET", "/h2c/small/json", &["Accept-Encoding: gzip"], b"").await;
+    let plain = conn
+        .request("GET", "/h2c/small/json", &["Accept-Encoding: gzip"], b"")
+        .await;
     assert_eq!(plain.status, 200);
     assert_eq!(plain.header("content-encoding"), None);
     assert_eq!(plain.header("vary"), Some("accept-encoding"));
@@ -159,7 +182,9 @@ async fn a_full_budget_sends_responses_uncompressed_and_counts_them() {
         sample(admin, "sluice_compress_memory_bytes").await == 0
     });
     assert!(freed.await, "the compressor's memory was not given back");
-    let compressed = conn.request("GET", "/h1/small/json", &["Accept-Encoding: gzip"], b"").await;
+    let compressed = conn
+        .request("GET", "/h1/small/json", &["Accept-Encoding: gzip"], b"")
+        .await;
     assert_eq!(compressed.header("content-encoding"), Some("gzip"));
     assert_eq!(sample(admin, "sluice_compress_over_budget_total").await, 1);
 }

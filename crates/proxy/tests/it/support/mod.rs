@@ -72,6 +72,11 @@ impl Proxy {
         self.0.as_ref().unwrap().listeners[0]
     }
 
+    /// Every listener's address, in the configuration's order.
+    pub(crate) fn addrs(&self) -> Vec<SocketAddr> {
+        self.0.as_ref().unwrap().listeners.clone()
+    }
+
     pub(crate) fn admin(&self) -> SocketAddr {
         self.0.as_ref().unwrap().admin.unwrap()
     }
