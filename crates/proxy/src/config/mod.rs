@@ -9,6 +9,7 @@
 mod admin;
 mod balance;
 mod compress;
+mod discovery;
 mod env;
 mod error;
 mod grpc_web;
@@ -28,6 +29,7 @@ use std::path::Path;
 pub use admin::*;
 pub use balance::*;
 pub use compress::*;
+pub use discovery::DiscoverySettings;
 pub use env::FromEnv;
 pub use error::ConfigError;
 pub use grpc_web::GrpcWebSettings;

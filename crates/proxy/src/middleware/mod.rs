@@ -45,6 +45,7 @@ use crate::{
 };
 
 pub(crate) use build::{build, BuildContext, Chains};
+pub(crate) use compress::gzip_bytes as compress_gzip_bytes;
 pub(crate) use correlation::{is_traceparent, next_traceparent};
 
 /// One request as the handlers see it (the head; the body when a handler

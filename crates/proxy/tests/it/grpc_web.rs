@@ -87,6 +87,16 @@ fn proxy(certs: &TestCerts, server: std::net::SocketAddr) -> Proxy {
     ))
 }
 
+/// The Go program, its grpc-go server, and sluice in front of it; `None`
+/// after a SKIP line.
+fn setup(test: &str) -> Option<(PathBuf, Server, TestCerts, Proxy)> {
+    let peer = peer(test)?;
+    let server = Server::start(&peer);
+    let certs = TestCerts::generate();
+    let proxy = proxy(&certs, server.1);
+    Some((peer, server, certs, proxy))
+}
+
 async fn run(mut command: Command) -> Value {
     let out = tokio::task::spawn_blocking(move || command.output().unwrap())
         .await
@@ -103,12 +113,9 @@ async fn run(mut command: Command) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connect_go_calls_grpc_go_through_sluice_over_every_protocol() {
     let test = "connect_go_calls_grpc_go_through_sluice_over_every_protocol";
-    let Some(peer) = peer(test) else {
+    let Some((peer, _server, certs, proxy)) = setup(test) else {
         return;
     };
-    let server = Server::start(&peer);
-    let certs = TestCerts::generate();
-    let proxy = proxy(&certs, server.1);
     let base = format!("https://127.0.0.1:{}", proxy.addr().port());
     let mut command = Command::new(&peer);
     command.arg("client").arg(&base).arg(&certs.ca_path);
@@ -151,12 +158,9 @@ async fn connect_go_calls_grpc_go_through_sluice_over_every_protocol() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn text_mode_calls_are_base64_both_ways() {
     let test = "text_mode_calls_are_base64_both_ways";
-    let Some(peer) = peer(test) else {
+    let Some((peer, _server, certs, proxy)) = setup(test) else {
         return;
     };
-    let server = Server::start(&peer);
-    let certs = TestCerts::generate();
-    let proxy = proxy(&certs, server.1);
     let base = format!("https://127.0.0.1:{}", proxy.addr().port());
     let mut command = Command::new(&peer);
     command.arg("text").arg(&base).arg(&certs.ca_path);
@@ -234,12 +238,9 @@ async fn text_mode_calls_are_base64_both_ways() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_browsers_preflight_is_answered_and_the_status_exposed() {
     let test = "a_browsers_preflight_is_answered_and_the_status_exposed";
-    let Some(peer) = peer(test) else {
+    let Some((_peer, _server, _certs, proxy)) = setup(test) else {
         return;
     };
-    let server = Server::start(&peer);
-    let certs = TestCerts::generate();
-    let proxy = proxy(&certs, server.1);
     let mut conn = testkit::RawConn::connect(proxy.addrs()[1]).await;
     let preflight = conn
         .request(

@@ -18,6 +18,7 @@ use std::sync::{
 
 use http::Method;
 
+pub(crate) use budget::gzip_bytes;
 pub(crate) use filter::{Compression, Offer};
 
 use super::{

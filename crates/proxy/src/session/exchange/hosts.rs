@@ -84,7 +84,7 @@ impl<'a> Sender<'a> {
         }
     }
 
-    fn config(&self) -> &'a crate::upstream::Upstream {
+    pub(super) fn config(&self) -> &'a crate::upstream::Upstream {
         self.plan.upstream(self.upstream)
     }
 
@@ -461,19 +461,6 @@ impl<'a> Sender<'a> {
         self.worker
             .pool
             .take(config, metrics, (self.upstream, host), client, now)
-    }
-
-    /// The client's address and the one it connected to, when the
-    /// upstream wants a PROXY protocol header (an unspecified address
-    /// when the second is not known).
-    fn client(&self) -> Option<(SocketAddr, SocketAddr)> {
-        self.config().proxy_protocol?;
-        let unspecified = match self.peer {
-            SocketAddr::V4(_) => std::net::IpAddr::from([0u8; 4]),
-            SocketAddr::V6(_) => std::net::IpAddr::from([0u8; 16]),
-        };
-        let local = self.local.unwrap_or(SocketAddr::new(unspecified, 0));
-        Some((self.peer, local))
     }
 
     /// A new HTTP/1.1 connection to `host`, or one another request gives

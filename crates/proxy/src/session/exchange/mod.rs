@@ -9,6 +9,7 @@
 
 pub(super) mod decide;
 pub(super) mod hosts;
+mod proxied;
 pub(super) mod traced;
 pub(super) mod wire;
 

@@ -79,39 +79,11 @@ async fn curl_decodes_every_coding_over_http1_and_http2() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-/// A Python that imports what the script needs, or `None` with a SKIP
-/// line (a panic under `SLUICE_REQUIRE_H3PY=1`, which .ci/run sets once
-/// it installed them into ~/.cache/sluice/venv-h3).
-fn python(test: &str) -> Option<PathBuf> {
-    let candidate = std::env::var_os("SLUICE_H3_PYTHON")
-        .map(PathBuf::from)
-        .or_else(|| {
-            let home = std::env::var_os("HOME")?;
-            Some(PathBuf::from(home).join(".cache/sluice/venv-h3/bin/python"))
-        })?;
-    let imports = Command::new(&candidate)
-        .args(["-c", "import aioquic, niquests, brotli, zstandard"])
-        .output()
-        .is_ok_and(|out| out.status.success());
-    if imports {
-        return Some(candidate);
-    }
-    assert!(
-        std::env::var_os("SLUICE_REQUIRE_H3PY").is_none_or(|v| v != "1"),
-        "{test}: no Python with aioquic, niquests, brotli and zstandard at {}",
-        candidate.display()
-    );
-    eprintln!(
-        "SKIP {test}: no Python with aioquic, niquests, brotli and zstandard at {} (python3 -m venv ~/.cache/sluice/venv-h3 && ~/.cache/sluice/venv-h3/bin/pip install aioquic niquests brotli zstandard)",
-        candidate.display()
-    );
-    None
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_decoders_get_the_exact_bytes_over_http1_http2_and_http3() {
     let test = "python_decoders_get_the_exact_bytes_over_http1_http2_and_http3";
-    let Some(python) = python(test) else {
+    let modules = ["aioquic", "niquests", "brotli", "zstandard"];
+    let Some(python) = h3_support::python(test, &modules) else {
         return;
     };
     let certs = TestCerts::generate();

@@ -5,11 +5,7 @@
 //! one with bad lengths, and a trusted connection without one are closed
 //! before any byte reaches an upstream.
 
-use std::{
-    net::SocketAddr,
-    sync::atomic::Ordering,
-    time::{Duration, Instant},
-};
+use std::{net::SocketAddr, sync::atomic::Ordering};
 
 use proxy::wire::proxy_protocol::{write_v1, write_v2};
 use testkit::TestCerts;
@@ -86,18 +82,8 @@ async fn the_header_names_the_client_for_every_handler_and_the_log() {
     assert_eq!(status(&denied), 403, "{denied}");
     assert_eq!(echo.requests.load(Ordering::SeqCst), 2);
 
-    let deadline = Instant::now() + Duration::from_secs(5);
-    let text = loop {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        if text.lines().count() >= 4 || Instant::now() > deadline {
-            break text;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
-    let lines: Vec<serde_json::Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = support::access_log_lines(&log, 4).await;
+    let text = format!("{lines:?}");
     let clients: Vec<&str> = lines
         .iter()
         .map(|l| l["client"].as_str().unwrap())

@@ -54,13 +54,12 @@ async fn haproxy_in_front_names_the_client_with_v1_and_v2() {
     };
     // Version 1 from a TCP frontend.
     let mut stream = connect_from(CLIENT, SocketAddr::from(([127, 0, 0, 1], plain))).await;
-    let answer = request_after(&mut stream, b"", "/pets", "").await;
-    assert_eq!(status(&answer), 200, "{answer}\n{}", haproxy.stderr());
-    assert_eq!(
-        upstream_saw(&answer, "x-forwarded-for").as_deref(),
-        Some(CLIENT),
-        "{answer}"
-    );
+    let answered_for_the_client = |answer: &str| {
+        assert_eq!(status(answer), 200, "{answer}\n{}", haproxy.stderr());
+        let forwarded = upstream_saw(answer, "x-forwarded-for");
+        assert_eq!(forwarded.as_deref(), Some(CLIENT), "{answer}");
+    };
+    answered_for_the_client(&request_after(&mut stream, b"", "/pets", "").await);
     // Version 2 from a TLS frontend: the SSL, authority (SNI), CRC32C and
     // unique-id TLVs.
     let tcp = connect_from(CLIENT, SocketAddr::from(([127, 0, 0, 1], tls))).await;
@@ -71,12 +70,7 @@ async fn haproxy_in_front_names_the_client_with_v1_and_v2() {
         .await
         .unwrap();
     let answer = request_after(&mut stream, b"", "/pets", "").await;
-    assert_eq!(status(&answer), 200, "{answer}\n{}", haproxy.stderr());
-    assert_eq!(
-        upstream_saw(&answer, "x-forwarded-for").as_deref(),
-        Some(CLIENT),
-        "{answer}"
-    );
+    answered_for_the_client(&answer);
     assert_eq!(
         upstream_saw(&answer, "x-forwarded-proto").as_deref(),
         Some("https")

@@ -56,13 +56,8 @@ async fn serve(mut stream: TcpStream, number: u64) {
         max_body: 0,
     };
     loop {
-        let head = loop {
-            if let Ok(Some(head)) = http1::parse_head(&buf, &limits) {
-                break head;
-            }
-            if stream.read_buf(&mut buf).await.unwrap_or(0) == 0 {
-                return;
-            }
+        let Some(head) = support::next_request_head(&mut stream, &mut buf, &limits).await else {
+            return;
         };
         buf.advance(head.len);
         let body = format!(
