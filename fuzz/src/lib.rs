@@ -8,8 +8,13 @@
 pub mod config;
 pub mod cookies;
 pub mod h2_heads;
+pub mod h2_conn;
+pub mod h2_frames;
 pub mod h2_server;
+pub mod h3_request;
+pub mod h3_streams;
 pub mod hpack_decode;
+pub mod hpack_differential;
 pub mod http1_request;
 pub mod http1_response;
 pub mod http1_upstream_response;
@@ -19,6 +24,7 @@ pub mod normalize_request;
 pub mod openapi_request;
 pub mod openapi_spec;
 pub mod proxy_protocol;
+pub mod qpack_decode;
 pub mod traceparent;
 pub mod trailers;
 
@@ -30,8 +36,13 @@ pub const TARGETS: &[(&str, Check)] = &[
     ("config", config::check),
     ("cookies", cookies::check),
     ("h2_heads", h2_heads::check),
+    ("h2_conn", h2_conn::check),
+    ("h2_frames", h2_frames::check),
     ("h2_server", h2_server::check),
+    ("h3_request", h3_request::check),
+    ("h3_streams", h3_streams::check),
     ("hpack_decode", hpack_decode::check),
+    ("hpack_differential", hpack_differential::check),
     ("http1_request", http1_request::check),
     ("http1_response", http1_response::check),
     ("http1_upstream_response", http1_upstream_response::check),
@@ -41,6 +52,7 @@ pub const TARGETS: &[(&str, Check)] = &[
     ("openapi_request", openapi_request::check),
     ("openapi_spec", openapi_spec::check),
     ("proxy_protocol", proxy_protocol::check),
+    ("qpack_decode", qpack_decode::check),
     ("traceparent", traceparent::check),
     ("trailers", trailers::check),
 ];

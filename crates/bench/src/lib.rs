@@ -14,6 +14,7 @@
 //! rotated each round, checks after each run that every component is still
 //! alive, and stops them all before the next group starts.
 
+mod drain;
 mod groups;
 mod machine;
 mod measure;
@@ -25,6 +26,7 @@ pub mod results;
 mod rounds;
 pub mod runtimes;
 mod stage;
+mod window;
 
 use std::{
     path::Path,

@@ -135,8 +135,10 @@ impl Measured {
         &self.spec
     }
 
+    /// A round's run; the row's load is its last run's (a lengthened
+    /// window shows).
     pub(crate) fn add(&mut self, (load, figures): (LoadShape, Figures)) {
-        self.load.get_or_insert(load);
+        self.load = Some(load);
         self.rounds.push(figures);
     }
 
@@ -152,6 +154,7 @@ impl Measured {
             warmup_rounds: self.spec.warmup_rounds,
             load: self.load?,
             figures,
+            not_comparable: crate::window::reasons(&self.rounds),
             rounds: self.rounds,
             idle: None,
         })
@@ -180,8 +183,15 @@ fn to_figures(
 ) -> Figures {
     let l = &report.latency;
     let cpu_s = before.map_or(0.0, |b| (after.cpu_s - b.cpu_s).max(0.0));
+    let accounting = report.accounting.unwrap_or_default();
     Figures {
         requests: report.requests,
+        sent: accounting.sent,
+        carried_in: accounting.carried_in,
+        lost: accounting.lost,
+        unanswered: accounting.unanswered,
+        measured_s: report.elapsed_s,
+        drain: None,
         requests_per_sec: report.requests_per_sec,
         bytes_per_sec: report.bytes_per_sec,
         latency: Latency {

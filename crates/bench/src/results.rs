@@ -128,6 +128,12 @@ pub struct Row {
     /// Each round's own figures, in round order (round `i` of every row
     /// of a group ran in the same pass over the systems).
     pub rounds: Vec<Figures>,
+    /// Why the row cannot be compared with others, one reason each (its
+    /// window was shorter than the latency it measured, it started before
+    /// its target had worked off an earlier row's backlog); empty when it
+    /// can. Verdicts leave such rows out and say so.
+    #[serde(default)]
+    pub not_comparable: Vec<String>,
     /// The `idle` group's memory figures (its rows run no load); `None`
     /// elsewhere.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -161,8 +167,34 @@ pub struct RuntimeInfo {
 /// What one load run measured, or the median of several.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Figures {
-    /// Responses in the measured time.
+    /// Responses in the measured time: the requests answered.
     pub requests: u64,
+    /// Requests sent in the measured time. With `carried_in` they are
+    /// what the measured time saw: `carried_in + sent = requests + lost +
+    /// unanswered`.
+    #[serde(default)]
+    pub sent: u64,
+    /// Requests in flight when the measured time began (sent during the
+    /// warm-up).
+    #[serde(default)]
+    pub carried_in: u64,
+    /// Requests that ended without an answer (the errors count the
+    /// failures by kind: a broken connection is one read error however
+    /// many pipelined requests it took with it).
+    #[serde(default)]
+    pub lost: u64,
+    /// Requests still waiting for their answer when the measured time
+    /// ended: neither answered nor failed.
+    #[serde(default)]
+    pub unanswered: u64,
+    /// The measured time of this run, seconds (a row's rounds may differ
+    /// when the bench lengthened a window to its latency).
+    #[serde(default)]
+    pub measured_s: f64,
+    /// The wait before this run for its target to work off what earlier
+    /// rows left it (the saturating groups); `None` where none was made.
+    #[serde(default)]
+    pub drain: Option<Drain>,
     pub requests_per_sec: f64,
     /// Response bytes read per second (headers included), like wrk's Transfer/sec.
     pub bytes_per_sec: f64,
@@ -178,6 +210,12 @@ impl Figures {
     pub fn memory_only(name: String, peak_rss_kib: u64) -> Self {
         Figures {
             requests: 0,
+            sent: 0,
+            carried_in: 0,
+            lost: 0,
+            unanswered: 0,
+            measured_s: 0.0,
+            drain: None,
             requests_per_sec: 0.0,
             bytes_per_sec: 0.0,
             latency: Latency::default(),
@@ -218,6 +256,12 @@ impl Figures {
         });
         Some(Figures {
             requests: u(|r| r.requests),
+            sent: u(|r| r.sent),
+            carried_in: u(|r| r.carried_in),
+            lost: u(|r| r.lost),
+            unanswered: u(|r| r.unanswered),
+            measured_s: f(|r| r.measured_s),
+            drain: Drain::combine(rounds.iter().filter_map(|r| r.drain.as_ref())),
             requests_per_sec: f(|r| r.requests_per_sec),
             bytes_per_sec: f(|r| r.bytes_per_sec),
             latency: Latency {
@@ -301,6 +345,38 @@ pub struct Latency {
     pub max_us: u64,
 }
 
+/// How the bench made sure a run did not inherit a backlog: before it,
+/// the row's own request went to the row's target (a fresh connection
+/// each time) until one was answered about as fast as the target answers
+/// unloaded (see `crate::drain`), or the bound ran out.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Drain {
+    /// How long the bench waited, seconds.
+    pub waited_s: f64,
+    /// Probes sent.
+    pub probes: u64,
+    /// The last probe's latency, µs.
+    pub probe_us: u64,
+    /// The target's unloaded latency: its fastest probe (the first ones
+    /// ran before the group loaded anything), µs.
+    pub unloaded_us: u64,
+    /// Whether the last probe came back within the bound of the unloaded
+    /// latency; false when the wait ran out first.
+    pub drained: bool,
+}
+
+impl Drain {
+    /// The rounds' drains as one: the longest wait, drained only if every
+    /// round was.
+    fn combine<'a>(drains: impl Iterator<Item = &'a Drain>) -> Option<Drain> {
+        drains.copied().reduce(|a, b| {
+            let mut longest = if b.waited_s > a.waited_s { b } else { a };
+            longest.drained = a.drained && b.drained;
+            longest
+        })
+    }
+}
+
 /// Failed requests by kind, and answers that were not 2xx or 3xx.
 ///
 /// `sluice load` counts a non-2xx/3xx answer as a response, by status, and
@@ -347,6 +423,12 @@ mod tests {
     fn figures(rps: f64, p99_us: u64, rss: u64, read_errors: u64) -> Figures {
         Figures {
             requests: rps as u64,
+            sent: rps as u64,
+            carried_in: 0,
+            lost: 0,
+            unanswered: 0,
+            measured_s: 1.0,
+            drain: None,
             requests_per_sec: rps,
             bytes_per_sec: rps * 100.0,
             latency: Latency {

@@ -29,6 +29,7 @@ impl Round {
 use anyhow::{bail, Context};
 
 use crate::{
+    drain::{DrainProbe, Unloaded},
     machine::{find_peers, find_program, Peer},
     options::{BenchOptions, GroupName, Profile},
     peers::{setup, Site, TlsFiles},
@@ -93,6 +94,10 @@ pub(crate) struct Bench<'a> {
     pub(crate) notes: Vec<String>,
     /// Groups measured and not yet in the results (see [`Bench::publish`]).
     pub(crate) published: Vec<Group>,
+    /// Each probed target's unloaded latency (see [`crate::drain`]).
+    pub(crate) unloaded: Unloaded,
+    /// The probe of the last row run, drained again before the next.
+    pub(crate) previous: Option<DrainProbe>,
     next_port: Option<u16>,
     tls: Option<TlsFiles>,
 }
@@ -117,6 +122,8 @@ impl<'a> Bench<'a> {
             observer,
             notes: Vec::new(),
             published: Vec::new(),
+            unloaded: Unloaded::default(),
+            previous: None,
             next_port: options.port_base,
             tls: None,
         };

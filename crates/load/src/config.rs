@@ -59,6 +59,9 @@ pub struct LoadConfig {
     /// Start at this wall-clock time (`--start-at`), so that the shards
     /// on many machines start together.
     pub start_at: Option<SystemTime>,
+    /// Names the test in its logs (`--test-id`); default a digest of the
+    /// whole test's settings and `start_at`, the same on every shard.
+    pub test_id: Option<String>,
     /// Write the latencies and counts as an HdrHistogram interval log
     /// (`--log`; `-` is stdout): `sluice load merge` adds such logs up.
     pub log: Option<PathBuf>,
@@ -175,6 +178,7 @@ impl LoadConfig {
             ramp: Duration::ZERO,
             shard: Shard::WHOLE,
             start_at: None,
+            test_id: None,
             log: None,
         })
     }
@@ -185,6 +189,9 @@ impl LoadConfig {
             return fail("--threads must be at least 1".into());
         }
         self.check_shard()?;
+        if let Some(id) = &self.test_id {
+            crate::identity::check_test_id(id).map_err(ConfigError)?;
+        }
         if self.connections() < self.threads {
             return fail(format!(
                 "--connections ({}) must be at least --threads ({}): each thread needs a connection",

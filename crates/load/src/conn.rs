@@ -267,6 +267,8 @@ impl Client {
                 }
             };
             match end {
+                // What is still in flight stays unanswered (the stats
+                // count it as such), not lost.
                 SessionEnd::Stop => return,
                 // The server closed with requests unanswered.
                 SessionEnd::Reconnect if lost > 0 => self.record_error(ErrorKind::Read),
@@ -278,7 +280,7 @@ impl Client {
                 }
                 SessionEnd::Failed(kind) => self.record_error(kind),
             }
-            self.shared.finish(lost);
+            self.lose(lost);
             if lost > 0 {
                 self.rest(Instant::now());
             }
@@ -301,6 +303,14 @@ impl Client {
             (None, Some(pace)) if !self.spent => Some(pace.until),
             _ => None,
         }
+    }
+
+    /// `count` requests ended without an answer.
+    fn lose(&self, count: u64) {
+        if count > 0 {
+            self.stats.borrow_mut().lost(count, Instant::now());
+        }
+        self.shared.finish(count);
     }
 
     fn record_error(&self, kind: ErrorKind) {
@@ -379,13 +389,14 @@ impl Client {
             self.schedule = None;
             return None;
         }
+        let mut stats = self.stats.borrow_mut();
+        stats.issued(now);
         if let Some(schedule) = &mut self.schedule {
             schedule.next += schedule.interval;
             // The generator's own lateness: from when it could have sent.
-            self.stats
-                .borrow_mut()
-                .sent(intended.max(self.free_since), now);
+            stats.sent(intended.max(self.free_since), now);
         }
+        drop(stats);
         let index = self.next_request;
         self.next_request = (index + 1) % self.shared.requests.len();
         Some(Next {

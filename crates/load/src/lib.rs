@@ -23,6 +23,7 @@
 mod config;
 mod conn;
 mod format;
+mod identity;
 pub mod idle;
 mod log;
 mod measured;
@@ -60,7 +61,7 @@ pub use report::{
 };
 pub use response::{Done, ResponseReader};
 pub use shard::{parse_start_at, Shard, JOB_COMPLETION_INDEX};
-pub use stats::Errors;
+pub use stats::{Accounting, Errors};
 pub use target::{
     parse_header, parse_requests_file, parse_url, request_bytes, RequestSpec, Scheme, Target,
 };
@@ -142,8 +143,13 @@ pub fn run(config: &LoadConfig, mut control: RunControl) -> anyhow::Result<Repor
     let measuring_at = SystemTime::now() + config.warmup;
     let mut log = match &config.log {
         Some(path) => Some(
-            log::LogWriter::create(path, measuring_at, config.threads)
-                .with_context(|| format!("cannot write the log {}", path.display()))?,
+            log::LogWriter::create(
+                path,
+                measuring_at,
+                config.threads,
+                &identity::TestIdentity::new(config),
+            )
+            .with_context(|| format!("cannot write the log {}", path.display()))?,
         ),
         None => None,
     };

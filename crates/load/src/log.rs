@@ -5,8 +5,10 @@
 //! untagged (µs, corrected in the open model), `Tag=uncorrected` (µs) and
 //! `Tag=lateness` (the send lateness, ns) in the open model. The counts
 //! HdrHistogram has no place for are comment lines, which other readers
-//! skip: `#sluice-window {json}` before each interval's histograms and
-//! `#sluice-run {json}` at the end, the whole run's settings and counts.
+//! skip: `#sluice-test {json}` after the header, the test this run is a
+//! part of (`identity.rs`), `#sluice-window {json}` before each
+//! interval's histograms and `#sluice-run {json}` at the end, the whole
+//! run's settings and counts.
 
 use std::{
     collections::BTreeMap,
@@ -23,6 +25,7 @@ use hdrhistogram::{
 use serde::{Deserialize, Serialize};
 
 use crate::{
+    identity::TestIdentity,
     measured::Measured,
     report::{IntervalSummary, ReportConfig},
     shard::unix_seconds,
@@ -30,10 +33,12 @@ use crate::{
 };
 
 /// Bumped when a log's meaning changes; `merge` refuses newer ones.
-pub(crate) const LOG_VERSION: u32 = 1;
+/// Version 2 added the `#sluice-test` line.
+pub(crate) const LOG_VERSION: u32 = 2;
 /// The length of an interval.
 pub(crate) const INTERVAL: Duration = Duration::from_secs(1);
 const HEADER: &str = "#[Logged with sluice load ";
+const TEST: &str = "#sluice-test ";
 const WINDOW: &str = "#sluice-window ";
 const RUN: &str = "#sluice-run ";
 const UNCORRECTED: &str = "uncorrected";
@@ -79,9 +84,14 @@ pub(crate) struct LogWriter {
 }
 
 impl LogWriter {
-    /// Creates `path` (`-`: stdout) and writes the header; `start` is when
-    /// measuring starts.
-    pub(crate) fn create(path: &Path, start: SystemTime, threads: usize) -> io::Result<Self> {
+    /// Creates `path` (`-`: stdout) and writes the header and the test's
+    /// identity; `start` is when measuring starts.
+    pub(crate) fn create(
+        path: &Path,
+        start: SystemTime,
+        threads: usize,
+        identity: &TestIdentity,
+    ) -> io::Result<Self> {
         let out: Box<dyn Write + Send> = if path == Path::new("-") {
             Box::new(io::stdout())
         } else {
@@ -112,6 +122,9 @@ impl LogWriter {
              \"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n",
             env!("CARGO_PKG_VERSION")
         )?;
+        let json = serde_json::to_string(identity).map_err(io::Error::other)?;
+        writeln!(log.out, "{TEST}{json}")?;
+        log.out.flush()?;
         Ok(log)
     }
 
@@ -198,9 +211,11 @@ pub(crate) struct Window {
     pub(crate) figures: Figures,
 }
 
-/// A log read back: its intervals and summary.
+/// A log read back: its test, intervals and summary.
 #[derive(Debug)]
 pub(crate) struct LoadLog {
+    /// `None` in a log of version 1.
+    pub(crate) identity: Option<TestIdentity>,
     pub(crate) windows: Vec<Window>,
     pub(crate) summary: LogSummary,
 }
@@ -209,6 +224,7 @@ pub(crate) struct LoadLog {
 pub(crate) fn read_log(text: &str) -> Result<LoadLog, String> {
     let mut windows: Vec<Window> = Vec::new();
     let mut summary: Option<LogSummary> = None;
+    let mut identity: Option<TestIdentity> = None;
     // `kubectl logs` of a `--log -` run interleaves stderr: whatever comes
     // before the header (a warning) or after the summary (the report) is not the log's.
     let start = text.find(HEADER).unwrap_or(0);
@@ -217,7 +233,11 @@ pub(crate) fn read_log(text: &str) -> Result<LoadLog, String> {
         if summary.is_some() {
             break;
         }
-        if let Some(json) = line.strip_prefix(WINDOW) {
+        if let Some(json) = line.strip_prefix(TEST) {
+            let read = serde_json::from_str(json)
+                .map_err(|err| at(format!("bad test identity: {err}")))?;
+            identity = Some(read);
+        } else if let Some(json) = line.strip_prefix(WINDOW) {
             let counts: WindowCounts = serde_json::from_str(json)
                 .map_err(|err| at(format!("bad interval counts: {err}")))?;
             windows.push(Window {
@@ -251,7 +271,17 @@ pub(crate) fn read_log(text: &str) -> Result<LoadLog, String> {
     }
     let summary = summary
         .ok_or("no #sluice-run summary at the end: the run did not finish (was it killed?)")?;
-    Ok(LoadLog { windows, summary })
+    if identity.is_none() && summary.log_version >= 2 {
+        return Err(format!(
+            "no #sluice-test line: a log of version {} names its test",
+            summary.log_version
+        ));
+    }
+    Ok(LoadLog {
+        identity,
+        windows,
+        summary,
+    })
 }
 
 /// Adds one histogram line to `window`.
@@ -313,7 +343,10 @@ mod tests {
         let path =
             std::env::temp_dir().join(format!("sluice-log-unit-{}.hlog", std::process::id()));
         let start = SystemTime::now();
-        let mut writer = LogWriter::create(&path, start, 1).expect("create");
+        let url = [(http::Method::GET, "http://127.0.0.1:1/".to_string())];
+        let load = crate::LoadConfig::new(&url).expect("valid");
+        let identity = TestIdentity::new(&load);
+        let mut writer = LogWriter::create(&path, start, 1, &identity).expect("create");
         let mut figures = Figures::new(true);
         figures.latency.record(250).expect("in range");
         figures
@@ -331,8 +364,7 @@ mod tests {
         figures.errors.timeout = 2;
         figures.bytes_read = 100;
         writer.add(0, figures.clone()).expect("write");
-        let url = [(http::Method::GET, "http://127.0.0.1:1/".to_string())];
-        let config = ReportConfig::new(&crate::LoadConfig::new(&url).expect("valid"));
+        let config = ReportConfig::new(&load);
         let measured = Measured {
             figures,
             status: [(200, 1)].into(),
@@ -340,6 +372,7 @@ mod tests {
             thread_samples: vec![1],
             max_lag: Duration::ZERO,
             unsent: 0,
+            accounting: None,
             elapsed: Duration::from_secs(1),
             interrupted: false,
             intervals: Vec::new(),
@@ -363,6 +396,7 @@ mod tests {
         assert_eq!(read.windows[0].duration, INTERVAL);
         assert_eq!(read.summary.requests, 1);
         assert_eq!(read.summary.config, config);
+        assert_eq!(read.identity, Some(identity));
 
         let cut: String = log
             .lines()
@@ -371,6 +405,13 @@ mod tests {
             .collect();
         let err = read_log(&cut).expect_err("no summary");
         assert!(err.contains("did not finish"), "{err}");
+        let unnamed: String = log
+            .lines()
+            .filter(|l| !l.starts_with(TEST))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let err = read_log(&unnamed).expect_err("no identity");
+        assert!(err.contains("no #sluice-test line"), "{err}");
         let err = read_log("1.0,1.0,5.0,HISTFAAAAA\n").expect_err("not ours");
         assert!(err.contains("not a sluice load log"), "{err}");
     }

@@ -26,6 +26,9 @@ pub(crate) struct Measured {
     pub(crate) max_lag: Duration,
     /// Open model: requests due but never sent.
     pub(crate) unsent: u64,
+    /// Where the measured time's requests stand; `None` for runs merged
+    /// from their logs, which do not carry it.
+    pub(crate) accounting: Option<crate::Accounting>,
     /// Measured time, after the warm-up.
     pub(crate) elapsed: Duration,
     pub(crate) interrupted: bool,
@@ -92,6 +95,7 @@ impl Report {
             thread_samples,
             max_lag,
             unsent,
+            accounting,
             elapsed,
             interrupted,
             intervals,
@@ -124,6 +128,7 @@ impl Report {
             errors: all.errors,
             status,
             non_2xx_3xx,
+            accounting,
             schedule: schedule.map(|s| s.judged(uncorrected.as_ref())),
             uncorrected_latency: uncorrected,
             interrupted,

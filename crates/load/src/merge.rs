@@ -4,7 +4,7 @@
 //! percentiles; the intervals line up on the wall clock.
 
 use std::{
-    collections::{BTreeMap, BTreeSet},
+    collections::BTreeMap,
     path::{Path, PathBuf},
     sync::atomic::{AtomicBool, Ordering},
     time::{Duration, Instant},
@@ -12,7 +12,7 @@ use std::{
 
 use crate::{
     config::ConfigError,
-    log::{read_log, LoadLog, INTERVAL},
+    log::{read_log, LoadLog, LogSummary, INTERVAL},
     measured::Measured,
     report::{IntervalSummary, Report, ReportConfig},
     stats::{add_series, Figures},
@@ -130,6 +130,7 @@ pub fn merge(logs: &[RunLog]) -> Result<Report, ConfigError> {
         thread_samples: Vec::new(),
         max_lag: Duration::ZERO,
         unsent: 0,
+        accounting: None,
         elapsed: Duration::from_secs_f64((end - start).max(0.0)),
         interrupted: false,
         intervals: Vec::new(),
@@ -182,40 +183,19 @@ pub fn merge(logs: &[RunLog]) -> Result<Report, ConfigError> {
 }
 
 /// The settings of the whole test: the logs' connections, threads,
-/// requests and rates added up. Logs of different targets or protocols,
-/// or the same shard twice, do not merge.
+/// requests and rates added up, once the logs are each a different part
+/// of one test.
 fn merged_config(logs: &[RunLog]) -> Result<ReportConfig, ConfigError> {
-    let mut merged = logs[0].log.summary.config.clone();
-    let mut shards = BTreeSet::new();
     for (n, run) in logs.iter().enumerate() {
-        let config = &run.log.summary.config;
-        let differs = |what: &str, theirs: &dyn std::fmt::Debug, ours: &dyn std::fmt::Debug| {
-            ConfigError(format!(
-                "{}: its {what} ({theirs:?}) differs from {}'s ({ours:?}): not parts of one test",
-                run.path.display(),
-                logs[0].path.display()
-            ))
-        };
-        if config.urls != merged.urls {
-            return Err(differs("URLs", &config.urls, &merged.urls));
-        }
-        if config.protocol != merged.protocol {
-            return Err(differs("protocol", &config.protocol, &merged.protocol));
-        }
-        if config.rate.is_some() != merged.rate.is_some() {
-            return Err(differs("model", &config.rate, &merged.rate));
-        }
-        if let Some(shard) = config.shard {
-            if !shards.insert(shard) {
-                return Err(ConfigError(format!(
-                    "{}: shard {shard} is already in another log: its requests would count twice",
-                    run.path.display()
-                )));
+        for earlier in &logs[..n] {
+            if let Some(why) = not_parts_of_one_test(earlier, run) {
+                return Err(ConfigError(why));
             }
         }
-        if n == 0 {
-            continue;
-        }
+    }
+    let mut merged = logs[0].log.summary.config.clone();
+    for run in &logs[1..] {
+        let config = &run.log.summary.config;
         merged.threads += config.threads;
         merged.connections += config.connections;
         merged.total_requests = merged
@@ -230,4 +210,53 @@ fn merged_config(logs: &[RunLog]) -> Result<ReportConfig, ConfigError> {
     }
     merged.shard = None;
     Ok(merged)
+}
+
+/// Why `then` is not another part of the test `first` is a part of: the
+/// same log twice, another test, or another run of the same shard.
+fn not_parts_of_one_test(first: &RunLog, then: &RunLog) -> Option<String> {
+    let (ours, theirs) = (first.path.display(), then.path.display());
+    let (ours, theirs) = (ours.to_string(), theirs.to_string());
+    match (&first.log.identity, &then.log.identity) {
+        (Some(a), Some(b)) => a.mismatch(b, &ours, &theirs),
+        (None, None) => unnamed_mismatch(&first.log.summary, &then.log.summary, &ours, &theirs),
+        _ => Some(format!(
+            "{theirs} and {ours} are logs of different tests: one was written by an older \
+             sluice (log version 1, which names no test)"
+        )),
+    }
+}
+
+/// [`not_parts_of_one_test`] for logs of version 1, which name no test:
+/// their URLs, protocol and model, the shard, and the start to the
+/// microsecond (the same log twice).
+fn unnamed_mismatch(a: &LogSummary, b: &LogSummary, ours: &str, theirs: &str) -> Option<String> {
+    let (mine, yours) = (&a.config, &b.config);
+    let differs = |what: &str,
+                   theirs_value: &dyn std::fmt::Debug,
+                   ours_value: &dyn std::fmt::Debug| {
+        Some(format!(
+            "{theirs} and {ours} are logs of different tests: {theirs}'s {what} ({theirs_value:?}) differs from {ours}'s ({ours_value:?})"
+        ))
+    };
+    if mine.urls != yours.urls {
+        return differs("URLs", &yours.urls, &mine.urls);
+    }
+    if mine.protocol != yours.protocol {
+        return differs("protocol", &yours.protocol, &mine.protocol);
+    }
+    if mine.rate.is_some() != yours.rate.is_some() {
+        return differs("model", &yours.rate, &mine.rate);
+    }
+    if mine.shard == yours.shard && a.start_unix_s == b.start_unix_s {
+        return Some(format!(
+            "{theirs} and {ours} are the same log: given twice, its requests would count twice"
+        ));
+    }
+    match mine.shard {
+        Some(shard) if mine.shard == yours.shard => Some(format!(
+            "{theirs} and {ours} both ran shard {shard}: its requests would count twice"
+        )),
+        _ => None,
+    }
 }

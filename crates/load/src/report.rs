@@ -39,6 +39,10 @@ pub struct Report {
     /// Responses by status code.
     pub status: BTreeMap<u16, u64>,
     pub non_2xx_3xx: u64,
+    /// Where the measured time's requests stand at its end: sent, carried
+    /// in from the warm-up, lost, unanswered (`requests` are the answered);
+    /// `None` for runs merged from their logs.
+    pub accounting: Option<crate::Accounting>,
     pub schedule: Option<ScheduleReport>,
     /// True if the run was interrupted (Ctrl-C) before its end.
     pub interrupted: bool,
@@ -364,6 +368,20 @@ impl Report {
             self.elapsed_s,
             format_bytes(self.bytes_read as f64)
         );
+        if let Some(a) = self.accounting.filter(|a| a.unanswered > 0) {
+            // The answered are a share of what was asked: say what is missing.
+            let _ = writeln!(
+                out,
+                "  Unanswered at the end: {} of {} requests ({} sent, {} in flight at the \
+                 start; {} answered, {} lost)",
+                a.unanswered,
+                a.carried_in + a.sent,
+                a.sent,
+                a.carried_in,
+                self.requests,
+                a.lost
+            );
+        }
         if self.non_2xx_3xx > 0 {
             let _ = writeln!(out, "  Non-2xx or 3xx responses: {}", self.non_2xx_3xx);
         }

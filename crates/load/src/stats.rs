@@ -78,6 +78,73 @@ pub(crate) struct Stats {
     pub(crate) per_second: Vec<u64>,
     /// Nothing before this instant is recorded (warm-up).
     record_from: Instant,
+    /// Where every request the thread sent stands (see [`Accounting`]).
+    pub(crate) accounting: Tally,
+}
+
+/// A thread's requests as they go: how many are in flight now, and what
+/// the measured time saw. Every request is counted once when it is sent
+/// (a refused request sent again is the same request) and once when it
+/// ends, answered or lost; one still in flight at the stop ends neither
+/// way. The count in flight when measuring began is taken at the first
+/// event at or after `record_from` (nothing changes it between events).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Tally {
+    in_flight: u64,
+    carried_in: Option<u64>,
+    sent: u64,
+    lost: u64,
+}
+
+/// Where the requests of a run's measured time stand at its end:
+/// `carried_in + sent = answered + lost + unanswered`, answered being the
+/// report's `requests`.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Accounting {
+    /// Requests in flight when the measured time began (sent during the
+    /// warm-up); those answered later count among the answered.
+    pub carried_in: u64,
+    /// Requests sent during the measured time.
+    pub sent: u64,
+    /// Requests that ended without an answer: their connection failed or
+    /// closed, they timed out, or the answer could not be read. The
+    /// errors count failures by kind (a broken connection is one read
+    /// error however many pipelined requests it took with it).
+    pub lost: u64,
+    /// Requests still waiting for their answer when the measured time
+    /// ended: neither answered nor failed.
+    pub unanswered: u64,
+}
+
+impl Accounting {
+    pub fn add(&mut self, other: &Accounting) {
+        self.carried_in += other.carried_in;
+        self.sent += other.sent;
+        self.lost += other.lost;
+        self.unanswered += other.unanswered;
+    }
+}
+
+impl Tally {
+    /// The first event of the measured time fixes how many were carried in.
+    fn at(&mut self, now: Instant, record_from: Instant) -> bool {
+        if now < record_from {
+            return false;
+        }
+        self.carried_in.get_or_insert(self.in_flight);
+        true
+    }
+
+    /// The figures once the thread has stopped: what is still in flight
+    /// was never answered.
+    pub(crate) fn settle(&self) -> Accounting {
+        Accounting {
+            carried_in: self.carried_in.unwrap_or(self.in_flight),
+            sent: self.sent,
+            lost: self.lost,
+            unanswered: self.in_flight,
+        }
+    }
 }
 
 pub(crate) fn histogram() -> Histogram<u64> {
@@ -183,13 +250,32 @@ impl Stats {
             status: Box::new([0; 600]),
             per_second: Vec::new(),
             record_from,
+            accounting: Tally::default(),
         }
+    }
+
+    /// A request left at `now` (a new one: not a refused one sent again).
+    pub(crate) fn issued(&mut self, now: Instant) {
+        if self.accounting.at(now, self.record_from) {
+            self.accounting.sent += 1;
+        }
+        self.accounting.in_flight += 1;
+    }
+
+    /// `count` requests ended at `now` without an answer.
+    pub(crate) fn lost(&mut self, count: u64, now: Instant) {
+        if self.accounting.at(now, self.record_from) {
+            self.accounting.lost += count;
+        }
+        self.accounting.in_flight = self.accounting.in_flight.saturating_sub(count);
     }
 
     /// A response completed at `now` for a request meant to leave at
     /// `intended` and actually sent at `sent`.
     pub(crate) fn response(&mut self, status: u16, intended: Instant, sent: Instant, now: Instant) {
-        if now < self.record_from {
+        let measured = self.accounting.at(now, self.record_from);
+        self.accounting.in_flight = self.accounting.in_flight.saturating_sub(1);
+        if !measured {
             return;
         }
         self.responses += 1;

@@ -179,7 +179,9 @@ pub(crate) fn measure(
     let mut thread_samples = Vec::new();
     let mut max_lag = Duration::ZERO;
     let mut unsent = 0;
+    let mut accounting = crate::Accounting::default();
     for result in &results {
+        accounting.add(&result.stats.accounting.settle());
         // Seconds without a response count as zero, not as missing.
         thread_samples.extend(
             (0..whole_seconds)
@@ -210,6 +212,7 @@ pub(crate) fn measure(
         thread_samples,
         max_lag,
         unsent,
+        accounting: Some(accounting),
         elapsed,
         interrupted,
         intervals: Vec::new(),

@@ -54,6 +54,8 @@ pub(crate) struct BenchArgs {
     #[arg(long, value_delimiter = ',', value_parser = parse_group)]
     only: Vec<GroupName>,
     /// Measured time of each row (default 2s, io 2.5s; --quick 1s, io 2s).
+    /// Without it, a row of lb, io or the runtimes groups whose window is
+    /// shorter than 3x its latency is measured again with a longer one (up to 60s).
     #[arg(short, long, value_parser = parse_duration)]
     duration: Option<Duration>,
     /// Warm-up before each row, discarded (default 0.5s, io 1s; --quick 0.5s, io 1s).
@@ -294,12 +296,19 @@ impl Observer for Terminal {
         } else {
             String::new()
         };
+        // A long wait for the target to drain is worth seeing as it happens.
+        let drain = match figures.drain {
+            Some(d) if !d.drained => format!(", started busy after {:.0}s", d.waited_s),
+            Some(d) if d.waited_s >= 0.5 => format!(", drained in {:.1}s", d.waited_s),
+            _ => String::new(),
+        };
         self.say(&format!(
-            "   {:<40} {:>12.0} req/s  p99 {:>9}  errors {}{round}",
+            "   {:<40} {:>12.0} req/s  p99 {:>9}  errors {}  unanswered {}{drain}{round}",
             label,
             figures.requests_per_sec,
             load::format_us(figures.latency.p99_us as f64),
-            figures.errors.total()
+            figures.errors.total(),
+            figures.unanswered
         ));
     }
 

@@ -36,6 +36,11 @@ pub(crate) struct ShardArgs {
     /// 2025-06-01T12:00:00Z, or unix seconds), so that shards start together.
     #[arg(long, value_name = "TIME", value_parser = load::parse_start_at)]
     start_at: Option<SystemTime>,
+    /// Name the test in its log, the same on every shard (a run's name,
+    /// the Job's uid); default a digest of the whole test's settings and
+    /// --start-at. `merge` refuses logs of different tests.
+    #[arg(long, value_name = "ID")]
+    test_id: Option<String>,
 }
 
 impl ShardArgs {
@@ -43,6 +48,7 @@ impl ShardArgs {
     pub(crate) fn apply(&self, config: &mut load::LoadConfig) -> Result<(), ConfigError> {
         config.log = self.log.clone();
         config.start_at = self.start_at;
+        config.test_id = self.test_id.clone();
         let shards = match self.shards {
             Some(count) => Some(count),
             None => match std::env::var(SHARDS_ENV) {
@@ -83,8 +89,11 @@ pub(crate) enum LoadCommand {
     sluice load merge --json merged.json logs/\n  \
     sluice load merge --expect 8 --wait 15m /logs\n\n\
 A directory stands for its *.hlog files. Intervals line up on the wall clock\n\
-(shards started with --start-at share them). Exit status: 0 after a merge,\n\
-2 for a missing, incomplete or damaged log, or logs of different tests.")]
+(shards started with --start-at share them). Each log names its test (the\n\
+whole test's settings, --start-at, --test-id) and its run: logs of different\n\
+tests, the same log twice and two runs of one shard are refused. Exit\n\
+status: 0 after a merge, 2 for a missing, incomplete or damaged log, or\n\
+logs that are not each a different part of one test.")]
 pub(crate) struct MergeArgs {
     /// Log files, or directories of *.hlog files.
     #[arg(required = true, value_name = "LOG")]

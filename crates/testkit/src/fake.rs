@@ -299,7 +299,7 @@ async fn answer_early<S: AsyncRead + AsyncWrite + Unpin>(
 }
 
 /// The Content-Length of a request head (0 without one).
-fn content_length(head: &[u8]) -> u64 {
+pub(crate) fn content_length(head: &[u8]) -> u64 {
     let mut fields = [httparse::EMPTY_HEADER; 64];
     let mut request = httparse::Request::new(&mut fields);
     if request.parse(head).is_err() {

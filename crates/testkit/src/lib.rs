@@ -12,6 +12,7 @@
 //! # }
 //! ```
 
+pub mod backlog;
 pub mod certs;
 pub mod fake;
 pub mod fake_h2;
@@ -26,6 +27,7 @@ pub mod skip;
 use std::net::SocketAddr;
 
 pub use backends::{Backend, RunningServer, ServeOptions};
+pub use backlog::BacklogServer;
 pub use certs::TestCerts;
 pub use fake::{Behaviour, FakeServer};
 pub use fake_h2::{H2Options, H2Server};

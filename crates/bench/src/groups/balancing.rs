@@ -54,10 +54,27 @@ pub(super) fn lb(bench: &mut Bench<'_>) -> anyhow::Result<()> {
     let (mut components, addrs) = backends(bench, None)?;
     let systems = proxies(bench, &mut group, &mut components, "lb", &addrs, top)?;
     let policies = sluice_policies(bench, &mut components, "lb", &addrs, top, POLICIES)?;
+    let blocks = lb_blocks(bench, &systems, &policies, &points, &[0, 1, 2, 3, 4])?;
+    group.rows = bench.run_blocks("lb", &mut components, blocks, &mut || {})?;
+    group.notes.push(super::sweeps::DRAINED_NOTE.to_string());
+    bench.publish(group);
+    Ok(())
+}
+
+/// The lb group's blocks: per connection count, a row for each of
+/// `systems` (`(system, component, listen)`), and `policies` at the first
+/// point only (each row costs a round's time); each row waits for its
+/// target to drain. `backends` are the components every row needs alive.
+pub(super) fn lb_blocks(
+    bench: &Bench<'_>,
+    systems: &[(String, usize, SocketAddr)],
+    policies: &[(String, usize, SocketAddr)],
+    points: &[usize],
+    backends: &[usize],
+) -> anyhow::Result<Vec<Vec<Trial>>> {
     let mut blocks = Vec::new();
     for (i, &connections) in points.iter().enumerate() {
-        // The policies at the first point only: each row costs a round's time.
-        let here = if i == 0 { &policies[..] } else { &[] };
+        let here = if i == 0 { policies } else { &[] };
         let mut block = Vec::new();
         for (system, index, listen) in systems.iter().chain(here) {
             let mut config = load_config(
@@ -69,13 +86,15 @@ pub(super) fn lb(bench: &mut Bench<'_>) -> anyhow::Result<()> {
             config.timeout = SWEEP_TIMEOUT;
             let spec = RowSpec::new(format!("{system} @ {connections}"), system, config)
                 .sweep("connections", connections as f64);
-            block.push(Trial::new(spec, &[*index, 0, 1, 2, 3, 4]));
+            block.push(
+                Trial::new(spec, &super::sweeps::stage(*index, backends))
+                    .drained()
+                    .adaptive(),
+            );
         }
         blocks.push(block);
     }
-    group.rows = bench.run_blocks("lb", &mut components, blocks, &mut || {})?;
-    bench.publish(group);
-    Ok(())
+    Ok(blocks)
 }
 
 /// Five backends, one slower by `--slow-delay`: sluice round robin,

@@ -194,6 +194,7 @@ fn row(
         },
         figures: figures.clone(),
         rounds: vec![figures],
+        not_comparable: Vec::new(),
         idle: Some(memory),
     }
 }

@@ -4,6 +4,8 @@
 //! [`crate::rounds`]), publishes the group and stops them all when it
 //! returns; `runtimes` publishes a group per seed.
 
+#[cfg(test)]
+mod backlog;
 mod balancing;
 mod idle;
 mod middleware;

@@ -52,29 +52,61 @@ pub(super) fn io(bench: &mut Bench<'_>) -> anyhow::Result<()> {
         top,
     )?);
     let body = message(bench);
+    let blocks = io_blocks(bench, &systems, &points, &body, &[1, 0])?;
+    group.rows = bench.run_blocks("io", &mut components, blocks, &mut || {})?;
+    group.notes.push(DRAINED_NOTE.to_string());
+    bench.publish(group);
+    Ok(())
+}
+
+/// What the saturating groups did so that no row inherits a backlog or
+/// is cut shorter than its latency.
+pub(super) const DRAINED_NOTE: &str = "Before each row the bench waited until the row's target \
+     (and the previous row's) answered the row's own request within half again its unloaded \
+     latency (at most 60 s), so that no row inherits the backlog of the one before; the rows' \
+     order rotates each round. A row whose window was shorter than 3x the latency it saw was \
+     measured again with a longer one (unless --duration fixed the windows); one still too \
+     short, or started on a target that never drained, is marked not comparable.";
+
+/// The io group's blocks: per user count, a row for each of `systems`
+/// (`(system, component, listen)`; `backend` is the passthrough alone),
+/// each waiting for its target to drain, its window lengthened to its
+/// latency; `supporting` are the components every row needs alive (the
+/// passthrough, the downstream).
+pub(super) fn io_blocks(
+    bench: &Bench<'_>,
+    systems: &[(String, usize, SocketAddr)],
+    points: &[usize],
+    body: &str,
+    supporting: &[usize],
+) -> anyhow::Result<Vec<Vec<Trial>>> {
     let mut blocks = Vec::new();
-    for &users in &points {
+    for &users in points {
         let mut block = Vec::new();
-        for (system, index, listen) in &systems {
-            let config = users_config(bench, *listen, users, &body)?;
+        for (system, index, listen) in systems {
+            let config = users_config(bench, *listen, users, body)?;
             let label = if system == "backend" {
                 format!("passthrough alone @ {users}")
             } else {
                 format!("{system} -> passthrough @ {users}")
             };
             let spec = RowSpec::new(label, system, config).sweep("users", users as f64);
-            let stage: Vec<usize> = if *index == 1 {
-                vec![1, 0]
-            } else {
-                vec![*index, 1, 0]
-            };
-            block.push(Trial::new(spec, &stage));
+            block.push(
+                Trial::new(spec, &stage(*index, supporting))
+                    .drained()
+                    .adaptive(),
+            );
         }
         blocks.push(block);
     }
-    group.rows = bench.run_blocks("io", &mut components, blocks, &mut || {})?;
-    bench.publish(group);
-    Ok(())
+    Ok(blocks)
+}
+
+/// The system under test first, then the components it stands on.
+pub(super) fn stage(sut: usize, supporting: &[usize]) -> Vec<usize> {
+    std::iter::once(sut)
+        .chain(supporting.iter().copied().filter(|&c| c != sut))
+        .collect()
 }
 
 /// The io group's rows at `points` (as capped): the passthrough alone,

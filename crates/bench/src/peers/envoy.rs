@@ -206,7 +206,7 @@ mod tests {
             "codec_type: AUTO",
             "generate_request_id: false",
             "lb_policy: LEAST_REQUEST",
-            "max_connections: 12000, max_pending_requests: 12000, max_requests: 12000",
+            "max_connections: 12016, max_pending_requests: 12016, max_requests: 12016",
             "port_value: 2 } } }\n        - endpoint:",
             "DownstreamTlsContext",
             "certificate_chain: { filename: \"/c.pem\" }",

@@ -26,6 +26,13 @@ pub(super) fn setup(site: &Site<'_>, dir: &Path) -> Result<Setup, Unsupported> {
 /// the ratios are raised.
 pub(crate) fn haproxy_cfg(site: &Site<'_>) -> Result<String, Unsupported> {
     let maxconn = room(site);
+    if !fits_fd_limit(maxconn, open_file_limit()) {
+        // HAProxy would refuse to start ("Cannot raise FD limit").
+        return Err(
+            "HAProxy needs two descriptors per connection of its maxconn and the open-file \
+             limit is lower than that (raise `ulimit -n`, or run as root)",
+        );
+    }
     let mut cfg = format!(
         "global\n  nbthread 1\n  maxconn {maxconn}\n\
          \x20 tune.pool-low-fd-ratio 90\n  tune.pool-high-fd-ratio 95\n\
@@ -97,10 +104,35 @@ pub(crate) fn haproxy_cfg(site: &Site<'_>) -> Result<String, Unsupported> {
     Ok(cfg)
 }
 
+/// Whether HAProxy can hold `maxconn` under `limit` open files: it asks
+/// for two descriptors per connection and a few of its own (measured with
+/// 2.6: maxconn 10,000 needs 20,014), and refuses to start without them.
+fn fits_fd_limit(maxconn: usize, limit: u64) -> bool {
+    limit == 0 || (maxconn as u64) * 2 + 64 <= limit
+}
+
+/// This process's open-file limit, which HAProxy inherits (0: unknown).
+fn open_file_limit() -> u64 {
+    rlimit::getrlimit(rlimit::Resource::NOFILE).map_or(0, |(soft, _)| soft)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::peers::{addr, test_tls, ProxySite};
+
+    /// 9,936 idle connections (a 20,000 limit less the bench's spare,
+    /// halved) and the first one: maxconn 9,952 needs 19,968 descriptors.
+    #[test]
+    fn maxconn_holds_the_group_and_its_first_connection_within_the_limit() {
+        let upstreams = [addr(2)];
+        let site = Site::Proxy(ProxySite::plain(addr(1), &upstreams, 9_936));
+        assert_eq!(room(&site), 9_952);
+        assert!(fits_fd_limit(9_952, 20_000));
+        assert!(!fits_fd_limit(10_016, 20_000));
+        assert!(fits_fd_limit(10_016, 65_536));
+        assert!(fits_fd_limit(10_016, 0));
+    }
 
     #[test]
     fn haproxy_tls_and_h2_upstreams() {
@@ -128,6 +160,8 @@ mod tests {
             cfg.contains("server b0 127.0.0.1:2 ssl verify required ca-file /ca.pem alpn h2"),
             "{cfg}"
         );
+        // Room for the idle group's first connection beyond its count.
+        assert!(cfg.contains("maxconn 8000"), "{cfg}");
         // Server connections stay reusable with many clients.
         assert!(cfg.contains("tune.pool-low-fd-ratio 90"), "{cfg}");
         assert!(cfg.contains("http-reuse always"), "{cfg}");

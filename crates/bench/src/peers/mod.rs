@@ -243,15 +243,21 @@ pub(crate) fn plays(kind: PeerKind, site: &Site<'_>) -> bool {
     setup(kind, site, Path::new("/")).is_ok()
 }
 
-/// Client connections a peer makes room for: the group's, at least 8,000
-/// (HAProxy's maxconn, Envoy's circuit breakers), so that no row of the
-/// throughput groups is near a limit.
+/// Client connections a peer makes room for: the group's and a few more
+/// (the idle group's first connection, the drain probes; few enough that
+/// HAProxy's two descriptors per connection still fit the open-file limit
+/// the sweeps were scaled to), at least 8,000 (HAProxy's maxconn, Envoy's
+/// circuit breakers), so that no row of the throughput groups is near a
+/// limit.
 pub(crate) fn room(site: &Site<'_>) -> usize {
     match site {
         Site::Static { .. } => 8000,
-        Site::Proxy(proxy) => proxy.max_conns.max(8000),
+        Site::Proxy(proxy) => (proxy.max_conns + ROOM_SPARE).max(8000),
     }
 }
+
+/// Client connections beyond the group's that a peer makes room for.
+const ROOM_SPARE: usize = 16;
 
 /// Idle upstream connections a peer keeps for reuse: one per client, at
 /// least 1,024, so that no response past the cache closes its connection.

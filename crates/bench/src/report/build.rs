@@ -5,6 +5,7 @@
 use super::fmt;
 use super::table::{Align, Table};
 use crate::results::{Figures, Group, Results, Row};
+use crate::window;
 
 /// Systems the row labels may name; dropped when labels are compared:
 /// sluice, every peer (crate::machine::PeerKind) and the backend.
@@ -77,8 +78,17 @@ pub(crate) fn rows_table(group: &Group, full: bool) -> Table {
         .tight("p99", Align::Right)
         .tight("p99.9", Align::Right)
         .tight("max", Align::Right)
-        .tight("transfer/s", Align::Right)
-        .col("errors", Align::Right);
+        .tight(if full { "transfer/s" } else { "bytes/s" }, Align::Right);
+    if full {
+        t = t.col("sent", Align::Right);
+    }
+    t = if full {
+        t.col("errors", Align::Right)
+    } else {
+        t.tight("errors", Align::Right)
+    };
+    // The terminal's 130 columns leave room for a short name only.
+    t = t.tight(if full { "unanswered" } else { "unans." }, Align::Right);
     let rounds = group.rows.iter().any(|r| r.rounds.len() > 1);
     // The spread of the figure the group's verdicts are on.
     let p95 = verdicts_on_p95(group);
@@ -100,16 +110,23 @@ pub(crate) fn rows_table(group: &Group, full: bool) -> Table {
             .col("CPU s", Align::Right)
             .col("CPU µs/req", Align::Right)
     } else {
-        t.col("RSS MiB", Align::Right).col("µs/req", Align::Right)
+        t.tight("RSS MiB", Align::Right).col("µs/req", Align::Right)
     };
     for row in &group.rows {
         let l = &row.figures.latency;
         let mut cells = Vec::new();
         if labels {
-            cells.push(if full {
-                row.label.clone()
+            // A row that cannot stand in a verdict is marked; the lines
+            // under the table say why (`caveat_lines`).
+            let mark = if window::comparable(row) {
+                ""
             } else {
-                cut(&row.label, LABEL_MAX)
+                NOT_COMPARABLE_MARK
+            };
+            cells.push(if full {
+                format!("{}{mark}", row.label)
+            } else {
+                format!("{}{mark}", cut(&row.label, LABEL_MAX - mark.len()))
             });
         }
         if !systems {
@@ -131,11 +148,17 @@ pub(crate) fn rows_table(group: &Group, full: bool) -> Table {
             fmt::micros(l.p999_us as f64),
             fmt::micros(l.max_us as f64),
             fmt::bytes(row.figures.bytes_per_sec),
+        ]);
+        if full {
+            cells.push(fmt::count(row.figures.sent as f64));
+        }
+        cells.extend([
             if full {
                 fmt::errors(&row.figures.errors)
             } else {
                 fmt::count(row.figures.errors.total() as f64)
             },
+            fmt::count(row.figures.unanswered as f64),
         ]);
         if rounds {
             let (lo, hi) = row.spread(spread_of);
@@ -263,6 +286,27 @@ pub(crate) fn single_system(group: &Group) -> Option<&str> {
         .iter()
         .all(|r| r.system == first.system)
         .then_some(first.system.as_str())
+}
+
+/// What marks a row that is not comparable in the tables.
+pub(crate) const NOT_COMPARABLE_MARK: &str = " *";
+
+/// "* not comparable: sluice -> spring-mvc @ 5000: window shorter than its
+/// latency: ...", one per row that cannot stand in a verdict.
+pub(crate) fn caveat_lines(group: &Group) -> Vec<String> {
+    group
+        .rows
+        .iter()
+        .filter(|r| !window::comparable(r))
+        .map(|r| {
+            format!(
+                "{} not comparable: {}: {}",
+                NOT_COMPARABLE_MARK.trim(),
+                r.label,
+                r.not_comparable.join("; ")
+            )
+        })
+        .collect()
 }
 
 /// "errors in haproxy -> petstore: read 10, http 2", one per row with errors.

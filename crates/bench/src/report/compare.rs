@@ -5,6 +5,7 @@
 use super::build::{base_system, has_points, labels_are_systems, verdicts_on_p95, SYSTEMS};
 use super::fmt;
 use crate::results::{Figures, Group, Row};
+use crate::window;
 
 /// A label's words without system names and bare punctuation, lowercased:
 /// "sluice -> petstore" and "haproxy -> petstore" both give "petstore".
@@ -33,8 +34,19 @@ fn is_peer(system: &str) -> bool {
 }
 
 /// The best of `rows` on the figure the verdicts are on: the most req/s,
-/// or, `latency_only`, the lowest p95.
+/// or, `latency_only`, the lowest p95; among the comparable rows when
+/// there are any.
 fn best<'a>(rows: &[&'a Row], latency_only: bool) -> Option<&'a Row> {
+    let comparable: Vec<&Row> = rows
+        .iter()
+        .copied()
+        .filter(|r| window::comparable(r))
+        .collect();
+    let rows = if comparable.is_empty() {
+        rows
+    } else {
+        &comparable[..]
+    };
     if latency_only {
         rows.iter()
             .copied()
@@ -73,51 +85,99 @@ fn against_best(a: &Row, others: &[&Row], latency_only: bool) -> Vec<String> {
     lines
 }
 
-/// "sluice vs haproxy: 1.12x req/s (3/3 rounds agree), 0.89x avg, 0.85x p99";
-/// in the users and open models, where the load is the same for everyone,
-/// latency only (and the rounds' agreement on p95). `among`: how many
-/// peers `b` was the best of.
+/// "sluice vs haproxy: 1.12x req/s (3/3 rounds agree), 0.89x avg (3/3
+/// rounds agree), 0.85x p99 latency (a tie in 3/3 rounds)"; in the users
+/// and open models p95, p99 and the answered req/s (there the load offered
+/// is the same for every system, and one that falls behind answers less).
+/// Each ratio is printed only when the rounds agree on it (see
+/// [`verdict`]); a row that is not comparable gets no ratio at all.
+/// `among`: how many peers `b` was the best of.
 fn compare(a: &Row, b: &Row, latency_only: bool, among: usize) -> String {
-    let (la, lb) = (&a.figures.latency, &b.figures.latency);
-    let p99 = fmt::times(fmt::ratio(la.p99_us as f64, lb.p99_us as f64));
-    if latency_only {
-        let p95 = fmt::times(fmt::ratio(la.p95_us as f64, lb.p95_us as f64));
-        let agree = agreement(a, b, |f| f.latency.p95_us as f64);
-        format!(
-            "{} vs {}: {p95} p95{agree}, {p99} p99 latency",
-            a.system,
-            against(b, among)
-        )
-    } else {
-        let rps = fmt::times(fmt::ratio(
-            a.figures.requests_per_sec,
-            b.figures.requests_per_sec,
-        ));
-        let agree = agreement(a, b, |f| f.requests_per_sec);
-        let avg = fmt::times(fmt::ratio(la.avg_us, lb.avg_us));
-        format!(
-            "{} vs {}: {rps} req/s{agree}, {avg} avg, {p99} p99 latency",
-            a.system,
-            against(b, among)
-        )
+    let head = format!("{} vs {}", a.system, against(b, among));
+    let unfit: Vec<&str> = [a, b]
+        .into_iter()
+        .filter(|r| !window::comparable(r))
+        .map(|r| r.system.as_str())
+        .collect();
+    if !unfit.is_empty() {
+        return format!(
+            "{head}: not comparable ({} not: see the rows marked{})",
+            unfit.join(" and "),
+            super::build::NOT_COMPARABLE_MARK
+        );
     }
+    let rps = |f: &Figures| f.requests_per_sec;
+    let p95 = |f: &Figures| f.latency.p95_us as f64;
+    let p99 = |f: &Figures| f.latency.p99_us as f64;
+    let avg = |f: &Figures| f.latency.avg_us;
+    let parts = if latency_only {
+        [
+            verdict(a, b, p95, LATENCY_TIE, "p95"),
+            verdict(a, b, p99, LATENCY_TIE, "p99 latency"),
+            verdict(a, b, rps, THROUGHPUT_TIE, "answered req/s"),
+        ]
+    } else {
+        [
+            verdict(a, b, rps, THROUGHPUT_TIE, "req/s"),
+            verdict(a, b, avg, LATENCY_TIE, "avg"),
+            verdict(a, b, p99, LATENCY_TIE, "p99 latency"),
+        ]
+    };
+    format!("{head}: {}", parts.join(", "))
 }
 
-/// " (2/3 rounds agree)": in how many rounds `a` stood on the same side
-/// of `b` as the medians do; "" with a single round.
-fn agreement(a: &Row, b: &Row, get: fn(&Figures) -> f64) -> String {
-    let rounds = a.rounds.len().min(b.rounds.len());
-    if rounds < 2 {
-        return String::new();
-    }
-    let ahead = get(&a.figures) >= get(&b.figures);
-    let agree = a
+/// Within this share of 1x a round's throughput ratio is a tie.
+const THROUGHPUT_TIE: f64 = 0.05;
+/// Within this share of 1x a round's latency ratio is a tie (latency
+/// percentiles move more from run to run than throughput does).
+const LATENCY_TIE: f64 = 0.10;
+
+/// Where a round's ratio stands: ahead, behind, or within the tie band.
+fn side(ratio: Option<f64>, tie: f64) -> Option<std::cmp::Ordering> {
+    let r = ratio.filter(|r| r.is_finite())?;
+    Some(if r > 1.0 + tie {
+        std::cmp::Ordering::Greater
+    } else if r < 1.0 - tie {
+        std::cmp::Ordering::Less
+    } else {
+        std::cmp::Ordering::Equal
+    })
+}
+
+/// `a`'s figure against `b`'s, as "1.12x req/s (3/3 rounds agree)" when
+/// every round (round i of one against round i of the other) stands on
+/// the same side as the medians, "1.01x req/s (a tie in 3/3 rounds)" when
+/// every round is within `tie` of 1x, and "req/s: rounds disagree
+/// (0.93x-1.08x)" otherwise: no ratio then, the rows are within the noise
+/// of each other. One round has nothing to agree with: "1.12x req/s".
+fn verdict(a: &Row, b: &Row, get: fn(&Figures) -> f64, tie: f64, what: &str) -> String {
+    let median = fmt::times(fmt::ratio(get(&a.figures), get(&b.figures)));
+    let rounds: Vec<Option<f64>> = a
         .rounds
         .iter()
         .zip(&b.rounds)
-        .filter(|(x, y)| (get(x) >= get(y)) == ahead)
-        .count();
-    format!(" ({agree}/{rounds} rounds agree)")
+        .map(|(x, y)| fmt::ratio(get(x), get(y)))
+        .collect();
+    let n = rounds.len();
+    if n < 2 {
+        return format!("{median} {what}");
+    }
+    let sides: Vec<_> = rounds.iter().map(|r| side(*r, tie)).collect();
+    let agreed = sides[0].filter(|first| sides.iter().all(|s| *s == Some(*first)));
+    match agreed {
+        Some(std::cmp::Ordering::Equal) => format!("{median} {what} (a tie in {n}/{n} rounds)"),
+        Some(_) => format!("{median} {what} ({n}/{n} rounds agree)"),
+        None => {
+            let known: Vec<f64> = rounds.iter().flatten().copied().collect();
+            let lo = known.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = known.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            format!(
+                "{what}: rounds disagree ({}-{})",
+                fmt::times(Some(lo)),
+                fmt::times(Some(hi))
+            )
+        }
+    }
 }
 
 /// Ratio lines between systems measured at the same label (system names

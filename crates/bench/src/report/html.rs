@@ -172,6 +172,11 @@ fn group_section(group: &Group) -> String {
             out.push_str("</div>\n");
         }
     }
+    let caveats = build::caveat_lines(group);
+    if !caveats.is_empty() {
+        out.push_str("<p>Not comparable:</p>\n");
+        out.push_str(&list(&caveats, "notes", ""));
+    }
     if !group.notes.is_empty() {
         out.push_str("<p>Notes:</p>\n");
         out.push_str(&list(&group.notes, "notes", ""));

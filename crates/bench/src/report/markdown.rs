@@ -111,6 +111,13 @@ fn group_section(group: &Group) -> String {
             out.push_str(&pivot.markdown());
         }
     }
+    let caveats = build::caveat_lines(group);
+    if !caveats.is_empty() {
+        out.push_str("\nNot comparable:\n\n");
+        for line in &caveats {
+            out.push_str(&format!("- {}\n", md_text(line)));
+        }
+    }
     if !group.notes.is_empty() {
         out.push_str("\nNotes:\n\n");
         for note in &group.notes {

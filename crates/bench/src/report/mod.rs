@@ -4,11 +4,11 @@
 //! Every output draws the same content (`build`) through one table model
 //! (`table`), so the terminal, Markdown and HTML never disagree.
 
-mod build;
+pub(crate) mod build;
 mod compare;
 #[cfg(test)]
 mod fixture;
-mod fmt;
+pub(crate) mod fmt;
 mod html;
 mod markdown;
 mod seeds;

@@ -6,6 +6,7 @@ use super::compare::stem;
 use super::fmt;
 use super::table::{Align, Table};
 use crate::results::{Group, Results, Row};
+use crate::window;
 
 pub(crate) fn group<'a>(results: &'a Results, name: &str) -> Option<&'a Group> {
     results.groups.iter().find(|g| g.name == name)
@@ -150,6 +151,14 @@ pub(crate) fn group_line(group: &Group) -> String {
             if failing == 1 { "" } else { "s" }
         ));
     }
+    let unfit = group.rows.iter().filter(|r| !window::comparable(r)).count();
+    if unfit > 0 {
+        line.push_str(&format!(
+            "; {unfit} row{} not comparable (marked{})",
+            if unfit == 1 { "" } else { "s" },
+            super::build::NOT_COMPARABLE_MARK
+        ));
+    }
     format!("{head}: {line}")
 }
 
@@ -198,8 +207,9 @@ fn best_worst(group: &Group) -> String {
     };
     let describe = |r: &Row| {
         format!(
-            "{} {} req/s, avg {}",
+            "{}{} {} req/s, avg {}",
             super::build::system_label(r),
+            mark(r),
             fmt::count(r.figures.requests_per_sec),
             fmt::micros(r.figures.latency.avg_us)
         )
@@ -250,9 +260,10 @@ fn sweep_line(group: &Group, name: &str) -> String {
                     fmt::micros(l.avg_us)
                 ),
                 "users" => format!(
-                    "p95 {} ({} req/s)",
+                    "p95 {} ({} answered/s, {} unanswered at the end)",
                     fmt::micros(l.p95_us as f64),
-                    fmt::count(r.figures.requests_per_sec)
+                    fmt::count(r.figures.requests_per_sec),
+                    fmt::count(r.figures.unanswered as f64)
                 ),
                 "rate" => format!(
                     "p95 {}, p99 {}",
@@ -265,7 +276,7 @@ fn sweep_line(group: &Group, name: &str) -> String {
                     fmt::micros(l.p95_us as f64)
                 ),
             };
-            format!("{} {metric}", r.system)
+            format!("{}{} {metric}", r.system, mark(r))
         })
         .collect();
     format!(
@@ -274,6 +285,15 @@ fn sweep_line(group: &Group, name: &str) -> String {
         if warm { " (warm)" } else { "" },
         parts.join("; ")
     )
+}
+
+/// A row's mark in a summary line when it is not comparable.
+fn mark(row: &Row) -> &'static str {
+    if window::comparable(row) {
+        ""
+    } else {
+        super::build::NOT_COMPARABLE_MARK
+    }
 }
 
 /// The group's sweep values, ascending, each once.

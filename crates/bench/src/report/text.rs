@@ -21,7 +21,10 @@ pub(super) fn group_table(group: &Group) -> String {
         out.push_str(&table.text());
         out.push_str(caption);
         out.push('\n');
-        for line in build::error_lines(group) {
+        for line in build::error_lines(group)
+            .into_iter()
+            .chain(build::caveat_lines(group))
+        {
             out.push_str(&line);
             out.push('\n');
         }
@@ -30,7 +33,10 @@ pub(super) fn group_table(group: &Group) -> String {
             out.push_str(&format!("system: {system}\n"));
         }
         out.push_str(&build::rows_table(group, false).text());
-        for line in build::error_lines(group) {
+        for line in build::error_lines(group)
+            .into_iter()
+            .chain(build::caveat_lines(group))
+        {
             out.push_str(&line);
             out.push('\n');
         }

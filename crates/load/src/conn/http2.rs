@@ -260,7 +260,7 @@ impl Client {
                 }
                 Err(_) => {
                     self.record_error(ErrorKind::Write);
-                    self.shared.finish(1);
+                    self.lose(1);
                     self.rest(now);
                     session.draining = true;
                 }

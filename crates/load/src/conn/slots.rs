@@ -57,6 +57,7 @@ impl Client {
             }),
             Err(err) => {
                 stats.error(E::error_kind(&err), now);
+                stats.lost(1, now);
                 ended += 1;
             }
         });
@@ -82,7 +83,7 @@ impl Client {
         for _ in 0..expired {
             self.record_error(ErrorKind::Timeout);
         }
-        self.shared.finish(expired as u64);
+        self.lose(expired as u64);
         if expired > 0 {
             self.rest(now);
         }

@@ -4,6 +4,7 @@
 //! as threads of one process, as many at once as before (the test
 //! harness's default, one per core).
 
+mod accounting;
 mod http1;
 mod http2;
 mod http3;

@@ -153,6 +153,7 @@ fn open_report(lateness_p99_us: f64, target_p99_us: u64) -> Report {
         errors: Errors::default(),
         status: Default::default(),
         non_2xx_3xx: 0,
+        accounting: None,
         interrupted: false,
         intervals: Vec::new(),
         merged_logs: 0,

@@ -31,7 +31,8 @@ pub struct TracesSettings {
     /// Spans sent in one export request at most.
     #[serde(default = "default_batch")]
     pub batch: usize,
-    /// Record `url.query` as sent (default: every value replaced by `REDACTED`).
+    /// Record `url.query` (SERVER spans) and the query of `url.full`
+    /// (CLIENT spans) as sent (default: every value replaced by `REDACTED`).
     #[serde(default)]
     pub query: QueryPolicy,
 }

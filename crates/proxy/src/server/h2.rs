@@ -3,7 +3,7 @@
 //! set here. Each stream is served as its own exchange by
 //! `session::serve_stream`, straight from the decoded frames.
 
-use std::{sync::Arc, time::Duration};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use h2::{server::Builder, Reason};
@@ -11,10 +11,10 @@ use tokio::{
     io::{AsyncRead, AsyncWrite},
     sync::watch,
     task::JoinSet,
-    time::Instant,
 };
 use tracing::debug;
 
+use super::resets::PrematureResets;
 use crate::{
     session::{serve_stream, ClientOrigin, Worker, PARK_AFTER},
     telemetry::Event,
@@ -48,10 +48,13 @@ pub(crate) async fn serve<S>(
     tokio::pin!(idle_timer);
     let mut streams = JoinSet::new();
     let mut draining = false;
-    let mut resets = PrematureResets::new(
-        plan.http2.max_premature_resets,
-        plan.http2.premature_reset_window,
-    );
+    // A bridged HTTP/3 connection's resets are counted by its HTTP/3
+    // side (server/h3), which sees the client's own streams.
+    let max_resets = match origin.h3 {
+        true => u32::MAX,
+        false => plan.http2.max_premature_resets,
+    };
+    let mut resets = PrematureResets::new(max_resets, plan.http2.premature_reset_window);
     // A connection without a stream for as long as an HTTP/1.1 one takes
     // to park gives back the memory its busiest moment left it (stream
     // slots, read and write buffers: vendor/h2/SLUICE.md). Armed when the
@@ -120,36 +123,6 @@ pub(crate) async fn serve<S>(
     }
 }
 
-/// Streams a client reset before their answers were complete, counted
-/// in fixed windows (`http2.max_premature_resets` per
-/// `http2.premature_reset_window`).
-struct PrematureResets {
-    max: u32,
-    window: Duration,
-    count: u32,
-    since: Option<Instant>,
-}
-
-impl PrematureResets {
-    fn new(max: u32, window: Duration) -> Self {
-        Self {
-            max,
-            window,
-            count: 0,
-            since: None,
-        }
-    }
-
-    /// Counts one at `now`; true once the window holds more than `max`.
-    fn flood(&mut self, now: Instant) -> bool {
-        match self.since {
-            Some(since) if now.duration_since(since) < self.window => self.count += 1,
-            _ => (self.since, self.count) = (Some(now), 1),
-        }
-        self.count > self.max
-    }
-}
-
 /// The connection settings and flood limits from the `http2` section.
 fn builder(plan: &crate::plan::Plan) -> Builder {
     let settings = &plan.http2;
@@ -165,34 +138,4 @@ fn builder(plan: &crate::plan::Plan) -> Builder {
         .max_send_buffer_size(SEND_BUFFER)
         .huffman_encode(settings.huffman);
     builder
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn premature_resets_past_the_limit_in_a_window_are_a_flood() {
-        let start = Instant::now();
-        let second = Duration::from_secs(1);
-        let mut resets = PrematureResets::new(3, 10 * second);
-        for n in 0..3 {
-            assert!(
-                !resets.flood(start + n * second),
-                "reset {n} is within the limit"
-            );
-        }
-        assert!(resets.flood(start + 4 * second), "the fourth in 10 s");
-        // A new window starts the count again.
-        let mut resets = PrematureResets::new(3, 10 * second);
-        for n in 0..3 {
-            assert!(!resets.flood(start + n * second));
-        }
-        assert!(!resets.flood(start + 11 * second), "the window has passed");
-        assert!(!resets.flood(start + 12 * second));
-        assert!(!resets.flood(start + 13 * second));
-        assert!(resets.flood(start + 14 * second));
-        // 0 allows none.
-        assert!(PrematureResets::new(0, second).flood(start));
-    }
 }

@@ -19,6 +19,7 @@ mod health_checks;
 pub(crate) mod listener;
 mod proxied;
 mod reload;
+mod resets;
 mod upstreams;
 
 pub use reload::LogHook;

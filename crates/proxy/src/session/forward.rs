@@ -40,10 +40,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
         let mut sender = Sender::new(&plan, &worker, upstream_index, self.peer);
         sender.local = self.proxied.as_ref().and_then(|proxied| proxied.local);
-        sender.trace = traced::for_attempts(&self.span, &head.method);
+        let (rbuf, fields) = (&self.conn.rbuf, &self.fields);
+        let rewritten = self.decided.rewrites.path.as_deref();
+        sender.trace =
+            traced::for_attempts(&self.span, plan.tracer.as_deref(), &head.method, || {
+                let request = outgoing(rbuf, head, fields);
+                (head::sent_path(rewritten, request.path), request.query)
+            });
         // Picked while the client's head is at hand (hash keys, cookies);
         // a 503 is answered once the head is consumed.
-        let (rbuf, fields) = (&self.conn.rbuf, &self.fields);
         let picked = sender.choose(|| outgoing(rbuf, head, fields));
         let fallback_host = picked.as_ref().ok().map(|&host| upstream.host_name(host));
         self.build_request(head, upstream.host_header.as_ref(), fallback_host)?;
@@ -85,7 +90,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let upstream_index = plan.route(route).upstream;
         let upstream = &plan.upstream(upstream_index);
         let mut picker = Sender::new(&plan, &worker, upstream_index, self.peer);
-        picker.trace = traced::for_attempts(&self.span, &head.method);
         let context = self.request_context(head, upstream.host_header.as_ref(), None)?;
         let scheme = if upstream.tls.is_some() {
             "https"
@@ -94,6 +98,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         };
         let fallback = upstream.host_name(HostId::new(0));
         let outgoing = outgoing(&self.conn.rbuf, head, &self.fields);
+        picker.trace =
+            traced::for_attempts(&self.span, plan.tracer.as_deref(), &head.method, || {
+                (context.path(&outgoing), outgoing.query)
+            });
         let request = http2::upstream_request(&outgoing, &context, scheme, fallback, None)
             .ok_or_else(|| {
                 Failure::new(

@@ -11,7 +11,6 @@ use http::StatusCode;
 
 use super::exchange::traced::Traced;
 use crate::{
-    config::QueryPolicy,
     middleware::Answer,
     telemetry::trace::{Kind, Span, SpanContext, Tracer, Value},
 };
@@ -63,12 +62,8 @@ fn started(
     span.str("http.request.method", facts.method.as_bytes());
     span.str("url.path", facts.path);
     span.str("url.scheme", if facts.secure { b"https" } else { b"http" });
-    if let Some(query) = facts.query {
-        match tracer.query_policy() {
-            QueryPolicy::Full => span.str("url.query", query),
-            QueryPolicy::Redacted => span.str("url.query", &redacted(query)),
-            QueryPolicy::Omitted => {}
-        }
+    if let Some(query) = facts.query.and_then(|query| tracer.query(query)) {
+        span.str("url.query", &query);
     }
     if let Some(host) = facts.host {
         let (name, port) = split_host(host);
@@ -158,18 +153,44 @@ fn set_status(span: &mut Span, status: StatusCode) {
     }
 }
 
-/// What a traced request's upstream attempts need of its SERVER span.
+/// What a traced request's upstream attempts need of its SERVER span,
+/// and the target as it goes upstream for their `url.full`: `sent` gives
+/// its path and query, and is called only for a traced request (the
+/// query as `traces.query` says, as on the SERVER span).
 #[inline]
-pub(super) fn for_attempts(span: &Option<Box<Span>>, method: &http::Method) -> Option<Box<Traced>> {
-    span.as_deref().map(|span| attempts_of(span, method))
+pub(super) fn for_attempts<'a>(
+    span: &Option<Box<Span>>,
+    tracer: Option<&Tracer>,
+    method: &http::Method,
+    sent: impl FnOnce() -> (&'a [u8], Option<&'a [u8]>),
+) -> Option<Box<Traced>> {
+    match (span.as_deref(), tracer) {
+        (Some(span), Some(tracer)) => {
+            let (path, query) = sent();
+            Some(attempts_of(span, tracer, method, path, query))
+        }
+        _ => None,
+    }
 }
 
 #[cold]
 #[inline(never)]
-fn attempts_of(span: &Span, method: &http::Method) -> Box<Traced> {
+fn attempts_of(
+    span: &Span,
+    tracer: &Tracer,
+    method: &http::Method,
+    path: &[u8],
+    query: Option<&[u8]>,
+) -> Box<Traced> {
+    let mut target = path.to_vec();
+    if let Some(query) = query.and_then(|query| tracer.query(query)) {
+        target.push(b'?');
+        target.extend_from_slice(&query);
+    }
     Box::new(Traced {
         parent: span.context,
         method: method.clone(),
+        target: target.into_boxed_slice(),
     })
 }
 
@@ -186,24 +207,6 @@ pub(super) fn end(tracer: Option<&Tracer>, span: Option<Box<Span>>) {
 fn send(tracer: &Tracer, mut span: Box<Span>) {
     span.end();
     tracer.send(span);
-}
-
-/// Each value of `a=1&b=2` as `REDACTED` (the keys stay).
-fn redacted(query: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(query.len());
-    for (i, pair) in query.split(|&b| b == b'&').enumerate() {
-        if i > 0 {
-            out.push(b'&');
-        }
-        match pair.iter().position(|&b| b == b'=') {
-            Some(eq) => {
-                out.extend_from_slice(&pair[..=eq]);
-                out.extend_from_slice(b"REDACTED");
-            }
-            None => out.extend_from_slice(pair),
-        }
-    }
-    out
 }
 
 /// `name[:port]`, `[v6][:port]`.
@@ -223,8 +226,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn queries_are_redacted_and_hosts_split() {
-        assert_eq!(redacted(b"a=1&b&c=x=y"), b"a=REDACTED&b&c=REDACTED");
+    fn hosts_are_split() {
         assert_eq!(
             split_host(b"example.com:8080"),
             (&b"example.com"[..], Some(8080))

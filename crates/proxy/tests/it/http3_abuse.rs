@@ -211,3 +211,55 @@ async fn with_retry_never_an_initial_is_answered_by_the_handshake_itself() {
     assert_eq!(kind, Some(0), "not an Initial: {:02x?}", &reply[..8]);
     assert!(n <= 3 * 1200, "{n} bytes");
 }
+
+/// Every datagram the endpoint sends to `socket` within `window`, in bytes.
+async fn bytes_back(socket: &UdpSocket, window: Duration) -> usize {
+    let mut total = 0;
+    let mut reply = vec![0u8; 65_536];
+    let deadline = tokio::time::Instant::now() + window;
+    while let Ok(Ok((n, _))) = tokio::time::timeout_at(deadline, socket.recv_from(&mut reply)).await
+    {
+        total += n;
+    }
+    total
+}
+
+/// Before a client's address is validated the endpoint sends at most three
+/// times what it received (RFC 9000 8.1), counting its loss-probe
+/// retransmissions: measured on a raw socket that never answers, for one
+/// Initial and for a burst of Initials from one address. (quinn alone sent
+/// a whole datagram while any budget was left: 3,822 bytes for 1,200.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn before_address_validation_the_endpoint_sends_at_most_three_times_what_it_got() {
+    let certs = TestCerts::generate();
+    let echo = support::Echo::start("e").await;
+    let proxy = proxy(
+        &certs,
+        "    h3: { retry: never }\n",
+        &support::one_upstream(echo.addr, ""),
+    );
+    let target = proxy.addr();
+    let tls = tls::client_config(tls::Trust::CaFile(&certs.ca_path), None, &[b"h3"]).unwrap();
+    let quic = quinn_proto::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
+    let config = quinn_proto::ClientConfig::new(Arc::new(quic));
+    let mut endpoint = quinn_proto::Endpoint::new(Default::default(), None, false, None);
+    for (source, initials) in [(11u8, 1usize), (12, 10)] {
+        let socket = UdpSocket::bind((Ipv4Addr::new(127, 0, 0, source), 0))
+            .await
+            .unwrap();
+        let mut sent = 0;
+        for _ in 0..initials {
+            let packet = initial_packet(&mut endpoint, &config, target);
+            sent += packet.len();
+            socket.send_to(&packet, target).await.unwrap();
+        }
+        // The first flight, then the loss probes after about 1 s and 3 s.
+        let back = bytes_back(&socket, Duration::from_millis(3_500)).await;
+        println!("{initials} Initials: {sent} bytes sent, {back} back within 3.5 s");
+        assert!(back > 0, "no answer to {initials} Initials");
+        assert!(
+            back <= 3 * sent,
+            "{back} bytes back for {sent} sent ({initials} Initials)"
+        );
+    }
+}

@@ -26,6 +26,7 @@ mod http2_floods;
 mod http3;
 mod http3_abuse;
 mod http3_clients;
+mod http3_hostile;
 mod http3_lifecycle;
 mod idle_parking;
 mod interim_answers;

@@ -104,6 +104,34 @@ fn a_small_run_writes_a_valid_report() {
     let io = groups[4]["rows"].as_array().expect("io rows");
     assert_eq!(io.len(), 4, "passthrough alone and sluice, 2 points each");
     assert_eq!(io[0]["load"]["think_ms"], serde_json::json!([100, 200]));
+    // Every round accounts for its requests; the saturating groups' rounds
+    // waited for their target to drain, and their groups say so.
+    for group in groups {
+        let saturating = matches!(group["name"].as_str(), Some("lb" | "io"));
+        for row in group["rows"].as_array().expect("rows") {
+            for round in row["rounds"].as_array().expect("rounds") {
+                let n = |key: &str| {
+                    round[key]
+                        .as_u64()
+                        .unwrap_or_else(|| panic!("{key}: {round}"))
+                };
+                assert_eq!(
+                    n("carried_in") + n("sent"),
+                    n("requests") + n("lost") + n("unanswered"),
+                    "{round}"
+                );
+                assert_eq!(
+                    round["drain"]["drained"].as_bool(),
+                    saturating.then_some(true),
+                    "{row}"
+                );
+            }
+        }
+        if saturating {
+            let notes = group["notes"].to_string();
+            assert!(notes.contains("no row inherits the backlog"), "{notes}");
+        }
+    }
     assert!(json["machine"]["cores"].as_u64().expect("cores") >= 1);
 
     // report.md: the tables.

@@ -5,7 +5,7 @@ use super::{section, start, Section, Server, Skipped, OPEN_RUNTIMES};
 use crate::{
     groups::{
         one_route_yaml,
-        sweeps::{cold_and_warm, message, open_load, users_config, Standing},
+        sweeps::{cold_and_warm, message, open_load, users_config, Standing, DRAINED_NOTE},
     },
     measure::RowSpec,
     rounds::Trial,
@@ -84,11 +84,12 @@ pub(super) fn io(
             let spec = RowSpec::new(label, system, users_config(bench, *listen, users, &body)?)
                 .sweep("users", users as f64)
                 .on(server.info(), server.warmup_rounds());
-            block.push(Trial::new(spec, stage));
+            block.push(Trial::new(spec, stage).drained().adaptive());
         }
         blocks.push(block);
     }
     group.rows = bench.run_blocks(&group.name, &mut components, blocks, &mut || {})?;
+    group.notes.push(DRAINED_NOTE.to_string());
     bench.publish(group);
     Ok(())
 }

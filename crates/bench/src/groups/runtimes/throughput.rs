@@ -8,7 +8,7 @@ use load::LoadConfig;
 
 use super::{peer_info, section, start, Section, Server, Skipped};
 use crate::{
-    groups::{peer_component, proxies, throughput},
+    groups::{peer_component, proxies, sweeps::DRAINED_NOTE, throughput},
     measure::RowSpec,
     peers::Site,
     rounds::Trial,
@@ -79,7 +79,11 @@ pub(super) fn hello(
             pipelined(bench, &format!("http://{addr}/"))?,
         )
         .on(server.info(), server.warmup_rounds());
-        trials.push(Trial::new(spec, &[components.len() - 1]));
+        trials.push(
+            Trial::new(spec, &[components.len() - 1])
+                .drained()
+                .adaptive(),
+        );
     }
     for peer in bench.peers.clone() {
         let listen = bench.port()?;
@@ -97,9 +101,14 @@ pub(super) fn hello(
             pipelined(bench, &format!("http://{listen}/"))?,
         )
         .on(peer_info(&peer), 0);
-        trials.push(Trial::new(spec, &[components.len() - 1]));
+        trials.push(
+            Trial::new(spec, &[components.len() - 1])
+                .drained()
+                .adaptive(),
+        );
     }
     group.rows = bench.run_blocks(&group.name, &mut components, vec![trials], &mut || {})?;
+    group.notes.push(DRAINED_NOTE.to_string());
     bench.publish(group);
     Ok(())
 }
@@ -142,7 +151,9 @@ pub(super) fn petstore(
                 format!("http://{addr}/v1/pets"),
             )?,
             &[backend_index],
-        )];
+        )
+        .drained()
+        .adaptive()];
         let systems = proxies(
             bench,
             &mut group,
@@ -154,14 +165,16 @@ pub(super) fn petstore(
         for (system, index, listen) in systems {
             let label = format!("{system} -> {name} petstore");
             let url = format!("http://{listen}/v1/pets");
-            block.push(Trial::new(
-                spec(bench, label, &system, url)?,
-                &[index, backend_index],
-            ));
+            block.push(
+                Trial::new(spec(bench, label, &system, url)?, &[index, backend_index])
+                    .drained()
+                    .adaptive(),
+            );
         }
         blocks.push(block);
     }
     group.rows = bench.run_blocks(&group.name, &mut components, blocks, &mut || {})?;
+    group.notes.push(DRAINED_NOTE.to_string());
     bench.publish(group);
     Ok(())
 }

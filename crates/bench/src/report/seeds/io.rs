@@ -36,23 +36,29 @@ fn at<'a>(group: &'a Group, key: (&str, Option<&str>), users: f64) -> Option<&'a
 
 pub(super) fn table(group: &Group) -> Option<(Table, String)> {
     let series = series(group);
-    let mut t = Table::new().col("users", Align::Right);
-    for key in &series {
-        t = t.col(&name(*key), Align::Right);
-    }
+    // A line per backend and user count: the seed's figure, the answered
+    // rate and what did not come back fit a terminal this way round.
+    let mut t = Table::new()
+        .col("users", Align::Right)
+        .col("backend", Align::Left)
+        .col("p95", Align::Right)
+        .col("answered/s", Align::Right)
+        .col("failed", Align::Right)
+        .col("unanswered", Align::Right);
     for value in sweep_values(group) {
-        let mut cells = vec![fmt::value(value)];
         for key in &series {
-            cells.push(at(group, *key, value).map_or("-".into(), |row| {
-                format!(
-                    "{}, {}/s, {} failed",
-                    fmt::micros(row.figures.latency.p95_us as f64),
-                    fmt::count(row.figures.requests_per_sec),
-                    failures(row)
-                )
-            }));
+            let Some(row) = at(group, *key, value) else {
+                continue;
+            };
+            t.push(vec![
+                fmt::value(value),
+                format!("{}{}", name(*key), mark(row)),
+                fmt::micros(row.figures.latency.p95_us as f64),
+                fmt::count(row.figures.requests_per_sec),
+                failures(row),
+                fmt::count(row.figures.unanswered as f64),
+            ]);
         }
-        t.push(cells);
     }
     let think = group
         .rows
@@ -62,14 +68,19 @@ pub(super) fn table(group: &Group) -> Option<(Table, String)> {
             format!(", thinking {lo}-{hi} ms between requests")
         });
     let caption = format!(
-        "seeds/003's figure: p95 latency, the responses per second, and the requests that \
+        "seeds/003's figure, a line per backend and number of users: p95 latency, the \
+         requests answered per second, the requests that \
          failed (timeouts, refused connections, answers that were not 2xx; summed over the \
-         rounds), per number of users{think}, each posting the seed's message to its passthrough, which \
-         forwards it to a downstream that waits before answering. A request still unanswered \
-         when the measured time ends counts as neither answered nor failed: a backend that \
-         falls behind shows fewer responses per second. The seed found Spring Boot 1 \
-         (blocking) failing and slow from 3,000 users while WebFlux kept p95 near 312 ms at \
-         5,000."
+         rounds) and those still unanswered when the measured time ended (neither answered \
+         nor failed: a backend that falls behind holds them; medians over the rounds), \
+         users{think}, each posting the seed's message to its passthrough, which \
+         forwards it to a downstream that waits before answering. Each row started once its \
+         backend had worked off the row before it; a backend marked{mark} is not comparable \
+         (its window was shorter than 3x the latency it saw, or its backend never drained: \
+         the lines under every row say why). \
+         The seed found Spring Boot 1 (blocking) failing and slow from 3,000 users while \
+         WebFlux kept p95 near 312 ms at 5,000.",
+        mark = crate::report::build::NOT_COMPARABLE_MARK
     );
     (!t.is_empty()).then_some((t, caption))
 }
@@ -103,7 +114,30 @@ pub(super) fn chart(group: &Group) -> String {
     })
 }
 
-/// `at 5,000 users, p95: spring-mvc 3.56s (667/s, 0 failed); ...`.
+/// A row's mark when it is not comparable.
+fn mark(row: &Row) -> &'static str {
+    if crate::window::comparable(row) {
+        ""
+    } else {
+        crate::report::build::NOT_COMPARABLE_MARK
+    }
+}
+
+/// A row's figures: "3.06s, 658/s answered, 0 failed, 2,004 unanswered",
+/// marked when the row is not comparable.
+fn cell(row: &Row) -> String {
+    let mark = mark(row);
+    format!(
+        "{}, {}/s answered, {} failed, {} unanswered{mark}",
+        fmt::micros(row.figures.latency.p95_us as f64),
+        fmt::count(row.figures.requests_per_sec),
+        failures(row),
+        fmt::count(row.figures.unanswered as f64)
+    )
+}
+
+/// `at 5,000 users, p95: spring-mvc 3.56s, 667/s answered, 0 failed, 4,012
+/// unanswered; ...`.
 pub(super) fn line(group: &Group) -> String {
     let Some(top) = sweep_values(group).last().copied() else {
         return "no sweep".into();
@@ -112,13 +146,7 @@ pub(super) fn line(group: &Group) -> String {
         .into_iter()
         .filter_map(|key| {
             let row = at(group, key, top)?;
-            Some(format!(
-                "{} {} ({}/s, {} failed)",
-                name(key),
-                fmt::micros(row.figures.latency.p95_us as f64),
-                fmt::count(row.figures.requests_per_sec),
-                failures(row)
-            ))
+            Some(format!("{} {}", name(key), cell(row)))
         })
         .collect();
     format!("at {} users, p95: {}", fmt::value(top), parts.join("; "))

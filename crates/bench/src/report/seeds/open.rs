@@ -18,8 +18,10 @@ fn at<'a>(group: &'a Group, name: &str, rate: f64, phase: &str) -> Option<&'a Ro
     })
 }
 
+/// A row's mean latency, if it answered anything.
 fn mean(row: Option<&Row>) -> Option<f64> {
-    row.map(|r| r.figures.latency.avg_us)
+    row.filter(|r| r.figures.requests > 0)
+        .map(|r| r.figures.latency.avg_us)
 }
 
 pub(super) fn table(group: &Group) -> (Table, String) {
@@ -30,20 +32,42 @@ pub(super) fn table(group: &Group) -> (Table, String) {
         t = t
             .col(&format!("{phase} mean"), Align::Right)
             .col(&format!("{phase} p95"), Align::Right)
-            .col(&format!("{phase} failures"), Align::Right);
+            .col(&format!("{phase} failed/unans."), Align::Right);
     }
     t = t.col("cold ÷ warm (mean)", Align::Right);
     for rate in sweep_values(group) {
         for name in backends(group) {
-            let mut cells = vec![name.to_string(), fmt::value(rate)];
+            let unfit = PHASES.iter().any(|(phase, _)| {
+                at(group, name, rate, phase).is_some_and(|r| !crate::window::comparable(r))
+            });
+            let mark = if unfit {
+                crate::report::build::NOT_COMPARABLE_MARK
+            } else {
+                ""
+            };
+            let mut cells = vec![format!("{name}{mark}"), fmt::value(rate)];
             for (phase, _) in PHASES {
                 match at(group, name, rate, phase) {
+                    // Nothing answered: no latency to show, only what waited.
+                    Some(row) if row.figures.requests == 0 => cells.extend([
+                        "-".to_string(),
+                        "-".to_string(),
+                        format!(
+                            "{}/{}",
+                            failures(row),
+                            fmt::count(row.figures.unanswered as f64)
+                        ),
+                    ]),
                     Some(row) => {
                         let l = &row.figures.latency;
                         cells.extend([
                             fmt::micros(l.avg_us),
                             fmt::micros(l.p95_us as f64),
-                            failures(row),
+                            format!(
+                                "{}/{}",
+                                failures(row),
+                                fmt::count(row.figures.unanswered as f64)
+                            ),
                         ]);
                     }
                     None => cells.extend(std::iter::repeat_n("-".to_string(), 3)),
@@ -60,7 +84,9 @@ pub(super) fn table(group: &Group) -> (Table, String) {
     let caption = "seeds/004's figure: response time at a fixed arrival rate (latency from each \
                    request's intended send time), cold = the first run on a freshly started \
                    process, warm = the run right after it; every round starts each backend \
-                   afresh. The seed's mean response times (its chart) were much higher on the \
+                   afresh. failed/unans.: requests that failed (summed over the rounds) and \
+                   those still unanswered when the run ended (a median); a backend marked * is \
+                   not comparable (the lines under every row say why). The seed's mean response times (its chart) were much higher on the \
                    first run for every server, and at 2,000/s Grizzly's warm run was 9 ms below \
                    Spring Boot's and about half of Payara's."
         .to_string();

@@ -37,7 +37,7 @@ fn markdown_has_every_section_table_and_times_row() {
         "| **Times (backend petstore ÷ sluice -> petstore)** | **2.16x** | **2.16x** | **2.16x** |",
         "## Backend alone (`baseline`)",
         "*What does adding the proxy in front of it cost?*",
-        "| label | system | load | req/s | avg | p50 | p90 | p95 | p99 | p99.9 | max | transfer/s | errors | req/s min-max | peak RSS MiB | CPU s | CPU µs/req |",
+        "| label | system | load | req/s | avg | p50 | p90 | p95 | p99 | p99.9 | max | transfer/s | sent | errors | unanswered | req/s min-max | peak RSS MiB | CPU s | CPU µs/req |",
         "| 12 (read 10, http 2) |",
         "sluice vs haproxy (best of 4 peers): 1.11x req/s",
         "| envoy | 1.40.0 (/root/.cache/sluice/peers/bin/envoy) |",
@@ -161,10 +161,12 @@ fn the_spread_is_of_the_figure_the_verdicts_are_on() {
     assert!(proxy.contains("| 184,797-194,322 |"), "{proxy}");
 }
 
-/// A verdict says in how many rounds the compared systems stood on the
-/// same sides as their medians do.
+/// A verdict's ratio stands only when every round (round i of one row
+/// against round i of the other) is on the same side of 1x as the medians,
+/// or every round is a tie; otherwise the line says the rounds disagree
+/// and gives no ratio.
 #[test]
-fn verdicts_count_the_rounds_that_agree_with_them() {
+fn verdicts_name_their_confidence() {
     let mut results = fixture();
     let proxy = &mut results.groups[1];
     let table = group_table(proxy);
@@ -181,9 +183,10 @@ fn verdicts_count_the_rounds_that_agree_with_them() {
     haproxy.rounds[0].requests_per_sec = 200_000.0;
     let table = group_table(proxy);
     assert!(
-        table.contains("sluice vs haproxy (best of 4 peers): 1.11x req/s (2/3 rounds agree)"),
+        table.contains("sluice vs haproxy (best of 4 peers): req/s: rounds disagree (0.92x-1.11x)"),
         "{table}"
     );
+    assert!(!table.contains("1.11x req/s"), "{table}");
     // On p95 where the verdict is on p95: haproxy is faster than sluice
     // in two rounds at 300 users, though slower in the median.
     let io = &mut results.groups[6];
@@ -195,16 +198,71 @@ fn verdicts_count_the_rounds_that_agree_with_them() {
     }
     let table = group_table(io);
     assert!(
-        table.contains("users 300: sluice vs haproxy: 0.99x p95 (1/3 rounds agree)"),
+        table.contains("users 300: sluice vs haproxy: p95: rounds disagree"),
         "{table}"
     );
     assert!(
-        table.contains("users 5,000: sluice vs haproxy: 0.90x p95 (3/3 rounds agree)"),
+        table.contains("users 5,000: sluice vs haproxy: 0.90x p95 (a tie in 3/3 rounds)"),
+        "{table}"
+    );
+    // The same answered rate in every round: a tie, said as one.
+    assert!(
+        table.contains("1.00x answered req/s (a tie in 3/3 rounds)"),
         "{table}"
     );
     // Markdown and HTML say the same.
-    assert!(markdown(&results).contains("(1/3 rounds agree)"));
-    assert!(html(&results).contains("(2/3 rounds agree)"));
+    assert!(markdown(&results).contains("p95: rounds disagree"));
+    assert!(html(&results).contains("req/s: rounds disagree (0.92x-1.11x)"));
+}
+
+/// A row that is not comparable is marked in its table, says why under
+/// it, and stands in no verdict.
+#[test]
+fn rows_that_are_not_comparable_are_marked_and_left_out_of_verdicts() {
+    let mut results = fixture();
+    let io = &mut results.groups[6];
+    let sluice = io
+        .rows
+        .iter_mut()
+        .find(|r| r.system == "sluice" && r.sweep.as_ref().is_some_and(|s| s.value == 5000.0))
+        .expect("sluice at 5,000");
+    sluice.not_comparable = vec!["window shorter than its latency: test".into()];
+    let table = group_table(io);
+    assert!(
+        table.contains("* not comparable: sluice users=5000: window shorter"),
+        "{table}"
+    );
+    assert!(
+        table.contains(
+            "users 5,000: sluice vs haproxy: not comparable (sluice not: see the rows marked *)"
+        ),
+        "{table}"
+    );
+    let md = markdown(&results);
+    assert!(md.contains("| sluice users=5000 * | sluice |"), "{md}");
+    assert!(md.contains("Not comparable:"), "{md}");
+    let summary = summary(&results);
+    assert!(summary.contains("sluice * p95"), "{summary}");
+    assert!(
+        summary.contains("1 row not comparable (marked *)"),
+        "{summary}"
+    );
+}
+
+/// The fixture's rows are marked as the bench marks them.
+#[test]
+fn the_fixture_marks_what_the_window_rules_mark() {
+    for group in fixture().groups {
+        for row in &group.rows {
+            assert_eq!(
+                row.not_comparable,
+                crate::window::reasons(&row.rounds),
+                "{}: {}",
+                group.name,
+                row.label
+            );
+        }
+    }
 }
 
 /// The idle group compares memory per connection, not load it never ran.
@@ -236,7 +294,8 @@ fn each_sluice_policy_meets_the_best_peer_in_lb_slow() {
     assert!(
         lines.contains(
             &"sluice least_request vs haproxy least_conn (best of 2 peers): 1.06x req/s \
-              (3/3 rounds agree), 0.95x avg, 0.95x p99 latency"
+              (3/3 rounds agree), 0.95x avg (a tie in 3/3 rounds), 0.95x p99 latency (a tie \
+              in 3/3 rounds)"
                 .to_string()
         ),
         "{lines:#?}"

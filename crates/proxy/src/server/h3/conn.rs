@@ -1,17 +1,27 @@
-//! One HTTP/3 client connection: the QUIC handshake, the `h3` crate's
-//! connection (SETTINGS, QPACK without a dynamic table, GOAWAY), and the
-//! in-process HTTP/2 connection its requests are served on.
+//! One HTTP/3 client connection: the QUIC handshake, sluice's HTTP/3
+//! codec (the `http3` crate: SETTINGS, the client's control and QPACK
+//! streams, GOAWAY), the premature-reset count, and the in-process HTTP/2
+//! connection its requests are served on.
 
 use std::{sync::Arc, time::Duration};
 
 use bytes::Bytes;
+use http3::{
+    server::{Connection, End},
+    Code,
+};
 use tokio::{sync::watch, task::JoinSet};
 use tracing::debug;
 
-use super::{stream, Handshaking};
+use super::{
+    stream::{self, Ended},
+    Handshaking,
+};
 use crate::{
     config::H3Settings,
+    server::resets::PrematureResets,
     session::{ClientOrigin, ConnectionSlot, Worker},
+    telemetry::Event,
 };
 
 /// The in-process pipe between the HTTP/3 side and the HTTP/2 codec,
@@ -49,74 +59,81 @@ pub(super) async fn serve(
         }
     };
     let peer = quic.remote_address();
-    let max_field = settings
-        .max_field_section_size
-        .unwrap_or(plan.limits.max_head as u64);
-    let mut builder = h3::server::builder();
-    builder.max_field_section_size(max_field);
-    let built = builder.build::<_, Bytes>(h3_quinn::Connection::new(quic.clone()));
-    let mut h3 = match tokio::time::timeout(plan.header_read_timeout, built).await {
-        Ok(Ok(h3)) => h3,
-        Ok(Err(err)) => return debug!(%peer, %err, "HTTP/3 connection setup failed"),
-        Err(_) => return debug!(%peer, "HTTP/3 connection setup timed out"),
+    let codec = http3::server::Settings {
+        max_field_section_size: settings
+            .max_field_section_size
+            .unwrap_or(plan.limits.max_head as u64),
+        huffman: plan.http2.huffman,
     };
+    let mut h3 =
+        match tokio::time::timeout(plan.header_read_timeout, Connection::new(quic, codec)).await {
+            Ok(Ok(h3)) => h3,
+            Ok(Err(err)) => return debug!(%peer, ?err, "HTTP/3 connection setup failed"),
+            Err(_) => return debug!(%peer, "HTTP/3 connection setup timed out"),
+        };
     let Some(mut bridge) = Bridge::open(peer, &worker).await else {
         return;
     };
     worker.metrics().h3_connection();
-    let send_timeout = plan.send_timeout;
+    let limits = stream::Limits {
+        head: plan.header_read_timeout,
+        send: plan.send_timeout,
+    };
+    let mut resets = PrematureResets::new(
+        plan.http2.max_premature_resets,
+        plan.http2.premature_reset_window,
+    );
     drop(plan);
     let mut streams = JoinSet::new();
-    let mut draining = *shutdown.borrow();
+    let mut draining = *shutdown.borrow_and_update();
     if draining {
-        let _ = h3.shutdown(0).await;
+        h3.goaway().await;
     }
     loop {
-        // After our GOAWAY, `h3` would wait for the client to leave: the
-        // connection ends as soon as its last request is done.
+        // After GOAWAY the connection ends as soon as its last request is
+        // done, without waiting for the client to leave.
         if draining && streams.is_empty() {
             break;
         }
-        let next = tokio::select! {
-            accepted = h3.accept() => Next::Accepted(accepted),
-            _ = shutdown.wait_for(|stop| *stop), if !draining => Next::Drain,
-            Some(_) = streams.join_next(), if !streams.is_empty() => continue,
-            // The HTTP/2 side went away (idle, or a flood limit): this
-            // connection follows it with GOAWAY.
-            Some(_) = bridge.tasks.join_next(), if !draining => Next::Drain,
-        };
-        match next {
-            Next::Accepted(Ok(Some(resolver))) => {
-                worker.metrics().h3_stream();
-                let h2 = bridge.send.clone();
-                streams.spawn(stream::serve(resolver, h2, send_timeout));
-            }
-            // GOAWAY received or sent, and every request done.
-            Next::Accepted(Ok(None)) => break,
-            Next::Accepted(Err(err)) => {
-                debug!(%peer, %err, "HTTP/3 connection ended");
-                break;
-            }
-            Next::Drain => {
-                draining = true;
-                // GOAWAY: no new request; those accepted finish.
-                if let Err(err) = h3.shutdown(0).await {
-                    debug!(%peer, %err, "HTTP/3 GOAWAY failed");
+        tokio::select! {
+            accepted = h3.accept() => match accepted {
+                Ok(request) => {
+                    worker.metrics().h3_stream();
+                    streams.spawn(stream::serve(request, bridge.send.clone(), limits));
+                }
+                Err(End::Closed(err)) => {
+                    debug!(%peer, %err, "HTTP/3 connection ended");
+                    break;
+                }
+                Err(End::Error(err)) => {
+                    debug!(%peer, %err, "HTTP/3 connection closed for a protocol error");
+                    break;
+                }
+            },
+            Some(ended) = streams.join_next(), if !streams.is_empty() => {
+                // A stream the client reset or stopped before its answer was
+                // complete (its upstream work was cancelled then): many of
+                // them is the rapid-reset attack, as for HTTP/2.
+                if matches!(ended, Ok(Ended::Reset)) && resets.flood(tokio::time::Instant::now()) {
+                    worker.metrics().event(Event::ResetFlood);
+                    debug!(%peer, "too many premature stream resets: H3_EXCESSIVE_LOAD");
+                    h3.close(Code::H3_EXCESSIVE_LOAD, "too many premature stream resets");
+                    streams.abort_all();
+                    break;
                 }
             }
+            // The proxy or its listener stops, or the HTTP/2 side went
+            // away (idle): GOAWAY.
+            _ = shutdown.wait_for(|stop| *stop), if !draining => draining = true,
+            Some(_) = bridge.tasks.join_next(), if !draining => draining = true,
+        }
+        if draining {
+            h3.goaway().await;
         }
     }
     while streams.join_next().await.is_some() {}
     bridge.close().await;
-    quic.close(H3_NO_ERROR, b"");
-}
-
-/// The application error code of a clean close (RFC 9114 8.1).
-const H3_NO_ERROR: quinn::VarInt = quinn::VarInt::from_u32(0x100);
-
-enum Next<A> {
-    Accepted(A),
-    Drain,
+    h3.close(Code::H3_NO_ERROR, "");
 }
 
 /// The HTTP/2 connection, in this process, that serves the HTTP/3

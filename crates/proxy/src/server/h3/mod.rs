@@ -6,6 +6,7 @@
 //! same admission, normalisation, chain, upstream loop, metrics, access
 //! log and traces as the other two versions, with no copy of them.
 
+mod bridge;
 mod conn;
 mod stream;
 

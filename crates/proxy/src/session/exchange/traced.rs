@@ -12,11 +12,13 @@ use crate::{
 };
 
 /// What a traced request's attempts need: the SERVER span they are
-/// children of, and the method.
+/// children of, the method, and the target as sent upstream (path, and
+/// the query as `traces.query` records it) for `url.full`.
 #[derive(Debug, Clone)]
 pub(crate) struct Traced {
     pub parent: SpanContext,
     pub method: Method,
+    pub target: Box<[u8]>,
 }
 
 /// An attempt's span, `None` when the request is not traced.
@@ -36,7 +38,11 @@ impl AttemptSpan {
     #[cold]
     #[inline(never)]
     fn started(sender: &Sender<'_>, traced: &Traced, host: HostId, attempt: u32) -> Box<Span> {
-        let Traced { parent, method } = traced;
+        let Traced {
+            parent,
+            method,
+            target,
+        } = traced;
         let mut span = Box::new(Span::new(
             parent.child(),
             Some(parent.span_id),
@@ -46,8 +52,16 @@ impl AttemptSpan {
         span.name = format!("{} {}", method, upstream.name);
         span.str("http.request.method", method.as_str().as_bytes());
         let address = upstream.hosts[host.index()];
-        let name = upstream.host_name(host);
-        let name = name.rsplit_once(':').map_or(name, |(n, _)| n);
+        let authority = upstream.host_name(host);
+        // The host as configured (`name:port`, never a user or password:
+        // they are not part of it) and the target as sent.
+        let scheme: &[u8] = if upstream.tls.is_some() {
+            b"https://"
+        } else {
+            b"http://"
+        };
+        span.str("url.full", &[scheme, authority.as_bytes(), target].concat());
+        let name = authority.rsplit_once(':').map_or(authority, |(n, _)| n);
         span.str("server.address", name.as_bytes());
         span.int("server.port", i64::from(address.port()));
         span.str("network.peer.address", address.ip().to_string().as_bytes());

@@ -60,7 +60,12 @@ pub(super) async fn forward(
     let config = plan.upstream(upstream);
     let mut sender = Sender::new(&plan, &worker, upstream, stream.origin.peer);
     sender.local = stream.origin.proxied.as_ref().and_then(|p| p.local);
-    sender.trace = crate::session::traced::for_attempts(&stream.span, outgoing.method);
+    sender.trace = crate::session::traced::for_attempts(
+        &stream.span,
+        plan.tracer.as_deref(),
+        outgoing.method,
+        || (context.path(outgoing), outgoing.query),
+    );
     let mut request = Vec::with_capacity(1024);
     head::request_head(&mut request, outgoing, context);
     let replayable = body.in_hand();

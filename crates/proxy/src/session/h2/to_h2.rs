@@ -67,7 +67,12 @@ pub(super) async fn forward(
     };
     let mut sender = Sender::new(&plan, &worker, upstream, stream.origin.peer);
     sender.local = stream.origin.proxied.as_ref().and_then(|p| p.local);
-    sender.trace = crate::session::traced::for_attempts(&stream.span, outgoing.method);
+    sender.trace = crate::session::traced::for_attempts(
+        &stream.span,
+        plan.tracer.as_deref(),
+        outgoing.method,
+        || (context.path(outgoing), outgoing.query),
+    );
     let mut retries = Retries::new(config.retries, outgoing.method, body.in_hand());
     let timeout = config.timeouts.request;
     let trailer_rules = TrailerRules {

@@ -9,6 +9,7 @@ mod export;
 mod otlp;
 
 use std::{
+    borrow::Cow,
     sync::{
         atomic::{AtomicU64, Ordering::Relaxed},
         mpsc::{self, SyncSender, TrySendError},
@@ -209,8 +210,16 @@ impl Tracer {
         }
     }
 
-    pub(crate) fn query_policy(&self) -> QueryPolicy {
-        self.settings.query
+    /// A request's query as spans record it (`traces.query`): each value
+    /// written `REDACTED` (the default), as sent, or `None` (omitted).
+    /// The SERVER span's `url.query` and the CLIENT span's `url.full`
+    /// both take it from here, so the two never disagree.
+    pub(crate) fn query<'q>(&self, query: &'q [u8]) -> Option<Cow<'q, [u8]>> {
+        match self.settings.query {
+            QueryPolicy::Full => Some(Cow::Borrowed(query)),
+            QueryPolicy::Redacted => Some(Cow::Owned(redacted(query))),
+            QueryPolicy::Omitted => None,
+        }
     }
 
     /// Queues a finished span; never waits.
@@ -246,6 +255,24 @@ pub(crate) fn parse_traceparent(value: &[u8]) -> Option<(u128, u64, bool)> {
     Some((trace, parent, flags & 1 == 1))
 }
 
+/// Each value of `a=1&b=2` as `REDACTED` (the keys stay).
+fn redacted(query: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(query.len());
+    for (i, pair) in query.split(|&b| b == b'&').enumerate() {
+        if i > 0 {
+            out.push(b'&');
+        }
+        match pair.iter().position(|&b| b == b'=') {
+            Some(eq) => {
+                out.extend_from_slice(&pair[..=eq]);
+                out.extend_from_slice(b"REDACTED");
+            }
+            None => out.extend_from_slice(pair),
+        }
+    }
+    out
+}
+
 fn write_hex(out: &mut [u8], value: u128) {
     let digits = out.len();
     for (i, byte) in out.iter_mut().enumerate() {
@@ -256,6 +283,12 @@ fn write_hex(out: &mut [u8], value: u128) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn query_values_are_redacted_keys_kept() {
+        assert_eq!(redacted(b"a=1&b&c=x=y"), b"a=REDACTED&b&c=REDACTED");
+        assert_eq!(redacted(b""), b"");
+    }
 
     #[test]
     fn traceparents_round_trip() {

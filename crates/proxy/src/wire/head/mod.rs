@@ -113,15 +113,21 @@ pub(crate) struct RequestContext<'a> {
     pub proxied: Option<&'a Proxied>,
 }
 
+/// The path a request goes upstream with: the normalised one (`rewritten`)
+/// where it differs, else the client's; `/` for an empty one.
+pub(crate) fn sent_path<'a>(rewritten: Option<&'a str>, path: &'a [u8]) -> &'a [u8] {
+    let path = rewritten.map_or(path, str::as_bytes);
+    if path.is_empty() {
+        b"/"
+    } else {
+        path
+    }
+}
+
 impl<'a> RequestContext<'a> {
     /// The path to send: the normalised one where it differs, else the client's.
     pub(crate) fn path(&self, request: &Outgoing<'a>) -> &'a [u8] {
-        let path = self.path.map_or(request.path, str::as_bytes);
-        if path.is_empty() {
-            b"/"
-        } else {
-            path
-        }
+        sent_path(self.path, request.path)
     }
 
     /// The Host to send: a configured `host_header`, the normalised Host, or the client's.

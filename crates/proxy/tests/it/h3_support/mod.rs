@@ -12,6 +12,8 @@ use testkit::TestCerts;
 
 use crate::support::Proxy;
 
+pub(crate) mod raw;
+
 pub(crate) type SendRequest = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
 
 /// A proxy with one TLS listener serving `[h2, http1, h3]` (its `h3`

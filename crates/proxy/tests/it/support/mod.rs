@@ -93,6 +93,11 @@ impl Proxy {
         self.0.as_ref().unwrap().listeners.clone()
     }
 
+    /// The address of the `i`th listener of the configuration.
+    pub(crate) fn listener(&self, i: usize) -> SocketAddr {
+        self.0.as_ref().unwrap().listeners[i]
+    }
+
     pub(crate) fn admin(&self) -> SocketAddr {
         self.0.as_ref().unwrap().admin.unwrap()
     }

@@ -10,6 +10,7 @@
 mod connection;
 mod proxied;
 mod spans;
+mod url_full;
 
 use std::net::SocketAddr;
 
