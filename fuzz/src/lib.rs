@@ -25,6 +25,7 @@ pub mod jwt_verify;
 pub mod normalize_request;
 pub mod openapi_request;
 pub mod openapi_spec;
+pub mod proxy_protocol;
 pub mod qpack_decode;
 pub mod route_matching;
 pub mod traceparent;
@@ -55,6 +56,7 @@ pub const TARGETS: &[(&str, Check)] = &[
     ("normalize_request", normalize_request::check),
     ("openapi_request", openapi_request::check),
     ("openapi_spec", openapi_spec::check),
+    ("proxy_protocol", proxy_protocol::check),
     ("qpack_decode", qpack_decode::check),
     ("route_matching", route_matching::check),
     ("traceparent", traceparent::check),
