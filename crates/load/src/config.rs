@@ -372,6 +372,19 @@ impl LoadConfig {
     }
 }
 
+/// The longest `--test-id`.
+const MAX_TEST_ID: usize = 128;
+
+/// Checks a `--test-id`: printable, no spaces, at most 128 bytes.
+pub(crate) fn check_test_id(id: &str) -> Result<(), String> {
+    if id.is_empty() || id.len() > MAX_TEST_ID || !id.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(format!(
+            "--test-id `{id}`: 1 to {MAX_TEST_ID} printable characters without spaces"
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -481,17 +494,4 @@ mod tests {
             "{message}"
         );
     }
-}
-
-/// The longest `--test-id`.
-const MAX_TEST_ID: usize = 128;
-
-/// Checks a `--test-id`: printable, no spaces, at most 128 bytes.
-pub(crate) fn check_test_id(id: &str) -> Result<(), String> {
-    if id.is_empty() || id.len() > MAX_TEST_ID || !id.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err(format!(
-            "--test-id `{id}`: 1 to {MAX_TEST_ID} printable characters without spaces"
-        ));
-    }
-    Ok(())
 }
