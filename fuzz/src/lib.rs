@@ -27,6 +27,7 @@ pub mod load_threshold;
 pub mod normalize_request;
 pub mod openapi_request;
 pub mod openapi_spec;
+pub mod proxy_protocol;
 pub mod qpack_decode;
 pub mod route_matching;
 pub mod traceparent;
@@ -70,6 +71,7 @@ pub const TARGETS: &[(&str, Check)] = &[
     ("normalize_request", normalize_request::check),
     ("openapi_request", openapi_request::check),
     ("openapi_spec", openapi_spec::check),
+    ("proxy_protocol", proxy_protocol::check),
     ("qpack_decode", qpack_decode::check),
     ("route_matching", route_matching::check),
     ("traceparent", traceparent::check),

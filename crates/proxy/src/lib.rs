@@ -30,6 +30,17 @@ pub mod wire;
 
 pub use server::{check, start, start_with, LogHook, Options, RunningProxy};
 
+/// What tests/compress_alloc.rs checks against the allocator: the memory
+/// the `compress` handler reserves for a gzip compressor. Not an API.
+#[doc(hidden)]
+pub mod measured {
+    /// The reservation for a window of 2^`window_bits` and `memory_level`
+    /// (without the output allowance).
+    pub fn gzip_reservation(window_bits: u8, memory_level: u8) -> usize {
+        crate::middleware::compress_gzip_bytes(window_bits, memory_level)
+    }
+}
+
 /// Entry points for the fuzz targets (fuzz/, issue 34) into the layers
 /// above `wire` (whose own are [`wire::fuzzing`]): `traceparent` as the
 /// tracer reads and writes it and as the correlation handler continues

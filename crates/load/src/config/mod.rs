@@ -428,9 +428,6 @@ impl LoadConfig {
     }
 }
 
-#[cfg(test)]
-mod tests;
-
 /// The longest `--test-id`.
 const MAX_TEST_ID: usize = 128;
 
@@ -443,3 +440,6 @@ pub(crate) fn check_test_id(id: &str) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;

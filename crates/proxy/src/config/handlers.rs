@@ -103,6 +103,8 @@ pub enum LogField {
     CorrelationId,
     TraceabilityId,
     Traceparent,
+    /// What a PROXY protocol header said about the connection (after `client`).
+    Proxy,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]

@@ -14,7 +14,7 @@ use serde::{
 };
 use serde_saphyr::Spanned;
 
-use super::{auth::*, handlers::*};
+use super::{auth::*, compress::*, grpc_web::GrpcWebSettings, handlers::*};
 
 /// The handler types, one line each: the name that chains and
 /// `middleware:` use, its settings (config/handlers.rs), and `defaults`
@@ -44,6 +44,8 @@ macro_rules! for_each_handler {
             "basic_auth" => BasicAuthSettings;
             "ext_authz" => ExtAuthzSettings;
             "oidc" => OidcSettings;
+            "compress" => CompressSettings, defaults;
+            "grpc_web" => GrpcWebSettings, defaults;
         }
     };
 }

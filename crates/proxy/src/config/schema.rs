@@ -13,10 +13,12 @@ use super::{
         optional_duration, Balance, HashSettings, HealthSettings, HostSettings,
         RetryBudgetSettings, RetryOn, StickySettings,
     },
+    discovery::DiscoverySettings,
     listener_h3::H3Settings,
     listener_tls::ListenerTlsSettings,
     middleware::{Chains, MiddlewareSettings},
     paths::PathSettings,
+    proxy_protocol::{ListenerProxySettings, SendProxyVersion},
     routes::RouteSettings,
     traces::TracesSettings,
 };
@@ -113,6 +115,9 @@ pub struct ListenerSettings {
     /// (`RouteOrigin::table`); not a key.
     #[serde(skip)]
     pub route_table: usize,
+    /// Connections from a load balancer begin with a PROXY protocol header.
+    #[serde(default)]
+    pub proxy_protocol: Option<ListenerProxySettings>,
 }
 
 /// An HTTP version a listener serves.
@@ -236,6 +241,9 @@ pub struct UpstreamSettings {
     /// TLS settings for `https://` hosts.
     #[serde(default)]
     pub tls: Option<UpstreamTlsSettings>,
+    /// Each new connection begins with a PROXY protocol header naming the client.
+    #[serde(default)]
+    pub proxy_protocol: Option<SendProxyVersion>,
 }
 
 /// What a proxy speaks to an upstream.
@@ -352,35 +360,6 @@ impl Default for LimitSettings {
             max_connections: 10_000,
             send_timeout: Duration::from_secs(30),
             shutdown_deadline: Duration::from_secs(10),
-        }
-    }
-}
-
-/// Re-resolving upstream host names (docs/CONFIG.md, "Discovery"): each
-/// name again when its DNS answer's TTL runs out, but not sooner than
-/// `min_interval` nor later than `max_interval`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct DiscoverySettings {
-    #[serde(deserialize_with = "duration")]
-    pub min_interval: Duration,
-    #[serde(deserialize_with = "duration")]
-    pub max_interval: Duration,
-    /// Names listed here answer before DNS; read again at each resolution.
-    pub hosts_file: String,
-    /// The name servers, search domains and options (`timeout`,
-    /// `attempts`, `ndots`); read when the resolver is made. Without a
-    /// name server (or without the file) names resolve from `hosts_file` only.
-    pub resolv_conf: String,
-}
-
-impl Default for DiscoverySettings {
-    fn default() -> Self {
-        Self {
-            min_interval: Duration::from_secs(5),
-            max_interval: Duration::from_secs(60),
-            hosts_file: "/etc/hosts".into(),
-            resolv_conf: "/etc/resolv.conf".into(),
         }
     }
 }

@@ -109,6 +109,9 @@ pub(crate) fn check(config: &Config) -> Result<(), Problem> {
         })?;
     }
     check_http2(&config.http2)?;
+    super::proxy_protocol::check(config)?;
+    super::compress::check(config)?;
+    super::grpc_web::check(config)?;
     let discovery = &config.discovery;
     if discovery.min_interval.is_zero() || discovery.min_interval > discovery.max_interval {
         return Err((

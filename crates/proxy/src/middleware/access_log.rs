@@ -32,6 +32,7 @@ use super::{
     Exchange, Flow, Handler, Outcome, RequestView,
 };
 use crate::config::{AccessLogSettings, LogField as Field};
+use crate::wire::proxy_protocol::Proxied;
 
 /// Lines wait at most about this long before they are written.
 const BATCH_INTERVAL: Duration = Duration::from_millis(20);
@@ -188,6 +189,9 @@ impl Handler for AccessLogger {
             key(&mut line, "client");
             let _ = write!(line, "\"{}\"", request.client_ip);
         }
+        if let (true, Some(proxied)) = (self.has(Field::Proxy), request.proxied) {
+            push_proxied(&mut line, proxied);
+        }
         if self.has(Field::Method) {
             key(&mut line, "method");
             push_json(&mut line, request.method.as_str().as_bytes());
@@ -274,6 +278,36 @@ impl Handler for AccessLogger {
     }
 }
 
+/// The `proxy` member: what the connection's PROXY protocol header said
+/// (nothing for a client that connected directly).
+fn push_proxied(line: &mut String, proxied: &Proxied) {
+    let Some(via) = proxied.via else {
+        return;
+    };
+    key(line, "proxy");
+    let _ = write!(line, "{{\"via\":\"{via}\",\"version\":{}", proxied.version);
+    let tlvs = &proxied.tlvs;
+    let ssl = tlvs.ssl.as_ref();
+    for (name, value) in [
+        ("alpn", tlvs.alpn.as_deref()),
+        ("authority", tlvs.authority.as_deref()),
+        ("unique_id", tlvs.unique_id.as_deref()),
+        ("tls_version", ssl.and_then(|ssl| ssl.version.as_deref())),
+        ("tls_cipher", ssl.and_then(|ssl| ssl.cipher.as_deref())),
+        ("tls_client_cn", ssl.and_then(|ssl| ssl.cn.as_deref())),
+    ] {
+        if let Some(value) = value {
+            key(line, name);
+            push_json(line, value.as_bytes());
+        }
+    }
+    if let Some(ssl) = ssl.filter(|ssl| ssl.client_cert) {
+        key(line, "tls_client_verified");
+        line.push_str(if ssl.verified { "true" } else { "false" });
+    }
+    line.push('}');
+}
+
 thread_local! {
     /// The last second formatted (`2026-11-21T08:53:12`), reused within it.
     static SECOND: std::cell::RefCell<(u64, String)> = const { std::cell::RefCell::new((u64::MAX, String::new())) };
@@ -336,6 +370,43 @@ mod tests {
             UNIX_EPOCH + Duration::from_millis(1_763_713_993_007),
         );
         assert_eq!(out, "2025-11-21T08:33:13.007Z");
+    }
+
+    #[test]
+    fn a_proxy_header_is_logged_as_an_object() {
+        let mut proxied = Proxied {
+            client: "192.0.2.1:5000".parse().unwrap(),
+            local: None,
+            via: Some("10.0.0.9:41000".parse().unwrap()),
+            version: 2,
+            tlvs: crate::wire::proxy_protocol::Tlvs {
+                alpn: Some("h2".into()),
+                authority: Some("api.example".into()),
+                ssl: Some(crate::wire::proxy_protocol::Ssl {
+                    client_ssl: true,
+                    client_cert: true,
+                    verified: false,
+                    cn: Some("alice".into()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            headers: Default::default(),
+        };
+        let mut line = String::from("{");
+        push_proxied(&mut line, &proxied);
+        line.push('}');
+        let parsed: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(
+            parsed["proxy"],
+            serde_json::json!({"via": "10.0.0.9:41000", "version": 2, "alpn": "h2",
+                "authority": "api.example", "tls_client_cn": "alice", "tls_client_verified": false})
+        );
+        // A direct client on the same listener: no member.
+        proxied.via = None;
+        let mut line = String::from("{");
+        push_proxied(&mut line, &proxied);
+        assert_eq!(line, "{");
     }
 
     #[test]

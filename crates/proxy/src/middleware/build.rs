@@ -114,6 +114,12 @@ impl Chains {
         }
         self.render_store_counts(out);
         self.render_authz_counts(out);
+        let compressors: Vec<_> = self
+            .instances
+            .iter()
+            .filter_map(|(name, i)| Some((name.as_str(), i.handler.compress_counts()?)))
+            .collect();
+        super::compress::render(&compressors, out);
         if !self.access_logs.is_empty() {
             let dropped: u64 = self.access_logs.iter().map(|log| log.dropped()).sum();
             out.family(
@@ -455,7 +461,10 @@ routes:
                 built += 1;
             }
         }
-        assert_eq!(built, 4, "correlation, metrics, access_log, cors");
+        assert_eq!(
+            built, 6,
+            "correlation, metrics, access_log, cors, compress, grpc_web"
+        );
         assert_eq!((builder.metrics.len(), builder.access_logs.len()), (1, 1));
     }
 }

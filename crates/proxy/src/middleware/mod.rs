@@ -12,8 +12,10 @@
 mod access_log;
 mod api_key;
 mod basic_auth;
+pub(crate) mod body_filter;
 mod body_limit;
 mod build;
+mod compress;
 mod concurrency_limit;
 mod correlation;
 mod cors;
@@ -21,6 +23,7 @@ mod ext_authz;
 mod ext_authz_grpc;
 mod ext_authz_http;
 mod fault;
+mod grpc_web;
 pub(crate) mod headers;
 mod ip_filter;
 mod jwks;
@@ -46,10 +49,11 @@ use http::{HeaderName, HeaderValue, Method, StatusCode};
 
 use crate::{
     ids::{RouteId, UpstreamId},
-    wire::{edits::HeaderEdits, fields::Fields},
+    wire::{edits::HeaderEdits, fields::Fields, proxy_protocol::Proxied},
 };
 
 pub(crate) use build::{build, BuildContext, Chains};
+pub(crate) use compress::gzip_bytes as compress_gzip_bytes;
 pub(crate) use correlation::{is_traceparent, next_traceparent};
 
 /// The parsers of the handlers that decide who may pass, for the fuzz
@@ -84,6 +88,8 @@ pub(crate) struct RequestView<'a> {
     pub host: Option<&'a str>,
     /// The client came over TLS (or QUIC).
     pub secure: bool,
+    /// What the connection's PROXY protocol header said, if it had one.
+    pub proxied: Option<&'a Proxied>,
 }
 
 impl<'a> RequestView<'a> {
@@ -183,6 +189,12 @@ pub(crate) struct Exchange {
     pub in_flight: Vec<concurrency_limit::InFlight>,
     /// An access log line begun on the request, finished when done.
     pub log_line: Option<access_log::Pending>,
+    /// A response body transformation a handler asked for (`compress`,
+    /// `grpc_web`), taken by the relay at the response head.
+    pub body_filter: Option<body_filter::FilterOffer>,
+    /// A request body transformation (gRPC-Web's text mode), taken by
+    /// the request's body path toward an HTTP/2 upstream.
+    pub request_filter: Option<body_filter::RequestBodyFilter>,
     /// How many handlers ran their request phase (and see the response).
     ran: usize,
 }
@@ -211,6 +223,8 @@ impl Exchange {
         self.max_body = max_body;
         self.in_flight.clear();
         self.log_line = None;
+        self.body_filter = None;
+        self.request_filter = None;
         self.ran = 0;
     }
 }
@@ -258,6 +272,11 @@ pub(crate) trait Handler: Send + Sync + fmt::Debug {
 
     /// For `/metrics`: an `ext_authz` handler's decisions.
     fn authz_counts(&self) -> Option<&ext_authz::AuthzCounts> {
+        None
+    }
+
+    /// For `/metrics`: a `compress` handler's counts and budget.
+    fn compress_counts(&self) -> Option<compress::CompressCounts> {
         None
     }
 }

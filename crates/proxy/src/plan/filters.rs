@@ -186,6 +186,7 @@ mod tests {
             fields: Fields::Map(&headers),
             host,
             secure,
+            proxied: None,
         };
         r.location(&view)
     }
@@ -250,6 +251,7 @@ mod tests {
                 fields: Fields::Map(&headers),
                 host: Some("h"),
                 secure: false,
+                proxied: None,
             };
             let Flow::Answer(answer) = r.request(&view, &mut Exchange::default()) else {
                 panic!("a redirect answers");

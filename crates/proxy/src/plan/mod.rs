@@ -65,6 +65,9 @@ pub struct Plan {
     /// A client that takes no response bytes for this long is dropped.
     pub send_timeout: Duration,
     pub trust_forwarded: bool,
+    /// An upstream wants PROXY protocol headers: each client connection
+    /// keeps the address it connected to for them (`server/listener.rs`).
+    pub sends_proxy_protocol: bool,
     /// Every route's middleware, for the admin API's metrics.
     pub(crate) chains: Chains,
     /// The origin of the balancers' nanosecond clock.
@@ -204,6 +207,10 @@ impl Plan {
             idle_timeout: limits.idle_timeout,
             send_timeout: limits.send_timeout,
             trust_forwarded: config.forwarded.trust,
+            sends_proxy_protocol: config
+                .upstreams
+                .values()
+                .any(|u| u.proxy_protocol.is_some()),
             chains,
             epoch: with.previous.map_or_else(Instant::now, |p| p.epoch),
             tracer,

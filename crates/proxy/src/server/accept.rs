@@ -228,7 +228,7 @@ pub(super) async fn serve(
             _ = shutdown.changed() => break,
             // Sessions are spawned here so that one tracker drains them all.
             Some((stream, peer, listening, permit)) = accepted_rx.recv() => {
-                let endpoint = listening.endpoint.load();
+                let endpoint = listening.endpoint.load_full();
                 spawn_connection(
                     &sessions,
                     stream,

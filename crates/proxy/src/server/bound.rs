@@ -283,7 +283,10 @@ fn settings(listener: &ListenerSettings) -> String {
             &tls.acme,
         )
     });
-    format!("{:?} {tls:?} {:?}", listener.protocols, listener.h3)
+    format!(
+        "{:?} {tls:?} {:?} {:?}",
+        listener.protocols, listener.h3, listener.proxy_protocol
+    )
 }
 
 /// Binds the UDP socket of a listener that serves h3, at the address

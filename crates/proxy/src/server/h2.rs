@@ -76,7 +76,7 @@ pub(crate) async fn serve<S>(
                     let worker = Arc::clone(worker);
                     worker.plans.refresh_own(&mut plan);
                     let plan = Arc::clone(&plan);
-                    streams.spawn(serve_stream(request, respond, origin, worker, plan));
+                    streams.spawn(serve_stream(request, respond, origin.clone(), worker, plan));
                 }
                 Some(Err(err)) => {
                     if !err.is_remote() && !err.is_io() {

@@ -25,6 +25,8 @@ use tokio::{
 use tokio_util::task::TaskTracker;
 use tracing::debug;
 
+use super::proxied::ProxyListener;
+use crate::wire::proxy_protocol::{Proxied, Tlvs};
 use crate::{
     config::{H3Settings, HttpVersion, ListenerTlsSettings},
     session::Worker,
@@ -208,6 +210,8 @@ pub(crate) struct Endpoint {
     pub alt_svc: Option<NonZeroU16>,
     /// The route table its requests are routed by.
     pub routes: u16,
+    /// Connections begin with a PROXY protocol header (trusted networks).
+    pub proxy: Option<ProxyListener>,
 }
 
 impl Endpoint {
@@ -223,6 +227,7 @@ impl Endpoint {
             versions: listener.protocols.clone(),
             alt_svc: None,
             routes: u16::try_from(listener.route_table).unwrap_or(u16::MAX),
+            proxy: listener.proxy_protocol.as_ref().map(ProxyListener::new),
         })
     }
 }
@@ -234,12 +239,13 @@ impl Endpoint {
 /// one, plaintext HTTP/1.1 (perhaps h2c), costs only what `serve_h1` keeps
 /// while idle: no wrapper future around it, and nothing of TLS or HTTP/2.
 /// A tracker, not a `JoinSet`, keeps count of them: it costs a connection
-/// no entry of its own.
+/// no entry of its own. On a `proxy_protocol` listener a task first reads
+/// the header, then starts the connection's own task the same way.
 pub(crate) fn spawn_connection(
     sessions: &TaskTracker,
     stream: TcpStream,
     peer: SocketAddr,
-    endpoint: &Endpoint,
+    endpoint: &Arc<Endpoint>,
     worker: &Arc<Worker>,
     shutdown: &watch::Receiver<bool>,
     permit: OwnedSemaphorePermit,
@@ -251,19 +257,95 @@ pub(crate) fn spawn_connection(
         alt_svc: None,
         h3: false,
         routes: endpoint.routes,
+        proxied: None,
     };
     let (worker, shutdown) = (Arc::clone(worker), shutdown.clone());
+    if endpoint.proxy.is_some() {
+        let tracker = sessions.clone();
+        let endpoint = Arc::clone(endpoint);
+        let proxied = proxied(tracker, stream, origin, endpoint, worker, shutdown, slot);
+        sessions.spawn(boxed(proxied));
+        return;
+    }
+    let mut origin = origin;
+    if worker.plans.current().sends_proxy_protocol {
+        // Kept for the PROXY protocol header an upstream is sent.
+        origin.proxied = Some(Arc::new(Proxied {
+            client: peer,
+            local: stream.local_addr().ok(),
+            via: None,
+            version: 0,
+            tlvs: Tlvs::default(),
+            headers: Arc::default(),
+        }));
+    }
+    let received = BytesMut::new();
+    spawn_served(
+        sessions,
+        (stream, received),
+        origin,
+        endpoint,
+        worker,
+        shutdown,
+        slot,
+    );
+}
+
+/// Reads a connection's PROXY protocol header (`server/proxied.rs`), then
+/// serves it as the client it names; a refused one is closed.
+async fn proxied(
+    sessions: TaskTracker,
+    mut stream: TcpStream,
+    mut origin: ClientOrigin,
+    endpoint: Arc<Endpoint>,
+    worker: Arc<Worker>,
+    shutdown: watch::Receiver<bool>,
+    slot: ConnectionSlot,
+) {
+    let Some(proxy) = &endpoint.proxy else {
+        return;
+    };
+    let timeout = worker.plans.current().header_read_timeout;
+    let tls = endpoint.tls.is_some();
+    let opened = super::proxied::open(
+        &mut stream,
+        origin.peer,
+        proxy,
+        tls,
+        timeout,
+        worker.metrics(),
+    );
+    let Some(opened) = opened.await else {
+        return;
+    };
+    origin.peer = opened.peer;
+    origin.proxied = opened.proxied;
+    origin.secure = opened.client_tls;
+    let stream = (stream, opened.received);
+    spawn_served(&sessions, stream, origin, &endpoint, worker, shutdown, slot);
+}
+
+/// Starts the task that serves a connection (TLS, h2c or HTTP/1.1, as
+/// `endpoint` says), whose first bytes, if any were read, are `received`.
+fn spawn_served(
+    sessions: &TaskTracker,
+    (stream, received): (TcpStream, BytesMut),
+    origin: ClientOrigin,
+    endpoint: &Endpoint,
+    worker: Arc<Worker>,
+    shutdown: watch::Receiver<bool>,
+    slot: ConnectionSlot,
+) {
     match (&endpoint.tls, endpoint.versions.as_slice()) {
         (Some(tls), _) => {
+            let origin = ClientOrigin {
+                secure: true,
+                alt_svc: endpoint.alt_svc,
+                ..origin
+            };
             sessions.spawn(secure(
                 stream,
-                ClientOrigin {
-                    peer,
-                    secure: true,
-                    alt_svc: endpoint.alt_svc,
-                    h3: false,
-                    routes: endpoint.routes,
-                },
+                origin,
                 Arc::clone(tls),
                 worker,
                 shutdown,
@@ -271,17 +353,16 @@ pub(crate) fn spawn_connection(
             ));
         }
         (None, [HttpVersion::H2]) => {
+            let stream = (stream, received);
             sessions.spawn(h2_only(stream, origin, worker, shutdown, slot));
         }
         (None, [HttpVersion::Http1]) => {
-            let received = BytesMut::new();
             sessions.spawn(serve_h1(
                 stream, received, origin, worker, shutdown, None, slot,
             ));
         }
         (None, _) => {
             let h2c: H2c<TcpStream> = serve_h2c;
-            let received = BytesMut::new();
             sessions.spawn(serve_h1(
                 stream,
                 received,
@@ -307,14 +388,13 @@ pub(crate) fn serve_h2c(
 
 /// An h2c-only listener: the preface, or GOAWAY (PROTOCOL_ERROR).
 async fn h2_only(
-    mut stream: TcpStream,
+    (mut stream, mut received): (TcpStream, BytesMut),
     origin: ClientOrigin,
     worker: Arc<Worker>,
     shutdown: watch::Receiver<bool>,
     _slot: ConnectionSlot,
 ) {
     let idle = worker.plans.current().idle_timeout;
-    let mut received = BytesMut::new();
     while preface(&received) == Preface::Partial {
         let read = async {
             stream.readable().await?;

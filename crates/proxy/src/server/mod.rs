@@ -18,6 +18,7 @@ mod h2;
 mod h3;
 mod health_checks;
 pub(crate) mod listener;
+mod proxied;
 mod reload;
 mod resets;
 mod upstreams;

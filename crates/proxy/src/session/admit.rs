@@ -13,6 +13,7 @@ use super::{Failure, Next, Session};
 
 use crate::config::OverrideHeaders;
 use crate::wire::fields::Fields;
+use crate::wire::proxy_protocol::Proxied;
 use crate::{
     ids::RouteId,
     middleware::{Chain, RequestView},
@@ -148,10 +149,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         );
         let path = self.decided.rewrites.path.as_deref();
         let secure = self.secure;
+        let proxied = self.proxied.as_deref();
         let wanted = chain.wants_body(&request_view(
             head,
             (&self.conn.rbuf, &self.fields),
-            (ip, secure),
+            (ip, secure, proxied),
             path,
             false,
         ));
@@ -175,10 +177,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
         };
         let path = self.decided.rewrites.path.as_deref();
+        let secure = self.secure;
+        let proxied = self.proxied.as_deref();
         let view = request_view(
             head,
             (&self.conn.rbuf, &self.fields),
-            (ip, secure),
+            (ip, secure, proxied),
             path,
             held,
         );
@@ -233,7 +237,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
 fn request_view<'a>(
     head: &'a Head,
     (buf, fields): (&'a [u8], &'a [http1::Field]),
-    (client_ip, secure): (std::net::IpAddr, bool),
+    (client_ip, secure, proxied): (std::net::IpAddr, bool, Option<&'a Proxied>),
     path: Option<&'a str>,
     held: bool,
 ) -> RequestView<'a> {
@@ -257,6 +261,7 @@ fn request_view<'a>(
         fields: Fields::H1 { buf, fields },
         host: head.host.clone().and_then(text),
         secure,
+        proxied,
     }
 }
 

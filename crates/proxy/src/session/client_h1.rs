@@ -52,6 +52,8 @@ pub(crate) struct Session<S> {
     pub(super) alt_svc: Option<std::num::NonZeroU16>,
     /// See [`super::ClientOrigin::routes`].
     pub(super) routes: u16,
+    /// See [`super::ClientOrigin::proxied`].
+    pub(super) proxied: Option<Arc<crate::wire::proxy_protocol::Proxied>>,
     pub(super) worker: Arc<Worker>,
     /// The plan of the current request (or of the next, between requests).
     pub(super) plan: Arc<Snapshot>,
@@ -96,10 +98,11 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
             });
         Self {
             conn: idle.conn,
-            peer: idle.peer,
+            peer: idle.peer.addr(),
             secure: idle.secure,
             alt_svc: idle.alt_svc,
             routes: idle.routes,
+            proxied: idle.peer.proxied(),
             worker: idle.worker,
             plan: idle.plan,
             ubuf: scratch.ubuf,
@@ -139,7 +142,7 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
         });
         Idle {
             conn: self.conn,
-            peer: self.peer,
+            peer: super::idle::Peer::new(self.peer, self.proxied),
             secure: self.secure,
             alt_svc: self.alt_svc,
             routes: self.routes,
@@ -253,6 +256,7 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
                 host: head.host.clone().map(|h| &rbuf[h]),
                 secure: self.secure,
                 peer: self.peer,
+                via: self.proxied.as_ref().and_then(|p| p.via),
                 version: if head.http10 { "1.0" } else { "1.1" },
                 user_agent: fields.get("user-agent"),
             },

@@ -46,6 +46,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             return self.forward_h2(head, route, upstream_index).await;
         }
         let mut sender = Sender::new(&plan, &worker, upstream_index, self.peer);
+        sender.local = self.proxied.as_ref().and_then(|proxied| proxied.local);
         let (rbuf, fields) = (&self.conn.rbuf, &self.fields);
         let rewritten = self.decided.rewrites.path.as_deref();
         // The query as it goes upstream: without a parameter the chain
@@ -236,6 +237,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 .is_some()
                 .then_some(&self.exchange.request_headers)
                 .filter(|edits| !edits.is_empty()),
+            proxied: self.proxied.as_deref(),
         })
     }
 }

@@ -17,6 +17,7 @@ use tracing::debug;
 use super::park::{ConnectionSlot, Park, Parked, PARK_AFTER};
 use super::{ClientOrigin, Session, Worker};
 use crate::plan::Snapshot;
+use crate::wire::proxy_protocol::Proxied;
 
 /// A session whose client has sent nothing for this long since its last
 /// bytes is put away (the connection becomes an `Idle`).
@@ -26,7 +27,7 @@ pub(super) const BUSY_LINGER: Duration = Duration::from_millis(100);
 /// buffers and no request state (see [`serve_h1`]).
 pub(crate) struct Idle<S> {
     pub(super) conn: ServerConnection<S>,
-    pub(super) peer: SocketAddr,
+    pub(super) peer: Peer,
     pub(super) secure: bool,
     /// See [`super::ClientOrigin::alt_svc`].
     pub(super) alt_svc: Option<std::num::NonZeroU16>,
@@ -37,6 +38,38 @@ pub(crate) struct Idle<S> {
     pub(super) chatty: bool,
     pub(super) worker: Arc<Worker>,
     pub(super) plan: Arc<Snapshot>,
+}
+
+/// An idle client's address, and what its PROXY protocol header said if
+/// it had one: as large as the address alone (the header's facts hold
+/// the address too), so that an idle connection's future does not grow.
+#[derive(Debug)]
+pub(crate) enum Peer {
+    Socket(SocketAddr),
+    Proxied(Arc<Proxied>),
+}
+
+impl Peer {
+    pub(super) fn new(peer: SocketAddr, proxied: Option<Arc<Proxied>>) -> Self {
+        match proxied {
+            Some(proxied) => Peer::Proxied(proxied),
+            None => Peer::Socket(peer),
+        }
+    }
+
+    pub(super) fn addr(&self) -> SocketAddr {
+        match self {
+            Peer::Socket(peer) => *peer,
+            Peer::Proxied(proxied) => proxied.client,
+        }
+    }
+
+    pub(super) fn proxied(&self) -> Option<Arc<Proxied>> {
+        match self {
+            Peer::Socket(_) => None,
+            Peer::Proxied(proxied) => Some(Arc::clone(proxied)),
+        }
+    }
 }
 
 /// Serves a connection that opened with the HTTP/2 preface (h2c with
@@ -77,7 +110,7 @@ where
     let plan = worker.plans.current();
     let mut idle = Idle {
         conn: ServerConnection::new(client, received, shutdown, plan.idle_timeout),
-        peer: origin.peer,
+        peer: Peer::new(origin.peer, origin.proxied),
         secure: origin.secure,
         alt_svc: origin.alt_svc,
         routes: origin.routes,
@@ -94,11 +127,12 @@ where
                     let (stream, read, shutdown) = idle.conn.into_parts();
                     let stream = Prefaced::new(read.freeze(), stream);
                     let origin = ClientOrigin {
-                        peer: idle.peer,
+                        peer: idle.peer.addr(),
                         secure: idle.secure,
                         alt_svc: idle.alt_svc,
                         h3: false,
                         routes: idle.routes,
+                        proxied: idle.peer.proxied(),
                     };
                     let _slot = slot;
                     return h2c(stream, origin, idle.worker, shutdown).await;
@@ -161,7 +195,8 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Park + Unpin + Send> Idle<S> {
             Ok(Ok(stream)) => {
                 let parked = Parked {
                     stream,
-                    peer: self.peer,
+                    peer: self.peer.addr(),
+                    proxied: self.peer.proxied(),
                     slot,
                     deadline,
                     h2c,
@@ -174,7 +209,9 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Park + Unpin + Send> Idle<S> {
                     self.worker.unpark(parked);
                 }
             }
-            Ok(Err(err)) => debug!(peer = %self.peer, %err, "cannot park a connection; closed"),
+            Ok(Err(err)) => {
+                debug!(peer = %self.peer.addr(), %err, "cannot park a connection; closed")
+            }
             // Not parked: `park_at` never asks for it (dropped: closed).
             Err(_) => {}
         }

@@ -96,6 +96,7 @@ pub(super) fn head_for<'a>(
                 n => Framing::Length(n as u64),
             },
             edits: context.edits,
+            proxied: context.proxied,
         };
         let scheme = if upstream.tls.is_some() {
             "https"

@@ -9,7 +9,7 @@ use std::{net::SocketAddr, time::Duration};
 use http::StatusCode;
 
 use crate::{
-    middleware::{Chain, Exchange},
+    middleware::{body_filter::ResponseBodyFilter, Chain, Exchange},
     telemetry::{Event, Shard},
     wire::{edits::HeaderEdits, trailers},
 };
@@ -131,9 +131,48 @@ fn response_edits(
     Some(std::mem::take(&mut exchange.response_headers))
 }
 
+/// The response body's filter (`compress`, `grpc_web`): asked of the
+/// exchange of a request whose chain ran (`None` for the others, whose
+/// exchange is left from an earlier request), at the response head; its
+/// head changes go into `edits`. The one call each response relay makes.
+#[inline]
+fn body_filter(
+    exchange: Option<&mut Exchange>,
+    status: StatusCode,
+    fields: crate::wire::fields::Fields<'_>,
+    empty: bool,
+    edits: &mut Option<HeaderEdits>,
+) -> Option<ResponseBodyFilter> {
+    crate::middleware::body_filter::start(exchange?, status, fields, empty, edits)
+}
+
+/// For HTTP/2 clients: `data` through `filter`; with `end` (the upstream's body is over), its
+/// last bytes too, and `end`'s trailers cleared when the filter wrote
+/// them into the body.
+fn filtered(
+    filter: &mut ResponseBodyFilter,
+    data: &[u8],
+    end: Option<&mut http::HeaderMap>,
+) -> Result<bytes::Bytes, &'static str> {
+    let mut out = Vec::new();
+    filter.data(data, &mut out).map_err(|failed| failed.0)?;
+    if let Some(trailers) = end {
+        if filter
+            .end(Some(trailers), &mut out)
+            .map_err(|failed| failed.0)?
+            == crate::middleware::body_filter::Trailers::InBody
+        {
+            trailers.clear();
+        }
+    }
+    Ok(bytes::Bytes::from(out))
+}
+
 /// Where a session's client comes from.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct ClientOrigin {
+    /// The client's address: the socket's peer, or the one a PROXY
+    /// protocol header named (`server/proxied.rs`).
     pub peer: SocketAddr,
     pub secure: bool,
     /// The UDP port the listener serves HTTP/3 on, advertised by
@@ -144,4 +183,7 @@ pub(crate) struct ClientOrigin {
     pub h3: bool,
     /// The route table its listener routes by (`ListenerSettings::route_table`).
     pub routes: u16,
+    /// What the connection's PROXY protocol header said, if it had one
+    /// (or the names of the headers its TLVs go upstream in).
+    pub proxied: Option<std::sync::Arc<crate::wire::proxy_protocol::Proxied>>,
 }

@@ -105,6 +105,8 @@ impl<S> Park for tls::tokio_rustls::server::TlsStream<S> {
 pub(crate) struct Parked {
     pub stream: std::net::TcpStream,
     pub peer: SocketAddr,
+    /// What its PROXY protocol header said (`ClientOrigin::proxied`).
+    pub proxied: Option<Arc<crate::wire::proxy_protocol::Proxied>>,
     pub slot: ConnectionSlot,
     /// Closed if nothing arrives by then (its idle timeout).
     pub deadline: Instant,
@@ -263,6 +265,7 @@ pub(crate) async fn serve_unparked(mut woken: mpsc::UnboundedReceiver<Parked>, s
             alt_svc: None,
             h3: false,
             routes: parked.routes,
+            proxied: parked.proxied,
         };
         serving.tasks.spawn(serve_h1(
             stream,

@@ -5,7 +5,7 @@ use super::{
     response::persistence, waits::UpstreamRead, Failure, Next, Session, FLUSH_AT, UPSTREAM_LIMITS,
 };
 use crate::ids::RouteId;
-use crate::middleware::{Outcome, ResponseView};
+use crate::middleware::{body_filter::ResponseBodyFilter, Outcome, ResponseView};
 use crate::telemetry::UpstreamError;
 use crate::upstream::pool::UpstreamConn;
 use crate::wire::edits::{with_cookie, HeaderEdits};
@@ -50,15 +50,23 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             body_bytes: 0,
         };
         self.check_response_body(&mut conn, &response).await;
-        let edits = with_cookie(self.response_edits(response.status), sticky);
+        let mut edits = with_cookie(self.response_edits(response.status), sticky);
         if response.status == StatusCode::SWITCHING_PROTOCOLS {
             return Ok(self.tunnel(conn, &response, edits).await);
         }
+        let fields = Fields::H1 {
+            buf: &conn.buf,
+            fields: &self.response_fields,
+        };
+        let empty = matches!(response.framing, BodyFraming::None | BodyFraming::Length(0));
+        let exchange = self.chain.is_some().then_some(&mut self.exchange);
+        let mut filter = super::body_filter(exchange, response.status, fields, empty, &mut edits);
         let framing = match response.framing {
             BodyFraming::None => Framing::None,
-            BodyFraming::Length(n) => Framing::Length(n),
-            BodyFraming::Chunked | BodyFraming::UntilClose if head.http10 => Framing::Close,
-            BodyFraming::Chunked | BodyFraming::UntilClose => Framing::Chunked,
+            // A filtered body's length is not known before it ends.
+            BodyFraming::Length(n) if filter.is_none() => Framing::Length(n),
+            _ if head.http10 => Framing::Close,
+            _ => Framing::Chunked,
         };
         let close = !head.keep_alive
             || framing == Framing::Close
@@ -77,7 +85,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         );
         self.put_back_edits(edits);
         conn.buf.advance(response.len);
-        let complete = self.relay_body(&mut conn, response.framing, framing).await;
+        let complete = self
+            .relay_body(&mut conn, response.framing, framing, filter.as_mut())
+            .await;
         let worker = Arc::clone(&self.worker);
         if complete && response.keep_alive && conn.buf.is_empty() && !self.body_abandoned {
             worker.pool.put(
@@ -141,13 +151,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         chain.response_body(&view, &self.exchange);
     }
 
-    /// Copies the response body into `wbuf`, flushing as it grows. False
-    /// when the upstream broke off or the client went away.
+    /// Copies the response body into `wbuf` (through `filter`, when the
+    /// chain asked for one), flushing as it grows. False when the upstream
+    /// broke off or the client went away.
     pub(super) async fn relay_body(
         &mut self,
         conn: &mut UpstreamConn,
         from: BodyFraming,
         to: Framing,
+        mut filter: Option<&mut ResponseBodyFilter>,
     ) -> bool {
         let read_timeout = self.plan.upstream(conn.upstream).timeouts.request;
         let mut remaining = match from {
@@ -156,13 +168,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             _ => u64::MAX,
         };
         let mut decoder = ChunkedDecoder::default();
+        // The decoded bytes of a chunked body, when they are filtered.
+        let mut decoded = Vec::new();
         loop {
             let done = match from {
                 BodyFraming::Chunked => {
                     let wbuf = &mut self.conn.wbuf;
+                    let filtering = filter.is_some();
                     let rechunk = to == Framing::Chunked;
-                    let Ok(decoded) = decoder.decode(&conn.buf, &UPSTREAM_LIMITS, |data| {
-                        if rechunk {
+                    let Ok(decoded_part) = decoder.decode(&conn.buf, &UPSTREAM_LIMITS, |data| {
+                        if filtering {
+                            decoded.extend_from_slice(data);
+                        } else if rechunk {
                             encode_chunk(wbuf, data);
                         } else {
                             wbuf.extend_from_slice(data);
@@ -171,17 +188,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                         warn!(upstream = %self.plan.upstream(conn.upstream).name, "invalid chunked body from the upstream");
                         return false;
                     };
-                    conn.buf.advance(decoded.consumed);
-                    decoded.done
+                    conn.buf.advance(decoded_part.consumed);
+                    if !put_body(&mut self.conn.wbuf, to, filter.as_deref_mut(), &decoded) {
+                        return false;
+                    }
+                    decoded.clear();
+                    decoded_part.done
                 }
                 _ => {
                     let take = usize::try_from(remaining)
                         .unwrap_or(usize::MAX)
                         .min(conn.buf.len());
-                    if to == Framing::Chunked {
-                        encode_chunk(&mut self.conn.wbuf, &conn.buf[..take]);
-                    } else {
-                        self.conn.wbuf.extend_from_slice(&conn.buf[..take]);
+                    let data = &conn.buf[..take];
+                    if !put_body(&mut self.conn.wbuf, to, filter.as_deref_mut(), data) {
+                        return false;
                     }
                     conn.buf.advance(take);
                     remaining -= take as u64;
@@ -189,10 +209,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 }
             };
             if done {
-                if to == Framing::Chunked {
-                    self.conn.wbuf.extend_from_slice(LAST_CHUNK);
-                }
-                return true;
+                return end_body(&mut self.conn.wbuf, to, filter);
             }
             if self.conn.wbuf.len() >= FLUSH_AT && !self.conn.flush().await {
                 return false;
@@ -200,10 +217,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             let deadline = tokio::time::Instant::now() + read_timeout;
             match self.read_upstream(conn, deadline, false).await {
                 UpstreamRead::Done(Ok(0)) if from == BodyFraming::UntilClose => {
-                    if to == Framing::Chunked {
-                        self.conn.wbuf.extend_from_slice(LAST_CHUNK);
-                    }
-                    return true;
+                    return end_body(&mut self.conn.wbuf, to, filter);
                 }
                 UpstreamRead::ClientGone | UpstreamRead::ClientClosed => return false,
                 UpstreamRead::Done(Ok(0) | Err(_)) | UpstreamRead::TimedOut => {
@@ -264,4 +278,57 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             )
         })
     }
+}
+
+/// Writes `data` of the upstream's body into `wbuf` for the client:
+/// through `filter` when there is one, then framed as `to` says. False
+/// when the filter failed (the response is cut short).
+pub(super) fn put_body(
+    wbuf: &mut Vec<u8>,
+    to: Framing,
+    filter: Option<&mut ResponseBodyFilter>,
+    data: &[u8],
+) -> bool {
+    let Some(filter) = filter else {
+        match to {
+            Framing::Chunked => encode_chunk(wbuf, data),
+            _ => wbuf.extend_from_slice(data),
+        }
+        return true;
+    };
+    if data.is_empty() {
+        return true;
+    }
+    let mut out = Vec::new();
+    if let Err(failed) = filter.data(data, &mut out) {
+        warn!(
+            why = failed.0,
+            "a response body filter failed; closing the client connection"
+        );
+        return false;
+    }
+    put_body(wbuf, to, None, &out)
+}
+
+/// Ends the body in `wbuf`: the filter's last bytes, then the last chunk.
+pub(super) fn end_body(
+    wbuf: &mut Vec<u8>,
+    to: Framing,
+    filter: Option<&mut ResponseBodyFilter>,
+) -> bool {
+    if let Some(filter) = filter {
+        let mut out = Vec::new();
+        if let Err(failed) = filter.end(None, &mut out) {
+            warn!(
+                why = failed.0,
+                "a response body filter failed; closing the client connection"
+            );
+            return false;
+        }
+        put_body(wbuf, to, None, &out);
+    }
+    if to == Framing::Chunked {
+        wbuf.extend_from_slice(LAST_CHUNK);
+    }
+    true
 }

@@ -7,17 +7,19 @@ use std::future::poll_fn;
 
 use h2::RecvStream;
 use http::{header, Method, Response};
-use http1::{
-    chunked::{encode_chunk, encode_last_chunk},
-    Head,
-};
+use http1::{chunked::encode_last_chunk, Head};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::warn;
 
-use super::{passable_trailers, response::persistence, waits::Waited, Next, Session};
+use super::{
+    passable_trailers, respond::put_body, response::persistence, waits::Waited, Next, Session,
+};
 use crate::{
     ids::{RouteId, UpstreamId},
-    middleware::Outcome,
+    middleware::{
+        body_filter::{ResponseBodyFilter, Trailers},
+        Outcome,
+    },
     telemetry::UpstreamError,
     upstream::h2_pool::StreamLease,
     wire::{
@@ -45,15 +47,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             upstream: Some(upstream),
             body_bytes: 0,
         };
-        let edits = with_cookie(self.response_edits(parts.status), sticky);
+        let mut edits = with_cookie(self.response_edits(parts.status), sticky);
+        let exchange = self.chain.is_some().then_some(&mut self.exchange);
+        let fields = Fields::Map(&parts.headers);
+        let empty = body.is_end_stream();
+        let mut filter = super::body_filter(exchange, parts.status, fields, empty, &mut edits);
+        // A filtered body's length is not known before it ends.
         let length = parts
             .headers
             .get(header::CONTENT_LENGTH)
+            .filter(|_| filter.is_none())
             .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
         let framing =
             if head.method == Method::HEAD || !http1::response::may_have_body(parts.status) {
                 Framing::None
-            } else if body.is_end_stream() {
+            } else if empty && filter.is_none() {
                 Framing::Length(0)
             } else if let Some(length) = length {
                 Framing::Length(length)
@@ -75,7 +83,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             edits.as_ref(),
         );
         self.put_back_edits(edits);
-        let complete = self.relay_body_h2(body, framing, upstream).await;
+        let complete = self
+            .relay_body_h2(body, framing, upstream, filter.as_mut())
+            .await;
         drop(lease);
         match (complete, close) {
             (false, _) => Next::Abort,
@@ -84,14 +94,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
     }
 
-    /// Copies DATA frames into `wbuf` (chunk-encoded when `to` is
-    /// chunked, with the trailers at the end). False when the stream broke
-    /// off or the client went away.
+    /// Copies DATA frames into `wbuf` (through `filter`, when the chain
+    /// asked for one; chunk-encoded when `to` is chunked, with the
+    /// trailers at the end). False when the stream broke off or the
+    /// client went away.
     async fn relay_body_h2(
         &mut self,
         mut body: RecvStream,
         to: Framing,
         upstream: UpstreamId,
+        mut filter: Option<&mut ResponseBodyFilter>,
     ) -> bool {
         if to == Framing::None {
             return true;
@@ -107,23 +119,39 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 Waited::Done(Some(Ok(data))) => data,
             };
             let _ = body.flow_control().release_capacity(data.len());
-            if to == Framing::Chunked {
-                encode_chunk(&mut self.conn.wbuf, &data);
-            } else {
-                self.conn.wbuf.extend_from_slice(&data);
+            if !put_body(&mut self.conn.wbuf, to, filter.as_deref_mut(), &data) {
+                return false;
             }
             if self.conn.wbuf.len() >= super::FLUSH_AT && !self.conn.flush().await {
                 return false;
             }
         }
-        if to == Framing::Chunked {
-            let trailers = poll_fn(|cx| body.poll_trailers(cx));
-            let trailers = match self.wait(trailers, timeout, false).await {
+        let mut trailers = http::HeaderMap::new();
+        if to == Framing::Chunked || filter.is_some() {
+            let next = poll_fn(|cx| body.poll_trailers(cx));
+            trailers = match self.wait(next, timeout, false).await {
                 Waited::Done(Ok(trailers)) => trailers.unwrap_or_default(),
                 Waited::ClientGone => return false,
                 Waited::TimedOut => return self.body_broke(upstream, "timed out"),
                 Waited::Done(Err(err)) => return self.body_broke(upstream, &err.to_string()),
             };
+        }
+        if let Some(filter) = filter {
+            let mut out = Vec::new();
+            match filter.end(Some(&trailers), &mut out) {
+                Ok(Trailers::Pass) => {}
+                Ok(Trailers::InBody) => trailers.clear(),
+                Err(failed) => {
+                    warn!(
+                        why = failed.0,
+                        "a response body filter failed; closing the client connection"
+                    );
+                    return false;
+                }
+            }
+            put_body(&mut self.conn.wbuf, to, None, &out);
+        }
+        if to == Framing::Chunked {
             let edits = Some(&self.exchange.response_headers).filter(|e| !e.is_empty());
             let trailers = passable_trailers(trailers, edits, self.worker.metrics());
             encode_last_chunk(

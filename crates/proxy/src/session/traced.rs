@@ -24,6 +24,9 @@ pub(super) struct Facts<'a> {
     pub host: Option<&'a [u8]>,
     pub secure: bool,
     pub peer: SocketAddr,
+    /// The load balancer the client came through (its PROXY protocol
+    /// header named `peer`), if it did.
+    pub via: Option<SocketAddr>,
     /// `1.0`, `1.1` or `2`.
     pub version: &'static str,
     pub user_agent: Option<&'a [u8]>,
@@ -70,6 +73,10 @@ fn started(
     }
     span.str("client.address", facts.peer.ip().to_string().as_bytes());
     span.int("client.port", i64::from(facts.peer.port()));
+    if let Some(via) = facts.via {
+        span.str("network.peer.address", via.ip().to_string().as_bytes());
+        span.int("network.peer.port", i64::from(via.port()));
+    }
     span.str("network.protocol.version", facts.version.as_bytes());
     if let Some(agent) = facts.user_agent {
         span.str("user_agent.original", agent);

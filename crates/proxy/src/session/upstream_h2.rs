@@ -165,6 +165,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 let take = left.min(self.conn.rbuf.len());
                 left -= take;
                 let data = self.conn.rbuf.split_to(take).freeze();
+                let data = self.request_filtered(data, left == 0)?;
                 if send_data(send, data, left == 0, None).await.is_err() {
                     return self.answered_first(head, response, &too_many, broken);
                 }
@@ -190,10 +191,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     ..Failure::new(rejection.status, rejection.detail)
                 })?;
             let _ = self.conn.rbuf.split_to(decoded.consumed);
-            if send_data(send, data.freeze(), decoded.done, None)
-                .await
-                .is_err()
-            {
+            let data = self.request_filtered(data.freeze(), decoded.done)?;
+            if send_data(send, data, decoded.done, None).await.is_err() {
                 return self.answered_first(head, response, &too_many, broken);
             }
             if decoded.done {
@@ -210,6 +209,26 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 return Ok(Some(answered));
             }
         }
+    }
+
+    /// `data` of the request body through the chain's request filter,
+    /// when it asked for one (gRPC-Web's text mode); `last` ends it. A
+    /// body the filter refuses is a 400.
+    fn request_filtered(&mut self, data: Bytes, last: bool) -> Result<Bytes, Failure> {
+        let filter = match self.exchange.request_filter.as_mut() {
+            Some(filter) if self.chain.is_some() => filter,
+            _ => return Ok(data),
+        };
+        let mut out = Vec::new();
+        let filtered =
+            filter
+                .data(&data, &mut out)
+                .and_then(|()| if last { filter.end() } else { Ok(()) });
+        filtered.map_err(|failed| Failure {
+            body_unread: !last,
+            ..Failure::new(StatusCode::BAD_REQUEST, failed.0)
+        })?;
+        Ok(Bytes::from(out))
     }
 
     /// After the stream stopped taking the body: the answer the upstream

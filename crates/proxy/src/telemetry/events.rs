@@ -26,10 +26,21 @@ pub(crate) enum Event {
     TrailerFieldRemoved,
     /// An upstream sent more interim (1xx) answers than allowed.
     InterimFlood,
+    /// A connection on a `proxy_protocol` listener began with a PROXY
+    /// header but came from a network not in `trusted`: closed.
+    ProxyHeaderUntrusted,
+    /// A connection from a trusted network began without one: closed.
+    ProxyHeaderMissing,
+    /// A malformed header (bad lengths, a bad line, a version the
+    /// listener does not accept): closed.
+    ProxyHeaderInvalid,
+    /// The connection closed, or sent nothing more within
+    /// `limits.header_read_timeout`, before a whole header: closed.
+    ProxyHeaderIncomplete,
 }
 
 impl Event {
-    pub(crate) const ALL: [Event; 7] = [
+    pub(crate) const ALL: [Event; 11] = [
         Event::StreamReset,
         Event::ResetFlood,
         Event::ClientClosed,
@@ -37,6 +48,10 @@ impl Event {
         Event::TrailersDropped,
         Event::TrailerFieldRemoved,
         Event::InterimFlood,
+        Event::ProxyHeaderUntrusted,
+        Event::ProxyHeaderMissing,
+        Event::ProxyHeaderInvalid,
+        Event::ProxyHeaderIncomplete,
     ];
 
     pub(crate) fn label(self) -> &'static str {
@@ -48,6 +63,10 @@ impl Event {
             Event::TrailersDropped => "request_trailers_dropped",
             Event::TrailerFieldRemoved => "trailer_field_removed",
             Event::InterimFlood => "interim_flood",
+            Event::ProxyHeaderUntrusted => "proxy_header_untrusted",
+            Event::ProxyHeaderMissing => "proxy_header_missing",
+            Event::ProxyHeaderInvalid => "proxy_header_invalid",
+            Event::ProxyHeaderIncomplete => "proxy_header_incomplete",
         }
     }
 }

@@ -155,7 +155,9 @@ async fn open(
     counted: &Counted,
 ) -> Result<(SendRequest<Bytes>, StreamLease), ConnectError> {
     let alpn = config.tls.is_some().then_some(tls::ALPN_H2);
-    let io = connect::open(config, host, alpn).await?;
+    // No PROXY protocol header: an HTTP/2 connection carries many
+    // clients' streams (config/proxy_protocol.rs refuses the pair).
+    let io = connect::open(config, host, alpn, None).await?;
     let handshake = h2::client::Builder::new()
         .initial_window_size(STREAM_WINDOW)
         .initial_connection_window_size(CONNECTION_WINDOW)

@@ -79,7 +79,7 @@ async fn check_http1(
     host: HostId,
     active: &ActiveHealthSettings,
 ) -> Result<u16, String> {
-    let mut stream = connect::open(upstream, host, None)
+    let mut stream = connect::open(upstream, host, None, None)
         .await
         .map_err(|err| err.what)?;
     let request = format!(
@@ -115,7 +115,7 @@ async fn check_h2(
     active: &ActiveHealthSettings,
 ) -> Result<u16, String> {
     let alpn = upstream.tls.is_some().then_some(tls::ALPN_H2);
-    let io = connect::open(upstream, host, alpn)
+    let io = connect::open(upstream, host, alpn, None)
         .await
         .map_err(|err| err.what)?;
     let (mut sender, connection) = h2::client::handshake(io)

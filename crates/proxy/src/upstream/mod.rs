@@ -61,6 +61,9 @@ pub(crate) struct Upstream {
     pub protocol: Protocol,
     /// For `https://` hosts.
     pub tls: Option<UpstreamTls>,
+    /// Each new connection begins with a PROXY protocol header, and is
+    /// reused only for the same client (`pool::Pool::take`).
+    pub proxy_protocol: Option<crate::config::SendProxyVersion>,
 }
 
 /// How the proxy opens TLS to an upstream's hosts.
@@ -148,7 +151,10 @@ impl Upstream {
                 .iter()
                 .map(|_| Arc::new(HostConns::new(workers)))
                 .collect(),
-            connection_settings: format!("{:?} {tls_settings:?}", settings.protocol),
+            connection_settings: format!(
+                "{:?} {tls_settings:?} {:?}",
+                settings.protocol, settings.proxy_protocol
+            ),
             hosts,
             host_names,
             timeouts: settings.timeouts.clone(),
@@ -158,6 +164,7 @@ impl Upstream {
             host_header,
             protocol: settings.protocol,
             tls,
+            proxy_protocol: settings.proxy_protocol,
         })
     }
 }

@@ -13,6 +13,7 @@ use crate::ids::{HostId, UpstreamId};
 use std::{
     future::Future,
     io,
+    net::SocketAddr,
     pin::Pin,
     sync::{
         atomic::{AtomicBool, AtomicU32, Ordering},
@@ -99,6 +100,8 @@ pub(crate) struct UpstreamConn {
     pub host: HostId,
     /// Taken from the pool: the upstream may have closed it meanwhile.
     pub reused: bool,
+    /// The client its PROXY protocol header named: it serves no other.
+    pub proxied_for: Option<SocketAddr>,
     idle_since: Instant,
 }
 
@@ -110,6 +113,7 @@ impl UpstreamConn {
             upstream,
             host,
             reused: false,
+            proxied_for: None,
             idle_since: Instant::now(),
         }
     }
@@ -193,13 +197,14 @@ impl Pool {
         &config.conns[host.index()]
     }
 
-    /// The warmest idle connection to that host that is still usable.
+    /// The warmest idle connection to that host that is still usable; to
+    /// an upstream with `proxy_protocol`, one opened for `client` only.
     pub(crate) fn take(
         &self,
         config: &Upstream,
         metrics: &Shard,
-        upstream: UpstreamId,
-        host: HostId,
+        (upstream, host): (UpstreamId, HostId),
+        client: Option<SocketAddr>,
         now: Instant,
     ) -> Option<UpstreamConn> {
         let idle_timeout = config.idle_timeout;
@@ -209,7 +214,13 @@ impl Pool {
             .idle
             .lock()
             .ok()?;
-        while let Some(mut conn) = idle.pop() {
+        let keyed = config.proxy_protocol.is_some();
+        loop {
+            let at = match keyed {
+                false => idle.len().checked_sub(1)?,
+                true => idle.iter().rposition(|conn| conn.proxied_for == client)?,
+            };
+            let mut conn = idle.remove(at);
             metrics.pool_idle(upstream, -1);
             if now.saturating_duration_since(conn.idle_since) < idle_timeout
                 && quiet(conn.stream.tcp())
@@ -223,7 +234,6 @@ impl Pool {
             }
             metrics.upstream_open(upstream, -1);
         }
-        None
     }
 
     /// Keeps `conn`, idle since `now`, for reuse unless the pool for its host is full.
@@ -238,6 +248,13 @@ impl Pool {
         let max_idle = config.max_idle;
         let host = self.slot(config, conn.host);
         if let Ok(mut idle) = host.worker(self.worker).idle.lock() {
+            // Connections keyed by client are taken by their client only:
+            // when they fill the pool, the oldest makes room.
+            if idle.len() >= max_idle && max_idle > 0 && conn.proxied_for.is_some() {
+                idle.remove(0);
+                metrics.pool_idle(upstream, -1);
+                metrics.upstream_open(upstream, -1);
+            }
             if idle.len() < max_idle && !host.retired() {
                 // An idle connection keeps no buffer (see `http1::conn`).
                 http1::conn::spare_read_buffer(&mut conn.buf);

@@ -11,6 +11,7 @@
 
 use std::{
     future::pending,
+    net::SocketAddr,
     pin::pin,
     time::{Duration, Instant},
 };
@@ -44,17 +45,19 @@ pub(crate) enum NoConnection {
 
 /// A connection to `host` of `config` (`upstream` in the plan) for a
 /// request that found none idle in `pool`: a new one, or one given back
-/// to `pool` meanwhile (unless `fresh_only`).
+/// to `pool` meanwhile (unless `fresh_only`). `client`: the client's
+/// address and the one it connected to, for an upstream that wants a
+/// PROXY protocol header (a connection given back must be its own).
 pub(crate) async fn connection(
     config: &Upstream,
-    pool: &Pool,
-    metrics: &Shard,
-    upstream: UpstreamId,
-    host: HostId,
+    (pool, metrics): (&Pool, &Shard),
+    (upstream, host): (UpstreamId, HostId),
+    client: Option<(SocketAddr, SocketAddr)>,
     fresh_only: bool,
 ) -> Result<UpstreamConn, NoConnection> {
     let opening = config.balancer.opening();
-    let pooled = || pool.take(config, metrics, upstream, host, Instant::now());
+    let key = client.map(|(client, _)| client);
+    let pooled = || pool.take(config, metrics, (upstream, host), key, Instant::now());
     let returned = || async {
         if fresh_only {
             pending().await
@@ -77,7 +80,7 @@ pub(crate) async fn connection(
         return Ok(conn);
     }
     let answers = config.balancer.answers(host);
-    let mut open = pin!(connect::open(config, host, None));
+    let mut open = pin!(connect::open(config, host, None, client));
     let held_up = HELD_UP.min(config.timeouts.connect / 2);
     let opened = match tokio::time::timeout(held_up, open.as_mut()).await {
         Ok(opened) => opened,
@@ -91,7 +94,9 @@ pub(crate) async fn connection(
     match opened {
         Ok(stream) => {
             metrics.upstream_open(upstream, 1);
-            Ok(UpstreamConn::new(stream, upstream, host))
+            let mut conn = UpstreamConn::new(stream, upstream, host);
+            conn.proxied_for = key.filter(|_| config.proxy_protocol.is_some());
+            Ok(conn)
         }
         Err(err) => Err(NoConnection::Connect {
             err,
@@ -143,7 +148,7 @@ mod tests {
         let held = config.balancer.opening().try_take(H).unwrap();
         let started = tokio::time::Instant::now();
         let id = UpstreamId::new(0);
-        let waited = connection(&config, &pool, metrics.shard(0), id, H, false).await;
+        let waited = connection(&config, (&pool, metrics.shard(0)), (id, H), None, false).await;
         assert!(matches!(waited, Err(NoConnection::Queue)), "{waited:?}");
         assert_eq!(started.elapsed(), Duration::from_secs(3));
         drop(held);
@@ -160,7 +165,7 @@ mod tests {
         let (pool, metrics) = (Pool::new(0), Metrics::new(1));
         let started = tokio::time::Instant::now();
         let id = UpstreamId::new(0);
-        let waited = connection(&config, &pool, metrics.shard(0), id, H, true).await;
+        let waited = connection(&config, (&pool, metrics.shard(0)), (id, H), None, true).await;
         assert!(matches!(waited, Err(NoConnection::Queue)), "{waited:?}");
         assert_eq!(started.elapsed(), Duration::from_secs(10));
     }

@@ -93,6 +93,7 @@ fn with_request<T>(
         strip_overrides: false,
         framing: client.length.map_or(Framing::None, Framing::Length),
         edits: None,
+        proxied: None,
     };
     run(&request, &context)
 }

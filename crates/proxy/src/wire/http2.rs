@@ -110,7 +110,9 @@ pub(crate) fn upstream_request(
             append(headers, name, value);
         }
     });
-    if let Framing::Length(length) = context.framing {
+    // Unless a handler changes the body's length (gRPC-Web's text mode).
+    let dropped = context.edits.is_some_and(|e| e.drops(b"content-length"));
+    if let (Framing::Length(length), false) = (context.framing, dropped) {
         headers.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
     }
     headers.insert(header::TE, HeaderValue::from_static("trailers"));
@@ -271,6 +273,7 @@ mod tests {
             strip_overrides: false,
             framing: Framing::Length(5),
             edits: None,
+            proxied: None,
         };
         let built = upstream_request(&request, &context, "http", "backend:80", None).unwrap();
         assert_eq!(built.uri(), "http://api.example/b?b=1");

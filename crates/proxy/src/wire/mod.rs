@@ -14,5 +14,6 @@ pub(crate) mod head;
 pub(crate) mod http2;
 pub(crate) mod interim;
 pub mod normalize;
+pub mod proxy_protocol;
 pub(crate) mod traceparent;
 pub(crate) mod trailers;

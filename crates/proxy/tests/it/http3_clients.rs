@@ -14,34 +14,6 @@ use h3_support::proxy;
 use support::Echo;
 use testkit::TestCerts;
 
-/// A Python that imports aioquic and niquests, or `None` with a SKIP line
-/// (a panic when required).
-fn python(test: &str) -> Option<PathBuf> {
-    let candidate = std::env::var_os("SLUICE_H3_PYTHON")
-        .map(PathBuf::from)
-        .or_else(|| {
-            let home = std::env::var_os("HOME")?;
-            Some(PathBuf::from(home).join(".cache/sluice/venv-h3/bin/python"))
-        })?;
-    let imports = Command::new(&candidate)
-        .args(["-c", "import aioquic, niquests"])
-        .output()
-        .is_ok_and(|out| out.status.success());
-    if imports {
-        return Some(candidate);
-    }
-    assert!(
-        std::env::var_os("SLUICE_REQUIRE_H3PY").is_none_or(|v| v != "1"),
-        "{test}: no Python with aioquic and niquests at {} and SLUICE_REQUIRE_H3PY=1",
-        candidate.display()
-    );
-    eprintln!(
-        "SKIP {test}: no Python with aioquic and niquests at {} (python3 -m venv ~/.cache/sluice/venv-h3 && ~/.cache/sluice/venv-h3/bin/pip install aioquic niquests)",
-        candidate.display()
-    );
-    None
-}
-
 /// The request line and body count the echo upstream saw, from its answer.
 fn upstream_saw(body: &str) -> (String, String) {
     let line = |prefix: &str| {
@@ -56,7 +28,7 @@ fn upstream_saw(body: &str) -> (String, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn aioquic_and_niquests_get_the_answers_an_http11_client_gets() {
     let test = "aioquic_and_niquests_get_the_answers_an_http11_client_gets";
-    let Some(python) = python(test) else {
+    let Some(python) = h3_support::python(test, &["aioquic", "niquests"]) else {
         return;
     };
     let certs = TestCerts::generate();

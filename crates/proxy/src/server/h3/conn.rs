@@ -154,6 +154,7 @@ impl Bridge {
             alt_svc: None,
             h3: true,
             routes,
+            proxied: None,
         };
         let (stop, stopped) = watch::channel(false);
         let mut tasks = JoinSet::new();

@@ -44,6 +44,9 @@ pub(crate) struct Sender<'a> {
     pub upstream: UpstreamId,
     /// The client, for the log and `hash: { key: client_ip }`.
     pub peer: SocketAddr,
+    /// The address the client connected to, for an upstream's PROXY
+    /// protocol header (`ClientOrigin::proxied`).
+    pub local: Option<SocketAddr>,
     /// The request's SERVER span, when it is traced: each attempt gets a
     /// CLIENT span under it (`exchange::traced`).
     pub trace: Option<Box<super::traced::Traced>>,
@@ -75,6 +78,7 @@ impl<'a> Sender<'a> {
             worker,
             upstream,
             peer,
+            local: None,
             trace: None,
             route: None,
             held: AtomicUsize::new(NONE),
@@ -83,7 +87,7 @@ impl<'a> Sender<'a> {
         }
     }
 
-    fn config(&self) -> &'a crate::upstream::Upstream {
+    pub(super) fn config(&self) -> &'a crate::upstream::Upstream {
         self.plan.upstream(self.upstream)
     }
 
@@ -457,9 +461,10 @@ impl<'a> Sender<'a> {
             return None;
         }
         let (config, metrics) = (self.config(), self.worker.metrics());
+        let client = self.client().map(|(client, _)| client);
         self.worker
             .pool
-            .take(config, metrics, self.upstream, host, now)
+            .take(config, metrics, (self.upstream, host), client, now)
     }
 
     /// A new HTTP/1.1 connection to `host`, or one another request gives
@@ -473,7 +478,8 @@ impl<'a> Sender<'a> {
         let metrics = self.worker.metrics();
         // Boxed: the cold path's futures (TLS, the queue) would make every request's large.
         let pool = &self.worker.pool;
-        let queued = queue::connection(config, pool, metrics, self.upstream, host, fresh_only);
+        let (at, client) = ((self.upstream, host), self.client());
+        let queued = queue::connection(config, (pool, metrics), at, client, fresh_only);
         Box::pin(queued).await.map_err(|no| match no {
             NoConnection::Connect { err, busy } => {
                 self.busy.store(busy, Relaxed);

@@ -10,6 +10,7 @@
 pub(super) mod decide;
 pub(super) mod hosts;
 mod policy;
+mod proxied;
 pub(super) mod traced;
 pub(super) mod wire;
 

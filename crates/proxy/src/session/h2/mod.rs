@@ -177,6 +177,7 @@ impl Stream {
                 host: host_of(parts),
                 secure: self.origin.secure,
                 peer: self.origin.peer,
+                via: self.origin.proxied.as_ref().and_then(|p| p.via),
                 version: if self.origin.h3 { "3" } else { "2" },
                 user_agent: fields.get("user-agent"),
             },
@@ -237,6 +238,7 @@ impl Stream {
                 fields,
                 host: host_of(parts).and_then(|h| std::str::from_utf8(h).ok()),
                 secure: self.origin.secure,
+                proxied: self.origin.proxied.as_deref(),
             };
             if let Some(max) = chain.wants_body(&view) {
                 body = hold(body, max.min(max_body)).await?;
@@ -261,6 +263,9 @@ impl Stream {
                 self.exchange.request_headers.query.as_deref(),
             );
             max_body = self.exchange.max_body;
+            if let Some(filter) = self.exchange.request_filter.take() {
+                body = request_body::filtered(body, filter, max_body).await?;
+            }
         }
         if length.is_some_and(|len| len > max_body) {
             return Err(too_large(max_body));
@@ -275,6 +280,7 @@ impl Stream {
         };
         // Taken out of the exchange: the upstream phase borrows the stream.
         let edits = self.take_request_edits();
+        let proxied = self.origin.proxied.clone();
         let context = RequestContext {
             peer: self.origin.peer.ip(),
             secure: self.origin.secure,
@@ -287,6 +293,7 @@ impl Stream {
             strip_overrides: decided.strip_overrides,
             framing,
             edits: edits.as_ref(),
+            proxied: proxied.as_deref(),
         };
         let outgoing = Outgoing {
             method: &parts.method,

@@ -73,3 +73,25 @@ pub(super) async fn hold(body: RequestBody, max: usize) -> Result<RequestBody, F
     })?;
     Ok(RequestBody::Held(held.freeze(), trailers))
 }
+
+/// The body through a handler's request filter (gRPC-Web's text mode):
+/// read whole (a gRPC-Web request is one message: browsers send no
+/// streams), then decoded; 413 past `max`, 400 when the filter refuses it.
+pub(super) async fn filtered(
+    body: RequestBody,
+    mut filter: crate::middleware::body_filter::RequestBodyFilter,
+    max: usize,
+) -> Result<RequestBody, Failure> {
+    let refused = |failed: crate::middleware::body_filter::FilterFailed| {
+        Failure::new(StatusCode::BAD_REQUEST, failed.0)
+    };
+    match hold(body, max).await? {
+        RequestBody::Held(bytes, trailers) => {
+            let mut out = Vec::with_capacity(bytes.len() / 4 * 3);
+            filter.data(&bytes, &mut out).map_err(refused)?;
+            filter.end().map_err(refused)?;
+            Ok(RequestBody::Held(Bytes::from(out), trailers))
+        }
+        other => Ok(other),
+    }
+}

@@ -20,11 +20,12 @@ use super::{
 use crate::{
     config::TrailerPolicy,
     ids::{HostId, UpstreamId},
-    middleware::Outcome,
+    middleware::{body_filter::ResponseBodyFilter, Outcome},
     session::{
+        body_filter,
         exchange::Sender,
         exchange::{self, decide::Retries, Answered, Failed, Wire},
-        passable_trailers, Failure, UPSTREAM_LIMITS,
+        filtered, passable_trailers, Failure, UPSTREAM_LIMITS,
     },
     telemetry::{Event, Shard, UpstreamError},
     upstream::{
@@ -58,6 +59,7 @@ pub(super) async fn forward(
     let worker = Arc::clone(&stream.worker);
     let config = plan.upstream(upstream);
     let mut sender = Sender::new(&plan, &worker, upstream, stream.origin.peer);
+    sender.local = stream.origin.proxied.as_ref().and_then(|p| p.local);
     sender.trace = crate::session::traced::for_attempts(
         &stream.span,
         plan.tracer.as_deref(),
@@ -122,8 +124,18 @@ pub(super) async fn forward(
         upstream: Some(upstream),
         body_bytes: 0,
     };
-    let edits = sender.with_cookie(host, stream.response_edits(response.status));
-    let keep_length = matches!(response.framing, BodyFraming::Length(_)) || head_request;
+    let mut edits = sender.with_cookie(host, stream.response_edits(response.status));
+    let fields_h1 = Fields::H1 {
+        buf: &conn.buf,
+        fields: &fields,
+    };
+    let empty =
+        head_request || matches!(response.framing, BodyFraming::None | BodyFraming::Length(0));
+    let exchange = Some(&mut stream.exchange);
+    let filter = body_filter(exchange, response.status, fields_h1, empty, &mut edits);
+    // A filtered body's length is not known before it ends.
+    let keep_length =
+        matches!(response.framing, BodyFraming::Length(_)) && filter.is_none() || head_request;
     let head = http2::client_response(
         response.status,
         Fields::H1 {
@@ -154,6 +166,7 @@ pub(super) async fn forward(
         let edits = Some(&stream.exchange.response_headers).filter(|e| !e.is_empty());
         let trailer_rules = (edits, worker.metrics());
         let timeouts = (body_timeout, send_timeout);
+        let send = (send, filter);
         relay_body(&mut conn, &mut pump, framing, send, timeouts, trailer_rules).await
     };
     match relayed {
@@ -383,7 +396,7 @@ async fn relay_body(
     conn: &mut UpstreamConn,
     pump: &mut BodyPump<'_>,
     framing: BodyFraming,
-    mut send: SendStream<Bytes>,
+    (mut send, mut filter): (SendStream<Bytes>, Option<ResponseBodyFilter>),
     (timeout, send_timeout): (std::time::Duration, std::time::Duration),
     (edits, metrics): (Option<&HeaderEdits>, &Shard),
 ) -> Result<u64, RelayStop> {
@@ -421,6 +434,11 @@ async fn relay_body(
             (conn.buf.split_to(take).freeze(), left == 0)
         };
         relayed += data.len() as u64;
+        let data = match filter.as_mut() {
+            None => data,
+            Some(filter) => filtered(filter, &data, done.then_some(&mut trailers))
+                .map_err(|why| RelayStop::Upstream(why.into()))?,
+        };
         let last = done && trailers.is_empty();
         if !data.is_empty() || last {
             let sent = send_data(&mut send, data, last, Some(send_timeout)).await;

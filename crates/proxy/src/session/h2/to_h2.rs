@@ -17,7 +17,7 @@ use h2::{
     client::{ResponseFuture, SendRequest},
     Reason, RecvStream, SendStream,
 };
-use http::{Request, Response, StatusCode, Uri};
+use http::{HeaderMap, Request, Response, StatusCode, Uri};
 
 use super::{
     pump_h2::{pump, pumped, PumpError},
@@ -27,10 +27,12 @@ use super::{
 use crate::{
     config::TrailerPolicy,
     ids::{HostId, UpstreamId},
+    middleware::body_filter::ResponseBodyFilter,
     session::{
+        body_filter,
         exchange::Sender,
         exchange::{self, decide::Retries, hosts::H2Stream, wire::taken, Answered, Failed, Wire},
-        passable_trailers, Failure,
+        filtered, passable_trailers, Failure,
     },
     telemetry::{Event, Shard, UpstreamError},
     upstream::h2_pool::{self, send_data, UpstreamHead},
@@ -64,6 +66,7 @@ pub(super) async fn forward(
         "http"
     };
     let mut sender = Sender::new(&plan, &worker, upstream, stream.origin.peer);
+    sender.local = stream.origin.proxied.as_ref().and_then(|p| p.local);
     sender.trace = crate::session::traced::for_attempts(
         &stream.span,
         plan.tracer.as_deref(),
@@ -338,14 +341,16 @@ async fn relay(
         upstream: Some(sender.upstream),
         body_bytes: 0,
     };
-    let edits = sender.with_cookie(host, stream.response_edits(status));
-    // A body's length is kept when the upstream gave it; a trailers-only
-    // answer (gRPC errors) carries none.
+    let mut edits = sender.with_cookie(host, stream.response_edits(status));
+    let end = body.is_end_stream();
+    let fields = Fields::Map(&parts.headers);
+    let filter = body_filter(Some(&mut stream.exchange), status, fields, end, &mut edits);
+    // A body's length is kept when the upstream gave it (a filter's edits
+    // remove it); a trailers-only answer (gRPC errors) carries none.
     let head = http2::client_response_from(status, parts.headers, edits.as_ref());
     if let Some(edits) = edits {
         stream.exchange.response_headers = edits;
     }
-    let end = body.is_end_stream();
     let Some(send) = stream.send_head(head, end) else {
         return Ok(());
     };
@@ -355,6 +360,7 @@ async fn relay(
     let send_timeout = stream.plan.send_timeout;
     let edits = Some(&stream.exchange.response_headers).filter(|e| !e.is_empty());
     let trailer_rules = (edits, sender.worker.metrics());
+    let send = (send, filter);
     let (bytes, stopped) = relay_body(body, send, timeout, send_timeout, trailer_rules).await;
     stream.outcome.body_bytes = bytes;
     match stopped {
@@ -376,7 +382,7 @@ async fn relay(
 /// bytes relayed, and why it stopped early if it did.
 async fn relay_body(
     mut body: RecvStream,
-    mut client: SendStream<Bytes>,
+    (mut client, mut filter): (SendStream<Bytes>, Option<ResponseBodyFilter>),
     timeout: std::time::Duration,
     send_timeout: std::time::Duration,
     (edits, metrics): (Option<&HeaderEdits>, &Shard),
@@ -400,6 +406,13 @@ async fn relay_body(
         // The upstream's last frame ends the client's stream too: one
         // frame, not the data and then an empty one.
         let last = body.is_end_stream();
+        let data = match filter.as_mut() {
+            None => data,
+            Some(filter) => match filtered(filter, &data, last.then(HeaderMap::new).as_mut()) {
+                Ok(data) => data,
+                Err(why) => return broke(&mut client, bytes, why.into()),
+            },
+        };
         if let Err(broken) = send_data(&mut client, data, last, Some(send_timeout)).await {
             return (bytes, Some(stopped(&mut client, broken)));
         }
@@ -411,13 +424,25 @@ async fn relay_body(
     let trailers = tokio::time::timeout(timeout, poll_fn(|cx| body.poll_trailers(cx)));
     match unless_reset(&mut client, trailers).await {
         None => return (bytes, Some(RelayStop::Client)),
-        Some(Ok(Ok(Some(trailers)))) => {
-            let _ = client.send_trailers(passable_trailers(trailers, edits, metrics));
-        }
-        Some(Ok(Ok(None))) => {
-            let end = send_data(&mut client, Bytes::new(), true, Some(send_timeout)).await;
-            if let Err(broken) = end {
-                return (bytes, Some(stopped(&mut client, broken)));
+        Some(Ok(Ok(trailers))) => {
+            let mut trailers = trailers.unwrap_or_default();
+            // The filter's last bytes (and a gRPC-Web trailer frame).
+            let last = match filter.as_mut() {
+                None => Bytes::new(),
+                Some(filter) => match filtered(filter, &[], Some(&mut trailers)) {
+                    Ok(last) => last,
+                    Err(why) => return broke(&mut client, bytes, why.into()),
+                },
+            };
+            let end = trailers.is_empty();
+            if !last.is_empty() || end {
+                let sent = send_data(&mut client, last, end, Some(send_timeout)).await;
+                if let Err(broken) = sent {
+                    return (bytes, Some(stopped(&mut client, broken)));
+                }
+            }
+            if !end {
+                let _ = client.send_trailers(passable_trailers(trailers, edits, metrics));
             }
         }
         Some(Ok(Err(err))) => return broke(&mut client, bytes, err.to_string()),

@@ -8,7 +8,7 @@ use std::net::IpAddr;
 use http::{HeaderValue, Method, StatusCode};
 use http1::Persistence;
 
-use super::{edits::HeaderEdits, fields::Fields};
+use super::{edits::HeaderEdits, fields::Fields, proxy_protocol::Proxied};
 
 /// Fields that describe one connection, never forwarded.
 pub(crate) const HOP_BY_HOP: [&str; 7] = [
@@ -107,6 +107,10 @@ pub(crate) struct RequestContext<'a> {
     pub framing: Framing,
     /// Changes from the route's middleware.
     pub edits: Option<&'a HeaderEdits>,
+    /// What the client connection's PROXY protocol header said: its TLVs
+    /// go upstream in the listener's headers, and the client's own
+    /// fields of those names do not.
+    pub proxied: Option<&'a Proxied>,
 }
 
 /// The path a request goes upstream with: the normalised one (`rewritten`)
@@ -181,6 +185,7 @@ impl<'a> RequestRules<'a> {
             || lower("http2-settings")
             || (lower("host") && (context.host_header.is_some() || context.host.is_some()))
             || context.edits.is_some_and(|edits| edits.drops(name))
+            || context.proxied.is_some_and(|proxied| proxied.replaces(name))
             || (context.strip_overrides && is_override(name))
             || lower("x-forwarded-for")
             || ((lower("x-forwarded-proto") || lower("x-forwarded-host")) && !context.trust_forwarded)
@@ -266,6 +271,9 @@ pub(crate) fn added_fields(
             emit(b"upgrade", &[protocols]);
         }
         emit(b"connection", &[b"upgrade"]);
+    }
+    for (name, value) in context.proxied.iter().flat_map(|p| p.fields()) {
+        emit(name, &[value]);
     }
     for (name, value) in context.edits.iter().flat_map(|edits| edits.appended()) {
         emit(name, &[value]);

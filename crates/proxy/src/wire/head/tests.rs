@@ -36,6 +36,7 @@ fn forward_to(
         strip_overrides: true,
         framing: Framing::None,
         edits: None,
+        proxied: None,
     };
     let buf = raw.as_bytes();
     let request = Outgoing {

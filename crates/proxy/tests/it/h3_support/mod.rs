@@ -94,3 +94,35 @@ impl Drop for Client {
         self.endpoint.close(0u32.into(), b"done");
     }
 }
+
+/// The venv's Python (`SLUICE_H3_PYTHON`, else ~/.cache/sluice/venv-h3,
+/// which .ci/run makes) if it imports every one of `modules`; otherwise
+/// `None` after a SKIP line, or a panic under `SLUICE_REQUIRE_H3PY=1`
+/// (set by .ci/run once it installed them).
+pub(crate) fn python(test: &str, modules: &[&str]) -> Option<std::path::PathBuf> {
+    use std::{path::PathBuf, process::Command};
+    let candidate = std::env::var_os("SLUICE_H3_PYTHON")
+        .map(PathBuf::from)
+        .or_else(|| {
+            let home = std::env::var_os("HOME")?;
+            Some(PathBuf::from(home).join(".cache/sluice/venv-h3/bin/python"))
+        })?;
+    let imports = Command::new(&candidate)
+        .args(["-c", &format!("import {}", modules.join(", "))])
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if imports {
+        return Some(candidate);
+    }
+    let wanted = modules.join(" ");
+    assert!(
+        std::env::var_os("SLUICE_REQUIRE_H3PY").is_none_or(|v| v != "1"),
+        "{test}: no Python with {wanted} at {} and SLUICE_REQUIRE_H3PY=1",
+        candidate.display()
+    );
+    eprintln!(
+        "SKIP {test}: no Python with {wanted} at {} (python3 -m venv ~/.cache/sluice/venv-h3 && ~/.cache/sluice/venv-h3/bin/pip install {wanted})",
+        candidate.display()
+    );
+    None
+}

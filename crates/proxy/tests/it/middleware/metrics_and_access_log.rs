@@ -2,7 +2,7 @@
 //! behind, and a full access log queue that drops lines instead of
 //! stalling requests.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::{counter, proxy_with};
 use crate::support::{self, Echo};
@@ -59,18 +59,8 @@ async fn metrics_and_access_log_record_each_request() {
     assert!(metrics.contains("sluice_access_log_dropped_total 0"));
 
     // The writer thread flushes when its queue runs dry.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    let text = loop {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        if text.lines().count() >= 4 || Instant::now() > deadline {
-            break text;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
-    let lines: Vec<serde_json::Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = support::access_log_lines(&log, 4).await;
+    let text = format!("{lines:?}");
     assert_eq!(lines.len(), 4, "{text}");
     let first = &lines[0];
     assert_eq!(first["status"], 200);

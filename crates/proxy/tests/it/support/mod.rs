@@ -7,6 +7,7 @@
 pub(crate) mod h2raw;
 pub(crate) mod lenient;
 pub(crate) mod live;
+pub(crate) mod peers;
 
 use std::{
     net::SocketAddr,
@@ -42,6 +43,22 @@ pub(crate) fn rust_files(dir: &Path) -> Vec<std::path::PathBuf> {
     found
 }
 
+/// The JSON lines of the access log at `path`, once it has at least `n`
+/// (its writer thread flushes when its queue runs dry; 5 s at most).
+pub(crate) async fn access_log_lines(path: &Path, n: usize) -> Vec<serde_json::Value> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let text = loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.lines().count() >= n || std::time::Instant::now() > deadline {
+            break text;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 /// A proxy started from YAML (listener and admin on ephemeral ports), stopped on drop.
 pub(crate) struct Proxy(Option<proxy::RunningProxy>);
 
@@ -69,6 +86,11 @@ impl Proxy {
 
     pub(crate) fn addr(&self) -> SocketAddr {
         self.0.as_ref().unwrap().listeners[0]
+    }
+
+    /// Every listener's address, in the configuration's order.
+    pub(crate) fn addrs(&self) -> Vec<SocketAddr> {
+        self.0.as_ref().unwrap().listeners.clone()
     }
 
     /// The address of the `i`th listener of the configuration.
@@ -139,6 +161,23 @@ impl Echo {
     }
 }
 
+/// The next request head at the start of `buf`, reading more from
+/// `stream` until it is whole; `None` when the stream ends (or fails) first.
+pub(crate) async fn next_request_head(
+    stream: &mut TcpStream,
+    buf: &mut BytesMut,
+    limits: &http1::Limits,
+) -> Option<http1::Head> {
+    loop {
+        if let Ok(Some(head)) = http1::parse_head(buf, limits) {
+            return Some(head);
+        }
+        if stream.read_buf(buf).await.unwrap_or(0) == 0 {
+            return None;
+        }
+    }
+}
+
 pub(crate) async fn echo(mut stream: TcpStream, name: &'static str, requests: Arc<AtomicU64>) {
     let limits = http1::Limits {
         max_head: 64 * 1024,
@@ -146,13 +185,8 @@ pub(crate) async fn echo(mut stream: TcpStream, name: &'static str, requests: Ar
     };
     let mut buf = BytesMut::new();
     loop {
-        let head = loop {
-            if let Ok(Some(head)) = http1::parse_head(&buf, &limits) {
-                break head;
-            }
-            if stream.read_buf(&mut buf).await.unwrap_or(0) == 0 {
-                return;
-            }
+        let Some(head) = next_request_head(&mut stream, &mut buf, &limits).await else {
+            return;
         };
         requests.fetch_add(1, Ordering::SeqCst);
         let text = String::from_utf8_lossy(&buf[..head.len]).into_owned();

@@ -9,6 +9,7 @@
 
 mod auth;
 mod connection;
+mod proxied;
 mod spans;
 mod url_full;
 

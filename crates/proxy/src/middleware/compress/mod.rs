@@ -1,0 +1,255 @@
+//! `compress`: response compression (gzip, Brotli, Zstandard), chosen
+//! from the client's `Accept-Encoding` and the handler's order of
+//! preference, streamed (each upstream read compressed and flushed as it
+//! comes), within a memory budget shared by all connections
+//! (docs/MIDDLEWARE.md). The request phase notes the coding the client
+//! takes; the response's relay asks `body_filter::start` at its head,
+//! which applies the rules of [`filter`] and compresses the body.
+
+mod budget;
+mod encoder;
+mod filter;
+mod negotiate;
+
+use std::sync::{
+    atomic::{AtomicU64, Ordering::Relaxed},
+    Arc,
+};
+
+use http::Method;
+
+pub(crate) use budget::gzip_bytes;
+pub(crate) use filter::{Compression, Offer};
+
+use super::{
+    body_filter::FilterOffer,
+    build::{Build, Builder},
+    Exchange, Flow, Handler, RequestView,
+};
+use crate::{
+    config::{CompressSettings, Encoding},
+    telemetry::{
+        Exposition,
+        Kind::{Counter, Gauge},
+    },
+};
+use budget::Budget;
+use encoder::Levels;
+
+/// A `compress` handler instance.
+#[derive(Debug)]
+pub(crate) struct ResponseCompressor {
+    policy: Arc<Policy>,
+}
+
+/// Its settings, compiled, with its budget and counts.
+#[derive(Debug)]
+pub(crate) struct Policy {
+    algorithms: Vec<Encoding>,
+    /// `(type, subtype)` in lower case; `None`: any subtype.
+    types: Vec<(String, Option<String>)>,
+    min_size: u64,
+    event_stream: bool,
+    levels: Levels,
+    /// Each coding's reservation, by `Encoding as usize`.
+    costs: [usize; 3],
+    budget: Arc<Budget>,
+    counters: Counters,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    /// Responses compressed, by `Encoding as usize`.
+    compressed: [AtomicU64; 3],
+    bytes_in: AtomicU64,
+    bytes_out: AtomicU64,
+}
+
+impl Policy {
+    pub(crate) fn new(settings: &CompressSettings) -> Self {
+        let levels = Levels {
+            gzip: settings.gzip,
+            br: settings.br,
+            zstd: settings.zstd,
+        };
+        let mut costs = [0; 3];
+        for encoding in [Encoding::Gzip, Encoding::Br, Encoding::Zstd] {
+            if settings.algorithms.contains(&encoding) {
+                costs[encoding as usize] = budget::cost(encoding, &levels);
+            }
+        }
+        Self {
+            algorithms: settings.algorithms.clone(),
+            types: settings
+                .types
+                .iter()
+                .filter_map(|media| {
+                    let (kind, sub) = media.split_once('/')?;
+                    let sub = (sub != "*").then(|| sub.to_ascii_lowercase());
+                    Some((kind.to_ascii_lowercase(), sub))
+                })
+                .collect(),
+            min_size: settings.min_size,
+            event_stream: settings.event_stream,
+            levels,
+            costs,
+            budget: Budget::new(usize::try_from(settings.max_memory).unwrap_or(usize::MAX)),
+            counters: Counters::default(),
+        }
+    }
+
+    /// Whether a body of `content_type` is compressed: a listed type;
+    /// never gRPC (its messages carry their own compression, and its
+    /// clients do not expect a `Content-Encoding`); server-sent events
+    /// only with `event_stream`.
+    fn compresses(&self, content_type: &[u8]) -> bool {
+        let Ok(text) = std::str::from_utf8(content_type) else {
+            return false;
+        };
+        let media = text
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        let Some((kind, sub)) = media.split_once('/') else {
+            return false;
+        };
+        if kind == "application"
+            && (sub == "grpc" || sub.starts_with("grpc+") || sub.starts_with("grpc-"))
+        {
+            return false;
+        }
+        if media == "text/event-stream" && !self.event_stream {
+            return false;
+        }
+        self.types
+            .iter()
+            .any(|(k, s)| k == kind && s.as_deref().is_none_or(|s| s == sub))
+    }
+
+    fn cost(&self, encoding: Encoding) -> usize {
+        self.costs[encoding as usize]
+    }
+}
+
+impl Build for CompressSettings {
+    fn build(&self, _: &mut Builder<'_>) -> anyhow::Result<Arc<dyn Handler>> {
+        Ok(Arc::new(ResponseCompressor {
+            policy: Arc::new(Policy::new(self)),
+        }))
+    }
+}
+
+impl Handler for ResponseCompressor {
+    fn request(&self, request: &RequestView<'_>, exchange: &mut Exchange) -> Flow {
+        let accepted = request.fields.get_all("accept-encoding");
+        let encoding = negotiate::choose(accepted, &self.policy.algorithms);
+        exchange.body_filter = Some(FilterOffer::Compress(Offer {
+            policy: Arc::clone(&self.policy),
+            encoding,
+            head: *request.method == Method::HEAD,
+        }));
+        Flow::Next
+    }
+
+    fn compress_counts(&self) -> Option<CompressCounts> {
+        let counters = &self.policy.counters;
+        let budget = &self.policy.budget;
+        Some(CompressCounts {
+            compressed: [0, 1, 2].map(|i| counters.compressed[i].load(Relaxed)),
+            bytes_in: counters.bytes_in.load(Relaxed),
+            bytes_out: counters.bytes_out.load(Relaxed),
+            refused: budget.refused.load(Relaxed),
+            grown: budget.grown.load(Relaxed),
+            memory: budget.used() as u64,
+            limit: budget.cap() as u64,
+        })
+    }
+}
+
+/// A `compress` handler's counts for `/metrics`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CompressCounts {
+    compressed: [u64; 3],
+    bytes_in: u64,
+    bytes_out: u64,
+    refused: u64,
+    grown: u64,
+    memory: u64,
+    limit: u64,
+}
+
+/// The `compress` handlers' families, one sample per handler (`middleware`: its name).
+pub(crate) fn render(handlers: &[(&str, CompressCounts)], out: &mut Exposition) {
+    if handlers.is_empty() {
+        return;
+    }
+    let mut family = out.family(
+        "sluice_compress_responses_total",
+        Counter,
+        "Responses compressed, by coding.",
+    );
+    for (name, counts) in handlers {
+        for encoding in [Encoding::Gzip, Encoding::Br, Encoding::Zstd] {
+            let labels = [("middleware", *name), ("encoding", encoding.token())];
+            family.sample(&labels, counts.compressed[encoding as usize]);
+        }
+    }
+    let mut family = out.family(
+        "sluice_compress_bytes_total",
+        Counter,
+        "Body bytes through the compressors: in (as the upstream sent them) and out.",
+    );
+    for (name, counts) in handlers {
+        family.sample(
+            &[("middleware", name), ("direction", "in")],
+            counts.bytes_in,
+        );
+        family.sample(
+            &[("middleware", name), ("direction", "out")],
+            counts.bytes_out,
+        );
+    }
+    type Scalar = (
+        &'static str,
+        crate::telemetry::Kind,
+        &'static str,
+        fn(&CompressCounts) -> u64,
+    );
+    let scalars: [Scalar; 4] = [
+        (
+            "sluice_compress_over_budget_total",
+            Counter,
+            "Responses sent uncompressed because the memory budget (max_memory) had no room.",
+            |c| c.refused,
+        ),
+        (
+            "sluice_compress_grown_total",
+            Counter,
+            "Compressors that held more than they were measured to; their reservation followed.",
+            |c| c.grown,
+        ),
+        (
+            "sluice_compress_memory_bytes",
+            Gauge,
+            "Memory reserved by the compressors at work.",
+            |c| c.memory,
+        ),
+        (
+            "sluice_compress_memory_limit_bytes",
+            Gauge,
+            "The budget: max_memory.",
+            |c| c.limit,
+        ),
+    ];
+    for (metric, kind, help, value) in scalars {
+        let mut family = out.family(metric, kind, help);
+        for (name, counts) in handlers {
+            family.sample(&[("middleware", name)], value(counts));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
