@@ -57,6 +57,7 @@ const SHARED: &[&str] = &[
     "exchange/decide.rs",
     "exchange/hosts.rs",
     "exchange/policy.rs",
+    "exchange/proxied.rs",
     "exchange/wire.rs",
     "exchange/traced.rs",
     "traced.rs",

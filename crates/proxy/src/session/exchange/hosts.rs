@@ -15,8 +15,7 @@ use crate::upstream::h2_pool::{self, StreamLease};
 use crate::upstream::pool::UpstreamConn;
 use crate::upstream::queue::{self, NoConnection};
 use crate::upstream::retry::connect_retry_host;
-use crate::wire::edits::{with_cookie, HeaderEdits};
-use crate::wire::{fields::Fields, head::Outgoing};
+use crate::wire::head::Outgoing;
 
 use std::{
     net::SocketAddr,
@@ -55,7 +54,7 @@ pub(crate) struct Sender<'a> {
     /// The host whose in-flight count and slot this request holds.
     held: AtomicUsize,
     /// The answer must carry the sticky cookie of the host it came from.
-    set_cookie: AtomicBool,
+    pub(super) set_cookie: AtomicBool,
     /// The last connect failed while its host answered other requests.
     busy: AtomicBool,
 }
@@ -311,36 +310,6 @@ impl<'a> Sender<'a> {
         if config.balancer.failure(host, hard, now) {
             warn!(upstream = %config.name, host = %config.host_name(host), backoff = ?config.balancer.backoff(), "host ejected after consecutive failures");
         }
-    }
-
-    /// The response's header edits with the sticky cookie for `host`
-    /// added, when the request did not already carry a valid one.
-    pub(crate) fn with_cookie(
-        &self,
-        host: HostId,
-        edits: Option<HeaderEdits>,
-    ) -> Option<HeaderEdits> {
-        with_cookie(edits, self.cookie(host))
-    }
-
-    /// Learns the application cookie values `host` set in its answer.
-    #[inline]
-    pub(crate) fn learn_cookies(&self, host: HostId, fields: Fields<'_>) {
-        let balancer = &self.config().balancer;
-        if balancer.app_cookie().is_some() {
-            for value in fields.get_all("set-cookie") {
-                balancer.learn(host, value);
-            }
-        }
-    }
-
-    /// The sticky cookie the answer from `host` must carry, if any.
-    #[inline]
-    pub(crate) fn cookie(&self, host: HostId) -> Option<&'a http::HeaderValue> {
-        if !self.set_cookie.load(Relaxed) {
-            return None;
-        }
-        self.config().balancer.sticky_cookie(host)
     }
 
     /// 502 for a connection that could not be opened, 504 when it timed out.

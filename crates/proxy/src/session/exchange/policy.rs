@@ -1,15 +1,19 @@
 //! A route's own timeouts and retries (`routes[].timeouts`,
-//! `routes[].retries`) over its upstream's, as the exchange asks for them.
+//! `routes[].retries`) over its upstream's, as the exchange asks for them,
+//! and the upstream's sticky and application cookies.
 
-use std::time::Duration;
+use std::{sync::atomic::Ordering::Relaxed, time::Duration};
 
 use http::StatusCode;
 use tracing::warn;
 
 use super::Sender;
+use crate::ids::HostId;
 use crate::session::Failure;
 use crate::telemetry::UpstreamError;
 use crate::upstream::retry::RetryPolicy;
+use crate::wire::edits::{with_cookie, HeaderEdits};
+use crate::wire::fields::Fields;
 
 impl<'a> Sender<'a> {
     /// When a failed attempt goes again: the route's rules, else the upstream's.
@@ -54,5 +58,35 @@ impl<'a> Sender<'a> {
                 "no response within the route's request timeout",
             )
         }
+    }
+
+    /// The response's header edits with the sticky cookie for `host`
+    /// added, when the request did not already carry a valid one.
+    pub(crate) fn with_cookie(
+        &self,
+        host: HostId,
+        edits: Option<HeaderEdits>,
+    ) -> Option<HeaderEdits> {
+        with_cookie(edits, self.cookie(host))
+    }
+
+    /// Learns the application cookie values `host` set in its answer.
+    #[inline]
+    pub(crate) fn learn_cookies(&self, host: HostId, fields: Fields<'_>) {
+        let balancer = &self.config().balancer;
+        if balancer.app_cookie().is_some() {
+            for value in fields.get_all("set-cookie") {
+                balancer.learn(host, value);
+            }
+        }
+    }
+
+    /// The sticky cookie the answer from `host` must carry, if any.
+    #[inline]
+    pub(crate) fn cookie(&self, host: HostId) -> Option<&'a http::HeaderValue> {
+        if !self.set_cookie.load(Relaxed) {
+            return None;
+        }
+        self.config().balancer.sticky_cookie(host)
     }
 }
