@@ -32,7 +32,11 @@ pub fn check(data: &[u8]) {
     let Some((&selector, data)) = data.split_first() else {
         return;
     };
-    let role = if selector & 1 == 0 { Role::Server } else { Role::Client };
+    let role = if selector & 1 == 0 {
+        Role::Server
+    } else {
+        Role::Client
+    };
     let piece = usize::from(selector >> 1) + 1;
     let config = Config {
         max_concurrent_streams: 4,
@@ -46,10 +50,16 @@ pub fn check(data: &[u8]) {
     }
     frame::write_settings(&mut start, &[]);
     let mut input = BytesMut::from(&start[..]);
-    conn.recv(&mut input, Instant::now()).expect("a valid start");
+    conn.recv(&mut input, Instant::now())
+        .expect("a valid start");
     if role == Role::Client {
         let _ = conn.send_request(
-            [(b":method", Some(&b"GET"[..])), (b":scheme", Some(b"http")), (b":authority", Some(b"a")), (b":path", Some(b"/"))],
+            [
+                (b":method", Some(&b"GET"[..])),
+                (b":scheme", Some(b"http")),
+                (b":authority", Some(b"a")),
+                (b":path", Some(b"/")),
+            ],
             [],
             true,
         );
@@ -69,7 +79,11 @@ pub fn check(data: &[u8]) {
                 _ => {}
             }
         }
-        assert!(conn.open_streams() <= 4 + 1, "{} streams open", conn.open_streams());
+        assert!(
+            conn.open_streams() <= 4 + 1,
+            "{} streams open",
+            conn.open_streams()
+        );
         check_output(conn.output());
         conn.output().clear();
         if failed {

@@ -60,5 +60,9 @@ pub fn check(data: &[u8]) {
             }
         }
     }
-    assert!(body <= stream.len(), "{body} body bytes from {} received", stream.len());
+    assert!(
+        body <= stream.len(),
+        "{body} body bytes from {} received",
+        stream.len()
+    );
 }

@@ -37,12 +37,20 @@ pub fn check(data: &[u8]) {
         if !enc_failed {
             enc_buf.extend_from_slice(chunk);
             enc_failed = encoder.read(&mut enc_buf).is_err();
-            assert!(enc_failed || enc_buf.len() <= 10, "{} bytes held", enc_buf.len());
+            assert!(
+                enc_failed || enc_buf.len() <= 10,
+                "{} bytes held",
+                enc_buf.len()
+            );
         }
         if !dec_failed {
             dec_buf.extend_from_slice(chunk);
             dec_failed = decoder.read(&mut dec_buf).is_err();
-            assert!(dec_failed || dec_buf.len() <= 10, "{} bytes held", dec_buf.len());
+            assert!(
+                dec_failed || dec_buf.len() <= 10,
+                "{} bytes held",
+                dec_buf.len()
+            );
         }
     }
 }

@@ -34,7 +34,10 @@ fn theirs(decoder: &mut TheirDecoder, block: &[u8]) -> Option<Vec<Field>> {
 }
 
 fn fields(section: &FieldSection) -> Vec<Field> {
-    section.iter().map(|(n, v)| (n.to_vec(), v.to_vec())).collect()
+    section
+        .iter()
+        .map(|(n, v)| (n.to_vec(), v.to_vec()))
+        .collect()
 }
 
 pub fn check(data: &[u8]) {

@@ -20,7 +20,11 @@ pub fn check(data: &[u8]) {
             assert_eq!(plan.scenarios.len(), again.scenarios.len());
             assert!(!plan.scenarios.is_empty() && plan.scenarios.len() <= MAX_SCENARIOS);
             let thresholds: usize = plan.thresholds.len()
-                + plan.scenarios.iter().map(|s| s.thresholds.len()).sum::<usize>();
+                + plan
+                    .scenarios
+                    .iter()
+                    .map(|s| s.thresholds.len())
+                    .sum::<usize>();
             assert!(thresholds <= MAX_THRESHOLDS);
             for scenario in &plan.scenarios {
                 let config = &scenario.config;

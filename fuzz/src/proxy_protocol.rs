@@ -27,12 +27,18 @@ pub fn check(data: &[u8]) {
         assert!(extent <= data.len());
         assert!(data.is_empty() || extent > 0, "a reader would take nothing");
         if let Ok(Some(header)) = &whole {
-            assert!(extent >= header.len, "the reader would stop short of the header");
+            assert!(
+                extent >= header.len,
+                "the reader would stop short of the header"
+            );
         }
     }
     if let Ok(Some(header)) = &whole {
         assert!(header.len <= data.len());
-        assert_eq!(parse(&data[..header.len], Versions::Any), Ok(Some(header.clone())));
+        assert_eq!(
+            parse(&data[..header.len], Versions::Any),
+            Ok(Some(header.clone()))
+        );
         let mut more = data.to_vec();
         more.extend_from_slice(b"GET / HTTP/1.1\r\n");
         assert_eq!(parse(&more, Versions::Any), Ok(Some(header.clone())));

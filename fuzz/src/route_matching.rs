@@ -23,7 +23,10 @@ pub fn check(data: &[u8]) {
             assert!(pattern.starts_with(&start), "{pattern:?}: {start:?}");
             assert!(start.is_empty() || pattern.as_bytes().get(start.len()) == Some(&b'/'));
             if matched {
-                assert!(path.starts_with(&start), "{pattern:?} matched {path:?} outside {start:?}");
+                assert!(
+                    path.starts_with(&start),
+                    "{pattern:?} matched {path:?} outside {start:?}"
+                );
             }
         }
     }
