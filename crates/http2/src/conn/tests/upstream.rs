@@ -42,6 +42,17 @@ fn response(stream: u32, status: u16, fields: &[(&[u8], &[u8])], flags: u8) -> V
     raw(frame::HEADERS, frame::END_HEADERS | flags, stream, &block)
 }
 
+/// The upstream answers `stream` 200 and the client hears it: the
+/// connection (and its HPACK state) came through what went before.
+fn answered_200(client: &mut Connection, stream: u32) {
+    let (result, _) = feed(client, &response(stream, 200, &[], frame::END_STREAM));
+    assert!(result.is_ok(), "{result:?}");
+    assert!(matches!(
+        client.poll_event(),
+        Some(Event::Response { status: 200, .. })
+    ));
+}
+
 fn events(client: &mut Connection) -> Vec<Event> {
     std::iter::from_fn(|| client.poll_event()).collect()
 }
@@ -80,12 +91,7 @@ fn goaway_below_streams_in_flight_refuses_them_for_a_retry() {
         }]
     );
     // The processed stream still gets its answer.
-    let (result, _) = feed(&mut client, &response(ids[0], 200, &[], frame::END_STREAM));
-    assert!(result.is_ok());
-    assert!(matches!(
-        client.poll_event(),
-        Some(Event::Response { status: 200, .. })
-    ));
+    answered_200(&mut client, ids[0]);
 }
 
 #[test]
@@ -204,12 +210,7 @@ fn a_flood_of_interim_heads_ends_the_stream_not_the_memory() {
         reason: Reason::PROTOCOL_ERROR
     }));
     // The other stream is answered as usual.
-    let (result, _) = feed(&mut client, &response(ids[1], 200, &[], frame::END_STREAM));
-    assert!(result.is_ok());
-    assert!(matches!(
-        client.poll_event(),
-        Some(Event::Response { status: 200, .. })
-    ));
+    answered_200(&mut client, ids[1]);
 }
 
 #[test]
@@ -313,12 +314,7 @@ fn an_oversize_response_head_ends_its_stream_and_costs_only_its_length() {
     assert!(!events(&mut client)
         .iter()
         .any(|e| matches!(e, Event::Response { .. })));
-    let (result, _) = feed(&mut client, &response(ids[1], 200, &[], frame::END_STREAM));
-    assert!(result.is_ok(), "the HPACK state stayed in step");
-    assert!(matches!(
-        client.poll_event(),
-        Some(Event::Response { status: 200, .. })
-    ));
+    answered_200(&mut client, ids[1]);
 }
 
 #[test]
