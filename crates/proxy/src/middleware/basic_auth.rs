@@ -35,6 +35,9 @@ use crate::config::BasicAuthSettings;
 
 /// Password checks running at once, per handler.
 const MAX_CHECKS: usize = 4;
+/// A check under way for each HMAC of user and password.
+type Pending = HashMap<[u8; 32], Arc<OnceCell<bool>>>;
+
 /// The dearest bcrypt cost accepted: `htpasswd -B`'s own maximum.
 const MAX_COST: u32 = 17;
 /// Good passwords remembered; the cache is emptied when it is full.
@@ -147,7 +150,7 @@ pub(crate) struct BasicAuthenticator {
     mac_key: hmac::Key,
     checks: Arc<Semaphore>,
     /// Checks under way, by the same HMAC: each credentials' one check.
-    pending: Arc<Mutex<HashMap<[u8; 32], Arc<OnceCell<bool>>>>>,
+    pending: Arc<Mutex<Pending>>,
 }
 
 impl Build for BasicAuthSettings {
