@@ -63,7 +63,10 @@ fn a_failing_hello_row_gets_no_ratio() {
     nginx.figures.errors.failed.read = 10_368;
     let group = seed(&results, "runtimes-hello");
     let md = table(group).expect("a table").0.markdown();
-    assert!(md.contains("| nginx | 256 |") && md.contains("| 10,368 | - (failing) |"), "{md}");
+    assert!(
+        md.contains("| nginx | 256 |") && md.contains("| 10,368 | - (failing) |"),
+        "{md}"
+    );
     let line = line(group).expect("a line");
     assert!(line.contains("nginx failing"), "{line}");
 }
