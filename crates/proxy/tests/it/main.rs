@@ -20,6 +20,7 @@ mod compress;
 mod config_doc;
 mod config_schema;
 mod dashboard;
+mod folder_cycles;
 mod forwarding;
 mod full_duplex;
 mod grpc_web;
