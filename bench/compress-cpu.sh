@@ -56,9 +56,18 @@ http {
     location / { try_files /pets.json =404; } }
 }
 NGINX
+# nginx's worker runs as nobody: WORK (mktemp -d, mode 0700) must be
+# readable, or every answer is nginx's 153-byte 403 and nothing is compressed.
+chmod 755 "$WORK" "$WORK/origin" "$WORK/origin/www"
+chmod 644 "$WORK/origin/www/pets.json"
 $OTHER_CPU nginx -c "$WORK/origin/nginx.conf" -p "$WORK/origin" &
 BACKEND_PID=$!
 wait_port "$ORIGIN_PORT"
+served=$(curl -s -o /dev/null -w '%{http_code} %{size_download}' "http://127.0.0.1:$ORIGIN_PORT/pets.json")
+if [[ $served != "200 $BODY_BYTES" ]]; then
+  echo "the origin answers '$served', not 200 with the $BODY_BYTES-byte body: see $WORK/origin/error.log" >&2
+  exit 1
+fi
 
 # scenario -> (Accept-Encoding, sluice compress settings or "", nginx gzip level or "")
 GZIP_LEVELS=(1 3 5 6 9)

@@ -190,6 +190,7 @@ fn to_figures(
         carried_in: accounting.carried_in,
         lost: accounting.lost,
         unanswered: accounting.unanswered,
+        per_connection: report.per_connection,
         measured_s: report.elapsed_s,
         drain: None,
         requests_per_sec: report.requests_per_sec,

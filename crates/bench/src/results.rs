@@ -187,6 +187,11 @@ pub struct Figures {
     /// ended: neither answered nor failed.
     #[serde(default)]
     pub unanswered: u64,
+    /// Responses per connection over the measured time: how evenly the
+    /// system served its connections (for a row, each figure's median
+    /// over the rounds).
+    #[serde(default)]
+    pub per_connection: Option<load::Spread>,
     /// The measured time of this run, seconds (a row's rounds may differ
     /// when the bench lengthened a window to its latency).
     #[serde(default)]
@@ -214,6 +219,7 @@ impl Figures {
             carried_in: 0,
             lost: 0,
             unanswered: 0,
+            per_connection: None,
             measured_s: 0.0,
             drain: None,
             requests_per_sec: 0.0,
@@ -260,6 +266,7 @@ impl Figures {
             carried_in: u(|r| r.carried_in),
             lost: u(|r| r.lost),
             unanswered: u(|r| r.unanswered),
+            per_connection: spread_median(rounds),
             measured_s: f(|r| r.measured_s),
             drain: Drain::combine(rounds.iter().filter_map(|r| r.drain.as_ref())),
             requests_per_sec: f(|r| r.requests_per_sec),
@@ -292,6 +299,20 @@ impl Row {
 }
 
 /// The median of `values`: the middle one, or the mean of the middle two.
+/// Each figure of the rounds' per-connection spreads, its median.
+fn spread_median(rounds: &[Figures]) -> Option<load::Spread> {
+    let spreads: Vec<load::Spread> = rounds.iter().filter_map(|r| r.per_connection).collect();
+    let u = |get: fn(&load::Spread) -> u64| {
+        median(spreads.iter().map(|s| get(s) as f64)).round() as u64
+    };
+    (!spreads.is_empty()).then(|| load::Spread {
+        connections: u(|s| s.connections),
+        min: u(|s| s.min),
+        median: u(|s| s.median),
+        max: u(|s| s.max),
+    })
+}
+
 fn median(values: impl Iterator<Item = f64>) -> f64 {
     let mut sorted: Vec<f64> = values.collect();
     if sorted.is_empty() {
@@ -427,6 +448,7 @@ mod tests {
             carried_in: 0,
             lost: 0,
             unanswered: 0,
+            per_connection: None,
             measured_s: 1.0,
             drain: None,
             requests_per_sec: rps,

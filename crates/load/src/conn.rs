@@ -173,6 +173,9 @@ pub(crate) struct Client {
     retry: VecDeque<Next>,
     /// Users model: ramp and think times.
     pace: Option<Pace>,
+    /// Responses in the measured time, across reconnects (for how evenly
+    /// the target serves its connections).
+    answered: u64,
 }
 
 /// A request to send.
@@ -214,7 +217,13 @@ impl Client {
             spent: false,
             retry: VecDeque::new(),
             pace,
+            answered: 0,
         }
+    }
+
+    /// Its responses in the measured time.
+    pub(crate) fn answered(&self) -> u64 {
+        self.answered
     }
 
     /// How far behind its timetable this connection is at `now` (open model).

@@ -64,7 +64,7 @@ pub use intervals::MAX_INTERVALS;
 pub use merge::{merge, read_logs, RunLog, LOG_EXTENSION};
 pub use report::{
     CheckReport, IntervalSummary, LatencySummary, Lateness, Percentile, PhaseReport, RateSummary,
-    Report, ReportConfig, ScheduleReport, SpectrumPoint, StageReport, ThresholdReport,
+    Report, ReportConfig, ScheduleReport, SpectrumPoint, Spread, StageReport, ThresholdReport,
     GENERATOR_BOUND_SHARE, PERCENTILES,
 };
 pub use response::{Done, ResponseReader};

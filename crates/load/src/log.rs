@@ -376,6 +376,7 @@ mod tests {
             figures,
             status: [(200, 1)].into(),
             per_second: vec![1],
+            per_connection: Vec::new(),
             thread_samples: vec![1],
             max_lag: Duration::ZERO,
             unsent: 0,

@@ -7,7 +7,7 @@ use crate::{
     figures::Figures,
     report::{
         CheckReport, IntervalSummary, LatencySummary, Lateness, PhaseReport, RateSummary, Report,
-        ReportConfig, ScheduleReport, StageReport,
+        ReportConfig, ScheduleReport, Spread, StageReport,
     },
     stages::Curve,
     LoadConfig,
@@ -21,6 +21,9 @@ pub(crate) struct Measured {
     pub(crate) status: BTreeMap<u16, u64>,
     /// Responses completed in each second.
     pub(crate) per_second: Vec<u64>,
+    /// The measured time's responses on each connection; empty for runs
+    /// merged from their logs, which do not carry it.
+    pub(crate) per_connection: Vec<u64>,
     /// Responses of each thread in each whole second (wrk's Req/Sec).
     pub(crate) thread_samples: Vec<u64>,
     /// Open model: the most-behind connection's lag at the end.
@@ -124,6 +127,7 @@ impl Report {
             figures: all,
             status,
             mut per_second,
+            per_connection,
             thread_samples,
             max_lag,
             unsent,
@@ -182,6 +186,7 @@ impl Report {
             latency: LatencySummary::from_histogram(&all.latency),
             thread_rate: RateSummary::from_samples(&thread_samples),
             per_second,
+            per_connection: Spread::of(per_connection),
             errors: all.errors,
             status,
             non_2xx_3xx,

@@ -130,6 +130,7 @@ pub fn merge(logs: &[RunLog]) -> Result<Report, ConfigError> {
         figures: Figures::new(open_model, checks),
         status: BTreeMap::new(),
         per_second: Vec::new(),
+        per_connection: Vec::new(),
         thread_samples: Vec::new(),
         max_lag: Duration::ZERO,
         unsent: 0,

@@ -26,6 +26,9 @@ pub(crate) struct Stats {
     pub(crate) stages: Option<StageCounts>,
     /// Where every request the thread sent stands (see [`Accounting`]).
     pub(crate) accounting: Tally,
+    /// The measured time's responses on each of the thread's
+    /// connections (users), filled when they stop.
+    pub(crate) per_connection: Vec<u64>,
 }
 
 /// A thread's requests as they go: how many are in flight now, and what
@@ -173,6 +176,7 @@ impl Stats {
             record_from,
             stages,
             accounting: Tally::default(),
+            per_connection: Vec::new(),
         }
     }
 
@@ -193,13 +197,14 @@ impl Stats {
     }
 
     /// A response with `status` completed at `timing.done`; `checks` says
-    /// which checks it passed (a bit each), if the run has checks.
-    pub(crate) fn response(&mut self, status: u16, timing: &Timing, checks: Option<u64>) {
+    /// which checks it passed (a bit each), if the run has checks. True
+    /// when it counts (it completed in the measured time).
+    pub(crate) fn response(&mut self, status: u16, timing: &Timing, checks: Option<u64>) -> bool {
         let now = timing.done;
         let measured = self.accounting.at(now, self.record_from);
         self.accounting.in_flight = self.accounting.in_flight.saturating_sub(1);
         if !measured {
-            return;
+            return false;
         }
         self.total.response(status, timing);
         if let Some(passed) = checks {
@@ -219,6 +224,7 @@ impl Stats {
             self.per_second.resize(second + 1, 0);
         }
         self.per_second[second] += 1;
+        true
     }
 
     /// A request due at `due` that could leave at `ready` left at `now` (open model).
@@ -291,6 +297,7 @@ impl Stats {
     pub(crate) fn merge(&mut self, other: &Stats) {
         self.total.add(&other.total);
         add_series(&mut self.per_second, &other.per_second, 0);
+        self.per_connection.extend_from_slice(&other.per_connection);
         if let (Some(mine), Some(theirs)) = (&mut self.stages, &other.stages) {
             mine.add(theirs);
         }

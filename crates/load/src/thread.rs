@@ -187,6 +187,10 @@ pub(crate) fn run_thread(
             unsent += client.unsent(stopped_at);
         }
     }
+    stats
+        .borrow_mut()
+        .per_connection
+        .extend(clients.iter().map(Client::answered));
     drop(clients);
     // The last, partial interval; the task handing over the others ends
     // with the `LocalSet`.
@@ -240,6 +244,7 @@ pub(crate) fn measure(
             sent: s.sent,
         }),
         per_second: all.per_second,
+        per_connection: all.per_connection,
         thread_samples,
         max_lag,
         unsent,

@@ -77,6 +77,20 @@ pub(crate) fn run(args: ProxyArgs) -> ExitCode {
         };
     }
     let logging = process::init_logging(log_format(config.log.format), config.log.level.as_deref());
+    // The Gateway API objects' status, as `--check` prints it: what is
+    // served and what is not is in the log, not only in a dry run.
+    if let Some(report) = &config.gateway_report {
+        let accepted = report.all_accepted();
+        for line in report.to_string().lines() {
+            match accepted {
+                true => info!(target: "sluice::gateway_api", "{}", line.trim_end()),
+                false => tracing::warn!(target: "sluice::gateway_api", "{}", line.trim_end()),
+            }
+        }
+        if !accepted {
+            tracing::warn!(target: "sluice::gateway_api", "Gateway API objects above are not accepted or have references that do not resolve: they are not served");
+        }
+    }
     let _ = rlimit::increase_nofile_limit(u64::MAX);
     let options = proxy::Options {
         file: Some(args.config.clone()),

@@ -36,6 +36,18 @@ fn idle_table(group: &Group) -> Table {
     t
 }
 
+/// The group's sweep values, ascending, each once.
+pub(crate) fn sweep_values(group: &Group) -> Vec<f64> {
+    let mut values: Vec<f64> = group
+        .rows
+        .iter()
+        .filter_map(|r| r.sweep.as_ref().map(|s| s.value))
+        .collect();
+    values.sort_by(f64::total_cmp);
+    values.dedup();
+    values
+}
+
 /// Whether any row of the group has a sweep point or a phase.
 pub(crate) fn has_points(group: &Group) -> bool {
     group
@@ -89,6 +101,23 @@ pub(crate) fn rows_table(group: &Group, full: bool) -> Table {
     };
     // The terminal's 130 columns leave room for a short name only.
     t = t.tight(if full { "unanswered" } else { "unans." }, Align::Right);
+    // How evenly each system served its connections (issue 52): where
+    // many connections share one worker, a rate hides who waited.
+    let fairness = group.name.starts_with("lb")
+        && group
+            .rows
+            .iter()
+            .any(|r| r.figures.per_connection.is_some());
+    if fairness {
+        t = t.tight(
+            if full {
+                "per connection min/median/max"
+            } else {
+                "per conn"
+            },
+            Align::Right,
+        );
+    }
     let rounds = group.rows.iter().any(|r| r.rounds.len() > 1);
     // The spread of the figure the group's verdicts are on.
     let p95 = verdicts_on_p95(group);
@@ -160,6 +189,13 @@ pub(crate) fn rows_table(group: &Group, full: bool) -> Table {
             },
             fmt::count(row.figures.unanswered as f64),
         ]);
+        if fairness {
+            cells.push(
+                row.figures
+                    .per_connection
+                    .map_or("-".into(), |s| format!("{}/{}/{}", s.min, s.median, s.max)),
+            );
+        }
         if rounds {
             let (lo, hi) = row.spread(spread_of);
             cells.push(if row.rounds.len() < 2 {

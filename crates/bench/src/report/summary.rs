@@ -1,7 +1,7 @@
 //! The Baseline/Proxy summaries with their Times rows, one line per other
 //! group, and the sweep pivots.
 
-use super::build::{sweep_name, SYSTEMS};
+use super::build::{sweep_name, sweep_values, SYSTEMS};
 use super::compare::stem;
 use super::table::{Align, Table};
 use crate::fmt;
@@ -294,18 +294,6 @@ fn mark(row: &Row) -> &'static str {
     } else {
         super::build::NOT_COMPARABLE_MARK
     }
-}
-
-/// The group's sweep values, ascending, each once.
-pub(crate) fn sweep_values(group: &Group) -> Vec<f64> {
-    let mut values: Vec<f64> = group
-        .rows
-        .iter()
-        .filter_map(|r| r.sweep.as_ref().map(|s| s.value))
-        .collect();
-    values.sort_by(f64::total_cmp);
-    values.dedup();
-    values
 }
 
 /// Sweep values in ascending order and systems in order of appearance.

@@ -218,7 +218,9 @@ impl Client {
                         };
                         let verdicts = checks
                             .map(|c| c.verdicts(done.status, reader.captured(), now - front.sent));
-                        stats.response(done.status, &timing, verdicts);
+                        if stats.response(done.status, &timing, verdicts) {
+                            self.answered += 1;
+                        }
                         completed += 1;
                         if done.close {
                             end = Some(SessionEnd::Reconnect);
@@ -261,9 +263,13 @@ impl Client {
                 self.shared.checks.as_ref().map(|checks| {
                     checks.verdicts(done.status, reader.captured(), now - front.sent)
                 });
-            self.stats
+            if self
+                .stats
                 .borrow_mut()
-                .response(done.status, &timing, verdicts);
+                .response(done.status, &timing, verdicts)
+            {
+                self.answered += 1;
+            }
             self.progress.fetch_add(1, Ordering::Relaxed);
             self.shared.finish(1);
             self.rest(now);

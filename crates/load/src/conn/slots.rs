@@ -51,6 +51,7 @@ impl Client {
     pub(super) fn poll_exchanges<E: Exchange>(&mut self, exchanges: &mut Slots<E>, now: Instant) {
         let mut completed = 0;
         let mut ended = 0;
+        let mut answered = 0;
         let mut stats = self.stats.borrow_mut();
         let retry = &mut self.retry;
         let checks = self.shared.checks.as_ref();
@@ -64,7 +65,7 @@ impl Client {
                 };
                 let took = now.saturating_duration_since(exchange.sent());
                 let verdicts = checks.map(|c| c.verdicts(status, exchange.captured(), took));
-                stats.response(status, &timing, verdicts);
+                answered += u64::from(stats.response(status, &timing, verdicts));
                 completed += 1;
                 ended += 1;
             }
@@ -79,6 +80,7 @@ impl Client {
             }
         });
         drop(stats);
+        self.answered += answered;
         if completed > 0 {
             self.progress.fetch_add(completed, Ordering::Relaxed);
         }

@@ -11,7 +11,9 @@ use bytes::Bytes;
 use serde_saphyr::{Location, Spanned};
 
 use super::{
-    file::{DurationText, Model, PlanFile, Protocol, ScenarioFile, StringOr, ThresholdFile},
+    file::{
+        DurationText, Model, PlanFile, Problem, Protocol, ScenarioFile, StringOr, ThresholdFile,
+    },
     requests::{header_list, read_body, requests},
     PlanThreshold, Scenario, TestPlan,
 };
@@ -110,8 +112,6 @@ pub fn parse(text: &str, file: &Path) -> Result<TestPlan, PlanError> {
     let base = file.parent().unwrap_or_else(|| Path::new("."));
     build(parsed, base).map_err(|(location, key, message)| fail(location, key, message))
 }
-
-pub(super) type Problem = (Location, String, String);
 
 fn build(file: PlanFile, base: &Path) -> Result<TestPlan, Problem> {
     if file.scenarios.is_empty() {

@@ -8,9 +8,12 @@ use serde::{
     de::{self, MapAccess, Visitor},
     Deserialize, Deserializer,
 };
-use serde_saphyr::Spanned;
+use serde_saphyr::{Location, Spanned};
 
 use crate::checks::CheckSpec;
+
+/// What is wrong in a scenario file: where, the key, and what.
+pub(super) type Problem = (Location, String, String);
 
 /// The whole file.
 #[derive(Debug, Deserialize)]

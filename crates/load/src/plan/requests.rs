@@ -8,10 +8,7 @@ use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Method};
 use serde_saphyr::Location;
 
-use super::{
-    build::Problem,
-    file::{RequestFile, ScenarioFile, StringOr},
-};
+use super::file::{Problem, RequestFile, ScenarioFile, StringOr};
 use crate::{config::MAX_BODIES, parse_url, LoadConfig};
 
 /// A request's own headers, body and weight.

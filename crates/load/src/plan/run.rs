@@ -342,6 +342,19 @@ fn overall_report(
         .iter()
         .flat_map(|r| r.config.urls.iter().cloned())
         .collect();
+    // `-n` of all together only when every scenario has one.
+    config.total_requests = reports.iter().map(|r| r.config.total_requests).sum();
+    // The weights line up with the URLs (a scenario without weights: 1 each).
+    config.weights = match reports.iter().all(|r| r.config.weights.is_empty()) {
+        true => Vec::new(),
+        false => reports
+            .iter()
+            .flat_map(|r| match r.config.weights.is_empty() {
+                true => vec![1; r.config.urls.len()],
+                false => r.config.weights.clone(),
+            })
+            .collect(),
+    };
     config.threads = reports.iter().map(|r| r.config.threads).sum();
     config.connections = reports.iter().map(|r| r.config.connections).sum();
     config.rate = None;
@@ -352,6 +365,8 @@ fn overall_report(
         status: figures.statuses().collect(),
         figures,
         per_second: Vec::new(),
+        // Not carried in the scenarios' reports: each has its own spread.
+        per_connection: Vec::new(),
         thread_samples: Vec::new(),
         max_lag: Duration::ZERO,
         unsent: reports

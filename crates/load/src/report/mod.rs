@@ -34,6 +34,10 @@ pub struct Report {
     pub thread_rate: RateSummary,
     /// Responses completed in each second of the run, all threads together.
     pub per_second: Vec<u64>,
+    /// How evenly the target served the connections: the measured time's
+    /// responses per connection (per user); `None` when merged from logs.
+    #[serde(default)]
+    pub per_connection: Option<Spread>,
     pub errors: Errors,
     /// Responses by status code.
     pub status: BTreeMap<u16, u64>,
@@ -186,6 +190,30 @@ pub struct ReportConfig {
     /// The requests' weights, in the order of `urls` (all 1: round-robin).
     #[serde(default)]
     pub weights: Vec<u32>,
+}
+
+/// Responses per connection over the measured time: the fewest, the
+/// median and the most one connection got. A server that keeps serving
+/// the connections it served last shows a wide spread at the same rate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Spread {
+    pub connections: u64,
+    pub min: u64,
+    pub median: u64,
+    pub max: u64,
+}
+
+impl Spread {
+    /// The spread of `counts` (one per connection); `None` for none.
+    pub(crate) fn of(mut counts: Vec<u64>) -> Option<Self> {
+        counts.sort_unstable();
+        Some(Spread {
+            connections: counts.len() as u64,
+            min: *counts.first()?,
+            median: counts[counts.len() / 2],
+            max: *counts.last()?,
+        })
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize)]

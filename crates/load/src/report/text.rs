@@ -104,6 +104,16 @@ impl Report {
         if self.non_2xx_3xx > 0 {
             let _ = writeln!(out, "  Non-2xx or 3xx responses: {}", self.non_2xx_3xx);
         }
+        if let Some(s) = self.per_connection.filter(|s| s.connections > 1) {
+            let _ = writeln!(
+                out,
+                "  Responses per connection: min {}, median {}, max {} ({} connections)",
+                format_count(s.min as f64),
+                format_count(s.median as f64),
+                format_count(s.max as f64),
+                format_count(s.connections as f64)
+            );
+        }
         let e = &self.errors;
         if e.total() > 0 {
             let _ = writeln!(

@@ -30,6 +30,16 @@ fn reported_requests_equal_what_the_server_counted() {
     assert_eq!(report.status.get(&200), Some(&5_000));
     assert_eq!(report.errors.total(), 0);
     assert_eq!(report.latency.count, 5_000);
+    // Every connection's answers are counted: 4 connections, between
+    // them the 5,000 (the fewest at most a quarter, the most at least one).
+    let spread = report.per_connection.expect("a run's spread");
+    assert_eq!(spread.connections, 4, "{spread:?}");
+    assert!(spread.min >= 1 && spread.min <= spread.median && spread.median <= spread.max);
+    assert!(
+        spread.min * 4 <= 5_000 && spread.max * 4 >= 5_000,
+        "{spread:?}"
+    );
+    assert!(report.to_text().contains("Responses per connection: min "));
 }
 
 #[test]

@@ -154,6 +154,7 @@ fn open_report(lateness_p99_us: f64, target_p99_us: u64) -> Report {
         uncorrected_latency: Some(uncorrected),
         thread_rate: RateSummary::default(),
         per_second: vec![100],
+        per_connection: None,
         errors: Errors::default(),
         status: Default::default(),
         non_2xx_3xx: 0,

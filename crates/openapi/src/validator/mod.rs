@@ -5,11 +5,10 @@
 //! Modules, each using only those listed before it (tests aside: they
 //! borrow `compile` to build operations): `model` (the compiled form),
 //! `media` (media types), `occurrence` and `request` (request checks),
-//! `response` (response checks), `compile_bodies` and `compile` (spec to
+//! `response` (response checks), `compile` (with its `bodies`) (spec to
 //! model).
 
 mod compile;
-mod compile_bodies;
 mod media;
 mod model;
 mod occurrence;

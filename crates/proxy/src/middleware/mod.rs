@@ -20,8 +20,6 @@ mod concurrency_limit;
 mod correlation;
 mod cors;
 mod ext_authz;
-mod ext_authz_grpc;
-mod ext_authz_http;
 mod fault;
 mod grpc_web;
 pub(crate) mod headers;
@@ -61,8 +59,8 @@ pub(crate) use correlation::{is_traceparent, next_traceparent};
 pub(crate) mod auth_parsers {
     pub(crate) use super::api_key::KeyList;
     pub(crate) use super::basic_auth::{credentials, Users};
+    pub(crate) use super::ext_authz::grpc::decision_of;
     pub(crate) use super::ext_authz::Decision;
-    pub(crate) use super::ext_authz_grpc::decision_of;
     pub(crate) use super::oidc_session::{cookie, query_param, Sealer};
 }
 
@@ -195,8 +193,19 @@ pub(crate) struct Exchange {
     /// A request body transformation (gRPC-Web's text mode), taken by
     /// the request's body path toward an HTTP/2 upstream.
     pub request_filter: Option<body_filter::RequestBodyFilter>,
+    /// The request's SERVER span, when it is traced: a handler that calls
+    /// out (`ext_authz`) records the call as a CLIENT span, its child.
+    pub trace: Option<CallTrace>,
     /// How many handlers ran their request phase (and see the response).
     ran: usize,
+}
+
+/// What a handler needs to trace a call it makes: the SERVER span its
+/// CLIENT span is a child of, and the tracer that exports it.
+#[derive(Debug, Clone)]
+pub(crate) struct CallTrace {
+    pub parent: crate::telemetry::trace::SpanContext,
+    pub tracer: Arc<crate::telemetry::trace::Tracer>,
 }
 
 impl Exchange {
@@ -225,6 +234,7 @@ impl Exchange {
         self.log_line = None;
         self.body_filter = None;
         self.request_filter = None;
+        self.trace = None;
         self.ran = 0;
     }
 }

@@ -30,7 +30,6 @@ use instant_acme::{
 };
 use tls::rustls::{
     pki_types::{CertificateDer, PrivateKeyDer},
-    server::{ClientHello, ResolvesServerCert},
     sign::CertifiedKey,
 };
 use tokio::{
@@ -39,108 +38,14 @@ use tokio::{
 };
 use tracing::{info, warn};
 
+use super::acme_certs::{expiry, restrict, write_pair};
 use super::listener::TlsListener;
 use crate::config::{AcmeChallenge, AcmeSettings};
 
-/// The ALPN id of tls-alpn-01 (RFC 8737).
-pub(crate) const ACME_TLS_ALPN: &[u8] = b"acme-tls/1";
-/// The subject of the placeholder served until the first certificate.
-const PLACEHOLDER: &str = "sluice ACME placeholder";
 /// A lock this old was left by a replica that died while ordering.
 const STALE_LOCK: Duration = Duration::from_secs(600);
 /// After a failed order, the next try comes this soon (or at the next check).
 const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(60);
-
-/// tls-alpn-01 certificates by domain, while a challenge is under way.
-#[derive(Debug, Default)]
-pub(crate) struct AlpnChallenges(Mutex<HashMap<String, Arc<CertifiedKey>>>);
-
-/// The listener's certificates, and the challenge one for a CA that asks
-/// with `acme-tls/1`.
-#[derive(Debug)]
-pub(crate) struct AcmeResolver {
-    pub inner: Arc<dyn ResolvesServerCert>,
-    pub challenges: Arc<AlpnChallenges>,
-}
-
-impl ResolvesServerCert for AcmeResolver {
-    fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
-        let acme = hello
-            .alpn()
-            .is_some_and(|mut ids| ids.any(|id| id == ACME_TLS_ALPN));
-        if acme {
-            let name = hello.server_name()?;
-            let challenges = self
-                .challenges
-                .0
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            return challenges.get(name).cloned();
-        }
-        self.inner.resolve(hello)
-    }
-}
-
-/// Writes a self-signed placeholder to `cert` and `key` when `cert` does
-/// not exist yet, so that the listener can start before the first order.
-pub(crate) fn placeholder(settings: &AcmeSettings, cert: &Path, key: &Path) -> anyhow::Result<()> {
-    if !needs_placeholder(cert, key) {
-        return Ok(());
-    }
-    let (chain, key_pem) = placeholder_pems(settings)?;
-    write_pair(cert, key, &chain, &key_pem)
-}
-
-/// Whether the listener's files are still to be made (the first start).
-pub(crate) fn needs_placeholder(cert: &Path, key: &Path) -> bool {
-    !(cert.exists() && key.exists())
-}
-
-/// The placeholder's chain and key (PEM), for `settings.domains`; made
-/// in memory only by `sluice proxy --check`, which writes no file.
-pub(crate) fn placeholder_pems(settings: &AcmeSettings) -> anyhow::Result<(String, String)> {
-    let ca = tls::LocalCa::generate(PLACEHOLDER, Duration::from_secs(24 * 3600))?;
-    let issued = ca.server(&settings.domains)?;
-    Ok((
-        format!("{}{}", issued.cert_pem, ca.ca.cert_pem),
-        issued.key_pem,
-    ))
-}
-
-/// Writes both files (each through a temporary file and a rename, so a
-/// reader never sees half of one).
-fn write_pair(cert: &Path, key: &Path, chain: &str, key_pem: &str) -> anyhow::Result<()> {
-    for (path, text) in [(key, key_pem), (cert, chain)] {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("cannot create {}", dir.display()))?;
-        }
-        let tmp = path.with_extension("tmp");
-        std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
-        restrict(&tmp);
-        std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    Ok(())
-}
-
-/// Owner-only permissions for a key file.
-fn restrict(path: &Path) {
-    use std::os::unix::fs::PermissionsExt as _;
-    let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
-}
-
-/// When the leaf of the PEM chain at `cert` expires, and whether it is the placeholder.
-fn expiry(cert: &Path) -> Option<(SystemTime, bool)> {
-    let pem = std::fs::read(cert).ok()?;
-    let (_, block) = x509_parser::pem::parse_x509_pem(&pem).ok()?;
-    let parsed = block.parse_x509().ok()?;
-    let not_after = u64::try_from(parsed.validity().not_after.timestamp()).ok()?;
-    let placeholder = parsed.issuer().to_string().contains(PLACEHOLDER);
-    Some((
-        SystemTime::UNIX_EPOCH + Duration::from_secs(not_after),
-        placeholder,
-    ))
-}
 
 /// Starts the listener's ACME thread.
 pub(crate) fn start(listener: &Arc<TlsListener>, settings: AcmeSettings) -> anyhow::Result<()> {
@@ -366,11 +271,7 @@ async fn order(
                 let challenges = tls
                     .alpn_challenges()
                     .context("the listener answers no tls-alpn-01")?;
-                challenges
-                    .0
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .insert(domain, certified);
+                challenges.insert(domain, certified);
             }
             AcmeChallenge::Http01 => {
                 tokens
@@ -388,11 +289,7 @@ async fn order(
         .unwrap_or_else(PoisonError::into_inner)
         .clear();
     if let Some(challenges) = tls.alpn_challenges() {
-        challenges
-            .0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clear();
+        challenges.clear();
     }
     match status? {
         OrderStatus::Ready => {}

@@ -55,7 +55,7 @@ pub(crate) struct TlsListener {
     quic: ArcSwapOption<quinn::ServerConfig>,
     /// With `tls.acme` and tls-alpn-01: the challenge certificates served
     /// to a CA asking with `acme-tls/1`.
-    alpn_challenges: Option<Arc<super::acme::AlpnChallenges>>,
+    alpn_challenges: Option<Arc<super::acme_certs::AlpnChallenges>>,
 }
 
 impl TlsListener {
@@ -70,7 +70,7 @@ impl TlsListener {
                 Path::new(&settings.cert.value),
                 Path::new(&settings.key.value),
             );
-            super::acme::placeholder(acme, cert, key).map_err(|err| TlsError {
+            super::acme_certs::placeholder(acme, cert, key).map_err(|err| TlsError {
                 path: Some(cert.to_path_buf()),
                 what: format!("cannot write the ACME placeholder: {err:#}"),
             })?;
@@ -140,8 +140,8 @@ impl TlsListener {
         if let Some(challenges) = &self.alpn_challenges {
             config
                 .alpn_protocols
-                .push(super::acme::ACME_TLS_ALPN.to_vec());
-            config.cert_resolver = Arc::new(super::acme::AcmeResolver {
+                .push(super::acme_certs::ACME_TLS_ALPN.to_vec());
+            config.cert_resolver = Arc::new(super::acme_certs::AcmeResolver {
                 inner: Arc::clone(&config.cert_resolver),
                 challenges: Arc::clone(challenges),
             });
@@ -150,7 +150,7 @@ impl TlsListener {
     }
 
     /// The tls-alpn-01 challenge certificates, with `tls.acme` and tls-alpn-01.
-    pub(crate) fn alpn_challenges(&self) -> Option<&Arc<super::acme::AlpnChallenges>> {
+    pub(crate) fn alpn_challenges(&self) -> Option<&Arc<super::acme_certs::AlpnChallenges>> {
         self.alpn_challenges.as_ref()
     }
 

@@ -11,6 +11,7 @@
 
 mod accept;
 mod acme;
+mod acme_certs;
 pub(crate) mod admin;
 mod bound;
 mod control;
@@ -88,11 +89,11 @@ pub fn check(config: &Config) -> anyhow::Result<()> {
             let (cert, key) = (Path::new(&tls.cert.value), Path::new(&tls.key.value));
             tls.acme
                 .as_ref()
-                .filter(|_| acme::needs_placeholder(cert, key))
+                .filter(|_| acme_certs::needs_placeholder(cert, key))
         });
         match first_acme {
             Some(acme) => {
-                acme::placeholder_pems(acme).with_context(context)?;
+                acme_certs::placeholder_pems(acme).with_context(context)?;
             }
             None => {
                 Endpoint::new(listener).with_context(context)?;

@@ -6,12 +6,14 @@
 use std::{net::SocketAddr, sync::Arc};
 
 use http::StatusCode;
-use http1::{chunked::body_too_large, Framing as RequestFraming, Head};
+use http1::{Framing as RequestFraming, Head};
 use tokio::io::{AsyncRead, AsyncWrite};
+use tracing::debug;
 
 use super::{Failure, Next, Session};
 
 use crate::config::OverrideHeaders;
+use crate::telemetry::{trace::Span, Shard};
 use crate::wire::fields::Fields;
 use crate::wire::proxy_protocol::Proxied;
 use crate::{
@@ -49,6 +51,62 @@ pub(super) enum Admission {
     NotFound(String),
     /// Routes match the path, none for the method: the `Allow` value.
     MethodNotAllowed(String),
+}
+
+/// A request the proxy answers itself, having routed it nowhere.
+pub(super) enum Unrouted {
+    /// `OPTIONS *` asks about the server, which the proxy is: 204, no body.
+    Asterisk,
+    /// 400 (refused), 404 (no route) or 405 (no route for the method,
+    /// with the routes' methods as `Allow`), as problem+json.
+    Problem {
+        status: StatusCode,
+        detail: String,
+        allow: Option<String>,
+    },
+}
+
+impl Admission {
+    /// The route the request takes, or what the proxy answers instead:
+    /// what every client protocol does with an [`Admission`], with the
+    /// metrics and the SERVER span's route name it notes.
+    pub(super) fn settle(
+        self,
+        plan: &Plan,
+        method: &http::Method,
+        (metrics, peer): (&Shard, SocketAddr),
+        span: &mut Option<Box<Span>>,
+    ) -> Result<(RouteId, Decided), Unrouted> {
+        let problem = |status, detail| Unrouted::Problem {
+            status,
+            detail,
+            allow: None,
+        };
+        match self {
+            Admission::Route { route, decided } => {
+                if decided.upgrade.removed > 0 {
+                    metrics.upgrade_removed();
+                }
+                if decided.strip_overrides {
+                    metrics.overrides_removed();
+                }
+                super::traced::routed(span, || &plan.route(route).name);
+                Ok((route, decided))
+            }
+            Admission::Refused(refusal) => {
+                metrics.refused(refusal);
+                debug!(%peer, reason = refusal.label(), "refused request");
+                Err(problem(StatusCode::BAD_REQUEST, refusal.detail().into()))
+            }
+            Admission::Asterisk => Err(Unrouted::Asterisk),
+            Admission::NotFound(detail) => Err(problem(StatusCode::NOT_FOUND, detail)),
+            Admission::MethodNotAllowed(allow) => Err(Unrouted::Problem {
+                status: StatusCode::METHOD_NOT_ALLOWED,
+                detail: format!("method {method} is not allowed here; allowed: {allow}"),
+                allow: Some(allow),
+            }),
+        }
+    }
 }
 
 /// An HTTP/1.1 head as normalisation reads it; `Err` when its target or
@@ -138,6 +196,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let trust = self.plan.trust_forwarded;
         self.exchange
             .begin(route, self.worker.index, &head.method, self.max_body);
+        self.exchange.trace = super::traced::for_calls(&self.span, self.plan.tracer.as_ref());
         self.chain = Some(Arc::clone(&chain));
         let ip = client_ip(
             self.peer,
@@ -210,14 +269,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         max: usize,
     ) -> Result<(), Failure> {
         if len > max.min(self.max_body) {
-            let rejection = body_too_large(&http1::Limits {
-                max_head: 0,
-                max_body: max.min(self.max_body),
-            });
-            return Err(Failure {
-                body_unread: true,
-                ..Failure::new(rejection.status, rejection.detail)
-            });
+            return Err(Failure::body_too_large(max.min(self.max_body)));
         }
         if head.expect_continue && self.conn.rbuf.len() < head.len + len {
             self.conn

@@ -12,7 +12,6 @@ use crate::telemetry::{trace::Span, Event};
 use crate::wire::fields::Fields;
 use crate::wire::interim::InterimAnswers;
 use crate::wire::normalize::Refusal;
-use http1::chunked::body_too_large;
 use http1::conn::{Deadlines, ReadEnd, ReadReady, ServerConnection};
 use http1::{ChunkedDecoder, Field, Framing as RequestFraming, Head};
 use std::cell::RefCell;
@@ -21,7 +20,7 @@ use std::net::SocketAddr;
 
 use std::sync::Arc;
 
-use http::{header, StatusCode};
+use http::StatusCode;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::debug;
 
@@ -210,10 +209,13 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
                 };
                 self.conn.request_read();
                 let next = self.exchange(&head).await;
-                traced::end(self.plan.tracer.as_deref(), self.span.take());
-                if let Some(chain) = self.chain.take() {
-                    chain.done(&mut self.exchange, &self.outcome);
-                }
+                super::request_done(
+                    self.plan.tracer.as_deref(),
+                    self.span.take(),
+                    self.chain.take(),
+                    &mut self.exchange,
+                    &self.outcome,
+                );
                 self.release_large_buffers();
                 match next {
                     Next::KeepAlive if !self.conn.shutting_down() => continue,
@@ -265,41 +267,13 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
             Ok(raw) => admit::admit(&plan, self.routes, &raw, fields, head.upgrade),
             Err(refusal) => Admission::Refused(refusal),
         };
-        let route = match admission {
-            Admission::Route { route, decided } => {
-                if decided.upgrade.removed > 0 {
-                    self.worker.metrics().upgrade_removed();
-                }
-                if decided.strip_overrides {
-                    self.worker.metrics().overrides_removed();
-                }
+        let metrics = (self.worker.metrics(), self.peer);
+        let route = match admission.settle(&plan, &head.method, metrics, &mut self.span) {
+            Ok((route, decided)) => {
                 self.decided = decided;
-                traced::routed(&mut self.span, || &plan.route(route).name);
                 route
             }
-            Admission::Refused(refusal) => {
-                self.worker.metrics().refused(refusal);
-                debug!(peer = %self.peer, reason = refusal.label(), "refused request");
-                let failure = Failure::new(StatusCode::BAD_REQUEST, refusal.detail());
-                return self.fail(head, None, failure).await;
-            }
-            // `OPTIONS *` asks about the server, which the proxy is.
-            Admission::Asterisk => {
-                return self.answer_unrouted(head, StatusCode::NO_CONTENT, None, &[])
-            }
-            Admission::NotFound(detail) => {
-                let failure = Failure::new(StatusCode::NOT_FOUND, detail);
-                return self.fail(head, None, failure).await;
-            }
-            Admission::MethodNotAllowed(allow) => {
-                let detail = format!(
-                    "method {} is not allowed here; allowed: {allow}",
-                    head.method
-                );
-                let status = StatusCode::METHOD_NOT_ALLOWED;
-                let allow = [(header::ALLOW.as_str(), allow.as_str())];
-                return self.answer_unrouted(head, status, Some(detail), &allow);
-            }
+            Err(unrouted) => return self.answer_unrouted(head, unrouted),
         };
         self.max_body = plan.limits.max_body;
         let chain = &plan.route(route).backend(self.decided.backend).chain;
@@ -310,11 +284,7 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
         }
         if let RequestFraming::Length(len) = head.framing {
             if len > self.max_body {
-                let rejection = body_too_large(&self.body_limits());
-                let failure = Failure {
-                    body_unread: true,
-                    ..Failure::new(rejection.status, rejection.detail)
-                };
+                let failure = Failure::body_too_large(self.max_body);
                 return self.fail(head, Some(route), failure).await;
             }
         }

@@ -1,7 +1,7 @@
 //! Answers of the proxy's own: problem+json for failures, `405` with
 //! `Allow`, `204` for `OPTIONS *`, and a handler's early answer.
 
-use super::{response::persistence, Failure, Next, Session, CLIENT_CLOSED};
+use super::{admit::Unrouted, response::persistence, Failure, Next, Session, CLIENT_CLOSED};
 use crate::ids::RouteId;
 use crate::middleware::{Answer, Outcome};
 use crate::telemetry::Event;
@@ -9,7 +9,7 @@ use crate::wire::edits::HeaderEdits;
 use http1::{Framing as RequestFraming, Head, Persistence, Problem};
 
 use bytes::Buf;
-use http::{Method, StatusCode};
+use http::{header, Method, StatusCode};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
@@ -50,26 +50,36 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
     }
 
-    /// Answers a request that reached no route (405, `OPTIONS *`); the
-    /// connection goes on unless a body would have to be skipped.
-    pub(super) fn answer_unrouted(
-        &mut self,
-        head: &Head,
-        status: StatusCode,
-        detail: Option<String>,
-        extra: &[(&str, &str)],
-    ) -> Next {
+    /// Answers a request that reached no route (`admit::Unrouted`); the
+    /// connection goes on unless a body would have to be skipped or the
+    /// request was refused as malformed.
+    pub(super) fn answer_unrouted(&mut self, head: &Head, unrouted: Unrouted) -> Next {
+        let (status, problem) = match unrouted {
+            Unrouted::Asterisk => (StatusCode::NO_CONTENT, None),
+            Unrouted::Problem {
+                status,
+                detail,
+                allow,
+            } => (status, Some((Problem::new(status, detail), allow))),
+        };
         self.count(None, status);
-        let close = head.framing != RequestFraming::Empty || !head.keep_alive;
+        let close = head.framing != RequestFraming::Empty
+            || !head.keep_alive
+            || status == StatusCode::BAD_REQUEST;
         let head_only = head.method == Method::HEAD;
-        match detail {
-            Some(detail) => self.write_problem(
-                Problem::new(status, detail),
-                extra,
-                head_only,
-                persistence(head, close),
-            ),
-            None => self.write_answer(status, &[], None, head_only, persistence(head, close)),
+        let persistence = persistence(head, close);
+        match problem {
+            Some((problem, allow)) => {
+                let allow = allow
+                    .as_deref()
+                    .map(|allow| (header::ALLOW.as_str(), allow));
+                let extra: &[(&str, &str)] = match &allow {
+                    Some(allow) => std::slice::from_ref(allow),
+                    None => &[],
+                };
+                self.write_problem(problem, extra, head_only, persistence)
+            }
+            None => self.write_answer(status, &[], None, head_only, persistence),
         }
         if close {
             return Next::Close;

@@ -89,6 +89,35 @@ impl Failure {
             body_unread: false,
         }
     }
+
+    /// 413 for a request body past `max_body` bytes, which was not read
+    /// whole (the client's connection cannot carry another request).
+    fn body_too_large(max_body: usize) -> Self {
+        let rejection = http1::chunked::body_too_large(&http1::Limits {
+            max_head: 0,
+            max_body,
+        });
+        Self {
+            body_unread: true,
+            ..Self::new(rejection.status, rejection.detail)
+        }
+    }
+}
+
+/// The end of a request on any client protocol, its answer sent or
+/// failed: its SERVER span ends, and the chain that ran on it (if one
+/// did) sees its outcome (access log, metrics handlers).
+fn request_done(
+    tracer: Option<&crate::telemetry::trace::Tracer>,
+    span: Option<Box<crate::telemetry::trace::Span>>,
+    chain: Option<std::sync::Arc<Chain>>,
+    exchange: &mut Exchange,
+    outcome: &crate::middleware::Outcome,
+) {
+    traced::end(tracer, span);
+    if let Some(chain) = chain {
+        chain.done(exchange, outcome);
+    }
 }
 
 /// `trailers` as they may cross the proxy (`wire::trailers`), each field

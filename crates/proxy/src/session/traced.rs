@@ -11,7 +11,7 @@ use http::StatusCode;
 
 use super::exchange::traced::Traced;
 use crate::{
-    middleware::Answer,
+    middleware::{Answer, CallTrace},
     telemetry::trace::{Kind, Span, SpanContext, Tracer, Value},
 };
 
@@ -217,6 +217,22 @@ fn attempts_of(
         method: method.clone(),
         target: target.into_boxed_slice(),
     })
+}
+
+/// What the chain's handlers need to trace the calls they make
+/// (`ext_authz`), `None` when the request is not traced.
+#[inline]
+pub(super) fn for_calls(
+    span: &Option<Box<Span>>,
+    tracer: Option<&std::sync::Arc<Tracer>>,
+) -> Option<CallTrace> {
+    match (span.as_deref(), tracer) {
+        (Some(span), Some(tracer)) => Some(CallTrace {
+            parent: span.context,
+            tracer: std::sync::Arc::clone(tracer),
+        }),
+        _ => None,
+    }
 }
 
 /// Ends the span and queues it for export.

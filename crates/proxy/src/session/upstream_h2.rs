@@ -13,7 +13,7 @@ use h2::{
     RecvStream, SendStream,
 };
 use http::{Response, StatusCode};
-use http1::{chunked::body_too_large, Framing as RequestFraming, Head};
+use http1::{Framing as RequestFraming, Head};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{
@@ -199,11 +199,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 return Ok(None);
             }
             if self.chunked.data_len() > self.max_body {
-                let rejection = body_too_large(&limits);
-                return Err(Failure {
-                    body_unread: true,
-                    ..Failure::new(rejection.status, rejection.detail)
-                });
+                return Err(Failure::body_too_large(self.max_body));
             }
             if let Some(answered) = self.more_body_or_answer(head, response, &too_many).await? {
                 return Ok(Some(answered));

@@ -8,7 +8,16 @@ use std::net::SocketAddr;
 use crate::{config::SendProxyVersion, ids::HostId, wire::proxy_protocol};
 use tokio::{io::AsyncWriteExt, net::TcpStream};
 
-use crate::{telemetry::UpstreamError, upstream::pool::UpstreamStream, upstream::Upstream};
+use std::{
+    io,
+    pin::Pin,
+    task::{Context, Poll},
+};
+
+use tls::tokio_rustls::client::TlsStream;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use crate::{telemetry::UpstreamError, upstream::Upstream};
 
 /// Why no connection could be opened, in words for the log and the problem body.
 #[derive(Debug)]
@@ -91,4 +100,60 @@ async fn finish(
         }
     }
     Ok(UpstreamStream::Tls(Box::new(stream)))
+}
+
+/// The bytes of an HTTP/1.1 upstream connection: plain TCP or TLS.
+#[derive(Debug)]
+pub(crate) enum UpstreamStream {
+    Plain(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+impl UpstreamStream {
+    pub(super) fn tcp(&self) -> &TcpStream {
+        match self {
+            Self::Plain(tcp) => tcp,
+            Self::Tls(tls) => tls.get_ref().0,
+        }
+    }
+}
+
+impl AsyncRead for UpstreamStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Self::Plain(tcp) => Pin::new(tcp).poll_read(cx, buf),
+            Self::Tls(tls) => Pin::new(tls.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for UpstreamStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Self::Plain(tcp) => Pin::new(tcp).poll_write(cx, buf),
+            Self::Tls(tls) => Pin::new(tls.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Self::Plain(tcp) => Pin::new(tcp).poll_flush(cx),
+            Self::Tls(tls) => Pin::new(tls.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Self::Plain(tcp) => Pin::new(tcp).poll_shutdown(cx),
+            Self::Tls(tls) => Pin::new(tls.as_mut()).poll_shutdown(cx),
+        }
+    }
 }

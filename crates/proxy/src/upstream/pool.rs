@@ -12,9 +12,7 @@
 use crate::ids::{HostId, UpstreamId};
 use std::{
     future::Future,
-    io,
     net::SocketAddr,
-    pin::Pin,
     sync::{
         atomic::{AtomicBool, AtomicU32, Ordering},
         Mutex,
@@ -24,71 +22,13 @@ use std::{
 };
 
 use bytes::BytesMut;
-use tls::tokio_rustls::client::TlsStream;
 use tokio::{
-    io::{AsyncRead, AsyncWrite, ReadBuf},
     net::TcpStream,
     sync::{futures::Notified, Notify},
 };
 
-use super::Upstream;
+use super::{connect::UpstreamStream, Upstream};
 use crate::telemetry::Shard;
-
-/// The bytes of an HTTP/1.1 upstream connection: plain TCP or TLS.
-#[derive(Debug)]
-pub(crate) enum UpstreamStream {
-    Plain(TcpStream),
-    Tls(Box<TlsStream<TcpStream>>),
-}
-
-impl UpstreamStream {
-    fn tcp(&self) -> &TcpStream {
-        match self {
-            Self::Plain(tcp) => tcp,
-            Self::Tls(tls) => tls.get_ref().0,
-        }
-    }
-}
-
-impl AsyncRead for UpstreamStream {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Self::Plain(tcp) => Pin::new(tcp).poll_read(cx, buf),
-            Self::Tls(tls) => Pin::new(tls.as_mut()).poll_read(cx, buf),
-        }
-    }
-}
-
-impl AsyncWrite for UpstreamStream {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            Self::Plain(tcp) => Pin::new(tcp).poll_write(cx, buf),
-            Self::Tls(tls) => Pin::new(tls.as_mut()).poll_write(cx, buf),
-        }
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Self::Plain(tcp) => Pin::new(tcp).poll_flush(cx),
-            Self::Tls(tls) => Pin::new(tls.as_mut()).poll_flush(cx),
-        }
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Self::Plain(tcp) => Pin::new(tcp).poll_shutdown(cx),
-            Self::Tls(tls) => Pin::new(tls.as_mut()).poll_shutdown(cx),
-        }
-    }
-}
 
 /// A connection to one upstream host.
 #[derive(Debug)]

@@ -158,7 +158,7 @@ fn no_source_file_is_over_500_lines() {
 }
 
 /// The crates of the workspace, each with its src/ directory.
-fn workspace_crates() -> Vec<(String, std::path::PathBuf)> {
+pub(crate) fn workspace_crates() -> Vec<(String, std::path::PathBuf)> {
     let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut found: Vec<_> = fs::read_dir(&crates)
         .unwrap()

@@ -19,6 +19,7 @@ mod client_cancellation;
 mod compress;
 mod config_doc;
 mod dashboard;
+mod folder_cycles;
 mod forwarding;
 mod full_duplex;
 mod grpc_web;

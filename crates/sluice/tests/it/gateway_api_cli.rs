@@ -1,5 +1,6 @@
 //! `sluice proxy --check` with a Gateway API source: the status a
-//! controller would write, and what is not supported named.
+//! controller would write, and what is not supported named; the same
+//! report in the log of a proxy that serves.
 
 use std::{path::Path, process::Command};
 
@@ -57,5 +58,27 @@ fn check_reports_gateway_api_status_and_names_what_is_not_supported() {
         stdout.contains("cors.yaml:7: spec.rules[0].filters[0].type: `CORS` is not supported"),
         "{stdout}"
     );
+    // Served, the same report goes to the log, as warnings: the route
+    // that is not accepted is not served, and the log says so.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["proxy", "-c", dir.join("sluice.yaml").to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run sluice");
+    crate::common::first_address(&mut child, "http://");
+    let _ = child.kill();
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let warned = |text: &str| {
+        stderr
+            .lines()
+            .any(|line| line.contains("WARN") && line.contains(text))
+    };
+    assert!(
+        warned("cors.yaml:7: spec.rules[0].filters[0].type: `CORS` is not supported"),
+        "{stderr}"
+    );
+    assert!(warned("they are not served"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -200,6 +200,12 @@ fn scenario_thresholds_judge_their_scenario_and_plan_ones_all_together() {
     assert_eq!(accounting["sent"], 24, "{accounting}");
     assert_eq!(accounting["unanswered"], 0, "{accounting}");
     assert_eq!(plan["overall"]["requests"], 24, "{accounting}");
+    // Its settings are all together's too, not the first scenario's.
+    assert_eq!(plan["overall"]["config"]["total_requests"], 24);
+    assert_eq!(
+        plan["overall"]["config"]["urls"].as_array().unwrap().len(),
+        2
+    );
     let shown = text(&output);
     assert!(
         shown.contains("Scenario quick") && shown.contains("Scenario slow"),

@@ -22,6 +22,13 @@ fn published(backend: &str) -> Option<(&'static str, f64)> {
     })
 }
 
+/// A row whose failed requests outnumber its answers is not serving:
+/// its rate is no speed to divide by (Envoy's `direct_response` answers
+/// the first of a connection's pipelined requests and closes it).
+fn failing(row: &Row) -> bool {
+    row.figures.errors.total() > row.figures.requests
+}
+
 /// The `sluice serve` row everything is read against.
 fn reference(group: &Group) -> Option<&Row> {
     group.rows.iter().find(|r| backend(r) == "sluice serve")
@@ -53,7 +60,10 @@ pub(super) fn table(group: &Group) -> (Table, String) {
             fmt::micros(f.latency.avg_us),
             format!("{}/s", fmt::bytes(f.bytes_per_sec)),
             fmt::count(f.errors.total() as f64),
-            fmt::times(sluice.and_then(|s| fmt::ratio(s, f.requests_per_sec))),
+            match failing(row) {
+                true => "- (failing)".into(),
+                false => fmt::times(sluice.and_then(|s| fmt::ratio(s, f.requests_per_sec))),
+            },
             counterpart,
             seed,
         ]);
@@ -62,7 +72,8 @@ pub(super) fn table(group: &Group) -> (Table, String) {
                    connection (`wrk -t4 -c128 -s pipeline.lua -- / 16`). \"sluice serve ÷ it\" \
                    reads each backend against sluice serve here, as \"its light-java ÷ it\" \
                    reads the seed's counterpart against light-java there: compare those two \
-                   ratios, not the absolute numbers (the machines differ)."
+                   ratios, not the absolute numbers (the machines differ). A backend whose \
+                   failed requests outnumber its answers gets no ratio: it is not serving."
         .to_string();
     (t, caption)
 }
@@ -107,8 +118,12 @@ pub(super) fn line(group: &Group) -> String {
     let mut theirs = Vec::new();
     for row in group.rows.iter().filter(|r| backend(r) != "sluice serve") {
         let name = backend(row);
-        let ratio = fmt::times(fmt::ratio(row.figures.requests_per_sec, base));
-        ours.push(format!("{name} {ratio}"));
+        if failing(row) {
+            ours.push(format!("{name} failing"));
+        } else {
+            let ratio = fmt::times(fmt::ratio(row.figures.requests_per_sec, base));
+            ours.push(format!("{name} {ratio}"));
+        }
         if let Some((_, rps)) = published(name) {
             theirs.push(format!(
                 "{name} {}",

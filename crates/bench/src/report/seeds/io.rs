@@ -3,7 +3,7 @@
 
 use super::{backend, color, failures, via};
 use crate::fmt;
-use crate::report::summary::sweep_values;
+use crate::report::build::sweep_values;
 use crate::report::svg::{self, LineChart, Series};
 use crate::report::table::{Align, Table};
 use crate::results::{Group, Row};

@@ -3,7 +3,7 @@
 
 use super::{backend, backends, failures};
 use crate::fmt;
-use crate::report::summary::sweep_values;
+use crate::report::build::sweep_values;
 use crate::report::svg::{self, Bar, BarChart, BarRow};
 use crate::report::table::{Align, Table};
 use crate::results::{Group, Row};

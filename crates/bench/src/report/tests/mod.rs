@@ -387,3 +387,54 @@ fn write_all_writes_three_files() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Each seed's section in report.md (table, versions, notes), its line in
+/// the summary and its chart in report.html.
+#[test]
+fn each_seed_has_its_section_chart_and_summary_line() {
+    let results = fixture();
+    let md = markdown(&results);
+    for (heading, table_head) in [
+        ("## Hello world in each runtime (seeds/001) (`runtimes-hello`)", "| Backend | Requests/sec |"),
+        ("## Each runtime's petstore, alone and behind a proxy (seeds/000 Q5) (`runtimes-petstore`)", "| Backend | alone req/s |"),
+        ("## Blocking vs non-blocking passthrough (seeds/003) (`runtimes-io`)", "| users | backend | p95 |"),
+        ("## Customers at an open arrival rate, cold and warm (seeds/004) (`runtimes-open`)", "| Backend | rate/s |"),
+    ] {
+        let at = md.find(heading).unwrap_or_else(|| panic!("no {heading} in:\n{md}"));
+        let section = &md[at..];
+        let end = section[3..].find("\n## ").map_or(section.len(), |i| i + 3);
+        let section = &section[..end];
+        assert!(section.contains(table_head), "{section}");
+        assert!(section.contains("Versions:"), "{section}");
+        assert!(section.contains("Every row:"), "{section}");
+        // The generic pivot does not apply: every backend is `backend`.
+        assert!(!section.contains("backend p95 ms"), "{section}");
+    }
+    assert!(md.contains("- node skipped: node is not on PATH"), "{md}");
+    let text = summary(&results);
+    assert!(
+        text.contains(
+            "runtimes-hello (Hello world in each runtime (seeds/001)): sluice serve 512,004 req/s"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("runtimes-open (Customers at an open arrival rate, cold and warm (seeds/004)): at 2,000 req/s"), "{text}");
+
+    let html = html(&results);
+    for title in [
+        "Hello world in each runtime (seeds/001): requests/s, pipelined 16 deep (log scale)",
+        "Each runtime's petstore, alone and behind a proxy (seeds/000 Q5): requests/s alone and behind each proxy (log scale)",
+        "Blocking vs non-blocking passthrough (seeds/003): p95 latency vs users (behind sluice dashed)",
+        "Customers at an open arrival rate, cold and warm (seeds/004): mean latency, cold and warm (log scale)",
+    ] {
+        assert!(html.contains(&format!("<title>{}</title>", crate::report::table::esc(title))), "no chart {title}");
+    }
+    // The memory chart keeps to the other groups.
+    assert!(!html.contains("runtimes-io: backend (highest over the sweep)"));
+}
+
+#[test]
+fn a_seed_without_rows_says_so_in_report_md() {
+    let md = markdown(&emptied(fixture()));
+    assert!(md.contains("(`runtimes-io`)\n\n*p95?*\n\nNo rows."), "{md}");
+}

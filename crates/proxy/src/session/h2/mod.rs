@@ -15,7 +15,7 @@ mod to_h1;
 mod to_h2;
 
 use client_side::{unless_reset, ClientSide, TrailerRules};
-use request_body::{hold, too_large, RequestBody};
+use request_body::{hold, RequestBody};
 
 use std::sync::Arc;
 
@@ -25,7 +25,7 @@ use http::{header, request::Parts, HeaderValue, Method, Request, Response, Statu
 use http1::Problem;
 
 use super::{
-    admit::{self, Admission},
+    admit::{self, Admission, Unrouted},
     traced, ClientOrigin, Failure, Worker, CLIENT_CLOSED,
 };
 use crate::{
@@ -109,10 +109,13 @@ pub(crate) async fn serve_stream(
     let status = stream.outcome.status;
     stream.count(status);
     traced::status(&mut stream.span, status);
-    traced::end(stream.plan.tracer.as_deref(), stream.span.take());
-    if let Some(chain) = stream.chain.take() {
-        chain.done(&mut stream.exchange, &stream.outcome);
-    }
+    super::request_done(
+        stream.plan.tracer.as_deref(),
+        stream.span.take(),
+        stream.chain.take(),
+        &mut stream.exchange,
+        &stream.outcome,
+    );
     stream.reset
 }
 
@@ -186,32 +189,16 @@ impl Stream {
             Ok(raw) => admit::admit(&plan, self.origin.routes, &raw, fields, false),
             Err(refusal) => Admission::Refused(refusal),
         };
-        let (route, decided) = match admission {
-            Admission::Route { route, decided } => (route, decided),
-            Admission::Refused(refusal) => {
-                self.worker.metrics().refused(refusal);
-                return Err(Failure::new(StatusCode::BAD_REQUEST, refusal.detail()));
-            }
-            Admission::Asterisk => return Err(Failure::new(StatusCode::NO_CONTENT, "")),
-            Admission::NotFound(detail) => return Err(Failure::new(StatusCode::NOT_FOUND, detail)),
-            Admission::MethodNotAllowed(allow) => {
-                let detail = format!(
-                    "method {} is not allowed here; allowed: {allow}",
-                    parts.method
-                );
-                let mut answer = Answer::problem(StatusCode::METHOD_NOT_ALLOWED, detail);
-                if let Ok(allow) = HeaderValue::from_str(&allow) {
-                    answer = answer.with_header(header::ALLOW, allow);
-                }
-                self.answer(answer);
+        let metrics = (self.worker.metrics(), self.origin.peer);
+        let (route, decided) = match admission.settle(&plan, &parts.method, metrics, &mut self.span)
+        {
+            Ok(routed) => routed,
+            Err(unrouted) => {
+                self.answer_unrouted(unrouted);
                 return Ok(());
             }
         };
         self.route = Some(route);
-        traced::routed(&mut self.span, || &plan.route(route).name);
-        if decided.strip_overrides {
-            self.worker.metrics().overrides_removed();
-        }
         let length = content_length(parts);
         let mut max_body = plan.limits.max_body;
         let mut body = if body.is_end_stream() {
@@ -226,6 +213,7 @@ impl Stream {
             let client_ip = admit::client_ip(self.origin.peer, trust, fields);
             self.exchange
                 .begin(route, self.worker.index, &parts.method, max_body);
+            self.exchange.trace = traced::for_calls(&self.span, plan.tracer.as_ref());
             self.chain = Some(Arc::clone(&chain));
             let path = decided.rewrites.path.as_deref().unwrap_or(parts.uri.path());
             let view = RequestView {
@@ -268,7 +256,7 @@ impl Stream {
             }
         }
         if length.is_some_and(|len| len > max_body) {
-            return Err(too_large(max_body));
+            return Err(Failure::body_too_large(max_body));
         }
         let upstream = taken.upstream.ok_or_else(super::forward::no_backend)?;
         let config = plan.upstream(upstream);
@@ -331,15 +319,30 @@ impl Stream {
 
     /// A problem+json answer of the proxy's own.
     fn answer_failure(&mut self, failure: Failure) {
-        if failure.status == StatusCode::NO_CONTENT {
-            // `OPTIONS *`: the proxy answers for itself.
-            self.outcome.status = failure.status;
-            let mut response = Response::new(());
-            *response.status_mut() = failure.status;
-            self.finish_answer(response, None);
-            return;
-        }
         self.answer(Answer::problem(failure.status, failure.detail));
+    }
+
+    /// The answer to a request that reached no route (`admit::Unrouted`).
+    fn answer_unrouted(&mut self, unrouted: Unrouted) {
+        match unrouted {
+            Unrouted::Asterisk => {
+                self.outcome.status = StatusCode::NO_CONTENT;
+                let mut response = Response::new(());
+                *response.status_mut() = StatusCode::NO_CONTENT;
+                self.finish_answer(response, None);
+            }
+            Unrouted::Problem {
+                status,
+                detail,
+                allow,
+            } => {
+                let mut answer = Answer::problem(status, detail);
+                if let Some(allow) = allow.and_then(|a| HeaderValue::from_str(&a).ok()) {
+                    answer = answer.with_header(header::ALLOW, allow);
+                }
+                self.answer(answer);
+            }
+        }
     }
 
     /// A handler's (or the proxy's) answer, with what the chain adds to responses.

@@ -19,7 +19,7 @@ use tokio::io::{AsyncReadExt, AsyncWrite};
 use super::TrailerRules;
 use crate::{
     session::READ_RESERVE,
-    upstream::pool::{UpstreamConn, UpstreamStream},
+    upstream::{connect::UpstreamStream, pool::UpstreamConn},
 };
 
 /// Why reading the upstream's answer stopped.

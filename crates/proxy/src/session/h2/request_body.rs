@@ -35,17 +35,6 @@ impl RequestBody {
     }
 }
 
-pub(super) fn too_large(max: usize) -> Failure {
-    let rejection = http1::chunked::body_too_large(&http1::Limits {
-        max_head: 0,
-        max_body: max,
-    });
-    Failure {
-        body_unread: true,
-        ..Failure::new(rejection.status, rejection.detail)
-    }
-}
-
 /// Reads a streaming body whole, for handlers that look at it; 413 past `max`.
 pub(super) async fn hold(body: RequestBody, max: usize) -> Result<RequestBody, Failure> {
     let RequestBody::Streaming(mut stream) = body else {
@@ -61,7 +50,7 @@ pub(super) async fn hold(body: RequestBody, max: usize) -> Result<RequestBody, F
         })?;
         let _ = stream.flow_control().release_capacity(data.len());
         if held.len() + data.len() > max {
-            return Err(too_large(max));
+            return Err(Failure::body_too_large(max));
         }
         held.extend_from_slice(&data);
     }

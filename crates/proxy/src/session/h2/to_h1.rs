@@ -285,7 +285,7 @@ impl<'a> Wire for H1Wire<'_, 'a> {
             // Closed or reset before a byte of an answer (`retry_on: reset`).
             HeadError::Reset(what) => Failed::Reset(sender.broken(host, &what, unread)),
             HeadError::TimedOut => Failed::Final(sender.timed_out(host, self.timeout)),
-            HeadError::TooLarge => Failed::Final(super::too_large(self.max_body)),
+            HeadError::TooLarge => Failed::Final(Failure::body_too_large(self.max_body)),
             HeadError::Client => Failed::Final(Failure::new(
                 StatusCode::BAD_REQUEST,
                 "the client broke off its request body",

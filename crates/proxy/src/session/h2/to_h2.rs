@@ -126,7 +126,7 @@ pub(super) async fn forward(
                 Ok(()) => {}
                 // The response still comes; the client is told by its reset.
                 Err(PumpError::Client | PumpError::Upstream) => {}
-                Err(PumpError::TooLarge) => break Err(super::too_large(max_body)),
+                Err(PumpError::TooLarge) => break Err(Failure::body_too_large(max_body)),
             },
             // An answer that ends before the request does stops the pump
             // (RFC 9113 8.1: the rest of the request is not needed).
@@ -180,7 +180,7 @@ async fn wait_head<F: Future<Output = Result<(), PumpError>>>(
             }
             Ok(Ok(Ok(UpstreamHead::Final(response)))) => return Ok(Ok(response)),
             Ok(Ok(Err(err))) => return Ok(Err(err)),
-            Ok(Err(())) => return Err(super::too_large(max_body)),
+            Ok(Err(())) => return Err(Failure::body_too_large(max_body)),
             Err(_) => return Err(sender.timed_out(host, timeout)),
         }
     }

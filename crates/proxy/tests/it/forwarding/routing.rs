@@ -181,3 +181,53 @@ async fn the_multi_thread_runtime_serves_the_same() {
         .json();
     assert_eq!(config["runtime"], "multi_thread");
 }
+
+/// The answers of the proxy's own to a request that reaches no route are
+/// one rule for every client protocol (`session::admit::Unrouted`): 404
+/// and 405 (with the routes' methods as `Allow`) as problem+json, 400 for
+/// a refused target, alike over HTTP/1.1 and HTTP/2.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unrouted_requests_get_the_same_answers_over_http11_and_http2() {
+    use crate::support::{h2_client, h2_exchange};
+    let pets = Echo::start("pets").await;
+    let proxy = Proxy::start(&format!(
+        "upstreams:\n  pets: {{ hosts: [\"http://{}\"] }}\nroutes:\n\
+         - {{ path: /v1/pets, methods: [GET, POST], upstream: pets }}\n",
+        pets.addr
+    ));
+    let cases = [
+        ("GET", "/nowhere", 404, None),
+        ("DELETE", "/v1/pets/1", 405, Some("GET, POST")),
+        ("GET", "/v1/pets/..%2fadmin", 400, None),
+    ];
+    let mut conn = proxy.conn().await;
+    let sender = h2_client(tokio::net::TcpStream::connect(proxy.addr()).await.unwrap()).await;
+    for (method, path, status, allow) in cases {
+        let h1 = conn.request(method, path, &[], b"").await;
+        let request = http::Request::builder()
+            .method(method)
+            .uri(format!("http://pets.test{path}"))
+            .body(())
+            .unwrap();
+        let (h2, body, _) = h2_exchange(&sender, request, b"").await;
+        let h2_json: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(h1.status, status, "HTTP/1.1 {method} {path}");
+        assert_eq!(h2.status().as_u16(), status, "HTTP/2 {method} {path}");
+        assert_eq!(h1.json(), h2_json, "{method} {path}: the same problem body");
+        assert_eq!(h2_json["status"], status);
+        let h2_allow = h2.headers().get("allow").map(|v| v.to_str().unwrap());
+        assert_eq!(h1.header("allow"), allow, "HTTP/1.1 {method} {path}");
+        assert_eq!(h2_allow, allow, "HTTP/2 {method} {path}");
+        let h2_type = h2
+            .headers()
+            .get("content-type")
+            .map(|v| v.to_str().unwrap());
+        assert_eq!(h2_type, Some("application/problem+json"));
+        assert_eq!(h1.header("content-type"), h2_type);
+        if status == 400 {
+            // A refused HTTP/1.1 request ends its connection.
+            conn = proxy.conn().await;
+        }
+    }
+    assert_eq!(pets.requests.load(Ordering::SeqCst), 0);
+}

@@ -3,7 +3,8 @@
 //! `/deny…` 401 with a body and headers of its own, `…/slow…` waits 2 s,
 //! `/bare…` allows with no headers, anything else allows with
 //! `X-Auth-User` (the request's `X-User`, default alice), `X-Auth-Role`,
-//! `X-Authz-Saw` (what it was told) and `X-Not-Trusted`. Counts requests.
+//! `X-Authz-Saw` (what it was told; under `/keyed…`, the `X-Api-Key` it
+//! got) and `X-Not-Trusted`. Counts requests.
 
 use std::{
     net::SocketAddr,
@@ -90,15 +91,20 @@ async fn serve(mut stream: TcpStream, asked: Arc<AtomicU64>) {
             if uri.contains("/slow") {
                 tokio::time::sleep(Duration::from_secs(2)).await;
             }
-            let saw = format!(
-                "{} {} proto={} host={} for={} body={}",
-                field("x-forwarded-method").unwrap_or_default(),
-                uri,
-                field("x-forwarded-proto").unwrap_or_default(),
-                field("x-forwarded-host").unwrap_or_default(),
-                field("x-forwarded-for").unwrap_or_default(),
-                body_len
-            );
+            let saw = if uri.starts_with("/keyed") {
+                let key = field("x-api-key");
+                format!("x-api-key={}", key.as_deref().unwrap_or("none"))
+            } else {
+                format!(
+                    "{} {} proto={} host={} for={} body={}",
+                    field("x-forwarded-method").unwrap_or_default(),
+                    uri,
+                    field("x-forwarded-proto").unwrap_or_default(),
+                    field("x-forwarded-host").unwrap_or_default(),
+                    field("x-forwarded-for").unwrap_or_default(),
+                    body_len
+                )
+            };
             format!(
                 "HTTP/1.1 200 OK\r\nx-auth-user: {}\r\nx-auth-role: admin\r\nx-authz-saw: {saw}\r\nx-not-trusted: leaked\r\ncontent-length: 0\r\n\r\n",
                 field("x-user").unwrap_or_else(|| "alice".into())

@@ -195,3 +195,47 @@ async fn forward_auth_remembers_allow_answers_by_the_chosen_headers() {
     );
     assert_eq!(service.asked(), 5);
 }
+
+/// A credential a handler before `ext_authz` checked and took out of the
+/// upstream request (`api_key`'s header) is not sent to the service
+/// either, unless `request_headers` names it: the service is asked about
+/// the request as the upstream would get it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forward_auth_is_not_sent_a_key_that_api_key_took_out() {
+    let service = AuthService::start().await;
+    let key = "key-0123456789abcdef";
+    let middleware = format!(
+        "middleware:\n  api_key: {{ keys: {{ ops: {key} }}, header: x-api-key }}\n  \
+         check: {{ {} }}\n  listed: {{ {} }}\n",
+        authz(service.addr, ""),
+        authz(service.addr, ", request_headers: [x-api-key]")
+    );
+    let (_echo, certs, proxy) = setup(
+        &middleware,
+        "  - { path: /keyed/default, chain: [api_key, check], upstream: echo }\n  \
+         - { path: /keyed/listed, chain: [api_key, listed], upstream: echo }\n",
+    )
+    .await;
+    let sent = [("x-api-key", key)];
+    let cases = [
+        ("/keyed/default", "x-api-key=none"),
+        ("/keyed/listed", &*format!("x-api-key={key}")),
+    ];
+    for (path, saw) in cases {
+        for reply in each_protocol(proxy.addr(), &certs, "GET", path, &sent, b"").await {
+            assert_eq!(reply.status, 200, "{reply:?}");
+            assert_eq!(
+                reply.upstream_saw("x-authz-saw").as_deref(),
+                Some(saw),
+                "{path} over {}",
+                reply.protocol
+            );
+            assert_eq!(
+                reply.upstream_saw("x-api-key"),
+                None,
+                "{path} over {}",
+                reply.protocol
+            );
+        }
+    }
+}

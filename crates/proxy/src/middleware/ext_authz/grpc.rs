@@ -14,7 +14,7 @@ use http_body_util::{BodyExt as _, Full};
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use prost::Message as _;
 
-use super::ext_authz::{Asked, Decision, Failed};
+use super::{Asked, Decision, Failed};
 
 const PATH: &str = "/envoy.service.auth.v3.Authorization/Check";
 /// An answer larger than this is a broken one.
@@ -218,19 +218,28 @@ fn framed(message: &impl prost::Message) -> Bytes {
     out.freeze()
 }
 
+/// The Check method's URL at the service `base`.
+pub(super) fn url(base: &http::Uri) -> String {
+    format!(
+        "http://{}{PATH}",
+        base.authority().map_or("", http::uri::Authority::as_str)
+    )
+}
+
 /// Asks the service at `base` (an h2c client) and reads its decision.
 pub(super) async fn check(
     client: &Client<HttpConnector, Full<Bytes>>,
     base: &http::Uri,
     asked: &Asked,
 ) -> Result<Decision, Failed> {
-    let uri = format!(
-        "http://{}{PATH}",
-        base.authority().map_or("", http::uri::Authority::as_str)
-    );
-    let request = http::Request::post(uri)
+    let mut request = http::Request::post(url(base))
         .header("content-type", "application/grpc")
-        .header("te", "trailers")
+        .header("te", "trailers");
+    if let Some(traceparent) = &asked.traceparent {
+        // The call's trace context as gRPC metadata (W3C Trace Context).
+        request = request.header("traceparent", &traceparent[..]);
+    }
+    let request = request
         .body(Full::new(framed(&check_request(asked))))
         .map_err(|_| Failed::Broken("the request could not be made"))?;
     let response = client

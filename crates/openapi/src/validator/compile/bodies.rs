@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-use super::model::{BodyRule, MediaRule, ResponseRule, Responses};
+use super::super::model::{BodyRule, MediaRule, ResponseRule, Responses};
 use crate::schema::{Direction, SchemaCheck};
 use crate::spec::{pointer_push, OpenApiVersion, Spec, SpecError};
 
@@ -259,8 +259,8 @@ impl<'s> BodyCompiler<'s> {
 mod tests {
     use serde_json::json;
 
+    use super::super::{compile, compiled_paths};
     use crate::schema::SchemaCheck;
-    use crate::validator::compile::{compile, compiled_paths};
     use crate::validator::model::CompiledSpec;
 
     fn with_responses(responses: serde_json::Value) -> Result<CompiledSpec, String> {

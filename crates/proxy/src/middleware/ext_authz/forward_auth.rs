@@ -10,7 +10,7 @@ use http::{HeaderName, HeaderValue, StatusCode};
 use http_body_util::{BodyExt as _, Full, Limited};
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
 
-use super::ext_authz::{passable, Asked, Decision, Failed};
+use super::{passable, Asked, Decision, Failed};
 
 /// A denial's body is passed to the client up to this size.
 const MAX_BODY: usize = 64 * 1024;
@@ -22,6 +22,9 @@ pub(super) async fn check(
 ) -> Result<Decision, Failed> {
     let mut request = http::Request::get(url.clone());
     for (name, value) in &asked.headers {
+        if asked.traceparent.is_some() && name == "traceparent" {
+            continue;
+        }
         if let Ok(value) = HeaderValue::from_str(value) {
             request = request.header(name, value);
         }
@@ -38,6 +41,9 @@ pub(super) async fn check(
         }
     }
     request = request.header("x-forwarded-for", asked.client_ip.to_string());
+    if let Some(traceparent) = &asked.traceparent {
+        request = request.header("traceparent", &traceparent[..]);
+    }
     let body = asked.body.clone().unwrap_or_default();
     let request = request
         .body(Full::new(body))

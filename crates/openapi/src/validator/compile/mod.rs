@@ -4,11 +4,13 @@
 
 use serde_json::Value;
 
-use super::compile_bodies::BodyCompiler;
+mod bodies;
+
 use super::model::{CompiledSpec, Operation, PathEntry, METHODS};
 use crate::param::{self, In};
 use crate::router::parse_template;
 use crate::spec::{pointer_push, Spec, SpecError};
+use bodies::BodyCompiler;
 
 /// Compiles every path of `spec` (keys of `paths` starting with `x-` are
 /// extensions, not paths).

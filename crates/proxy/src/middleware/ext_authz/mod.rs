@@ -4,7 +4,8 @@
 //! `X-Forwarded-Method`, `-Proto`, `-Host`, `-Uri` and `-For`; a 2xx lets
 //! the request through with the `upstream_headers` of its answer copied
 //! onto it, and any other answer is the client's, status, headers and
-//! body. Over gRPC it is Envoy's `Authorization/Check` (ext_authz_grpc.rs).
+//! body (forward_auth.rs). Over gRPC it is Envoy's `Authorization/Check`
+//! (grpc.rs).
 //!
 //! The `upstream_headers` are the ones the service is trusted to set, so
 //! the client's own are removed from every request first, whatever the
@@ -32,11 +33,15 @@ use hyper_util::{
 };
 use tracing::debug;
 
+mod forward_auth;
+pub(super) mod grpc;
+
 use super::{
     build::{Build, Builder},
-    ext_authz_grpc, ext_authz_http, Answer, Exchange, Flow, Handler, RequestView,
+    Answer, CallTrace, Exchange, Flow, Handler, RequestView,
 };
 use crate::config::{ExtAuthzSettings, OnFailure};
+use crate::telemetry::trace::{Kind, Span};
 
 /// What the service is asked about: the request, owned.
 #[derive(Debug, Clone)]
@@ -50,6 +55,9 @@ pub(crate) struct Asked {
     pub client_ip: IpAddr,
     pub body_len: Option<usize>,
     pub body: Option<Bytes>,
+    /// The call's own `traceparent` (its CLIENT span as the parent), in
+    /// place of any the client sent, when the request is traced.
+    pub traceparent: Option<[u8; 55]>,
 }
 
 /// What the service decided.
@@ -137,6 +145,8 @@ pub(crate) struct ExternalAuthorizer {
 /// What a decision's future needs.
 #[derive(Debug)]
 struct Shared {
+    /// The handler's name (`middleware.NAME`), for its trace spans.
+    name: String,
     transport: Transport,
     client: Client<HttpConnector, Full<Bytes>>,
     timeout: Duration,
@@ -146,13 +156,13 @@ struct Shared {
 }
 
 impl Build for ExtAuthzSettings {
-    fn build(&self, _: &mut Builder<'_>) -> anyhow::Result<Arc<dyn Handler>> {
-        Ok(Arc::new(ExternalAuthorizer::new(self)?))
+    fn build(&self, builder: &mut Builder<'_>) -> anyhow::Result<Arc<dyn Handler>> {
+        Ok(Arc::new(ExternalAuthorizer::new(self, &builder.name)?))
     }
 }
 
 impl ExternalAuthorizer {
-    pub(crate) fn new(settings: &ExtAuthzSettings) -> anyhow::Result<Self> {
+    pub(crate) fn new(settings: &ExtAuthzSettings, name: &str) -> anyhow::Result<Self> {
         let transport = match (&settings.http, &settings.grpc) {
             (Some(url), None) => Transport::Http(url.0.clone()),
             (None, Some(url)) => Transport::Grpc(url.0.clone()),
@@ -188,6 +198,7 @@ impl ExternalAuthorizer {
         });
         Ok(Self {
             shared: Arc::new(Shared {
+                name: name.to_string(),
                 transport,
                 client: builder.build(connector),
                 timeout: settings.timeout,
@@ -211,8 +222,17 @@ impl ExternalAuthorizer {
     }
 
     /// `query`: the request's as the upstream would get it (without an
-    /// `api_key` parameter taken out before).
-    fn asked(&self, request: &RequestView<'_>, query: Option<&str>) -> Asked {
+    /// `api_key` parameter taken out before); `removed`: the fields the
+    /// handlers before this one take out of the upstream request (an
+    /// `api_key` header, a `basic_auth` Authorization), which the service
+    /// is not sent either unless `request_headers` names them: a
+    /// credential checked here stays here.
+    fn asked(
+        &self,
+        request: &RequestView<'_>,
+        query: Option<&str>,
+        removed: &[HeaderName],
+    ) -> Asked {
         let mut headers = Vec::new();
         for (name, value) in request.headers() {
             let Ok(name) = HeaderName::from_bytes(name) else {
@@ -220,7 +240,11 @@ impl ExternalAuthorizer {
             };
             let chosen = match &self.request_headers {
                 Some(list) => list.contains(&name),
-                None => passable(&name) && !name.as_str().starts_with("x-forwarded-"),
+                None => {
+                    passable(&name)
+                        && !name.as_str().starts_with("x-forwarded-")
+                        && !removed.contains(&name)
+                }
             };
             if chosen {
                 headers.push((name, String::from_utf8_lossy(value).into_owned()));
@@ -239,6 +263,7 @@ impl ExternalAuthorizer {
             client_ip: request.client_ip,
             body_len: request.body_len,
             body: request.body.map(Bytes::copy_from_slice),
+            traceparent: None,
         }
     }
 
@@ -258,6 +283,29 @@ impl ExternalAuthorizer {
         }
         key
     }
+}
+
+/// `span` ended with the call's outcome: `sluice.authz.decision`
+/// (`allowed` or `denied`), or an error whose type says why there is none.
+fn called(mut span: Box<Span>, decided: &Result<Decision, Failed>) -> Box<Span> {
+    match decided {
+        Ok(Decision::Allow { .. }) => span.str("sluice.authz.decision", b"allowed"),
+        Ok(Decision::Deny { status, .. }) => {
+            span.str("sluice.authz.decision", b"denied");
+            span.int("sluice.authz.status", i64::from(status.as_u16()));
+        }
+        Err(failed) => {
+            span.error = true;
+            let why: &[u8] = match failed {
+                Failed::Unreachable => b"unreachable",
+                Failed::TimedOut => b"timeout",
+                Failed::Broken(_) => b"broken_answer",
+            };
+            span.str("error.type", why);
+        }
+    }
+    span.end();
+    span
 }
 
 /// The allowed request's edits: the trusted fields set, the removed ones dropped.
@@ -288,13 +336,39 @@ impl Shared {
     async fn decide(&self, asked: &Asked) -> Result<Decision, Failed> {
         let call = async {
             match &self.transport {
-                Transport::Http(url) => ext_authz_http::check(&self.client, url, asked).await,
-                Transport::Grpc(url) => ext_authz_grpc::check(&self.client, url, asked).await,
+                Transport::Http(url) => forward_auth::check(&self.client, url, asked).await,
+                Transport::Grpc(url) => grpc::check(&self.client, url, asked).await,
             }
         };
         tokio::time::timeout(self.timeout, call)
             .await
             .unwrap_or(Err(Failed::TimedOut))
+    }
+
+    /// The CLIENT span of one call to the service, a child of the
+    /// request's SERVER span (docs/OBSERVABILITY.md).
+    fn call_span(&self, trace: &CallTrace) -> Box<Span> {
+        let mut span = Box::new(Span::new(
+            trace.parent.child(),
+            Some(trace.parent.span_id),
+            Kind::Client,
+        ));
+        let (url, method, full) = match &self.transport {
+            Transport::Http(url) => (url, "GET", url.to_string()),
+            Transport::Grpc(url) => (url, "POST", grpc::url(url)),
+        };
+        span.name = format!("ext_authz {}", self.name);
+        span.str("http.request.method", method.as_bytes());
+        span.str("url.full", full.as_bytes());
+        span.str("server.address", url.host().unwrap_or_default().as_bytes());
+        span.int("server.port", i64::from(url.port_u16().unwrap_or(80)));
+        if matches!(self.transport, Transport::Grpc(_)) {
+            span.str("rpc.system", b"grpc");
+            span.str("rpc.service", b"envoy.service.auth.v3.Authorization");
+            span.str("rpc.method", b"Check");
+        }
+        span.str("sluice.handler", self.name.as_bytes());
+        span
     }
 
     /// The flow for a decision, or for its failure.
@@ -371,6 +445,8 @@ impl Shared {
 
 impl Handler for ExternalAuthorizer {
     fn request(&self, request: &RequestView<'_>, exchange: &mut Exchange) -> Flow {
+        // What the handlers before this one removed (not what it removes).
+        let removed_before = exchange.request_headers.remove.len();
         for name in &self.shared.upstream_headers {
             exchange.request_headers.remove.push(name.clone());
         }
@@ -391,11 +467,21 @@ impl Handler for ExternalAuthorizer {
             apply(allowed, exchange);
             return Flow::Next;
         }
-        let asked = self.asked(request, query);
+        let removed = &exchange.request_headers.remove[..removed_before];
+        let mut asked = self.asked(request, query, removed);
         let shared = Arc::clone(&self.shared);
         let cache = self.cache.clone();
+        let trace = exchange.trace.clone();
         Flow::Wait(Box::pin(async move {
+            let span = trace.map(|trace| {
+                let span = shared.call_span(&trace);
+                asked.traceparent = Some(span.context.traceparent());
+                (trace.tracer, span)
+            });
             let decided = shared.decide(&asked).await;
+            if let Some((tracer, span)) = span {
+                tracer.send(called(span, &decided));
+            }
             let cache = cache.as_deref().zip(key.map(|(k, _)| k));
             shared.flow(decided, cache)
         }))
