@@ -17,8 +17,8 @@
 //!
 //! Request bodies are read to the end (with flow control) before those
 //! answers, and the request's trailers are kept ([`H2Server::request_trailers`]);
-//! a request body that breaks off (the client resets the stream) is
-//! counted ([`H2Server::broken_bodies`]) and not answered.
+//! a request whose body breaks off (the client resets the stream) is not
+//! answered.
 //! Two paths answer while the request is still arriving:
 //!
 //! - `/echo`: a bidirectional stream: 200 `application/grpc` at once,
@@ -92,8 +92,6 @@ struct Counters {
     max_streams: AtomicUsize,
     /// Streams whose client reset them while their answer waited.
     cancelled: AtomicU64,
-    /// Request bodies that broke off (a reset) before their end.
-    broken_bodies: AtomicU64,
     /// A permit for each `/cut` answer the test let break off.
     cuts: Cuts,
     /// Streams being answered now.
@@ -222,12 +220,6 @@ impl H2Server {
     /// Streams the client reset while their answer waited (`/delay/MS`).
     pub fn cancelled(&self) -> u64 {
         self.counters.cancelled.load(Ordering::SeqCst)
-    }
-
-    /// Request bodies that broke off (the client reset the stream)
-    /// before their end, so far.
-    pub fn broken_bodies(&self) -> u64 {
-        self.counters.broken_bodies.load(Ordering::SeqCst)
     }
 
     /// Lets one `/cut` answer break off now (its N bytes sent, it resets

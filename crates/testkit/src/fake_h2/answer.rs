@@ -32,7 +32,6 @@ pub(super) async fn answer(
     }
     while let Some(data) = body.data().await {
         let Ok(data) = data else {
-            counters.broken_bodies.fetch_add(1, Ordering::SeqCst);
             return;
         };
         counters
