@@ -79,8 +79,8 @@ impl<S: ReadReady> ReadReady for tokio_rustls::server::TlsStream<S> {
 }
 
 /// How long a connection may wait: for the first byte of a request
-/// (`idle`, from the last read), and for the rest of it (`request`, from
-/// its first byte).
+/// (`idle`, from the last read or answer: [`ServerConnection::answered`]),
+/// and for the rest of it (`request`, from its first byte).
 #[derive(Debug, Clone, Copy)]
 pub struct Deadlines {
     pub idle: Duration,
@@ -157,7 +157,9 @@ pub struct ServerConnection<S> {
     /// Fires no later than the current read deadline; moved lazily,
     /// because re-arming a timer per read costs more than the read.
     timer: Pin<Box<Sleep>>,
-    last_read: Instant,
+    /// When the connection last did something: a read that returned
+    /// bytes, or the answer to its request (see [`Self::answered`]).
+    last_active: Instant,
     /// When the first byte of the request being read arrived.
     request_started: Option<Instant>,
     /// Since when answers have waited in `wbuf` for a later one of their
@@ -197,7 +199,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> ServerConnection<S> {
             wbuf: Vec::new(),
             shutdown,
             timer: Box::pin(sleep_until(now + idle)),
-            last_read: now,
+            last_active: now,
             request_started: None,
             waiting_since: None,
             send_timeout_ms: millis(WRITE_TIMEOUT),
@@ -233,9 +235,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin> ServerConnection<S> {
         self.request_started = None;
     }
 
-    /// When the last read returned bytes.
-    pub fn last_read(&self) -> Instant {
-        self.last_read
+    /// When the connection last did something: its idle time (the
+    /// keep-alive deadline, and a server's quiet time) counts from here.
+    pub fn last_active(&self) -> Instant {
+        self.last_active
+    }
+
+    /// The request read last has its answer (sent, or in `wbuf` to go
+    /// out with the next flush): the connection is idle from now. Its idle
+    /// time must not count from the request's last byte, or an exchange
+    /// longer than the idle timeout would find the connection past its
+    /// deadline the moment it is answered (nginx's `keepalive_timeout`
+    /// also starts after the response).
+    pub fn answered(&mut self) {
+        self.last_active = Instant::now();
     }
 
     /// The connection's one timer, for other waits of a request: arm it
@@ -344,7 +357,7 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin> ServerConnection<S> {
         let quiet = quiet.filter(|_| idle);
         let deadline = match self.request_started {
             Some(started) => started + deadlines.request,
-            None => self.last_read + deadlines.idle,
+            None => self.last_active + deadlines.idle,
         };
         let wake = quiet.map_or(deadline, |quiet| quiet.min(deadline));
         self.arm_timer(wake);
@@ -356,9 +369,9 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin> ServerConnection<S> {
                 read = read => return match read {
                     Ok(0) | Err(_) => Err(ReadEnd::Closed),
                     Ok(_) => {
-                        self.last_read = Instant::now();
+                        self.last_active = Instant::now();
                         if self.request_started.is_none() {
-                            self.request_started = Some(self.last_read);
+                            self.request_started = Some(self.last_active);
                         }
                         Ok(())
                     }
@@ -474,5 +487,42 @@ mod tests {
         conn.wbuf.extend_from_slice(b"HTTP/1.1 200 OK\r\n\r\n");
         let second = conn.batch_ends(window).expect("an answer waits");
         assert!(second >= first + Duration::from_millis(2), "a new window");
+    }
+
+    /// An answer that took longer than the idle timeout leaves the
+    /// connection idle from the answer: the next request, sent at once,
+    /// is read, not refused as late (and a quiet time counts from there).
+    #[tokio::test]
+    async fn idle_time_counts_from_the_answer() {
+        let idle = Duration::from_secs(1);
+        let deadlines = Deadlines {
+            idle,
+            request: idle,
+        };
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let mut client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (stream, _) = listener.accept().await.unwrap();
+        let (_tx, shutdown) = watch::channel(false);
+        let mut conn = ServerConnection::new(stream, BytesMut::new(), shutdown, idle);
+        client.write_all(b"GET / HTTP/1.1\r\n\r\n").await.unwrap();
+        conn.read_more(deadlines).await.unwrap();
+        conn.request_read();
+        conn.rbuf.clear();
+        // The upstream takes twice the idle timeout.
+        tokio::time::sleep(2 * idle).await;
+        conn.answered();
+        let quiet = Some(conn.last_active() + idle);
+        let next = async {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            client
+                .write_all(b"GET /next HTTP/1.1\r\n\r\n")
+                .await
+                .unwrap();
+        };
+        let (read, ()) = tokio::join!(conn.read_until(deadlines, quiet), next);
+        assert_eq!(read, Ok(()), "the next request is read");
+        assert!(conn.rbuf.starts_with(b"GET /next"));
     }
 }

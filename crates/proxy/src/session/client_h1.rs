@@ -172,7 +172,7 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
                     // than the request's parsing); a quiet one leaves it
                     // for an `Idle`, and so does any other client at once.
                     Ok(None) if self.conn.rbuf.is_empty() && self.chatty => {
-                        let quiet = self.conn.last_read() + BUSY_LINGER;
+                        let quiet = self.conn.last_active() + BUSY_LINGER;
                         let deadlines = Deadlines {
                             idle: self.plan.idle_timeout,
                             request: self.plan.header_read_timeout,
@@ -209,6 +209,9 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
                 };
                 self.conn.request_read();
                 let next = self.exchange(&head).await;
+                // Idle from here: the keep-alive deadline, the linger below
+                // and parking count from the answer, not from the request.
+                self.conn.answered();
                 super::request_done(
                     self.plan.tracer.as_deref(),
                     self.span.take(),

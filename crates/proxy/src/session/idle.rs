@@ -146,11 +146,11 @@ where
             // A head arriving slowly (or not at all) waits here, holding
             // only its bytes: no session yet.
             while !http1::head_arrived(&idle.conn.rbuf, &idle.plan.limits) {
-                let before = idle.conn.last_read();
+                let before = idle.conn.last_active();
                 match idle.conn.read_until(idle.deadlines(), idle.park_at()).await {
                     // The first request has no gap to go by.
                     Ok(()) => {
-                        idle.chatty = answered && idle.conn.last_read() < before + BUSY_LINGER;
+                        idle.chatty = answered && idle.conn.last_active() < before + BUSY_LINGER;
                     }
                     Err(ReadEnd::Closed) => return,
                     Err(ReadEnd::Quiet) => return idle.park(slot, false),
@@ -181,7 +181,7 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Park + Unpin + Send> Idle<S> {
     /// When a connection that has read nothing since its last bytes is
     /// parked (never, for streams that are not).
     fn park_at(&self) -> Option<tokio::time::Instant> {
-        S::PARKS.then(|| self.conn.last_read() + PARK_AFTER)
+        S::PARKS.then(|| self.conn.last_active() + PARK_AFTER)
     }
 
     /// Parks the connection in the lot (see `park.rs`): its task ends,
@@ -189,7 +189,7 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Park + Unpin + Send> Idle<S> {
     /// `h2c`: nothing was read yet, so the first bytes may be the HTTP/2
     /// preface.
     fn park(self, slot: ConnectionSlot, h2c: bool) {
-        let deadline = self.conn.last_read() + self.plan.idle_timeout;
+        let deadline = self.conn.last_active() + self.plan.idle_timeout;
         let (stream, _, shutdown) = self.conn.into_parts();
         match stream.unregister() {
             Ok(Ok(stream)) => {

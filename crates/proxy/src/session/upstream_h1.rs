@@ -230,7 +230,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Wire for H1Wire<'_, S> {
         host: HostId,
         fresh_only: bool,
     ) -> Option<UpstreamConn> {
-        let now = self.session.conn.last_read().into_std();
+        let now = self.session.conn.last_active().into_std();
         sender.pooled(host, fresh_only, now)
     }
 

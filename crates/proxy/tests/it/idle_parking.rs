@@ -47,6 +47,31 @@ async fn an_idle_connection_is_parked_and_served_again() {
     assert_eq!(echo.requests.load(std::sync::atomic::Ordering::Relaxed), 3);
 }
 
+/// A connection is idle from its answer, not from its request: after an
+/// exchange longer than the idle timeout (and than the park delay) the
+/// client's next request, sent at once, is served on the same connection,
+/// which was neither closed nor parked meanwhile. (Counted from the
+/// request, such a connection was parked or closed the moment it was
+/// answered, and every slow exchange made its connection slower still:
+/// issue 52's starved connections.)
+#[tokio::test]
+async fn idle_time_starts_when_the_answer_has_gone() {
+    let slow = testkit::FakeServer::start(testkit::Behaviour::DelayEvery {
+        nth: 1,
+        delay: Duration::from_millis(1500),
+    });
+    let proxy = Proxy::start(&one_upstream(slow.addr(), "limits: { idle_timeout: 1s }\n"));
+    let mut conn = proxy.conn().await;
+    assert_eq!(conn.get("/slow").await.status, 200);
+    assert_eq!(gauge(proxy.admin(), "sluice_parked_connections").await, 0);
+    assert_eq!(
+        conn.get("/again").await.status,
+        200,
+        "served on the same connection"
+    );
+    assert_eq!(slow.requests(), 2);
+}
+
 #[tokio::test]
 async fn a_parked_connection_closes_at_its_idle_timeout() {
     let echo = Echo::start("echo").await;
