@@ -92,6 +92,35 @@ impl Pki {
         tls::client_config(tls::Trust::CaFile(&self.path("ca.pem")), identity, alpn).unwrap()
     }
 
+    /// [`Pki::client`] offering TLS 1.2 only. There a server checks the
+    /// client's certificate before its Finished, so a refusal ends the
+    /// handshake itself with its alert. In TLS 1.3 the client's handshake
+    /// is over first, and a request it writes meanwhile can meet a
+    /// closed socket: a reset that may discard the alert.
+    fn tls12_client(&self, who: Who, alpn: &[&[u8]]) -> ClientConfig {
+        use tls::rustls::pki_types::{pem::PemObject, CertificateDer, PrivateKeyDer};
+        let mut roots = tls::rustls::RootCertStore::empty();
+        roots
+            .add(CertificateDer::from_pem_file(self.path("ca.pem")).unwrap())
+            .unwrap();
+        let builder = ClientConfig::builder_with_provider(tls::provider())
+            .with_protocol_versions(&[&tls::rustls::version::TLS12])
+            .unwrap()
+            .with_root_certificates(roots);
+        let mut config = match who.stem() {
+            None => builder.with_no_client_auth(),
+            Some(stem) => {
+                let cert = CertificateDer::from_pem_file(self.path(&format!("{stem}.pem")));
+                let key = PrivateKeyDer::from_pem_file(self.path(&format!("{stem}.key")));
+                builder
+                    .with_client_auth_cert(vec![cert.unwrap()], key.unwrap())
+                    .unwrap()
+            }
+        };
+        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+        config
+    }
+
     /// A server configuration (the server certificate, `alpn`) that wants
     /// a client certificate `client-ca` signed.
     fn server(&self, alpn: &[&[u8]]) -> ServerConfig {
@@ -168,9 +197,9 @@ async fn tls_stream(
         .map_err(|e| e.to_string())
 }
 
-/// `GET /mtls` over TLS with ALPN `http/1.1`, as `who`.
+/// `GET /mtls` over TLS 1.2 with ALPN `http/1.1`, as `who`.
 async fn over_http1(addr: SocketAddr, pki: &Pki, who: Who) -> Answer {
-    let mut stream = tls_stream(addr, pki.client(who, &[tls::ALPN_HTTP11])).await?;
+    let mut stream = tls_stream(addr, pki.tls12_client(who, &[tls::ALPN_HTTP11])).await?;
     let request = b"GET /mtls HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n\r\n";
     stream.write_all(request).await.map_err(|e| e.to_string())?;
     let mut answer = Vec::new();
@@ -183,8 +212,8 @@ async fn over_http1(addr: SocketAddr, pki: &Pki, who: Who) -> Answer {
     Ok((status, answer))
 }
 
-/// `GET /mtls` over TLS with ALPN `h2`, as `who`; an error says the
-/// connection's end too (where the alert is).
+/// `GET /mtls` over TLS 1.3 with ALPN `h2`, as `who`; an error says the
+/// connection's end too (where the alert usually is).
 async fn over_h2(addr: SocketAddr, pki: &Pki, who: Who) -> Answer {
     let stream = tls_stream(addr, pki.client(who, &[tls::ALPN_H2])).await?;
     let (sender, connection) = h2::client::handshake(stream)
@@ -284,7 +313,13 @@ async fn a_client_ca_admits_only_the_clients_it_signed_over_tcp_and_quic() {
                         "HTTP/3" => format!("the cryptographic handshake failed: error {number}"),
                         _ => format!("received fatal alert: {alert}"),
                     };
-                    assert!(err.contains(&why), "{who:?} over {protocol}: {err}");
+                    // Over TLS 1.3 (HTTP/2 here) the alert may be lost to
+                    // the reset that the preface written meanwhile met.
+                    let reset = ["ConnectionReset", "broken pipe", "reset by peer"]
+                        .iter()
+                        .any(|said| err.contains(said));
+                    let lost = protocol == "HTTP/2" && reset;
+                    assert!(err.contains(&why) || lost, "{who:?} over {protocol}: {err}");
                 }
             }
         }
