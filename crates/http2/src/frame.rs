@@ -215,7 +215,7 @@ pub fn parse<'a>(header: &Header, payload: &'a [u8]) -> Result<Frame<'a>, Error>
             if ack && !payload.is_empty() {
                 return Err(Error::frame_size("a SETTINGS ack with a payload"));
             }
-            if payload.len() % 6 != 0 {
+            if !payload.len().is_multiple_of(6) {
                 return Err(Error::frame_size("SETTINGS not a multiple of 6 bytes"));
             }
             for (id, value) in settings(payload) {

@@ -14,9 +14,7 @@
 //! | 5 | `session` | one request's phases, one file each |
 //! | 6 | `server` | workers, listeners, TLS, HTTP/2 connections, admin |
 //!
-//! A request reads top-down in about five files: `server/listener.rs`,
-//! `session/client_h1.rs`, `session/admit.rs`, `session/upstream_h1.rs` (or
-//! `upstream_h2.rs`) and `session/respond.rs`.
+//! docs/ARCHITECTURE.md names each layer's files and a request's phases.
 
 pub mod config;
 mod ids;
@@ -28,7 +26,7 @@ mod telemetry;
 mod upstream;
 pub mod wire;
 
-pub use server::{check, start, start_with, LogHook, Options, RunningProxy};
+pub use server::{check, shown_config, start, start_with, LogHook, Options, RunningProxy};
 
 /// What tests/compress_alloc.rs checks against the allocator: the memory
 /// the `compress` handler reserves for a gzip compressor. Not an API.
@@ -115,7 +113,7 @@ pub mod fuzzing {
         sealer.seal("session", plain)
     }
 
-    fn base64_key(key: u8) -> crate::config::SecretText {
+    fn base64_key(key: u8) -> crate::config::Secret {
         use base64::Engine as _;
         let text = base64::engine::general_purpose::STANDARD.encode([key; 32]);
         serde_json::from_value(serde_json::Value::String(text)).expect("a string")

@@ -11,8 +11,10 @@ use crate::process::{self, LogFormat};
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
     sluice proxy -c examples/petstore.yaml\n  \
-    sluice proxy -c examples/petstore.yaml --check\n\n\
-The configuration keys are in docs/CONFIG.md. `${VAR}`, `${VAR:default}` and\n\
+    sluice proxy -c examples/petstore.yaml --check\n  \
+    sluice proxy --schema > sluice.schema.json\n\n\
+The configuration keys are in docs/CONFIG.md; --schema prints them as a JSON\n\
+Schema, for editors to validate and complete the file with. `${VAR}`, `${VAR:default}` and\n\
 `${VAR:?message}` are filled from the environment. A bad file is reported as\n\
 FILE:LINE:COLUMN: KEY: message, with exit status 2, before anything is bound.\n\
 With gateway_api, --check also prints each Gateway's and HTTPRoute's status\n\
@@ -25,8 +27,11 @@ configuration without dropping a request (docs/CONFIG.md, Reloading); a file\n\
 that fails to validate leaves the one in use.")]
 pub(crate) struct ProxyArgs {
     /// The YAML configuration file.
-    #[arg(short, long, value_name = "FILE")]
-    config: PathBuf,
+    #[arg(short, long, value_name = "FILE", required_unless_present = "schema")]
+    config: Option<PathBuf>,
+    /// Print the JSON Schema of the configuration file and exit.
+    #[arg(long, conflicts_with_all = ["check", "watch"])]
+    schema: bool,
     /// Validate the configuration (including that upstream hosts resolve) and exit.
     #[arg(long)]
     check: bool,
@@ -37,11 +42,22 @@ pub(crate) struct ProxyArgs {
 }
 
 pub(crate) fn run(args: ProxyArgs) -> ExitCode {
+    let file = match (&args.config, args.schema) {
+        (_, true) | (None, _) => {
+            let schema = config::json_schema();
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&schema).unwrap_or_default()
+            );
+            return ExitCode::SUCCESS;
+        }
+        (Some(file), false) => file.clone(),
+    };
     if let Err(err) = process::ignore_hangups() {
         eprintln!("sluice: error: {err:#}");
         return ExitCode::FAILURE;
     }
-    let config = match config::load(&args.config) {
+    let config = match config::load(&file) {
         Ok(config) => config,
         Err(err) => {
             eprintln!("sluice: {err}");
@@ -53,7 +69,7 @@ pub(crate) fn run(args: ProxyArgs) -> ExitCode {
             Ok(_) => {
                 // Legal but unsafe (an open admin listener): said, not fatal.
                 for warning in config::warnings(&config) {
-                    eprintln!("sluice: warning: {}: {warning}", args.config.display());
+                    eprintln!("sluice: warning: {}: {warning}", file.display());
                 }
                 // What a Gateway API controller would write in the
                 // objects' status; an object not accepted is exit status 1.
@@ -62,16 +78,16 @@ pub(crate) fn run(args: ProxyArgs) -> ExitCode {
                     if !report.all_accepted() {
                         println!(
                             "{}: OK, but Gateway API objects above are not accepted or have references that do not resolve",
-                            args.config.display()
+                            file.display()
                         );
                         return ExitCode::from(1);
                     }
                 }
-                println!("{}: OK", args.config.display());
+                println!("{}: OK", file.display());
                 ExitCode::SUCCESS
             }
             Err(err) => {
-                eprintln!("sluice: {}: {err:#}", args.config.display());
+                eprintln!("sluice: {}: {err:#}", file.display());
                 ExitCode::from(2)
             }
         };
@@ -93,7 +109,7 @@ pub(crate) fn run(args: ProxyArgs) -> ExitCode {
     }
     let _ = rlimit::increase_nofile_limit(u64::MAX);
     let options = proxy::Options {
-        file: Some(args.config.clone()),
+        file: Some(file.clone()),
         watch: args.watch,
         log: Some(Box::new(move |log: &config::LogSettings| {
             logging.apply(log_format(log.format), log.level.as_deref());

@@ -208,7 +208,7 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             match behaviour {
                 Behaviour::Normal => out.extend_from_slice(OK_RESPONSE),
                 Behaviour::DelayEvery { nth, delay } => {
-                    if on_connection % nth == 0 {
+                    if on_connection.is_multiple_of(nth) {
                         if stream.write_all(&out).await.is_err() {
                             return;
                         }

@@ -23,6 +23,8 @@ pub enum Need {
     Chromium,
     /// Python's hdrhistogram package.
     Hdrh,
+    /// Python's jsonschema package (an independent JSON Schema validator).
+    PyJsonschema,
     /// A seed runtime's toolchain (go, node, java, mvn).
     Toolchain,
     /// A peer proxy or load tool (nginx, HAProxy, wrk, …).
@@ -53,6 +55,7 @@ impl Need {
             Need::Promtool => "promtool",
             Need::Chromium => "chromium",
             Need::Hdrh => "hdrh",
+            Need::PyJsonschema => "pyjsonschema",
             Need::Toolchain => "toolchain",
             Need::Peer => "peer",
             Need::FileLimit => "filelimit",
@@ -143,6 +146,7 @@ mod tests {
             Need::Promtool,
             Need::Chromium,
             Need::Hdrh,
+            Need::PyJsonschema,
             Need::Toolchain,
             Need::Peer,
             Need::FileLimit,

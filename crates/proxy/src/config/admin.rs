@@ -5,10 +5,11 @@
 
 use std::net::SocketAddr;
 
-use serde::{Deserialize, Deserializer};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_saphyr::{Location, Spanned};
 
-use super::{env::FromEnv, validate::Problem, Config};
+use super::{env::FromEnv, secret::Secret, validate::Problem, Config};
 
 /// The admin endpoints that only read; `POST /reload` changes state.
 pub const READ_ENDPOINTS: &[&str] = &[
@@ -23,28 +24,35 @@ pub const READ_ENDPOINTS: &[&str] = &[
 /// Shortest token accepted: guessing 16 random characters is out of reach.
 const MIN_TOKEN: usize = 16;
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AdminSettings {
     /// `IP:PORT`.
+    #[schemars(with = "String")]
     pub address: Spanned<String>,
     /// The bearer token, as written (`${VAR}` to take it from the
-    /// environment); empty: none.
-    #[serde(default)]
+    /// environment); empty: none. `/config` shows the token in use
+    /// instead (`bearer`, which `token_file` may have given).
+    #[serde(default, skip_serializing)]
+    #[schemars(with = "Option<Secret>")]
     pub token: Option<Spanned<Secret>>,
     /// A file holding the token (trailing white space dropped), read at
     /// start and at every reload.
     #[serde(default)]
+    #[schemars(with = "Option<String>")]
     pub token_file: Option<Spanned<String>>,
     /// Names a request's `Host` may carry besides an IP literal and
     /// `localhost` (DNS rebinding).
     #[serde(default)]
+    #[schemars(with = "Vec<String>")]
     pub hosts: Vec<Spanned<String>>,
     /// Read endpoints answered without the token when one is set.
     #[serde(default = "default_open")]
+    #[schemars(with = "Vec<String>")]
     pub open: Vec<Spanned<String>>,
-    /// The token of `token` or `token_file`, once read and checked.
-    #[serde(skip)]
+    /// The token of `token` or `token_file`, once read and checked: not
+    /// read from the file, shown as `token` (its marker).
+    #[serde(skip_deserializing, rename = "token")]
     pub bearer: Option<Secret>,
 }
 
@@ -70,34 +78,6 @@ impl AdminSettings {
     /// `path` is a read endpoint that `open` lists.
     pub fn is_open(&self, path: &str) -> bool {
         self.open.iter().any(|p| p.value == path)
-    }
-}
-
-/// A value that must not be shown: `Debug` prints `Secret(..)`, and it
-/// has no `Serialize`.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(value: String) -> Self {
-        Self(value)
-    }
-
-    /// The value itself, for the one comparison that needs it.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Secret(..)")
-    }
-}
-
-impl<'de> Deserialize<'de> for Secret {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        String::deserialize(deserializer).map(Self)
     }
 }
 
@@ -151,9 +131,9 @@ pub(crate) fn check(admin: &mut AdminSettings) -> Result<(), Problem> {
                 "give `token` or `token_file`, not both".into(),
             ))
         }
-        (Some(token), None) if token.value.0.is_empty() => None,
+        (Some(token), None) if token.value.expose().is_empty() => None,
         (Some(token), None) => Some(
-            valid_token(&token.value.0)
+            valid_token(token.value.expose())
                 .map_err(|why| (token.referenced, "admin.token".into(), why))?,
         ),
         (None, Some(file)) => {
@@ -181,7 +161,7 @@ fn valid_token(token: &str) -> Result<Secret, String> {
             "the token must be at least {MIN_TOKEN} characters (e.g. `openssl rand -hex 32`)"
         ));
     }
-    Ok(Secret(token.to_string()))
+    Ok(Secret::new(token.to_string()))
 }
 
 /// What is legal but unsafe, for `--check` and the start to say.

@@ -1,91 +1,21 @@
 //! Settings of the handlers that decide who may pass besides `jwt`:
 //! `api_key`, `basic_auth`, `ext_authz` and `oidc` (docs/MIDDLEWARE.md).
-//! Secrets written inline (`${ENV}` welcome) are [`SecretText`]: `Debug`
+//! Secrets written inline (`${ENV}` welcome) are [`Secret`]s: `Debug`
 //! and `/config` show a digest marker, never the value.
 
 use std::{collections::BTreeMap, time::Duration};
 
 use http::{HeaderName, Uri};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_saphyr::Spanned;
 
 use super::{
     handlers::OnFailure,
-    schema::{duration, size},
+    secret::Secret,
     typed::Parsed,
+    units::{duration, human, optional_size, size, ByteSize},
 };
-
-/// `10s`, as written in the file.
-fn human<S: Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
-    humantime::format_duration(*duration)
-        .to_string()
-        .serialize(serializer)
-}
-
-/// `(redacted sha256:0123abcd)`: the first 8 hex digits of the SHA-256 of
-/// `text`, so that two values can be told apart without being shown.
-pub fn redacted_marker(text: &str) -> String {
-    use std::fmt::Write as _;
-    let digest = ring::digest::digest(&ring::digest::SHA256, text.as_bytes());
-    let mut out = String::from("(redacted sha256:");
-    for byte in &digest.as_ref()[..4] {
-        let _ = write!(out, "{byte:02x}");
-    }
-    out.push(')');
-    out
-}
-
-/// Last words of a name that holds a secret.
-const SECRET_WORDS: &[&str] = &[
-    "token",
-    "password",
-    "passwd",
-    "passphrase",
-    "secret",
-    "key",
-    "apikey",
-    "authorization",
-    "credential",
-    "credentials",
-];
-
-/// The last word of `name` (after `_`, `-` or `.`) is a secret-like one:
-/// `x-api-key`, `sticky.key`, `client_secret`. `/config` hides such
-/// settings' values and the access log masks such headers' values.
-pub fn secret_name(name: &str) -> bool {
-    let last = name.rsplit(['_', '-', '.']).next().unwrap_or(name);
-    SECRET_WORDS.iter().any(|w| w.eq_ignore_ascii_case(last))
-}
-
-/// A secret written in the file: `Debug` prints `SecretText(..)` and it
-/// serialises as [`redacted_marker`].
-#[derive(Clone, PartialEq, Eq)]
-pub struct SecretText(String);
-
-impl SecretText {
-    /// The value itself, for the code that must use it.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for SecretText {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("SecretText(..)")
-    }
-}
-
-impl<'de> Deserialize<'de> for SecretText {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        String::deserialize(deserializer).map(Self)
-    }
-}
-
-impl Serialize for SecretText {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        redacted_marker(&self.0).serialize(serializer)
-    }
-}
 
 fn default_reload() -> Duration {
     Duration::from_secs(10)
@@ -100,15 +30,16 @@ fn default_true() -> bool {
 }
 
 /// `api_key`: keys carried in a header or a query parameter.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApiKeySettings {
     /// Key name -> key, written inline (`"${CI_KEY}"`).
     #[serde(default)]
-    pub keys: BTreeMap<String, SecretText>,
+    pub keys: BTreeMap<String, Secret>,
     /// A file of `name: key` lines (`name: sha256:HEX` for a key given by
     /// its SHA-256); re-read when it changes.
     #[serde(default)]
+    #[schemars(with = "Option<String>")]
     pub keys_file: Option<Spanned<String>>,
     /// The header that carries the key; `none`-able by naming `query` only.
     #[serde(default = "default_api_key_header")]
@@ -137,10 +68,11 @@ fn default_key_name_header() -> Option<Parsed<HeaderName>> {
 }
 
 /// `basic_auth`: users of an htpasswd file (bcrypt or argon2 hashes).
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BasicAuthSettings {
     /// An htpasswd file (`htpasswd -B`, or argon2 PHC strings); re-read when it changes.
+    #[schemars(with = "String")]
     pub htpasswd: Spanned<String>,
     #[serde(default = "default_realm")]
     pub realm: String,
@@ -173,7 +105,7 @@ fn default_basic_cache() -> Duration {
 
 /// `ext_authz`: an authorization service decides (HTTP forward auth or
 /// Envoy's gRPC `Authorization/Check`).
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExtAuthzSettings {
     /// Forward auth (Traefik `forwardAuth` / Caddy `forward_auth`): an
@@ -204,6 +136,7 @@ pub struct ExtAuthzSettings {
     pub upstream_headers: Vec<Parsed<HeaderName>>,
     /// Send the request body too, when its Content-Length is at most this.
     #[serde(default, deserialize_with = "optional_size")]
+    #[schemars(with = "Option<ByteSize>")]
     pub body: Option<u64>,
     /// Remember allow answers (and their headers) for this long, keyed by
     /// `cache_key`; absent: ask every time.
@@ -219,11 +152,7 @@ fn default_fail_closed() -> OnFailure {
     OnFailure::FailClosed
 }
 
-fn optional_size<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
-    size(deserializer).map(Some)
-}
-
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AuthzCacheSettings {
     #[serde(deserialize_with = "duration", serialize_with = "human")]
@@ -239,14 +168,14 @@ fn default_authz_entries() -> usize {
 }
 
 /// `oidc`: browser login with the authorization-code flow and PKCE.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OidcSettings {
     /// The provider; its `/.well-known/openid-configuration` is read at start.
     pub issuer: Parsed<Uri>,
     pub client_id: String,
     #[serde(default)]
-    pub client_secret: Option<SecretText>,
+    pub client_secret: Option<Secret>,
     /// Where the provider sends the browser back, e.g.
     /// `https://app.example/oauth2/callback`; its path is answered here.
     pub redirect_url: Parsed<Uri>,
@@ -260,7 +189,7 @@ pub struct OidcSettings {
     pub after_logout: String,
     /// Keys (32 random bytes, base64) of the session cookie: the first
     /// seals, every one opens, so that a reload can rotate them.
-    pub cookie_keys: Vec<SecretText>,
+    pub cookie_keys: Vec<Secret>,
     #[serde(default = "default_cookie_name")]
     pub cookie_name: String,
     /// Set `Secure` on the cookies (on unless the redirect URL is http://).
@@ -268,6 +197,7 @@ pub struct OidcSettings {
     pub cookie_secure: Option<bool>,
     /// A session cookie larger than this is refused at login.
     #[serde(default = "default_cookie_bytes", deserialize_with = "size")]
+    #[schemars(with = "ByteSize")]
     pub max_cookie_bytes: u64,
     /// The session lasts at most this long, refreshes included.
     #[serde(

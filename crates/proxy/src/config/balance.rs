@@ -4,9 +4,13 @@
 
 use std::time::Duration;
 
-use serde::{de::Error as _, Deserialize, Deserializer};
+use schemars::JsonSchema;
+use serde::{de::Error as _, Deserialize, Deserializer, Serialize, Serializer};
 
-use super::schema::duration;
+use super::{
+    secret::Secret,
+    units::{duration, human},
+};
 
 /// One host: `http://HOST:PORT`, or `{ url, weight }`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,12 +58,23 @@ impl<'de> Deserialize<'de> for HostSettings {
     }
 }
 
+/// Always `{ url, weight }`, whichever way it was written.
+impl Serialize for HostSettings {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut host = serializer.serialize_struct("HostSettings", 2)?;
+        host.serialize_field("url", &self.url)?;
+        host.serialize_field("weight", &self.weight)?;
+        host.end()
+    }
+}
+
 fn one() -> u32 {
     1
 }
 
 /// How a host is chosen for a request.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Balance {
     /// Smooth weighted round robin (plain round robin when weights are equal).
@@ -76,7 +91,7 @@ pub enum Balance {
 }
 
 /// `hash:` what consistent hashing hashes, and the optional bound on load.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HashSettings {
     pub key: HashKey,
@@ -125,8 +140,21 @@ impl<'de> Deserialize<'de> for HashKey {
     }
 }
 
+/// As it is written: `client_ip`, `header:NAME`, ...
+impl Serialize for HashKey {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::ClientIp => serializer.serialize_str("client_ip"),
+            Self::Path => serializer.serialize_str("path"),
+            Self::Header(name) => serializer.collect_str(&format_args!("header:{name}")),
+            Self::Cookie(name) => serializer.collect_str(&format_args!("cookie:{name}")),
+            Self::Query(name) => serializer.collect_str(&format_args!("query:{name}")),
+        }
+    }
+}
+
 /// `sticky:` session persistence; exactly one of `cookie` and `app_cookie`.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StickySettings {
     /// The proxy inserts this cookie, naming the chosen host, HMAC-signed.
@@ -138,17 +166,17 @@ pub struct StickySettings {
     /// The HMAC key for `cookie` (use `${VAR}`); default: random at start,
     /// so cookies do not outlive the process.
     #[serde(default)]
-    pub key: Option<String>,
+    pub key: Option<Secret>,
 }
 
 /// `health.active:` HTTP checks of each host, once per process.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct ActiveHealthSettings {
     pub path: String,
-    #[serde(deserialize_with = "duration")]
+    #[serde(deserialize_with = "duration", serialize_with = "human")]
     pub interval: Duration,
-    #[serde(deserialize_with = "duration")]
+    #[serde(deserialize_with = "duration", serialize_with = "human")]
     pub timeout: Duration,
     /// Statuses that pass: codes and `LOW..HIGH` ranges (inclusive).
     pub expect: Vec<StatusRange>,
@@ -206,6 +234,17 @@ impl<'de> Deserialize<'de> for StatusRange {
     }
 }
 
+/// `200`, or `"200..299"`, as it was written.
+impl Serialize for StatusRange {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if self.0 == self.1 {
+            serializer.serialize_u16(self.0)
+        } else {
+            serializer.collect_str(&format_args!("{}..{}", self.0, self.1))
+        }
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(untagged)]
 enum Code {
@@ -243,6 +282,16 @@ impl<'de> Deserialize<'de> for RetryOn {
     }
 }
 
+impl Serialize for RetryOn {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::ConnectFailure => serializer.serialize_str("connect_failure"),
+            Self::Reset => serializer.serialize_str("reset"),
+            Self::Status(status) => serializer.serialize_u16(*status),
+        }
+    }
+}
+
 pub(super) fn default_retry_on() -> Vec<RetryOn> {
     vec![RetryOn::ConnectFailure]
 }
@@ -256,14 +305,15 @@ pub(super) fn default_retry_backoff() -> Duration {
 /// long as no more than `max_ejected_percent` of the hosts are out;
 /// active health: `active` checks. Below `panic_threshold` percent of the
 /// hosts in, health is ignored and every host takes traffic.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct HealthSettings {
     pub failures: u32,
-    #[serde(deserialize_with = "duration")]
+    #[serde(deserialize_with = "duration", serialize_with = "human")]
     pub backoff: Duration,
     pub max_ejected_percent: u32,
     #[serde(deserialize_with = "percent")]
+    #[schemars(range(max = 100))]
     pub panic_threshold: u32,
     pub active: Option<ActiveHealthSettings>,
 }
@@ -308,7 +358,7 @@ fn percent<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u32, D::Error> 
 
 /// `retry_budget:` retries allowed on top of the requests, so that a
 /// failing upstream does not get every request several times.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct RetryBudgetSettings {
     /// Retries as a share of the requests of the last second, 0 to 100.
@@ -324,11 +374,4 @@ impl Default for RetryBudgetSettings {
             min_per_second: 3,
         }
     }
-}
-
-/// `slow_start: 30s` (absent: off).
-pub(super) fn optional_duration<'de, D: Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<Duration>, D::Error> {
-    duration(deserializer).map(Some)
 }

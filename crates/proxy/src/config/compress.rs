@@ -1,12 +1,13 @@
 //! The `compress` and `grpc_web` handlers' settings (docs/MIDDLEWARE.md).
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::schema::size;
+use super::units::{size, ByteSize};
 
 /// `compress`: response compression, chosen from the client's
 /// `Accept-Encoding`, within a memory budget.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct CompressSettings {
     /// The encodings offered, most preferred first: among those the client
@@ -16,6 +17,7 @@ pub struct CompressSettings {
     pub types: Vec<String>,
     /// Responses whose Content-Length is smaller go as they are.
     #[serde(deserialize_with = "size")]
+    #[schemars(with = "ByteSize")]
     pub min_size: u64,
     /// Compress `text/event-stream` too (each event flushed as it comes).
     pub event_stream: bool,
@@ -25,6 +27,7 @@ pub struct CompressSettings {
     /// What this handler's compressors may hold at once, all connections
     /// together; a response that would pass it goes uncompressed.
     #[serde(deserialize_with = "size")]
+    #[schemars(with = "ByteSize")]
     pub max_memory: u64,
 }
 
@@ -56,7 +59,7 @@ impl Default for CompressSettings {
 }
 
 /// A content coding the handler can produce.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Encoding {
     Gzip,
@@ -77,7 +80,7 @@ impl Encoding {
 
 /// gzip (zlib's deflate): level 1-9; a window of 2^`window_bits` bytes
 /// (9-15); `memory_level` 1-9 sizes its symbol buffers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct GzipSettings {
     pub level: u8,
@@ -97,7 +100,7 @@ impl Default for GzipSettings {
 
 /// Brotli: quality 0-9 (10 and 11 are for precompressed files: a hundred
 /// times the CPU); a window of 2^`window_bits` bytes (10-22).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct BrotliSettings {
     pub quality: u8,
@@ -114,7 +117,7 @@ impl Default for BrotliSettings {
 }
 
 /// Zstandard: level 1-19; a window of 2^`window_log` bytes (10-23).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct ZstdSettings {
     pub level: i8,
@@ -173,7 +176,7 @@ impl CompressSettings {
 /// The `compress` handlers' ranges, each reported at its key.
 pub(crate) fn check(config: &super::Config) -> Result<(), super::validate::Problem> {
     for (name, handler) in &config.middleware.0 {
-        if let super::Handler::CompressSettings(compress) = handler {
+        if let super::HandlerSettings::CompressSettings(compress) = handler {
             compress.check().map_err(|(key, message)| {
                 (
                     serde_saphyr::Location::UNKNOWN,

@@ -2,19 +2,20 @@
 
 use std::time::Duration;
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
-use super::schema::duration;
+use super::units::{duration, human};
 
 /// Re-resolving upstream host names (docs/CONFIG.md, "Discovery"): each
 /// name again when its DNS answer's TTL runs out, but not sooner than
 /// `min_interval` nor later than `max_interval`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct DiscoverySettings {
-    #[serde(deserialize_with = "duration")]
+    #[serde(deserialize_with = "duration", serialize_with = "human")]
     pub min_interval: Duration,
-    #[serde(deserialize_with = "duration")]
+    #[serde(deserialize_with = "duration", serialize_with = "human")]
     pub max_interval: Duration,
     /// Names listed here answer before DNS; read again at each resolution.
     pub hosts_file: String,

@@ -1,23 +1,24 @@
 //! The `grpc_web` handler's settings (none), and the check that its
 //! routes go to HTTP/2 upstreams (gRPC needs HTTP/2).
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    middleware::{ChainRef, Handler},
+    middleware::{ChainRef, HandlerSettings},
     schema::{Config, Protocol},
     validate::Problem,
 };
 
 /// `grpc_web`: gRPC-Web requests translated to gRPC (docs/MIDDLEWARE.md).
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GrpcWebSettings {}
 
 /// A route whose chain has a `grpc_web` handler sends to `h2c` or `h2`.
 pub(crate) fn check(config: &Config) -> Result<(), Problem> {
     let is_grpc_web = |name: &str| match config.middleware.0.get(name) {
-        Some(handler) => matches!(handler, Handler::GrpcWebSettings(_)),
+        Some(handler) => matches!(handler, HandlerSettings::GrpcWebSettings(_)),
         None => name == "grpc_web",
     };
     for (i, route) in config.routes.iter().enumerate() {

@@ -7,6 +7,7 @@ use std::{collections::BTreeMap, fmt, num::NonZeroU32, time::Duration};
 
 use http::{HeaderName, HeaderValue, Method, StatusCode, Uri};
 use ipnet::IpNet;
+use schemars::JsonSchema;
 use serde::{
     de::{MapAccess, Visitor},
     ser::SerializeMap,
@@ -15,22 +16,15 @@ use serde::{
 use serde_saphyr::Spanned;
 
 use super::{
-    schema::{duration, size},
     typed::{error_status, percent, status_number, Parsed, Rate, RateKey},
+    units::{duration, human, size, ByteSize},
 };
-
-/// `10s`, as written in the file.
-fn human<S: Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
-    humantime::format_duration(*duration)
-        .to_string()
-        .serialize(serializer)
-}
 
 fn header(name: &'static str) -> Parsed<HeaderName> {
     Parsed(HeaderName::from_static(name))
 }
 
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct CorrelationSettings {
     /// Carries the correlation id; generated (a UUID v4) when absent and `generate` is on.
@@ -56,11 +50,11 @@ impl Default for CorrelationSettings {
     }
 }
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MetricsSettings {}
 
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct AccessLogSettings {
     /// A file to append to; absent or `-`: standard output.
@@ -88,7 +82,7 @@ impl Default for AccessLogSettings {
 }
 
 /// The members an access log line can have, in the order they are written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LogField {
     Time,
@@ -107,14 +101,14 @@ pub enum LogField {
     Proxy,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct HeadersSettings {
     pub request: HeaderRuleSettings,
     pub response: HeaderRuleSettings,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct HeaderRuleSettings {
     /// Replaces every field of that name.
@@ -160,11 +154,12 @@ impl Serialize for HeaderFields {
     }
 }
 
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct JwtSettings {
     /// A JWKS file; read at start and re-read every `refresh`.
     #[serde(default)]
+    #[schemars(with = "Option<String>")]
     pub jwks: Option<Spanned<String>>,
     /// An HTTP(S) JWKS endpoint, fetched at start and every `refresh`;
     /// shown without its user information and query.
@@ -199,6 +194,7 @@ pub struct JwtSettings {
     #[serde(default = "default_jwt_cache")]
     pub cache: usize,
     #[serde(default = "default_max_token", deserialize_with = "size")]
+    #[schemars(with = "ByteSize")]
     pub max_token_bytes: u64,
 }
 
@@ -218,16 +214,18 @@ fn default_max_token() -> u64 {
     8 * 1024
 }
 
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ValidateSettings {
     /// An OpenAPI 3.0 or 3.1 document (YAML or JSON), relative to the working directory.
+    #[schemars(with = "String")]
     pub openapi: Spanned<String>,
     /// Requests for operations the spec does not have: `reject` (404/405) or `pass`.
     #[serde(default)]
     pub unknown_operation: UnknownOperation,
     /// Bodies are held for validation up to this size; past it, 413.
     #[serde(default = "default_validate_body", deserialize_with = "size")]
+    #[schemars(with = "ByteSize")]
     pub max_body_bytes: u64,
     /// Also check responses (status, media type, JSON body); a mismatch is
     /// logged and counted, and the response still goes to the client.
@@ -235,6 +233,7 @@ pub struct ValidateSettings {
     pub responses: bool,
     /// Response bodies up to this size (with Content-Length) are checked.
     #[serde(default = "default_validate_body", deserialize_with = "size")]
+    #[schemars(with = "ByteSize")]
     pub max_response_bytes: u64,
 }
 
@@ -242,7 +241,7 @@ fn default_validate_body() -> u64 {
     1024 * 1024
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum UnknownOperation {
     #[default]
@@ -250,7 +249,7 @@ pub enum UnknownOperation {
     Pass,
 }
 
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RateLimitSettings {
     /// `client_ip`, `header:NAME` or `claim:NAME` (needs `jwt` earlier in the chain).
@@ -274,7 +273,7 @@ pub struct RateLimitSettings {
     pub redis: Option<RedisStoreSettings>,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RateStore {
     #[default]
@@ -283,7 +282,7 @@ pub enum RateStore {
 }
 
 /// A `rate_limit` counted in Redis (docs/MIDDLEWARE.md, "rate_limit on Redis").
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RedisStoreSettings {
     /// `redis://[user[:password]@]host[:port][/db]` or `rediss://` (TLS).
@@ -317,7 +316,7 @@ fn default_redis_timeout() -> Duration {
 
 /// `fail_open`: let the request through (Envoy's ratelimit service's
 /// default); `fail_closed`: 503.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OnFailure {
     #[default]
@@ -333,14 +332,14 @@ fn default_rate_keys() -> usize {
     100_000
 }
 
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConcurrencyLimitSettings {
     /// Requests in flight at once through this handler instance; past it, 503.
     pub max: usize,
 }
 
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct CorsSettings {
     /// Allowed origins (`https://a.example`), or `*`.
@@ -375,7 +374,7 @@ impl Default for CorsSettings {
     }
 }
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct IpFilterSettings {
     /// CIDRs (`10.0.0.0/8`, `::1/128`) or addresses; empty: everyone not denied.
@@ -384,37 +383,41 @@ pub struct IpFilterSettings {
     pub deny: Vec<Parsed<IpNet>>,
 }
 
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BodyLimitSettings {
     #[serde(deserialize_with = "size")]
+    #[schemars(with = "ByteSize")]
     pub max: u64,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct FaultSettings {
     pub delay: Option<FaultDelaySettings>,
     pub abort: Option<FaultAbortSettings>,
 }
 
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FaultDelaySettings {
     #[serde(deserialize_with = "duration", serialize_with = "human")]
     pub duration: Duration,
     /// Share of requests delayed, 0 to 100.
     #[serde(deserialize_with = "percent")]
+    #[schemars(range(min = 0, max = 100))]
     pub percent: f64,
 }
 
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FaultAbortSettings {
     /// 400-599.
     #[serde(deserialize_with = "error_status", serialize_with = "status_number")]
+    #[schemars(with = "u16", range(min = 400, max = 599))]
     pub status: StatusCode,
     /// Share of requests answered with `status`, 0 to 100.
     #[serde(deserialize_with = "percent")]
+    #[schemars(range(min = 0, max = 100))]
     pub percent: f64,
 }

@@ -3,12 +3,13 @@
 
 use std::time::Duration;
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
-use super::schema::{duration, optional_size, size};
+use super::units::{duration, human, optional_size, size, ByteSize};
 
 /// HTTP/3 limits for one listener's QUIC endpoint.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct H3Settings {
     /// Request streams a client may have open at once (QUIC
@@ -16,17 +17,20 @@ pub struct H3Settings {
     pub max_concurrent_streams: u32,
     /// A connection with no packet for this long is closed (QUIC
     /// `max_idle_timeout`).
-    #[serde(deserialize_with = "duration")]
+    #[serde(deserialize_with = "duration", serialize_with = "human")]
     pub idle_timeout: Duration,
     /// Decoded field section (header list) size; past it the request gets
     /// 431 (SETTINGS_MAX_FIELD_SECTION_SIZE). Default: `limits.max_header_bytes`.
     #[serde(deserialize_with = "optional_size")]
+    #[schemars(with = "Option<ByteSize>")]
     pub max_field_section_size: Option<u64>,
     /// Flow-control window per stream: what a client may send ahead.
     #[serde(deserialize_with = "size")]
+    #[schemars(with = "ByteSize")]
     pub stream_window: u64,
     /// Flow-control window per connection.
     #[serde(deserialize_with = "size")]
+    #[schemars(with = "ByteSize")]
     pub connection_window: u64,
     /// When a new connection's source address is validated by a Retry
     /// packet (RFC 9000 8.1.2) before any handshake state is kept.
@@ -47,7 +51,7 @@ impl Default for H3Settings {
 }
 
 /// Address validation by Retry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RetryMode {
     /// Only while many handshakes are in progress (a flood): one round

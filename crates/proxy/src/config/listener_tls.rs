@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_saphyr::{Location, Spanned};
 use tls::{
     rustls::{CipherSuite, NamedGroup},
@@ -12,25 +13,32 @@ use tls::{
 };
 
 use super::{
-    schema::duration,
     typed::{Parsed, Setting},
+    units::{duration, human},
     validate::Problem,
 };
 
 /// A TLS listener's certificate, client verification and protocol policy.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListenerTlsSettings {
     /// PEM certificate chain, leaf first; re-read on SIGHUP.
+    #[schemars(with = "String")]
     pub cert: Spanned<String>,
     /// PEM private key; re-read on SIGHUP.
+    #[schemars(with = "String")]
     pub key: Spanned<String>,
     /// PEM CA certificates: when set, clients must present a certificate
     /// they signed (mTLS).
     #[serde(default)]
+    #[schemars(with = "Option<String>")]
     pub client_ca: Option<Spanned<String>>,
     /// A client must finish the handshake within this.
-    #[serde(default = "default_handshake_timeout", deserialize_with = "duration")]
+    #[serde(
+        default = "default_handshake_timeout",
+        deserialize_with = "duration",
+        serialize_with = "human"
+    )]
     pub handshake_timeout: Duration,
     /// The oldest TLS version accepted: `"1.2"` or `"1.3"`.
     #[serde(default = "default_min_version")]
@@ -50,7 +58,7 @@ pub struct ListenerTlsSettings {
 }
 
 /// `tls.acme`: how a listener's certificate is obtained and renewed.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AcmeSettings {
     /// The CA's directory URL.
@@ -75,10 +83,18 @@ pub struct AcmeSettings {
     #[serde(default)]
     pub ca_file: Option<String>,
     /// Renew when the certificate has less than this left.
-    #[serde(default = "default_renew_before", deserialize_with = "duration")]
+    #[serde(
+        default = "default_renew_before",
+        deserialize_with = "duration",
+        serialize_with = "human"
+    )]
     pub renew_before: Duration,
     /// How often the certificate's expiry (and the file on disk) is checked.
-    #[serde(default = "default_check_every", deserialize_with = "duration")]
+    #[serde(
+        default = "default_check_every",
+        deserialize_with = "duration",
+        serialize_with = "human"
+    )]
     pub check_every: Duration,
     /// An ACME profile the CA offers (`shortlived`, ...).
     #[serde(default)]
@@ -86,7 +102,7 @@ pub struct AcmeSettings {
 }
 
 /// The ACME challenge a listener answers.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 pub enum AcmeChallenge {
     #[default]
     #[serde(rename = "http-01")]

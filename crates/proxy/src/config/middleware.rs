@@ -8,8 +8,10 @@
 
 use std::{collections::BTreeMap, fmt};
 
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{
     de::{self, MapAccess, Visitor},
+    ser::SerializeMap,
     Deserialize, Deserializer, Serialize, Serializer,
 };
 use serde_saphyr::Spanned;
@@ -23,7 +25,7 @@ use super::{auth::*, compress::*, grpc_web::GrpcWebSettings, handlers::*};
 /// To add a handler: its settings struct in config/handlers.rs, its file
 /// middleware/NAME.rs (the handler, `impl Build` for its settings, its
 /// unit tests; `mod NAME;` in middleware/mod.rs), and one line here.
-/// The [`Handler`] enum, [`HANDLER_TYPES`], the parsing of `middleware:`
+/// The [`HandlerSettings`] enum, [`HANDLER_TYPES`], the parsing of `middleware:`
 /// and the middleware layer's build dispatch are all made from this list.
 macro_rules! for_each_handler {
     ($then:ident) => {
@@ -51,7 +53,7 @@ macro_rules! for_each_handler {
 }
 pub(crate) use for_each_handler;
 
-/// The [`Handler`] enum and what goes with it, from [`for_each_handler`].
+/// The [`HandlerSettings`] enum and what goes with it, from [`for_each_handler`].
 macro_rules! handler_settings {
     (@defaults $settings:ident defaults) => {
         Some(Self::$settings($settings::default()))
@@ -61,21 +63,42 @@ macro_rules! handler_settings {
     };
     ($($name:literal => $settings:ident $(, $defaults:ident)?;)*) => {
         /// One handler's type and settings.
-        #[derive(Debug, Clone, Deserialize, Serialize)]
-        pub enum Handler {
+        #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+        pub enum HandlerSettings {
             $(#[serde(rename = $name)] $settings($settings),)*
         }
 
         /// The handler type names, as written in chains and `middleware:`.
         pub const HANDLER_TYPES: &[&str] = &[$($name),*];
 
-        impl Handler {
+        impl HandlerSettings {
             /// The settings a chain gets when it names a type without a
             /// `middleware:` entry; `None` when the type has required settings.
             pub fn defaults(kind: &str) -> Option<Self> {
                 match kind {
                     $($name => handler_settings!(@defaults $settings $($defaults)?),)*
                     _ => None,
+                }
+            }
+
+            /// Its type's name, as written in chains and `middleware:`.
+            pub fn kind(&self) -> &'static str {
+                match self {
+                    $(Self::$settings(_) => $name,)*
+                }
+            }
+
+            /// Each type's name and the schema of its settings.
+            pub(super) fn settings_schemas(
+                generator: &mut SchemaGenerator,
+            ) -> Vec<(&'static str, Schema)> {
+                vec![$(($name, generator.subschema_for::<$settings>()),)*]
+            }
+
+            /// Serialises the settings alone, without the type.
+            fn serialize_settings<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                match self {
+                    $(Self::$settings(settings) => settings.serialize(serializer),)*
                 }
             }
 
@@ -97,11 +120,27 @@ for_each_handler!(handler_settings);
 
 /// Handler instances by name.
 #[derive(Debug, Default, Clone)]
-pub struct MiddlewareSettings(pub BTreeMap<String, Handler>);
+pub struct MiddlewareSettings(pub BTreeMap<String, HandlerSettings>);
 
+/// As it is written: an instance named after its type as its settings,
+/// any other as `{ TYPE: settings }`.
 impl Serialize for MiddlewareSettings {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(serializer)
+        struct SettingsOnly<'a>(&'a HandlerSettings);
+        impl Serialize for SettingsOnly<'_> {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                self.0.serialize_settings(serializer)
+            }
+        }
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (name, handler) in &self.0 {
+            if handler.kind() == name {
+                map.serialize_entry(name, &SettingsOnly(handler))?;
+            } else {
+                map.serialize_entry(name, handler)?;
+            }
+        }
+        map.end()
     }
 }
 
@@ -124,7 +163,7 @@ impl<'de> Visitor<'de> for MiddlewareVisitor {
         let mut handlers = BTreeMap::new();
         while let Some(name) = map.next_key::<String>()? {
             // Named after its type: the settings; else `{ TYPE: settings }`.
-            let handler = match Handler::next_settings(&name, &mut map)? {
+            let handler = match HandlerSettings::next_settings(&name, &mut map)? {
                 Some(handler) => handler,
                 None => map.next_value()?,
             };

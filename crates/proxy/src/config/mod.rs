@@ -1,5 +1,9 @@
-//! The proxy's YAML configuration (docs/CONFIG.md lists every key;
-//! crates/proxy/tests/it/config_doc.rs checks that it does).
+//! The proxy's YAML configuration. The types here are the one schema:
+//! they read the file, serialise as `/config` (every default shown,
+//! every [`Secret`] redacted) and generate its JSON Schema
+//! ([`json_schema`], `sluice proxy --schema`). docs/CONFIG.md documents
+//! every key of that schema (crates/proxy/tests/it/config_doc.rs checks
+//! it, both ways).
 //!
 //! Loading is three steps, each failing with a [`ConfigError`] that names
 //! the file, line, column and key: `${VAR}` substitution, parsing into the
@@ -16,6 +20,7 @@ mod error;
 pub mod gateway;
 mod grpc_web;
 mod handlers;
+mod json_schema;
 mod listener_h3;
 mod listener_tls;
 mod middleware;
@@ -25,8 +30,10 @@ mod route_checks;
 mod route_patterns;
 mod routes;
 mod schema;
+mod secret;
 mod traces;
 mod typed;
+mod units;
 mod validate;
 
 use std::path::Path;
@@ -41,6 +48,7 @@ pub use error::ConfigError;
 pub use gateway::GatewayApiSettings;
 pub use grpc_web::GrpcWebSettings;
 pub use handlers::*;
+pub use json_schema::{every_key_required, json_schema};
 pub use listener_h3::{H3Settings, RetryMode, RETRY_AUTO_ABOVE};
 pub use listener_tls::{AcmeChallenge, AcmeSettings, ListenerTlsSettings};
 pub use middleware::*;
@@ -49,6 +57,7 @@ pub use proxy_protocol::*;
 pub use route_patterns::{literal_start, Pattern};
 pub use routes::*;
 pub use schema::*;
+pub use secret::{redacted_marker, secret_name, Secret};
 pub use traces::*;
 pub use typed::*;
 
@@ -155,6 +164,31 @@ pub fn parse(
     }
     config.substituted = Substituted(substituted);
     Ok(config)
+}
+
+/// The file as a JSON document after `${VAR}` substitution: what
+/// [`json_schema`] describes (an editor sees the text before it).
+pub fn document(
+    text: &str,
+    file: &Path,
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<serde_json::Value, ConfigError> {
+    let at = |line: usize, column: usize, message: String| ConfigError {
+        file: file.to_path_buf(),
+        line,
+        column,
+        key: String::new(),
+        message: one_line(message),
+    };
+    let (text, substituted) =
+        env::substitute(text, &lookup).map_err(|err| at(err.line, err.column, err.message))?;
+    serde_saphyr::from_str(&text).map_err(|err| {
+        let (line, column) = err
+            .location()
+            .map_or((0, 0), |l| (l.line() as usize, l.column() as usize));
+        let message = err.to_string();
+        at(line, column, scrub(message, &substituted))
+    })
 }
 
 /// `message` with every value of `substituted` (of 4 characters or more:

@@ -1,10 +1,11 @@
 //! The `paths` section: how request targets are normalised before routing
 //! (docs/CONFIG.md, "Request normalisation"; the work is `wire::normalize`).
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 /// Path normalisation settings, the same for every listener and route.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct PathSettings {
     /// `//` counts as `/` (for routing, and in the path sent upstream).
@@ -39,7 +40,7 @@ impl Default for PathSettings {
 }
 
 /// Which spelling of the target and Host the upstream receives.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Forward {
     /// What routing saw, so proxy and upstream agree on what was asked.
@@ -50,7 +51,7 @@ pub enum Forward {
 }
 
 /// What to do with an encoded slash or backslash in a path.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EscapedSlash {
     /// 400: whether it separates segments depends on the backend.
@@ -63,7 +64,7 @@ pub enum EscapedSlash {
 }
 
 /// What to do with `;` path parameters.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Semicolon {
     /// An ordinary character, for routing and upstream alike.
@@ -77,7 +78,7 @@ pub enum Semicolon {
 }
 
 /// How route paths compare with request paths.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Case {
     /// `/ADMIN` matches a route for `/admin` (the upstream still receives
@@ -91,7 +92,7 @@ pub enum Case {
 
 /// What to do with an encoded `%` that, decoded once more, would be an
 /// escape itself (`%2561` is `%61`, which is `a`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DoubleEncoding {
     /// Kept as `%25` (RFC 3986: it is the character `%`, not an escape);
@@ -106,7 +107,7 @@ pub enum DoubleEncoding {
 /// another path or method than the one routed (`X-Original-URL`,
 /// `X-Rewrite-URL`, `X-HTTP-Method-Override`, `X-HTTP-Method`,
 /// `X-Method-Override`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OverrideHeaders {
     /// Removed from every request before it goes upstream.

@@ -4,7 +4,8 @@
 
 use http::HeaderName;
 use ipnet::IpNet;
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_saphyr::Location;
 
 use super::{
@@ -15,7 +16,7 @@ use super::{
 
 /// A listener whose clients come through a load balancer that sends the
 /// PROXY protocol.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListenerProxySettings {
     /// Which versions are accepted.
@@ -42,7 +43,7 @@ impl ListenerProxySettings {
 }
 
 /// `v1`, `v2` or `any`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ProxyVersions {
     V1,
@@ -51,7 +52,7 @@ pub enum ProxyVersions {
 }
 
 /// The TLVs sent on as request headers, each under the name given.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TlvHeaders {
     pub alpn: Option<Parsed<HeaderName>>,
@@ -83,7 +84,7 @@ impl TlvHeaders {
 }
 
 /// The version of the header sent to an upstream's hosts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SendProxyVersion {
     V1,

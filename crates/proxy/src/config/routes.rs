@@ -9,27 +9,30 @@
 
 use std::time::Duration;
 
-use serde::{de::Error as _, Deserialize, Deserializer};
+use schemars::JsonSchema;
+use serde::{de::Error as _, Deserialize, Deserializer, Serialize};
 use serde_saphyr::Spanned;
 
 use super::{
-    balance::{optional_duration, RetryOn},
+    balance::RetryOn,
     handlers::{HeaderFields, HeaderRuleSettings},
     middleware::ChainRef,
     route_patterns::Pattern,
-    schema::duration,
     typed::Parsed,
+    units::{duration, human, optional_duration, optional_human},
 };
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RouteSettings {
     /// Starts with `/` (a `regex` is matched against the whole path).
+    #[schemars(with = "String")]
     pub path: Spanned<String>,
     #[serde(default, rename = "match")]
     pub match_kind: PathMatch,
     /// Empty: any method.
     #[serde(default)]
+    #[schemars(with = "Vec<String>")]
     pub methods: Vec<Spanned<String>>,
     /// Matches the request's host (without port) when set; `*.example.com`
     /// matches any name below `example.com`.
@@ -37,25 +40,32 @@ pub struct RouteSettings {
     pub host: Option<String>,
     /// More host names (either key, or both).
     #[serde(default)]
+    #[schemars(with = "Vec<String>")]
     pub hosts: Vec<Spanned<String>>,
     /// Every one must match.
     #[serde(default)]
+    #[schemars(with = "Vec<FieldMatchSettings>")]
     pub headers: Vec<Spanned<FieldMatchSettings>>,
     /// Every one must match (first occurrence of each name).
     #[serde(default)]
+    #[schemars(with = "Vec<FieldMatchSettings>")]
     pub query: Vec<Spanned<FieldMatchSettings>>,
     /// Where requests go; or `backends`, or an answer (`redirect`, `respond`).
     #[serde(default)]
+    #[schemars(with = "Option<String>")]
     pub upstream: Option<Spanned<String>>,
     /// Several upstreams with weights.
     #[serde(default)]
+    #[schemars(with = "Vec<BackendSettings>")]
     pub backends: Vec<Spanned<BackendSettings>>,
     /// The handlers requests on this route pass; absent or `[]`: none.
     #[serde(default)]
+    #[schemars(with = "Option<ChainRef>")]
     pub chain: Option<Spanned<ChainRef>>,
     /// Protocols a request on this route may upgrade to (`Upgrade`);
     /// others are removed from the request, and `h2c` always is.
     #[serde(default = "default_upgrades")]
+    #[schemars(with = "Vec<String>")]
     pub upgrades: Vec<Spanned<String>>,
     /// What becomes of an HTTP/2 client's request trailers.
     #[serde(default)]
@@ -68,20 +78,25 @@ pub struct RouteSettings {
     pub response_headers: Option<HeaderRuleSettings>,
     /// Answer with a redirect instead of forwarding.
     #[serde(default)]
+    #[schemars(with = "Option<RedirectSettings>")]
     pub redirect: Option<Spanned<RedirectSettings>>,
     /// A new host or path for the upstream.
     #[serde(default)]
+    #[schemars(with = "Option<RewriteSettings>")]
     pub rewrite: Option<Spanned<RewriteSettings>>,
     /// Answer with this instead of forwarding.
     #[serde(default)]
+    #[schemars(with = "Option<RespondSettings>")]
     pub respond: Option<Spanned<RespondSettings>>,
     /// Copies of the requests, sent and forgotten.
     #[serde(default)]
+    #[schemars(with = "Vec<MirrorSettings>")]
     pub mirror: Vec<Spanned<MirrorSettings>>,
     #[serde(default)]
     pub timeouts: RouteTimeoutSettings,
     /// Replaces the upstream's retry settings for this route.
     #[serde(default)]
+    #[schemars(with = "Option<RouteRetrySettings>")]
     pub retries: Option<Spanned<RouteRetrySettings>>,
     /// Where the route came from (not a key of the file).
     #[serde(skip)]
@@ -104,7 +119,7 @@ pub struct RouteOrigin {
 
 /// Where an HTTP/2 client's request trailers go (the fields the head
 /// rules control never pass, whatever this says).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TrailerPolicy {
     /// To HTTP/2 upstreams (gRPC), not to HTTP/1.1 ones (as Envoy).
@@ -121,7 +136,7 @@ pub(super) fn default_upgrades() -> Vec<Spanned<String>> {
     vec![Spanned::new("websocket".into(), unknown, unknown)]
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PathMatch {
     #[default]
@@ -133,7 +148,7 @@ pub enum PathMatch {
 
 /// One header or query parameter condition: `value` (exact), `regex`
 /// (the whole value), or `present: true|false`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FieldMatchSettings {
     pub name: String,
@@ -146,9 +161,10 @@ pub struct FieldMatchSettings {
 }
 
 /// One upstream of a route's weighted backends.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BackendSettings {
+    #[schemars(with = "String")]
     pub upstream: Spanned<String>,
     /// Its share among the route's backends; 0: no traffic.
     #[serde(default = "one")]
@@ -169,7 +185,7 @@ fn one() -> u32 {
 }
 
 /// A redirect: each part absent keeps the request's.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RedirectSettings {
     /// `http` or `https`; absent: the request's.
@@ -193,7 +209,7 @@ fn found() -> u16 {
 }
 
 /// A new path: the whole of it, or the part the route's prefix matched.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
 pub enum PathRewriteSettings {
     Full(String),
@@ -201,7 +217,7 @@ pub enum PathRewriteSettings {
 }
 
 /// What the upstream receives instead of the request's host or path.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RewriteSettings {
     #[serde(default)]
@@ -211,7 +227,7 @@ pub struct RewriteSettings {
 }
 
 /// An answer of the route's own (a maintenance page, a health stub).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RespondSettings {
     pub status: u16,
@@ -222,9 +238,10 @@ pub struct RespondSettings {
 }
 
 /// A copy of each request (or of a share of them) to another upstream.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MirrorSettings {
+    #[schemars(with = "String")]
     pub upstream: Spanned<String>,
     /// The share of requests copied, 0 to 100.
     #[serde(default = "hundred", deserialize_with = "share")]
@@ -254,27 +271,39 @@ fn share<'de, D: Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
 }
 
 /// A route's own timeouts; `0s` turns one off.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RouteTimeoutSettings {
     /// From the first attempt to the response head, retries included; past it, 504.
-    #[serde(default, deserialize_with = "optional_duration")]
+    #[serde(
+        default,
+        deserialize_with = "optional_duration",
+        serialize_with = "optional_human"
+    )]
     pub request: Option<Duration>,
     /// One attempt, in place of the upstream's `timeouts.request`.
-    #[serde(default, deserialize_with = "optional_duration")]
+    #[serde(
+        default,
+        deserialize_with = "optional_duration",
+        serialize_with = "optional_human"
+    )]
     pub backend_request: Option<Duration>,
 }
 
 /// A route's retries, in place of its upstream's `retries`, `retry_on`
 /// and `retry_backoff` (its `retry_budget` is not spent).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RouteRetrySettings {
     /// Further attempts after the first.
     pub attempts: u32,
     #[serde(default = "connect_failure")]
     pub on: Vec<RetryOn>,
-    #[serde(default = "default_backoff", deserialize_with = "duration")]
+    #[serde(
+        default = "default_backoff",
+        deserialize_with = "duration",
+        serialize_with = "human"
+    )]
     pub backoff: Duration,
 }
 

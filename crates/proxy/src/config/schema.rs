@@ -3,15 +3,15 @@
 
 use std::{collections::BTreeMap, time::Duration};
 
-use serde::{de::Error as _, Deserialize, Deserializer};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_saphyr::Spanned;
 
 use super::{
     admin::{AdminSettings, Substituted},
     balance::{
-        at_least_one, default_max_connecting, default_retry_backoff, default_retry_on,
-        optional_duration, Balance, HashSettings, HealthSettings, HostSettings,
-        RetryBudgetSettings, RetryOn, StickySettings,
+        at_least_one, default_max_connecting, default_retry_backoff, default_retry_on, Balance,
+        HashSettings, HealthSettings, HostSettings, RetryBudgetSettings, RetryOn, StickySettings,
     },
     discovery::DiscoverySettings,
     listener_h3::H3Settings,
@@ -21,10 +21,11 @@ use super::{
     proxy_protocol::{ListenerProxySettings, SendProxyVersion},
     routes::RouteSettings,
     traces::TracesSettings,
+    units::{duration, human, optional_duration, optional_human, optional_size, size, ByteSize},
 };
 
 /// A whole configuration file.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Worker threads; default: the number of CPUs.
@@ -45,6 +46,7 @@ pub struct Config {
     pub middleware: MiddlewareSettings,
     /// Named lists of handlers that routes refer to.
     #[serde(default)]
+    #[schemars(with = "BTreeMap<String, Vec<String>>")]
     pub chains: Chains,
     #[serde(default)]
     pub admin: Option<AdminSettings>,
@@ -52,7 +54,7 @@ pub struct Config {
     pub limits: LimitSettings,
     /// HTTP/2 settings and safety limits for client connections.
     #[serde(default)]
-    pub http2: Http2,
+    pub http2: Http2Settings,
     #[serde(default)]
     pub forwarded: ForwardedSettings,
     /// How request targets are normalised before routing.
@@ -79,7 +81,7 @@ pub struct Config {
 }
 
 /// How worker threads share the work (docs/PERFORMANCE.md has the measurements).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Runtime {
     /// A single-threaded runtime per worker, each with its own
@@ -90,10 +92,11 @@ pub enum Runtime {
     MultiThread,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListenerSettings {
     /// `IP:PORT`.
+    #[schemars(with = "String")]
     pub address: Spanned<String>,
     /// Serve TLS (ALPN h2 and http/1.1); absent: plaintext HTTP/1.1 and
     /// h2c with prior knowledge on the same port.
@@ -121,7 +124,7 @@ pub struct ListenerSettings {
 }
 
 /// An HTTP version a listener serves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum HttpVersion {
     Http1,
@@ -136,23 +139,27 @@ fn both_versions() -> Vec<HttpVersion> {
 
 /// HTTP/2 limits for client connections (RFC 9113 settings, and the
 /// flood mitigations that keep a hostile peer from costing us memory).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
-pub struct Http2 {
+pub struct Http2Settings {
     /// Streams a client may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS).
     pub max_concurrent_streams: u32,
     /// Decoded header list size; past it the stream is refused (default:
     /// `limits.max_header_bytes`).
     #[serde(deserialize_with = "optional_size")]
+    #[schemars(with = "Option<ByteSize>")]
     pub max_header_list_bytes: Option<u64>,
     /// Largest frame payload we accept, 16 KiB to 16 MiB.
     #[serde(deserialize_with = "size")]
+    #[schemars(with = "ByteSize")]
     pub max_frame_bytes: u64,
     /// Flow-control window per stream.
     #[serde(deserialize_with = "size")]
+    #[schemars(with = "ByteSize")]
     pub stream_window: u64,
     /// Flow-control window per connection.
     #[serde(deserialize_with = "size")]
+    #[schemars(with = "ByteSize")]
     pub connection_window: u64,
     /// Streams a client may reset before we accept them (rapid reset,
     /// CVE-2023-44487); past it, GOAWAY.
@@ -162,7 +169,7 @@ pub struct Http2 {
     /// Streams a client may reset before their response completes within
     /// `premature_reset_window`; past it, GOAWAY (ENHANCE_YOUR_CALM).
     pub max_premature_resets: u32,
-    #[serde(deserialize_with = "duration")]
+    #[serde(deserialize_with = "duration", serialize_with = "human")]
     pub premature_reset_window: Duration,
     /// Huffman-code the header strings sent to clients where that is
     /// shorter (as nginx); off, they go as they are (as HAProxy), which
@@ -170,7 +177,7 @@ pub struct Http2 {
     pub huffman: bool,
 }
 
-impl Default for Http2 {
+impl Default for Http2Settings {
     fn default() -> Self {
         Self {
             max_concurrent_streams: 128,
@@ -187,10 +194,11 @@ impl Default for Http2 {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpstreamSettings {
     /// `http://HOST:PORT`, or `{ url, weight }`, for each host.
+    #[schemars(with = "Vec<HostSettings>")]
     pub hosts: Vec<Spanned<HostSettings>>,
     #[serde(default)]
     pub balance: Balance,
@@ -201,7 +209,11 @@ pub struct UpstreamSettings {
     #[serde(default)]
     pub sticky: Option<StickySettings>,
     /// Ramps the share of a host that comes back (or is new) over this long.
-    #[serde(default, deserialize_with = "optional_duration")]
+    #[serde(
+        default,
+        deserialize_with = "optional_duration",
+        serialize_with = "optional_human"
+    )]
     pub slow_start: Option<Duration>,
     /// What a request is retried on (up to `retries`).
     #[serde(default = "default_retry_on")]
@@ -210,7 +222,11 @@ pub struct UpstreamSettings {
     #[serde(default)]
     pub retry_budget: Option<RetryBudgetSettings>,
     /// The base of the jittered exponential backoff between attempts.
-    #[serde(default = "default_retry_backoff", deserialize_with = "duration")]
+    #[serde(
+        default = "default_retry_backoff",
+        deserialize_with = "duration",
+        serialize_with = "human"
+    )]
     pub retry_backoff: Duration,
     /// Requests in flight to one host at most; more wait (`max_pending`).
     #[serde(default)]
@@ -247,7 +263,7 @@ pub struct UpstreamSettings {
 }
 
 /// What a proxy speaks to an upstream.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Protocol {
     /// HTTP/1.1 keep-alive, over TCP (`http://`) or TLS (`https://`).
@@ -260,18 +276,21 @@ pub enum Protocol {
 }
 
 /// How the proxy checks and authenticates to `https://` upstream hosts.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpstreamTlsSettings {
     /// PEM CA certificates to verify the hosts with; default: the
     /// built-in web roots.
     #[serde(default)]
+    #[schemars(with = "Option<String>")]
     pub ca: Option<Spanned<String>>,
     /// PEM client certificate chain, for upstreams that want mTLS.
     #[serde(default)]
+    #[schemars(with = "Option<String>")]
     pub cert: Option<Spanned<String>>,
     /// Its PEM private key.
     #[serde(default)]
+    #[schemars(with = "Option<String>")]
     pub key: Option<Spanned<String>>,
     /// The name sent as SNI and checked against the certificate; default:
     /// the host of each URL.
@@ -283,17 +302,17 @@ fn default_retries() -> u32 {
     2
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct TimeoutSettings {
-    #[serde(deserialize_with = "duration")]
+    #[serde(deserialize_with = "duration", serialize_with = "human")]
     pub connect: Duration,
     /// From sending the request to the end of the response head: past it, 504.
-    #[serde(deserialize_with = "duration")]
+    #[serde(deserialize_with = "duration", serialize_with = "human")]
     pub request: Duration,
     /// Waiting for a connection to a host (`max_connections`,
     /// `max_connecting`): past it, 503.
-    #[serde(deserialize_with = "duration")]
+    #[serde(deserialize_with = "duration", serialize_with = "human")]
     pub queue: Duration,
 }
 
@@ -307,12 +326,12 @@ impl Default for TimeoutSettings {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct PoolSettings {
     /// Idle keep-alive connections kept per host.
     pub max_idle: usize,
-    #[serde(deserialize_with = "duration")]
+    #[serde(deserialize_with = "duration", serialize_with = "human")]
     pub idle_timeout: Duration,
 }
 
@@ -325,28 +344,30 @@ impl Default for PoolSettings {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct LimitSettings {
     /// A client must send a whole request head within this (slowloris).
-    #[serde(deserialize_with = "duration")]
+    #[serde(deserialize_with = "duration", serialize_with = "human")]
     pub header_read_timeout: Duration,
     /// A keep-alive connection without a request for this long is closed.
-    #[serde(deserialize_with = "duration")]
+    #[serde(deserialize_with = "duration", serialize_with = "human")]
     pub idle_timeout: Duration,
     /// Request line and headers; past it, 431.
     #[serde(deserialize_with = "size")]
+    #[schemars(with = "ByteSize")]
     pub max_header_bytes: u64,
     /// Request body; past it, 413.
     #[serde(deserialize_with = "size")]
+    #[schemars(with = "ByteSize")]
     pub max_body_bytes: u64,
     pub max_connections: usize,
     /// A response that makes no progress towards the client for this long
     /// (a client that stops reading) ends its connection (HTTP/1.1) or stream (HTTP/2).
-    #[serde(deserialize_with = "duration")]
+    #[serde(deserialize_with = "duration", serialize_with = "human")]
     pub send_timeout: Duration,
     /// In-flight requests may finish for this long after SIGTERM.
-    #[serde(deserialize_with = "duration")]
+    #[serde(deserialize_with = "duration", serialize_with = "human")]
     pub shutdown_deadline: Duration,
 }
 
@@ -365,7 +386,7 @@ impl Default for LimitSettings {
 }
 
 /// X-Forwarded-For/-Proto/-Host handling.
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct ForwardedSettings {
     /// Keep (and append to) the client's own X-Forwarded-* headers;
@@ -373,7 +394,7 @@ pub struct ForwardedSettings {
     pub trust: bool,
 }
 
-#[derive(Debug, Default, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct LogSettings {
     pub format: LogFormat,
@@ -381,63 +402,10 @@ pub struct LogSettings {
     pub level: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LogFormat {
     #[default]
     Text,
     Json,
-}
-
-/// `1s`, `250ms`, `2m` (humantime).
-pub(super) fn duration<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
-    let text = String::deserialize(deserializer)?;
-    humantime::parse_duration(&text).map_err(|err| {
-        D::Error::custom(format!(
-            "invalid duration `{text}` ({err}); use e.g. 10s or 250ms"
-        ))
-    })
-}
-
-/// A byte count: an integer, or a number with B, KB, KiB, MB, MiB, GB or GiB.
-pub(super) fn size<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u64, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Raw {
-        Number(u64),
-        Text(String),
-    }
-    match Raw::deserialize(deserializer)? {
-        Raw::Number(n) => Ok(n),
-        Raw::Text(text) => parse_size(&text).ok_or_else(|| {
-            D::Error::custom(format!(
-                "invalid size `{text}`; use e.g. 32KiB, 10MB or 4096"
-            ))
-        }),
-    }
-}
-
-pub(super) fn optional_size<'de, D: Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<u64>, D::Error> {
-    size(deserializer).map(Some)
-}
-
-pub(crate) fn parse_size(text: &str) -> Option<u64> {
-    let text = text.trim();
-    let digits = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let number: u64 = text[..digits].parse().ok()?;
-    let multiplier = match text[digits..].trim() {
-        "" | "B" => 1,
-        "KB" => 1_000,
-        "KiB" => 1 << 10,
-        "MB" => 1_000_000,
-        "MiB" => 1 << 20,
-        "GB" => 1_000_000_000,
-        "GiB" => 1 << 30,
-        _ => return None,
-    };
-    number.checked_mul(multiplier)
 }

@@ -179,12 +179,12 @@ fn unreadable_files_name_the_file() {
 
 #[test]
 fn sizes() {
-    assert_eq!(schema::parse_size("4096"), Some(4096));
-    assert_eq!(schema::parse_size("32KiB"), Some(32 * 1024));
-    assert_eq!(schema::parse_size("10 MB"), Some(10_000_000));
-    assert_eq!(schema::parse_size("1GiB"), Some(1 << 30));
-    assert_eq!(schema::parse_size("1.5MB"), None);
-    assert_eq!(schema::parse_size("MB"), None);
+    assert_eq!(units::parse_size("4096"), Some(4096));
+    assert_eq!(units::parse_size("32KiB"), Some(32 * 1024));
+    assert_eq!(units::parse_size("10 MB"), Some(10_000_000));
+    assert_eq!(units::parse_size("1GiB"), Some(1 << 30));
+    assert_eq!(units::parse_size("1.5MB"), None);
+    assert_eq!(units::parse_size("MB"), None);
 }
 
 const CHAINED: &str = "\
@@ -213,7 +213,7 @@ fn chains_and_middleware_parse() {
     let config = parse_str(CHAINED).unwrap();
     assert!(matches!(
         config.middleware.0["limit"],
-        Handler::RateLimitSettings(_)
+        HandlerSettings::RateLimitSettings(_)
     ));
     assert_eq!(config.chains["default"].len(), 3);
     assert!(matches!(

@@ -6,12 +6,13 @@
 
 use std::{collections::BTreeMap, path::PathBuf, time::Duration};
 
-use serde::{de::Error as _, Deserialize, Deserializer};
+use schemars::JsonSchema;
+use serde::{de::Error as _, Deserialize, Deserializer, Serialize};
 
-use super::schema::duration;
+use super::units::{optional_duration, optional_human};
 
 /// Spans of requests, sent to an OpenTelemetry collector.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TracesSettings {
     #[serde(default)]
@@ -37,7 +38,7 @@ pub struct TracesSettings {
     pub query: QueryPolicy,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum QueryPolicy {
     #[default]
@@ -54,7 +55,7 @@ fn default_batch() -> usize {
     512
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OtlpSettings {
     /// `http://HOST:PORT` (gRPC: the collector's 4317; HTTP: 4318, the
@@ -69,7 +70,11 @@ pub struct OtlpSettings {
     #[serde(default)]
     pub compression: Option<Compression>,
     /// One export request at most; default 10s.
-    #[serde(default, deserialize_with = "optional_duration")]
+    #[serde(
+        default,
+        deserialize_with = "optional_duration",
+        serialize_with = "optional_human"
+    )]
     pub timeout: Option<Duration>,
     /// `https://` endpoints: the CA certificates (PEM) the collector's
     /// certificate is checked against (`OTEL_EXPORTER_OTLP_CERTIFICATE`);
@@ -85,7 +90,7 @@ pub struct OtlpSettings {
     pub key_file: Option<PathBuf>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 pub enum OtlpProtocol {
     #[serde(rename = "grpc")]
     Grpc,
@@ -93,24 +98,20 @@ pub enum OtlpProtocol {
     HttpProtobuf,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Compression {
     Gzip,
     None,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SamplerSettings {
     /// Sample this share of new traces (0 to 1); a request with a
     /// `traceparent` follows its parent's decision.
     #[serde(default, deserialize_with = "optional_ratio")]
     pub parent_based_ratio: Option<f64>,
-}
-
-fn optional_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-    duration(d).map(Some)
 }
 
 fn optional_ratio<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {

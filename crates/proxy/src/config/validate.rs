@@ -6,8 +6,8 @@ use serde_saphyr::Location;
 
 use super::{
     handlers::JwtSettings,
-    middleware::{ChainRef, Handler, HANDLER_TYPES},
-    schema::{Config, Http2, HttpVersion, Protocol, UpstreamSettings},
+    middleware::{ChainRef, HandlerSettings, HANDLER_TYPES},
+    schema::{Config, Http2Settings, HttpVersion, Protocol, UpstreamSettings},
 };
 
 /// Where, which key, and what is wrong.
@@ -126,8 +126,9 @@ pub(crate) fn check(config: &Config) -> Result<(), Problem> {
 
 /// Chains name defined handlers; a `jwt` has keys and algorithms.
 fn check_middleware(config: &Config) -> Result<(), Problem> {
-    let known =
-        |name: &str| config.middleware.0.contains_key(name) || Handler::defaults(name).is_some();
+    let known = |name: &str| {
+        config.middleware.0.contains_key(name) || HandlerSettings::defaults(name).is_some()
+    };
     let unknown = |name: &str| {
         let hint = if HANDLER_TYPES.contains(&name) {
             format!("`{name}` needs settings under `middleware.{name}`")
@@ -178,7 +179,7 @@ fn check_middleware(config: &Config) -> Result<(), Problem> {
         }
     }
     for (name, handler) in &config.middleware.0 {
-        if let Handler::JwtSettings(jwt) = handler {
+        if let HandlerSettings::JwtSettings(jwt) = handler {
             check_jwt(name, jwt)?;
         }
     }
@@ -245,7 +246,7 @@ fn check_upstream_tls(name: &str, upstream: &UpstreamSettings) -> Result<(), Pro
     Ok(())
 }
 
-fn check_http2(http2: &Http2) -> Result<(), Problem> {
+fn check_http2(http2: &Http2Settings) -> Result<(), Problem> {
     let window = |value: u64, key: &str| {
         if !(65_535..=(1 << 31) - 1).contains(&value) {
             return Err((

@@ -220,10 +220,10 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::config::SecretText;
+    use crate::config::Secret;
 
     /// Inline keys by name, for tests.
-    fn inline(keys: &[(&str, &str)]) -> BTreeMap<String, SecretText> {
+    fn inline(keys: &[(&str, &str)]) -> BTreeMap<String, Secret> {
         keys.iter()
             .map(|(n, k)| {
                 (

@@ -37,3 +37,48 @@ impl Handler for BodyLimiter {
         Flow::Next
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(limiter: &BodyLimiter, body_len: Option<usize>) -> (Flow, Exchange) {
+        let headers = http::HeaderMap::new();
+        let view = RequestView {
+            method: &http::Method::POST,
+            path: "/",
+            query: None,
+            client_ip: std::net::Ipv4Addr::LOCALHOST.into(),
+            body_len,
+            body: None,
+            fields: crate::wire::fields::Fields::Map(&headers),
+            host: None,
+            secure: false,
+            proxied: None,
+        };
+        // As `limits.max_body_bytes` sets it (10 MiB by default).
+        let mut exchange = Exchange {
+            max_body: 10 << 20,
+            ..Exchange::default()
+        };
+        let flow = limiter.request(&view, &mut exchange);
+        (flow, exchange)
+    }
+
+    /// A declared length past the limit is 413 before anything is read;
+    /// one within it, or none (chunked), passes with the limit lowered
+    /// for the body as it streams.
+    #[test]
+    fn a_declared_length_past_the_limit_is_413_and_the_rest_streams_under_it() {
+        let limiter = BodyLimiter { max: 1024 };
+        match request(&limiter, Some(1025)).0 {
+            Flow::Answer(answer) => assert_eq!(answer.status, StatusCode::PAYLOAD_TOO_LARGE),
+            _ => panic!("413 for a declared 1025 bytes"),
+        }
+        for declared in [Some(1024), Some(0), None] {
+            let (flow, exchange) = request(&limiter, declared);
+            assert!(matches!(flow, Flow::Next), "{declared:?}");
+            assert_eq!(exchange.max_body, 1024, "{declared:?}");
+        }
+    }
+}

@@ -20,10 +20,10 @@ use super::{
     validate::RequestValidator, Chain, Handler,
 };
 use crate::{
-    config::{ChainRef, Config, Handler as HandlerConfig},
+    config::{ChainRef, Config, HandlerSettings},
     telemetry::{
         Exposition,
-        Kind::{Counter, Gauge},
+        MetricKind::{Counter, Gauge},
     },
 };
 
@@ -60,7 +60,7 @@ pub(crate) struct Builder<'a> {
 /// `Build` for any handler's settings, by type.
 macro_rules! build_by_type {
     ($($name:literal => $settings:ident $(, $defaults:ident)?;)*) => {
-        impl Build for HandlerConfig {
+        impl Build for HandlerSettings {
             fn build(&self, builder: &mut Builder<'_>) -> anyhow::Result<Arc<dyn Handler>> {
                 match self {
                     $(Self::$settings(settings) => settings.build(builder),)*
@@ -289,7 +289,7 @@ pub(crate) fn build(
             let settings = match config.middleware.0.get(name) {
                 Some(settings) => settings,
                 None => {
-                    defaults = HandlerConfig::defaults(name)
+                    defaults = HandlerSettings::defaults(name)
                         .with_context(|| format!("no middleware named `{name}`"))?;
                     &defaults
                 }
@@ -456,7 +456,7 @@ routes:
         };
         let mut built = 0;
         for kind in crate::config::HANDLER_TYPES {
-            if let Some(settings) = HandlerConfig::defaults(kind) {
+            if let Some(settings) = HandlerSettings::defaults(kind) {
                 settings.build(&mut builder).unwrap();
                 built += 1;
             }

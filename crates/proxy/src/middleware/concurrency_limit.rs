@@ -55,3 +55,52 @@ impl Handler for ConcurrencyLimiter {
         Flow::Next
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(limiter: &ConcurrencyLimiter) -> (Flow, Exchange) {
+        let headers = http::HeaderMap::new();
+        let view = RequestView {
+            method: &http::Method::GET,
+            path: "/",
+            query: None,
+            client_ip: std::net::Ipv4Addr::LOCALHOST.into(),
+            body_len: None,
+            body: None,
+            fields: crate::wire::fields::Fields::Map(&headers),
+            host: None,
+            secure: false,
+            proxied: None,
+        };
+        let mut exchange = Exchange::default();
+        let flow = limiter.request(&view, &mut exchange);
+        (flow, exchange)
+    }
+
+    /// `max` exchanges hold a slot until they end (their `Exchange` is
+    /// dropped, however that happens); one more is 503 at once and holds
+    /// none; a slot given back is taken again.
+    #[test]
+    fn past_max_in_flight_is_503_and_a_finished_exchange_gives_its_slot_back() {
+        let limiter = ConcurrencyLimiter {
+            max: 2,
+            in_flight: Arc::new(AtomicUsize::new(0)),
+        };
+        let (first, one) = request(&limiter);
+        let (second, two) = request(&limiter);
+        assert!(matches!(first, Flow::Next) && matches!(second, Flow::Next));
+        match request(&limiter).0 {
+            Flow::Answer(answer) => assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE),
+            _ => panic!("503 past max"),
+        }
+        assert_eq!(limiter.in_flight.load(Ordering::Acquire), 2);
+        drop(one);
+        assert_eq!(limiter.in_flight.load(Ordering::Acquire), 1);
+        let (third, _three) = request(&limiter);
+        assert!(matches!(third, Flow::Next));
+        drop(two);
+        assert_eq!(limiter.in_flight.load(Ordering::Acquire), 1);
+    }
+}

@@ -12,7 +12,7 @@ use super::{
     Exchange, Handler, Outcome,
 };
 use crate::config::MetricsSettings;
-use crate::telemetry::{self, observe, write_histogram, Exposition, HistogramCells, Kind};
+use crate::telemetry::{self, observe, write_histogram, Exposition, HistogramCells, MetricKind};
 
 const METHODS: [&str; 8] = [
     "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "other",
@@ -57,7 +57,7 @@ impl MetricsRecorder {
 
     /// Appends the Prometheus text of every series that has observations.
     pub(crate) fn render(&self, out: &mut Exposition) {
-        let mut family = out.family("sluice_http_request_duration_seconds", Kind::Histogram, "Requests through the metrics handler, from the head read to the answer, by route, method, status class and upstream (empty: answered by the proxy).");
+        let mut family = out.family("sluice_http_request_duration_seconds", MetricKind::Histogram, "Requests through the metrics handler, from the head read to the answer, by route, method, status class and upstream (empty: answered by the proxy).");
         for (r, route) in self.routes.iter().enumerate() {
             for (m, method) in METHODS.iter().enumerate() {
                 for (c, class) in CLASSES.iter().enumerate() {

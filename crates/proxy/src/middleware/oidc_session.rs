@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use http::{header, HeaderValue};
 
 use super::{jwks::call, Exchange, RequestView};
-use crate::config::SecretText;
+use crate::config::Secret;
 
 /// Seals with the first key; opens with any (keys rotate on reload).
 pub(crate) struct Sealer {
@@ -31,7 +31,7 @@ impl std::fmt::Debug for Sealer {
 }
 
 impl Sealer {
-    pub(crate) fn new(keys: &[SecretText]) -> anyhow::Result<Self> {
+    pub(crate) fn new(keys: &[Secret]) -> anyhow::Result<Self> {
         if keys.is_empty() {
             bail!("cookie_keys: give at least one key (32 random bytes, base64: openssl rand -base64 32)");
         }
@@ -311,7 +311,7 @@ pub(super) fn strip_cookies(request: &RequestView<'_>, names: [&str; 2], exchang
 mod tests {
     use super::*;
 
-    fn key(byte: u8) -> SecretText {
+    fn key(byte: u8) -> Secret {
         let text = base64::engine::general_purpose::STANDARD.encode([byte; 32]);
         serde_json::from_value(serde_json::Value::String(text)).unwrap()
     }
@@ -336,7 +336,7 @@ mod tests {
 
     #[test]
     fn keys_must_be_32_bytes() {
-        let short: SecretText = serde_json::from_value(serde_json::json!("c2hvcnQ=")).unwrap();
+        let short: Secret = serde_json::from_value(serde_json::json!("c2hvcnQ=")).unwrap();
         let err = Sealer::new(&[key(1), short]).unwrap_err().to_string();
         assert!(
             err.contains("cookie_keys[1]") && !err.contains("c2hvcnQ"),

@@ -114,7 +114,11 @@ impl RateLimiter {
     }
 
     fn sweep(&self) {
-        if self.checks.fetch_add(1, Ordering::Relaxed) % SWEEP_EVERY == 0 {
+        if self
+            .checks
+            .fetch_add(1, Ordering::Relaxed)
+            .is_multiple_of(SWEEP_EVERY)
+        {
             if self.by_ip.len() > self.max_keys {
                 self.by_ip.retain_recent();
             }

@@ -32,7 +32,7 @@ use routes::RouteTable;
 
 /// The `http2` section, in the types the `h2` crate takes.
 #[derive(Debug)]
-pub struct Http2Settings {
+pub struct Http2Limits {
     pub max_concurrent_streams: u32,
     pub max_header_list_bytes: u32,
     pub max_frame_bytes: u32,
@@ -58,7 +58,7 @@ pub struct Plan {
     pub(crate) upstreams: Vec<Upstream>,
     /// Each upstream's id, with its metrics slot.
     upstream_ids: Vec<UpstreamId>,
-    pub http2: Http2Settings,
+    pub http2: Http2Limits,
     pub limits: http1::Limits,
     pub header_read_timeout: Duration,
     pub idle_timeout: Duration,
@@ -183,7 +183,7 @@ impl Plan {
             paths: config.paths,
             upstreams,
             upstream_ids,
-            http2: Http2Settings {
+            http2: Http2Limits {
                 max_concurrent_streams: http2.max_concurrent_streams,
                 max_header_list_bytes: as_u32(
                     http2

@@ -24,6 +24,7 @@ mod reload;
 mod resets;
 mod upstreams;
 
+pub use admin::shown as shown_config;
 pub use reload::LogHook;
 
 use std::{

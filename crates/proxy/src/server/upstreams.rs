@@ -6,7 +6,7 @@ use serde_json::json;
 use crate::{
     ids::HostId,
     plan::Plan,
-    telemetry::{Exposition, Kind},
+    telemetry::{Exposition, MetricKind},
     upstream::balance::HostHealth,
 };
 
@@ -55,7 +55,7 @@ pub(super) fn render(plan: &Plan) -> serde_json::Value {
 pub(super) fn host_metrics(plan: &Plan, out: &mut Exposition) {
     let now = plan.clock();
     let mut family =
-        |name: &'static str, help: &str, kind: Kind, value: &dyn Fn(usize, usize) -> u64| {
+        |name: &'static str, help: &str, kind: MetricKind, value: &dyn Fn(usize, usize) -> u64| {
             let mut family = out.family(name, kind, help);
             for (u, upstream) in plan.upstreams.iter().enumerate() {
                 for h in 0..upstream.hosts.len() {
@@ -77,25 +77,25 @@ pub(super) fn host_metrics(plan: &Plan, out: &mut Exposition) {
     family(
         "sluice_upstream_host_requests_total",
         "Response heads from each host.",
-        Kind::Counter,
+        MetricKind::Counter,
         &|u, h| view(u, h).requests,
     );
     family(
         "sluice_upstream_host_failures_total",
         "Failures counted against each host (connect, reset, timeout, 5xx).",
-        Kind::Counter,
+        MetricKind::Counter,
         &|u, h| view(u, h).failures,
     );
     family(
         "sluice_upstream_host_ejections_total",
         "Times passive health ejected each host.",
-        Kind::Counter,
+        MetricKind::Counter,
         &|u, h| view(u, h).ejections,
     );
     family(
         "sluice_upstream_host_healthy",
         "Whether each host takes traffic (1) or not (0).",
-        Kind::Gauge,
+        MetricKind::Gauge,
         &|u, h| {
             u64::from(matches!(
                 view(u, h).health,
@@ -106,7 +106,7 @@ pub(super) fn host_metrics(plan: &Plan, out: &mut Exposition) {
     family(
         "sluice_upstream_host_weight",
         "Each host's configured weight.",
-        Kind::Gauge,
+        MetricKind::Gauge,
         &|u, h| u64::from(view(u, h).weight),
     );
 }

@@ -10,7 +10,7 @@ use http1::{Framing as RequestFraming, Head};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::debug;
 
-use super::{Failure, Next, Session};
+use super::{local::Unrouted, Failure, Next, Session};
 
 use crate::config::OverrideHeaders;
 use crate::telemetry::{trace::Span, Shard};
@@ -51,19 +51,6 @@ pub(super) enum Admission {
     NotFound(String),
     /// Routes match the path, none for the method: the `Allow` value.
     MethodNotAllowed(String),
-}
-
-/// A request the proxy answers itself, having routed it nowhere.
-pub(super) enum Unrouted {
-    /// `OPTIONS *` asks about the server, which the proxy is: 204, no body.
-    Asterisk,
-    /// 400 (refused), 404 (no route) or 405 (no route for the method,
-    /// with the routes' methods as `Allow`), as problem+json.
-    Problem {
-        status: StatusCode,
-        detail: String,
-        allow: Option<String>,
-    },
 }
 
 impl Admission {

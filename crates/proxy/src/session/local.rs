@@ -1,7 +1,7 @@
 //! Answers of the proxy's own: problem+json for failures, `405` with
 //! `Allow`, `204` for `OPTIONS *`, and a handler's early answer.
 
-use super::{admit::Unrouted, response::persistence, Failure, Next, Session, CLIENT_CLOSED};
+use super::{response::persistence, Failure, Next, Session, CLIENT_CLOSED};
 use crate::ids::RouteId;
 use crate::middleware::{Answer, Outcome};
 use crate::telemetry::Event;
@@ -11,6 +11,19 @@ use http1::{Framing as RequestFraming, Head, Persistence, Problem};
 use bytes::Buf;
 use http::{header, Method, StatusCode};
 use tokio::io::{AsyncRead, AsyncWrite};
+
+/// A request the proxy answers itself, having routed it nowhere.
+pub(super) enum Unrouted {
+    /// `OPTIONS *` asks about the server, which the proxy is: 204, no body.
+    Asterisk,
+    /// 400 (refused), 404 (no route) or 405 (no route for the method,
+    /// with the routes' methods as `Allow`), as problem+json.
+    Problem {
+        status: StatusCode,
+        detail: String,
+        allow: Option<String>,
+    },
+}
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Answers a failed exchange with a problem body.
@@ -50,7 +63,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
     }
 
-    /// Answers a request that reached no route (`admit::Unrouted`); the
+    /// Answers a request that reached no route (`local::Unrouted`); the
     /// connection goes on unless a body would have to be skipped or the
     /// request was refused as malformed.
     pub(super) fn answer_unrouted(&mut self, head: &Head, unrouted: Unrouted) -> Next {

@@ -12,7 +12,7 @@ use http::StatusCode;
 use super::exchange::traced::Traced;
 use crate::{
     middleware::{Answer, CallTrace},
-    telemetry::trace::{Kind, Span, SpanContext, Tracer, Value},
+    telemetry::trace::{Span, SpanContext, SpanKind, Tracer, Value},
 };
 
 /// What the span records of a request's head.
@@ -57,7 +57,7 @@ fn started(
     parent: Option<u64>,
     facts: &Facts<'_>,
 ) -> Box<Span> {
-    let mut span = Box::new(Span::new(context, parent, Kind::Server));
+    let mut span = Box::new(Span::new(context, parent, SpanKind::Server));
     span.name = facts.method.to_string();
     span.str("http.request.method", facts.method.as_bytes());
     span.str("url.path", facts.path);

@@ -8,7 +8,7 @@
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 
-use super::{Exposition, Kind, Metrics, Shard};
+use super::{Exposition, MetricKind, Metrics, Shard};
 
 /// One worker's counters.
 #[derive(Debug, Default)]
@@ -153,13 +153,13 @@ pub(super) fn render<'a>(
     };
     out.family(
         "sluice_open_connections",
-        Kind::Gauge,
+        MetricKind::Gauge,
         "Client connections open.",
     )
     .sample(&[], gauge(|c| &c.open));
     out.family(
         "sluice_parked_connections",
-        Kind::Gauge,
+        MetricKind::Gauge,
         "Client connections idle long enough to be parked (no task, no buffers).",
     )
     .sample(&[], gauge(|c| &c.parked));
@@ -169,6 +169,6 @@ pub(super) fn render<'a>(
             .clone()
             .map(|cells| counter.cell(cells).load(Relaxed))
             .sum();
-        out.family(name, Kind::Counter, help).sample(&[], n);
+        out.family(name, MetricKind::Counter, help).sample(&[], n);
     }
 }

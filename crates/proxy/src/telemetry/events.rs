@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use super::{Exposition, Kind};
+use super::{Exposition, MetricKind};
 
 /// What was cut short, and why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,7 +81,7 @@ pub(crate) fn render<'a>(
 ) {
     let mut family = out.family(
         "sluice_guard_events_total",
-        Kind::Counter,
+        MetricKind::Counter,
         "Exchanges and connections cut short by a guard or a peer, by event (docs/CONFIG.md).",
     );
     for event in Event::ALL {

@@ -12,18 +12,18 @@ use std::fmt::{Display, Write as _};
 
 /// A family's type, as its `# TYPE` line names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
+pub(crate) enum MetricKind {
     Counter,
     Gauge,
     Histogram,
 }
 
-impl Kind {
+impl MetricKind {
     fn as_str(self) -> &'static str {
         match self {
-            Kind::Counter => "counter",
-            Kind::Gauge => "gauge",
-            Kind::Histogram => "histogram",
+            MetricKind::Counter => "counter",
+            MetricKind::Gauge => "gauge",
+            MetricKind::Histogram => "histogram",
         }
     }
 }
@@ -49,7 +49,12 @@ impl Exposition {
 
     /// Starts the family `name` (HELP and TYPE, unless written already)
     /// and gives the handle its samples are written through.
-    pub(crate) fn family(&mut self, name: &'static str, kind: Kind, help: &str) -> Family<'_> {
+    pub(crate) fn family(
+        &mut self,
+        name: &'static str,
+        kind: MetricKind,
+        help: &str,
+    ) -> Family<'_> {
         if !self.started.contains(&name) {
             self.started.push(name);
             let help = help.replace('\\', "\\\\").replace('\n', "\\n");
@@ -144,11 +149,12 @@ mod tests {
     #[test]
     fn help_and_type_once_per_family_and_values_escaped() {
         let mut text = Exposition::new();
-        text.family("t_total", Kind::Counter, "Things.\nBy a \\ kind.")
+        text.family("t_total", MetricKind::Counter, "Things.\nBy a \\ kind.")
             .sample(&[("kind", "a\"b\\c\nd")], 3);
-        text.family("t_total", Kind::Counter, "Things.")
+        text.family("t_total", MetricKind::Counter, "Things.")
             .sample(&[("kind", "e")], 4u64);
-        text.family("g", Kind::Gauge, "A gauge.").sample(&[], -2i64);
+        text.family("g", MetricKind::Gauge, "A gauge.")
+            .sample(&[], -2i64);
         let text = text.finish();
         assert_eq!(
             text,
@@ -161,13 +167,9 @@ mod tests {
     #[test]
     fn histograms_are_cumulative_and_end_at_inf() {
         let mut text = Exposition::new();
-        text.family("h_seconds", Kind::Histogram, "H.").histogram(
-            &[("route", "r")],
-            [(0.5, 1), (1.0, 2)],
-            2.25,
-            4,
-        );
-        text.family("h_seconds", Kind::Histogram, "H.")
+        text.family("h_seconds", MetricKind::Histogram, "H.")
+            .histogram(&[("route", "r")], [(0.5, 1), (1.0, 2)], 2.25, 4);
+        text.family("h_seconds", MetricKind::Histogram, "H.")
             .histogram(&[], [(0.5, 0)], 0.0, 0);
         assert_eq!(
             text.finish(),

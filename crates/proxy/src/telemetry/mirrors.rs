@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use super::{Exposition, Kind};
+use super::{Exposition, MetricKind};
 
 /// What became of a copy of a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,7 +45,7 @@ pub(crate) fn render<'a>(
 ) {
     let mut family = out.family(
         "sluice_mirror_requests_total",
-        Kind::Counter,
+        MetricKind::Counter,
         "Copies of requests for routes' mirrors, by result (dropped: max_in_flight were out; skipped: the body streamed).",
     );
     for result in Mirrored::ALL {

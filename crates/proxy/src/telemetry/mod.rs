@@ -35,10 +35,10 @@ pub(crate) mod trace;
 use client_conns::ClientCells;
 pub(crate) use events::Event;
 use events::EventCells;
-pub(crate) use exposition::{Exposition, Family, Kind, Labels};
+pub(crate) use exposition::{Exposition, Family, Labels, MetricKind};
 pub(crate) use mirrors::Mirrored;
 pub(crate) use snapshot::{bounds, histogram, write_histogram};
-use Kind::{Counter, Gauge};
+use MetricKind::{Counter, Gauge};
 
 /// Upper bounds of the upstream latency buckets, in seconds.
 const BUCKETS: [f64; 14] = [
@@ -236,7 +236,7 @@ impl Metrics {
 
         let mut family = out.family(
             "sluice_upstream_response_seconds",
-            Kind::Histogram,
+            MetricKind::Histogram,
             "Time from sending a request upstream to its response head.",
         );
         for (u, upstream) in upstream_names.iter().enumerate() {

@@ -113,7 +113,7 @@ pub(crate) struct Resolver {
 
 /// One name's answer and until when it holds.
 #[derive(Debug)]
-pub(crate) struct Answer {
+pub(crate) struct Resolution {
     pub addresses: Vec<SocketAddr>,
     /// When to ask again (the TTL within the configured bounds).
     pub next: Instant,
@@ -160,7 +160,7 @@ impl Resolver {
     }
 
     /// The addresses `written` (a configured host) stands for now.
-    pub(crate) async fn resolve(&self, written: &str) -> anyhow::Result<Answer> {
+    pub(crate) async fn resolve(&self, written: &str) -> anyhow::Result<Resolution> {
         let entry = entry(written)?;
         let now = Instant::now();
         let (mut addresses, valid_until) = match entry.target {
@@ -188,7 +188,7 @@ impl Resolver {
         }
         addresses.sort();
         addresses.dedup();
-        Ok(Answer {
+        Ok(Resolution {
             addresses,
             next: self.next(now, valid_until),
         })

@@ -158,3 +158,148 @@ fn every_traces_key_is_documented() {
         "{shown}"
     );
 }
+
+/// A row of a key table (`| key | ...` or `` | `redis.` key | ... ``):
+/// the keys its first cell names, and the whole row.
+struct Row {
+    keys: Vec<String>,
+    text: String,
+}
+
+/// The rows of `doc`'s key tables, their keys prefixed by `prefix` and,
+/// under a `## NAME` heading when `by_section`, by `NAME.`. In a cell
+/// `` `a.b.c`, `.d` `` the second is `a.b.d`.
+fn key_rows(doc: &str, prefix: &str, by_section: bool) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let (mut section, mut table) = (String::new(), None::<String>);
+    for line in doc.lines() {
+        if let Some(heading) = line.strip_prefix("## ") {
+            section = heading.trim().to_string();
+        }
+        if !line.starts_with('|') {
+            table = None;
+            continue;
+        }
+        let first = line
+            .split(" | ")
+            .next()
+            .unwrap_or_default()
+            .trim_start_matches("| ");
+        if first == "key" || first.ends_with(".` key") {
+            table = Some(
+                first
+                    .strip_suffix(" key")
+                    .unwrap_or_default()
+                    .replace('`', ""),
+            );
+            continue;
+        }
+        let Some(within) = &table else { continue };
+        if line.starts_with("|--") || line.starts_with("| --") {
+            continue;
+        }
+        let names: Vec<&str> = first.split('`').skip(1).step_by(2).collect();
+        let mut keys = Vec::new();
+        for name in &names {
+            let full = match (name.strip_prefix('.'), keys.first()) {
+                (Some(sibling), Some(first)) => {
+                    let first: &String = first;
+                    let parent = first.rsplit_once('.').map_or("", |(p, _)| p);
+                    format!("{parent}.{sibling}")
+                }
+                _ => {
+                    let section = match by_section {
+                        true => format!("{section}."),
+                        false => String::new(),
+                    };
+                    format!("{prefix}{section}{within}{name}")
+                }
+            };
+            keys.push(full);
+        }
+        rows.push(Row {
+            keys,
+            text: line.to_string(),
+        });
+    }
+    rows
+}
+
+fn middleware_doc() -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/MIDDLEWARE.md"))
+        .expect("docs/MIDDLEWARE.md")
+}
+
+/// `text` has `word` as a whole word (letters, digits and `_` around it).
+fn has_word(text: &str, word: &str) -> bool {
+    let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    text.match_indices(word).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + word.len()..].chars().next();
+        !before.is_some_and(is_word) && !after.is_some_and(is_word)
+    })
+}
+
+/// Every key of the generated schema is documented (docs/CONFIG.md, and
+/// docs/MIDDLEWARE.md for handler settings), and every documented key is
+/// one of the schema's. A key counts as documented when a row names it or
+/// a key below it, or when the row of its nearest documented parent
+/// names each step down to it (`routes[].redirect`'s
+/// `{scheme, hostname, port, path, status}`).
+#[test]
+fn every_key_is_documented_both_ways() {
+    let schema = proxy::config::json_schema();
+    let keys = super::config_schema::keys::of_schema(&schema);
+    let mut rows = key_rows(&doc(), "", false);
+    rows.extend(key_rows(&middleware_doc(), "middleware.NAME.", true));
+    let handlers: Vec<String> = middleware_doc()
+        .lines()
+        .filter_map(|l| l.strip_prefix("## "))
+        .map(|h| format!("middleware.NAME.{}", h.trim()))
+        .filter(|k| keys.contains(k))
+        .collect();
+    let named: std::collections::BTreeSet<&str> = rows
+        .iter()
+        .flat_map(|r| r.keys.iter().map(String::as_str))
+        .chain(handlers.iter().map(String::as_str))
+        .collect();
+    let unknown: Vec<&&str> = named.iter().filter(|k| !keys.contains(**k)).collect();
+    assert!(
+        unknown.is_empty(),
+        "documented, but not keys of the configuration: {unknown:#?}"
+    );
+    let row_of = |key: &str| rows.iter().find(|r| r.keys.iter().any(|k| k == key));
+    let undocumented: Vec<&String> = keys
+        .iter()
+        .filter(|key| {
+            let below = format!("{key}.");
+            let items = format!("{key}[]");
+            if named.contains(key.as_str())
+                || named
+                    .iter()
+                    .any(|n| n.starts_with(&below) || n.starts_with(&items))
+            {
+                return false;
+            }
+            // The nearest parent with a row, and the steps below it.
+            let steps: Vec<&str> = key.split('.').collect();
+            let nearest = (1..steps.len()).rev().find_map(|at| {
+                let parent = steps[..at].join(".");
+                row_of(&parent)
+                    .or_else(|| row_of(parent.trim_end_matches("[]")))
+                    .map(|row| (row, at))
+            });
+            match nearest {
+                Some((row, at)) => !steps[at..]
+                    .iter()
+                    .map(|s| s.trim_end_matches("[]"))
+                    .all(|s| s == "NAME" || has_word(&row.text, s)),
+                None => true,
+            }
+        })
+        .collect();
+    assert!(
+        undocumented.is_empty(),
+        "keys docs/CONFIG.md (or docs/MIDDLEWARE.md) does not document: {undocumented:#?}"
+    );
+}

@@ -201,7 +201,11 @@ async fn chromium_shows_numbers_that_move_and_fetches_only_from_the_admin_origin
             let mut conn = RawConn::connect(addr).await;
             let mut n = 0u64;
             while !stop.load(Relaxed) {
-                let path = if n % 10 == 0 { "/limited" } else { "/" };
+                let path = if n.is_multiple_of(10) {
+                    "/limited"
+                } else {
+                    "/"
+                };
                 let key = format!("X-Key: k{}", n % 20);
                 conn.request("GET", path, &[&key], b"").await;
                 n += 1;

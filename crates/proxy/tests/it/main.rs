@@ -18,6 +18,7 @@ mod balancing_across_reloads;
 mod client_cancellation;
 mod compress;
 mod config_doc;
+mod config_schema;
 mod dashboard;
 mod folder_cycles;
 mod forwarding;

@@ -15,6 +15,7 @@ mod bench_cli;
 mod bench_peers_cli;
 mod bench_runtimes;
 mod cert_cli;
+mod docs_paths;
 mod gateway_api_cli;
 mod idle_memory;
 mod idle_memory_h3;

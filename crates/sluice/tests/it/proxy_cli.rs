@@ -130,6 +130,27 @@ fn the_example_config_is_valid() {
     assert_eq!(output.status.code(), Some(0), "{output:?}");
 }
 
+#[test]
+fn schema_prints_the_json_schema_of_the_file() {
+    let output = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["proxy", "--schema"])
+        .output()
+        .expect("run sluice");
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let schema: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(schema, proxy::config::json_schema());
+    let validator = jsonschema::validator_for(&schema).expect("a valid JSON Schema");
+    let file = Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/petstore.yaml"
+    ));
+    let text = std::fs::read_to_string(file).unwrap();
+    let mut document = proxy::config::document(&text, file, |_| None).unwrap();
+    assert!(validator.is_valid(&document));
+    document["listener"] = serde_json::json!([]);
+    assert!(!validator.is_valid(&document));
+}
+
 #[tokio::test]
 async fn sigterm_drains_a_request_in_flight() {
     // Answers 700 ms after each request arrives, and counts them.

@@ -25,7 +25,8 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 pub use report::{Condition, GatewayReport, ListenerReport, ParentReport, Report, RouteReport};
 
@@ -35,7 +36,7 @@ use super::{
 use serde_saphyr::Spanned;
 
 /// The `gateway_api` section.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GatewayApiSettings {
     /// Files, or directories of `.yaml`/`.yml` files, of Gateway API
@@ -53,6 +54,7 @@ pub struct GatewayApiSettings {
     pub class: Option<String>,
     /// The middleware chain of every route from the files.
     #[serde(default)]
+    #[schemars(with = "Option<ChainRef>")]
     pub chain: Option<Spanned<ChainRef>>,
     /// Where the TLS Secrets' certificates and keys are written (owner
     /// only), for the listeners to read; default: a directory of the

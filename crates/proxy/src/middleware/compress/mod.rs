@@ -30,7 +30,7 @@ use crate::{
     config::{CompressSettings, Encoding},
     telemetry::{
         Exposition,
-        Kind::{Counter, Gauge},
+        MetricKind::{Counter, Gauge},
     },
 };
 use budget::Budget;
@@ -213,7 +213,7 @@ pub(crate) fn render(handlers: &[(&str, CompressCounts)], out: &mut Exposition) 
     }
     type Scalar = (
         &'static str,
-        crate::telemetry::Kind,
+        crate::telemetry::MetricKind,
         &'static str,
         fn(&CompressCounts) -> u64,
     );

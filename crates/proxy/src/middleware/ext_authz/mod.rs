@@ -41,7 +41,7 @@ use super::{
     Answer, CallTrace, Exchange, Flow, Handler, RequestView,
 };
 use crate::config::{ExtAuthzSettings, OnFailure};
-use crate::telemetry::trace::{Kind, Span};
+use crate::telemetry::trace::{Span, SpanKind};
 
 /// What the service is asked about: the request, owned.
 #[derive(Debug, Clone)]
@@ -351,7 +351,7 @@ impl Shared {
         let mut span = Box::new(Span::new(
             trace.parent.child(),
             Some(trace.parent.span_id),
-            Kind::Client,
+            SpanKind::Client,
         ));
         let (url, method, full) = match &self.transport {
             Transport::Http(url) => (url, "GET", url.to_string()),

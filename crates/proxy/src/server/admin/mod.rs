@@ -12,6 +12,7 @@ mod effective;
 mod redact;
 
 pub(crate) use effective::effective;
+pub use effective::shown;
 pub(crate) use redact::redact;
 
 use std::{
@@ -29,7 +30,7 @@ use super::reload::{ReloadError, Reloader};
 use crate::{
     config::READ_ENDPOINTS,
     plan::{Plan, Plans},
-    telemetry::{Exposition, Kind, Metrics},
+    telemetry::{Exposition, MetricKind, Metrics},
 };
 use access::Verdict;
 
@@ -356,7 +357,7 @@ fn healthy_hosts(plan: &Plan, out: &mut Exposition) {
     let now = plan.clock();
     let mut family = out.family(
         "sluice_upstream_healthy_hosts",
-        Kind::Gauge,
+        MetricKind::Gauge,
         "Hosts not ejected by passive health checks.",
     );
     for upstream in &plan.upstreams {

@@ -8,7 +8,7 @@ use http::{Method, StatusCode};
 use super::Sender;
 use crate::{
     ids::HostId,
-    telemetry::trace::{Kind, Span, SpanContext},
+    telemetry::trace::{Span, SpanContext, SpanKind},
 };
 
 /// What a traced request's attempts need: the SERVER span they are
@@ -46,7 +46,7 @@ impl AttemptSpan {
         let mut span = Box::new(Span::new(
             parent.child(),
             Some(parent.span_id),
-            Kind::Client,
+            SpanKind::Client,
         ));
         let upstream = sender.plan.upstream(sender.upstream);
         span.name = format!("{} {}", method, upstream.name);

@@ -25,7 +25,8 @@ use http::{header, request::Parts, HeaderValue, Method, Request, Response, Statu
 use http1::Problem;
 
 use super::{
-    admit::{self, Admission, Unrouted},
+    admit::{self, Admission},
+    local::Unrouted,
     traced, ClientOrigin, Failure, Worker, CLIENT_CLOSED,
 };
 use crate::{
@@ -322,7 +323,7 @@ impl Stream {
         self.answer(Answer::problem(failure.status, failure.detail));
     }
 
-    /// The answer to a request that reached no route (`admit::Unrouted`).
+    /// The answer to a request that reached no route (`local::Unrouted`).
     fn answer_unrouted(&mut self, unrouted: Unrouted) {
         match unrouted {
             Unrouted::Asterisk => {

@@ -17,7 +17,7 @@ use std::{
     time::{Instant, SystemTime, UNIX_EPOCH},
 };
 
-use super::{Exposition, Kind as MetricKind};
+use super::{Exposition, MetricKind};
 use crate::config::{QueryPolicy, TraceExport};
 
 /// Spans dropped: the queue was full, or their export failed. One for the
@@ -69,7 +69,7 @@ impl SpanContext {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
+pub(crate) enum SpanKind {
     Server = 2,
     Client = 3,
 }
@@ -81,7 +81,7 @@ pub(crate) enum Value {
 }
 
 #[derive(Debug, Clone)]
-pub(crate) struct Event {
+pub(crate) struct SpanEvent {
     pub time: u64,
     pub name: &'static str,
     pub attributes: Vec<(&'static str, Value)>,
@@ -93,18 +93,18 @@ pub(crate) struct Span {
     pub context: SpanContext,
     pub parent: Option<u64>,
     pub name: String,
-    pub kind: Kind,
+    pub kind: SpanKind,
     /// Unix nanoseconds.
     pub start: u64,
     pub end: u64,
     began: Instant,
     pub attributes: Vec<(&'static str, Value)>,
-    pub events: Vec<Event>,
+    pub events: Vec<SpanEvent>,
     pub error: bool,
 }
 
 impl Span {
-    pub(crate) fn new(context: SpanContext, parent: Option<u64>, kind: Kind) -> Self {
+    pub(crate) fn new(context: SpanContext, parent: Option<u64>, kind: SpanKind) -> Self {
         let start = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
@@ -144,7 +144,7 @@ impl Span {
 
     pub(crate) fn event(&mut self, name: &'static str, attributes: Vec<(&'static str, Value)>) {
         let time = self.now();
-        self.events.push(Event {
+        self.events.push(SpanEvent {
             time,
             name,
             attributes,

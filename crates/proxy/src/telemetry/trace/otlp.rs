@@ -111,7 +111,7 @@ pub(super) fn encode(resource: &[(String, String)], spans: &[Box<Span>]) -> Vec<
     out
 }
 
-fn event_len(event: &super::Event) -> usize {
+fn event_len(event: &super::SpanEvent) -> usize {
     9 + field_len(event.name.len())
         + event
             .attributes
@@ -204,7 +204,7 @@ mod tests {
                 span_id: 2,
             },
             Some(3),
-            super::super::Kind::Server,
+            super::super::SpanKind::Server,
         );
         span.name = "GET /".into();
         span.int("n", -1);

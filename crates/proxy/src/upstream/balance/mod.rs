@@ -133,7 +133,7 @@ impl Balancer {
             Some(sticky) => match (&sticky.cookie, &sticky.app_cookie) {
                 (Some(name), _) => Some(Persistence::Cookie(StickyCookie::new(
                     name,
-                    sticky.key.as_deref(),
+                    sticky.key.as_ref().map(|key| key.expose().as_str()),
                     &urls,
                 )?)),
                 (None, Some(name)) => Some(Persistence::App(AppCookie::new(name))),

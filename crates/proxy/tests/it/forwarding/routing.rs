@@ -183,7 +183,7 @@ async fn the_multi_thread_runtime_serves_the_same() {
 }
 
 /// The answers of the proxy's own to a request that reaches no route are
-/// one rule for every client protocol (`session::admit::Unrouted`): 404
+/// one rule for every client protocol (`session::local::Unrouted`): 404
 /// and 405 (with the routes' methods as `Allow`) as problem+json, 400 for
 /// a refused target, alike over HTTP/1.1 and HTTP/2.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
