@@ -154,7 +154,7 @@ async fn a_paused_redis_is_decided_by_on_failure_within_the_default_5ms() {
     let parsed = proxy::config::parse(&whole, Path::new("test.yaml"), |_| None).unwrap();
     for handler in ["open", "closed"] {
         match &parsed.middleware.0[handler] {
-            proxy::config::Handler::RateLimitSettings(settings) => {
+            proxy::config::HandlerSettings::RateLimitSettings(settings) => {
                 assert_eq!(settings.redis.as_ref().unwrap().timeout, budget);
             }
             _ => panic!("{handler} is not a rate_limit"),
