@@ -9,10 +9,16 @@
 //! - `/size/N`: 200 with a body of N bytes;
 //! - `/grpc-status/N`: a trailers-only gRPC answer: one HEADERS frame
 //!   with END_STREAM carrying `grpc-status: N`;
+//! - `/cut/N`: 200 and N bytes of body, then, once the test calls
+//!   [`H2Server::cut`], RST_STREAM INTERNAL_ERROR instead of the rest (a
+//!   response broken off); `/cut-with-length/N` the same with
+//!   `content-length: 2N`;
 //! - anything else: 200 `ok`.
 //!
 //! Request bodies are read to the end (with flow control) before those
-//! answers, and the request's trailers are kept ([`H2Server::request_trailers`]).
+//! answers, and the request's trailers are kept ([`H2Server::request_trailers`]);
+//! a request whose body breaks off (the client resets the stream) is not
+//! answered.
 //! Two paths answer while the request is still arriving:
 //!
 //! - `/echo`: a bidirectional stream: 200 `application/grpc` at once,
@@ -24,23 +30,25 @@
 //! - `/early-then-read/NNN`: the same answer, then the request body is
 //!   read to its end (no reset).
 
+mod answer;
+
 use std::{
     net::SocketAddr,
     sync::{
         atomic::{AtomicU64, AtomicUsize, Ordering},
         Arc, Mutex,
     },
-    time::Duration,
 };
 
+use answer::{answer, send};
 use bytes::Bytes;
-use h2::{server::SendResponse, Reason, RecvStream};
-use http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
+use h2::Reason;
+use http::{HeaderMap, StatusCode};
 use tls::tokio_rustls::{rustls::ServerConfig, TlsAcceptor};
 use tokio::{
     io::{AsyncRead, AsyncWrite},
     net::TcpListener,
-    sync::watch,
+    sync::{watch, Semaphore},
 };
 
 /// How an [`H2Server`] runs.
@@ -84,6 +92,8 @@ struct Counters {
     max_streams: AtomicUsize,
     /// Streams whose client reset them while their answer waited.
     cancelled: AtomicU64,
+    /// A permit for each `/cut` answer the test let break off.
+    cuts: Cuts,
     /// Streams being answered now.
     in_flight: AtomicUsize,
     request_trailers: Mutex<Option<HeaderMap>>,
@@ -91,6 +101,16 @@ struct Counters {
     traceparents: Mutex<Vec<String>>,
     /// The `:path` (path and query) of each request processed, in order.
     targets: Mutex<Vec<String>>,
+}
+
+/// The permits [`H2Server::cut`] adds (none at first).
+#[derive(Debug)]
+struct Cuts(Semaphore);
+
+impl Default for Cuts {
+    fn default() -> Self {
+        Self(Semaphore::new(0))
+    }
 }
 
 /// A running HTTP/2 test server on 127.0.0.1; stops when dropped.
@@ -202,6 +222,12 @@ impl H2Server {
         self.counters.cancelled.load(Ordering::SeqCst)
     }
 
+    /// Lets one `/cut` answer break off now (its N bytes sent, it resets
+    /// the stream); one waiting, or the next to come.
+    pub fn cut(&self) {
+        self.counters.cuts.0.add_permits(1);
+    }
+
     /// Streams being answered now, on all connections.
     pub fn in_flight(&self) -> usize {
         self.counters.in_flight.load(Ordering::SeqCst)
@@ -311,173 +337,5 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(io: S, counters: Arc<Counters>
             in_flight.fetch_sub(1, Ordering::SeqCst);
             counters.in_flight.fetch_sub(1, Ordering::SeqCst);
         });
-    }
-}
-
-async fn answer(
-    request: Request<RecvStream>,
-    mut respond: SendResponse<Bytes>,
-    counters: &Counters,
-) {
-    let path = request.uri().path().to_string();
-    let mut body = request.into_body();
-    if path == "/echo" {
-        echo(body, respond, counters).await;
-        return;
-    }
-    let early = [("/early/", false), ("/early-then-read/", true)]
-        .into_iter()
-        .find_map(|(prefix, read)| Some((path.strip_prefix(prefix)?, read)));
-    if let Some((status, read)) = early {
-        let status = status.parse().unwrap_or(StatusCode::BAD_REQUEST);
-        send(&mut respond, status, Bytes::from_static(b"early"));
-        if !read {
-            return;
-        }
-    }
-    while let Some(Ok(data)) = body.data().await {
-        counters
-            .body_bytes
-            .fetch_add(data.len() as u64, Ordering::SeqCst);
-        let _ = body.flow_control().release_capacity(data.len());
-    }
-    keep_trailers(&mut body, counters).await;
-    if early.is_some() {
-        return;
-    }
-    if let Some(code) = path.strip_prefix("/grpc-status/") {
-        let Ok(code) = HeaderValue::from_str(code) else {
-            return;
-        };
-        let response = Response::builder()
-            .status(StatusCode::OK)
-            .header("content-type", "application/grpc")
-            .header("grpc-status", code)
-            .body(())
-            .expect("a valid response head");
-        let _ = respond.send_response(response, true);
-        return;
-    }
-    if path == "/forged-trailers" {
-        // `ok`, then trailers that forge fields a proxy controls in heads.
-        let response = Response::builder()
-            .status(StatusCode::OK)
-            .body(())
-            .expect("a valid response head");
-        let Ok(mut stream) = respond.send_response(response, false) else {
-            return;
-        };
-        let _ = stream.send_data(Bytes::from_static(b"ok"), false);
-        let mut trailers = HeaderMap::new();
-        for (name, value) in [
-            ("grpc-status", "0"),
-            ("x-forwarded-for", "6.6.6.6"),
-            ("set-cookie", "session=forged"),
-            ("x-served-by", "forged"),
-        ] {
-            trailers.insert(name, HeaderValue::from_static(value));
-        }
-        let _ = stream.send_trailers(trailers);
-        return;
-    }
-    if let Some(count) = path.strip_prefix("/interim/") {
-        // `103 Early Hints` this many times, then the answer.
-        for _ in 0..count.parse::<u32>().unwrap_or(0) {
-            let hints = Response::builder()
-                .status(StatusCode::EARLY_HINTS)
-                .header("link", "</style.css>; rel=preload")
-                .body(())
-                .expect("a valid interim head");
-            if respond.send_informational(hints).is_err() {
-                return;
-            }
-        }
-        send(&mut respond, StatusCode::OK, Bytes::from_static(b"FIRST"));
-        return;
-    }
-    // Answered unless the client resets the stream first.
-    let routed = route(&path);
-    let reset = std::future::poll_fn(|cx| respond.poll_reset(cx));
-    tokio::select! {
-        (status, payload) = routed => send(&mut respond, status, payload),
-        _ = reset => {
-            counters.cancelled.fetch_add(1, Ordering::SeqCst);
-        }
-    }
-}
-
-/// A whole answer with a Content-Length.
-fn send(respond: &mut SendResponse<Bytes>, status: StatusCode, payload: Bytes) {
-    let response = Response::builder()
-        .status(status)
-        .header("content-length", payload.len())
-        .body(())
-        .expect("a valid response head");
-    let Ok(mut stream) = respond.send_response(response, false) else {
-        return;
-    };
-    // Buffered by h2 and sent as the client's windows allow.
-    let _ = stream.send_data(payload, true);
-}
-
-/// Keeps the request's trailers, if it ended with some.
-async fn keep_trailers(body: &mut RecvStream, counters: &Counters) {
-    if let Ok(Some(trailers)) = body.trailers().await {
-        if let Ok(mut kept) = counters.request_trailers.lock() {
-            *kept = Some(trailers);
-        }
-    }
-}
-
-/// `/echo`: each DATA frame goes back as it arrives; trailers at the end.
-async fn echo(mut body: RecvStream, mut respond: SendResponse<Bytes>, counters: &Counters) {
-    let response = Response::builder()
-        .status(StatusCode::OK)
-        .header("content-type", "application/grpc")
-        .body(())
-        .expect("a valid response head");
-    let Ok(mut stream) = respond.send_response(response, false) else {
-        return;
-    };
-    while let Some(Ok(data)) = body.data().await {
-        let len = data.len();
-        counters.body_bytes.fetch_add(len as u64, Ordering::SeqCst);
-        if stream.send_data(data, false).is_err() {
-            return;
-        }
-        let _ = body.flow_control().release_capacity(len);
-    }
-    keep_trailers(&mut body, counters).await;
-    let mut trailers = HeaderMap::new();
-    trailers.insert("grpc-status", HeaderValue::from_static("0"));
-    let _ = stream.send_trailers(trailers);
-}
-
-async fn route(path: &str) -> (StatusCode, Bytes) {
-    let ok = Bytes::from_static(b"ok");
-    let mut parts = path.trim_start_matches('/').splitn(2, '/');
-    let (Some(kind), Some(arg)) = (parts.next(), parts.next()) else {
-        return (StatusCode::OK, ok);
-    };
-    let Ok(number) = arg.parse::<u64>() else {
-        return (StatusCode::OK, ok);
-    };
-    match kind {
-        "status" => (
-            u16::try_from(number)
-                .ok()
-                .and_then(|code| StatusCode::from_u16(code).ok())
-                .unwrap_or(StatusCode::BAD_REQUEST),
-            ok,
-        ),
-        "delay" => {
-            tokio::time::sleep(Duration::from_millis(number)).await;
-            (StatusCode::OK, ok)
-        }
-        "size" => (
-            StatusCode::OK,
-            Bytes::from(vec![b'x'; usize::try_from(number).unwrap_or(0)]),
-        ),
-        _ => (StatusCode::OK, ok),
     }
 }

@@ -1,8 +1,9 @@
 //! A scripted HTTP/1.1 upstream that says exactly the bytes a test gives
 //! it: interim answers, floods, trailers, answers that never come. It
-//! records every request as received (head, body and trailers, raw) and
-//! how many of its connections are open, so that a test can check what
-//! reached the upstream and whether the proxy closed its connection.
+//! records every request as received (head, body and trailers, raw), the
+//! bytes received (of requests whole or not) and how many of its
+//! connections are open, so that a test can check what reached the
+//! upstream and whether the proxy closed its connection.
 
 use std::{
     net::SocketAddr,
@@ -16,7 +17,7 @@ use std::{
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
     net::{TcpListener, TcpStream},
-    sync::watch,
+    sync::{watch, Semaphore},
 };
 
 /// One step of an answer.
@@ -26,6 +27,9 @@ pub enum Step {
     Write(Vec<u8>),
     /// Nothing for this long.
     Wait(Duration),
+    /// Nothing until the test adds a permit to this semaphore (which the
+    /// step takes): the answer goes on when the test says.
+    Hold(Arc<Semaphore>),
     /// Close the connection.
     Close,
 }
@@ -39,6 +43,7 @@ pub struct HostileUpstream {
     seen: Arc<Mutex<Vec<Vec<u8>>>>,
     open: Arc<AtomicU64>,
     accepted: Arc<AtomicU64>,
+    received: Arc<AtomicU64>,
     stop: watch::Sender<bool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -60,11 +65,13 @@ impl HostileUpstream {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let open = Arc::new(AtomicU64::new(0));
         let accepted = Arc::new(AtomicU64::new(0));
+        let received = Arc::new(AtomicU64::new(0));
         let (stop, stop_rx) = watch::channel(false);
         let shared = Shared {
             script: Arc::new(script),
             seen: Arc::clone(&seen),
             open: Arc::clone(&open),
+            received: Arc::clone(&received),
         };
         let counted = Arc::clone(&accepted);
         let thread = std::thread::spawn(move || {
@@ -79,6 +86,7 @@ impl HostileUpstream {
             seen,
             open,
             accepted,
+            received,
             stop,
             thread: Some(thread),
         }
@@ -106,6 +114,11 @@ impl HostileUpstream {
         self.open.load(Ordering::SeqCst)
     }
 
+    /// Bytes received so far on all connections, of whole requests or not.
+    pub fn bytes_received(&self) -> u64 {
+        self.received.load(Ordering::SeqCst)
+    }
+
     /// Connections accepted since the start.
     pub fn connections(&self) -> u64 {
         self.accepted.load(Ordering::SeqCst)
@@ -126,6 +139,7 @@ struct Shared {
     script: Arc<Script>,
     seen: Arc<Mutex<Vec<Vec<u8>>>>,
     open: Arc<AtomicU64>,
+    received: Arc<AtomicU64>,
 }
 
 async fn accept_loop(
@@ -157,7 +171,7 @@ async fn accept_loop(
 async fn serve(mut stream: TcpStream, shared: &Shared) {
     let mut buf = Vec::new();
     loop {
-        let Some(len) = read_request(&mut stream, &mut buf).await else {
+        let Some(len) = read_request(&mut stream, &mut buf, &shared.received).await else {
             return;
         };
         let request: Vec<u8> = buf.drain(..len).collect();
@@ -172,24 +186,72 @@ async fn serve(mut stream: TcpStream, shared: &Shared) {
                     }
                 }
                 Step::Wait(time) => {
-                    let mut scratch = [0; 1024];
-                    tokio::select! {
-                        () = tokio::time::sleep(time) => {}
-                        read = stream.read(&mut scratch) => match read {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => buf.extend_from_slice(&scratch[..n]),
-                        },
+                    let until = tokio::time::sleep(time);
+                    if watching(&mut stream, &mut buf, &shared.received, until).await
+                        == Heard::Closed
+                    {
+                        return;
                     }
                 }
+                Step::Hold(permits) => loop {
+                    let until = async {
+                        if let Ok(permit) = permits.acquire().await {
+                            permit.forget();
+                        }
+                    };
+                    match watching(&mut stream, &mut buf, &shared.received, until).await {
+                        Heard::Closed => return,
+                        Heard::Done => break,
+                        Heard::Bytes => {}
+                    }
+                },
                 Step::Close => return,
             }
         }
     }
 }
 
+/// What [`watching`] saw first.
+#[derive(Debug, PartialEq, Eq)]
+enum Heard {
+    /// Its future ended.
+    Done,
+    /// Bytes from the proxy (kept).
+    Bytes,
+    /// The proxy closed the connection.
+    Closed,
+}
+
+/// Waits for `until` while watching the connection, so that a proxy
+/// closing it is seen at once; what it sends meanwhile is kept in `buf`.
+async fn watching(
+    stream: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    received: &AtomicU64,
+    until: impl std::future::Future<Output = ()>,
+) -> Heard {
+    let mut scratch = [0; 1024];
+    tokio::select! {
+        () = until => Heard::Done,
+        read = stream.read(&mut scratch) => match read {
+            Ok(0) | Err(_) => Heard::Closed,
+            Ok(n) => {
+                received.fetch_add(n as u64, Ordering::SeqCst);
+                buf.extend_from_slice(&scratch[..n]);
+                Heard::Bytes
+            }
+        },
+    }
+}
+
 /// Reads until `buf` holds a whole request (head, then a body framed by
-/// Content-Length or chunked, trailers included); its length.
-async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<usize> {
+/// Content-Length or chunked, trailers included); its length. Counts
+/// what it reads in `received`.
+async fn read_request(
+    stream: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    received: &AtomicU64,
+) -> Option<usize> {
     loop {
         if let Some(len) = request_len(buf) {
             return Some(len);
@@ -197,7 +259,10 @@ async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<usize
         let mut chunk = [0; 16 * 1024];
         match stream.read(&mut chunk).await {
             Ok(0) | Err(_) => return None,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Ok(n) => {
+                received.fetch_add(n as u64, Ordering::SeqCst);
+                buf.extend_from_slice(&chunk[..n]);
+            }
         }
     }
 }

@@ -1,6 +1,7 @@
 //! A real `redis-server` (Debian's `redis-server` package) on free
 //! loopback ports, for the tests of `rate_limit` with `store: redis`:
-//! started, stopped and started again on the same ports, killed on drop;
+//! started, stopped and started again on the same ports, paused
+//! (SIGSTOP) and let go on, killed on drop;
 //! with a password (`--requirepass`) when asked.
 //!
 //! Without `redis-server` on PATH, [`RedisServer::start`] returns `None`
@@ -139,6 +140,28 @@ impl RedisServer {
             let _ = child.kill();
             let _ = child.wait();
         }
+    }
+
+    /// Stops the server's process (SIGSTOP) without closing anything: its
+    /// connections stay open and nothing is answered, as with a Redis
+    /// that stalls (a long command, swapping, a paused VM).
+    pub fn pause(&self) {
+        self.signal("STOP");
+    }
+
+    /// Lets a paused server go on (SIGCONT).
+    pub fn unpause(&self) {
+        self.signal("CONT");
+    }
+
+    fn signal(&self, name: &str) {
+        let child = self.child.as_ref().expect("the server is running");
+        let status = Command::new("kill")
+            .arg(format!("-{name}"))
+            .arg(child.id().to_string())
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -{name} {}", child.id());
     }
 
     /// Starts it again on the same ports and waits until it answers.

@@ -39,6 +39,12 @@ pub enum Need {
     Oidc,
     /// Let's Encrypt's ACME test server, Pebble (Go).
     Pebble,
+    /// Python with aioquic, niquests, brotli and zstandard (the venv
+    /// ~/.cache/sluice/venv-h3).
+    H3py,
+    /// Python's cryptography package, version 42 or later (its X.509
+    /// verifier).
+    Pyca,
 }
 
 impl Need {
@@ -57,23 +63,44 @@ impl Need {
             Need::Authz => "authz",
             Need::Oidc => "oidc",
             Need::Pebble => "pebble",
+            Need::H3py => "h3py",
+            Need::Pyca => "pyca",
         }
     }
 
     /// Whether a missing `self` fails the test instead of skipping it.
     pub fn required(self) -> bool {
-        let on = |var: &str| std::env::var_os(var).is_some_and(|v| v == "1");
         let require_var = format!("SLUICE_REQUIRE_{}", self.name().to_uppercase());
-        if on(&require_var) {
-            return true;
+        let var = |name: &str| std::env::var(name).ok();
+        Switches {
+            require: var(&require_var).as_deref(),
+            strict: var("SLUICE_STRICT").as_deref(),
+            allow: var("SLUICE_ALLOW_SKIP").as_deref(),
         }
-        on("SLUICE_STRICT") && !allowed(self.name())
+        .require(self.name())
     }
 }
 
-fn allowed(group: &str) -> bool {
-    std::env::var("SLUICE_ALLOW_SKIP")
-        .is_ok_and(|list| list.split(',').any(|name| name.trim() == group))
+/// The environment's say on a skip: `SLUICE_REQUIRE_<GROUP>`,
+/// `SLUICE_STRICT` and `SLUICE_ALLOW_SKIP`, as set (`None`: unset).
+struct Switches<'a> {
+    require: Option<&'a str>,
+    strict: Option<&'a str>,
+    allow: Option<&'a str>,
+}
+
+impl Switches<'_> {
+    /// Whether a missing need of `group` fails: its own switch is `1`,
+    /// or strict mode is on (`1`) and the group is not in the allow list.
+    fn require(&self, group: &str) -> bool {
+        if self.require == Some("1") {
+            return true;
+        }
+        let allowed = self
+            .allow
+            .is_some_and(|list| list.split(',').any(|name| name.trim() == group));
+        self.strict == Some("1") && !allowed
+    }
 }
 
 /// Records that `test` does not run (or runs in part) because `need` is
@@ -127,10 +154,54 @@ mod tests {
             Need::Authz,
             Need::Oidc,
             Need::Pebble,
+            Need::H3py,
+            Need::Pyca,
         ];
         let mut names: Vec<_> = all.iter().map(|need| need.name()).collect();
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), all.len());
+    }
+
+    #[test]
+    fn strict_mode_fails_a_skip_unless_its_group_is_allowed() {
+        let switches = |require, strict, allow| Switches {
+            require,
+            strict,
+            allow,
+        };
+        // Nothing set, or anything but `1`: a skip is a skip.
+        assert!(!switches(None, None, None).require("redis"));
+        assert!(!switches(Some("0"), Some("0"), None).require("redis"));
+        assert!(!switches(None, Some("true"), None).require("redis"));
+        // Strict: every group, unless listed (names trimmed, whole).
+        assert!(switches(None, Some("1"), None).require("redis"));
+        assert!(switches(None, Some("1"), Some("")).require("redis"));
+        assert!(!switches(None, Some("1"), Some("peer, redis")).require("redis"));
+        assert!(switches(None, Some("1"), Some("peer,redis2")).require("redis"));
+        assert!(switches(None, Some("1"), Some("peer")).require("redis"));
+        // A group's own switch wins over the allow list and needs no strict mode.
+        assert!(switches(Some("1"), None, None).require("redis"));
+        assert!(switches(Some("1"), Some("1"), Some("redis")).require("redis"));
+    }
+
+    #[test]
+    fn a_required_skip_panics_naming_the_test_and_the_switches() {
+        // SLUICE_REQUIRE_<GROUP> of a group no test uses: set here only,
+        // so that no other test in this binary sees it.
+        let group = Need::Pyca;
+        let var = format!("SLUICE_REQUIRE_{}", group.name().to_uppercase());
+        std::env::set_var(&var, "1");
+        let skipped = std::panic::catch_unwind(|| skip("some_test", group, "no cryptography"));
+        std::env::remove_var(&var);
+        let message = skipped.expect_err("a required skip panics");
+        let message = message
+            .downcast_ref::<String>()
+            .cloned()
+            .unwrap_or_default();
+        assert!(
+            message.starts_with("some_test: no cryptography (a skip of group pyca fails"),
+            "{message}"
+        );
     }
 }

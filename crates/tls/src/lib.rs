@@ -95,23 +95,37 @@ impl LocalCa {
 
     /// A client certificate (for mTLS) whose common name is `name`.
     pub fn client(&self, name: &str) -> Result<Issued, Error> {
-        let mut params = CertificateParams::new(Vec::<String>::new())?;
-        params.distinguished_name.push(DnType::CommonName, name);
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-        self.sign(params)
+        self.sign(client_params(name)?)
     }
 
-    /// Signs a leaf: not a CA (basic constraints say so), with a Subject
-    /// Key Identifier and an Authority Key Identifier (the CA's SKI), which
-    /// RFC 5280 asks for and strict verifiers (pyca/cryptography) require.
+    /// A client certificate like [`LocalCa::client`]'s whose validity
+    /// ended an hour ago (it began a day before): what a server that
+    /// checks client certificates must refuse (tests of mTLS).
+    pub fn expired_client(&self, name: &str) -> Result<Issued, Error> {
+        let mut params = client_params(name)?;
+        let now = time::OffsetDateTime::now_utc();
+        params.not_before = now - time::Duration::days(1);
+        params.not_after = now - time::Duration::hours(1);
+        self.sign_leaf(params)
+    }
+
+    /// Signs a leaf valid for the CA's validity from now.
     fn sign(&self, mut params: CertificateParams) -> Result<Issued, Error> {
+        set_validity(&mut params, self.validity);
+        self.sign_leaf(params)
+    }
+
+    /// Signs a leaf with the validity `params` has: not a CA (basic
+    /// constraints say so), with a Subject Key Identifier and an Authority
+    /// Key Identifier (the CA's SKI), which RFC 5280 asks for and strict
+    /// verifiers (pyca/cryptography) require.
+    fn sign_leaf(&self, mut params: CertificateParams) -> Result<Issued, Error> {
         params.is_ca = IsCa::ExplicitNoCa;
         params.use_authority_key_identifier_extension = true;
         params.key_usages = vec![
             KeyUsagePurpose::DigitalSignature,
             KeyUsagePurpose::KeyEncipherment,
         ];
-        set_validity(&mut params, self.validity);
         let key = KeyPair::generate()?;
         let cert = params.signed_by(&key, &self.issuer)?;
         Ok(Issued {
@@ -119,6 +133,14 @@ impl LocalCa {
             key_pem: key.serialize_pem(),
         })
     }
+}
+
+/// A client certificate's fields: its common name, for client authentication.
+fn client_params(name: &str) -> Result<CertificateParams, Error> {
+    let mut params = CertificateParams::new(Vec::<String>::new())?;
+    params.distinguished_name.push(DnType::CommonName, name);
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    Ok(params)
 }
 
 /// Valid from an hour ago (clock skew) for `validity`.

@@ -1,14 +1,18 @@
 //! The certificates `LocalCa` issues pass a strict RFC 5280 verifier:
 //! pyca/cryptography's (what sslyze uses), which wants an Authority Key
 //! Identifier in the leaf. Runs when `python3` with cryptography >= 42 is
-//! there; otherwise says so and passes.
+//! there; otherwise skips through testkit::skip (group `pyca`: a failure
+//! under `SLUICE_STRICT=1`, as in CI, which installs it).
 
 // A test panics on any failure.
 #![allow(clippy::unwrap_used)]
 
 use std::{process::Command, time::Duration};
 
+use testkit::Need;
 use tls::LocalCa;
+
+const TEST: &str = "pyca_cryptography_verifies_an_issued_server_chain";
 
 /// Exit status 77: cryptography (>= 42) is not importable.
 const SCRIPT: &str = r#"
@@ -45,7 +49,8 @@ fn pyca_cryptography_verifies_an_issued_server_chain() {
         .output();
     std::fs::remove_dir_all(&dir).unwrap();
     let Ok(output) = run else {
-        return println!("skipped: no python3 to run pyca/cryptography's verifier");
+        let reason = "no python3 to run pyca/cryptography's verifier (apt-get install python3)";
+        return testkit::skip(TEST, Need::Pyca, reason);
     };
     let said = format!(
         "{}{}",
@@ -53,10 +58,11 @@ fn pyca_cryptography_verifies_an_issued_server_chain() {
         String::from_utf8_lossy(&output.stderr)
     );
     if output.status.code() == Some(77) {
-        return println!(
-            "skipped: python3 has no cryptography >= 42 ({})",
+        let reason = format!(
+            "python3 has no cryptography >= 42 ({}; python3 -m pip install 'cryptography>=42')",
             said.trim()
         );
+        return testkit::skip(TEST, Need::Pyca, &reason);
     }
     assert!(output.status.success(), "pyca/cryptography: {said}");
     assert_eq!(said.trim(), "verified");

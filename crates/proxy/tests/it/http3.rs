@@ -211,15 +211,23 @@ async fn the_field_section_limit_is_advertised_and_the_connection_serves_on() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn more_streams_than_max_concurrent_streams_wait_for_credit() {
     let certs = TestCerts::generate();
-    // An upstream that holds every request until 3 have arrived at once.
+    // An upstream that holds each request until another one is there too
+    // (or all have come: the last may be alone), then 50 ms more, in
+    // which more would arrive if more streams than 2 were open at once.
+    const REQUESTS: usize = 8;
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let upstream = listener.local_addr().unwrap();
     let open = Arc::new(AtomicUsize::new(0));
     let most = Arc::new(AtomicUsize::new(0));
-    let (open2, most2) = (Arc::clone(&open), Arc::clone(&most));
+    let arrived = Arc::new(AtomicUsize::new(0));
+    let counters = (Arc::clone(&open), Arc::clone(&most), Arc::clone(&arrived));
     tokio::spawn(async move {
         while let Ok((mut stream, _)) = listener.accept().await {
-            let (open, most) = (Arc::clone(&open2), Arc::clone(&most2));
+            let (open, most, arrived) = (
+                Arc::clone(&counters.0),
+                Arc::clone(&counters.1),
+                Arc::clone(&counters.2),
+            );
             tokio::spawn(async move {
                 use tokio::io::{AsyncReadExt, AsyncWriteExt};
                 let mut buf = [0u8; 4096];
@@ -229,6 +237,12 @@ async fn more_streams_than_max_concurrent_streams_wait_for_credit() {
                     }
                     let now = open.fetch_add(1, Ordering::SeqCst) + 1;
                     most.fetch_max(now, Ordering::SeqCst);
+                    arrived.fetch_add(1, Ordering::SeqCst);
+                    testkit::until(Duration::from_secs(10), || async {
+                        open.load(Ordering::SeqCst) >= 2
+                            || arrived.load(Ordering::SeqCst) == REQUESTS
+                    })
+                    .await;
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     open.fetch_sub(1, Ordering::SeqCst);
                     let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
@@ -246,7 +260,7 @@ async fn more_streams_than_max_concurrent_streams_wait_for_credit() {
     );
     let client = Client::connect(proxy.addr(), &certs).await;
     let mut tasks = Vec::new();
-    for _ in 0..8 {
+    for _ in 0..REQUESTS {
         let mut send = client.send.clone();
         tasks.push(tokio::spawn(async move {
             let request = Request::get("https://localhost/").body(()).unwrap();
@@ -260,8 +274,10 @@ async fn more_streams_than_max_concurrent_streams_wait_for_credit() {
     for task in tasks {
         assert_eq!(task.await.unwrap(), StatusCode::OK);
     }
-    let most = most.load(Ordering::SeqCst);
-    assert!((1..=2).contains(&most), "{most} requests upstream at once");
+    // max_concurrent_streams 2, and the upstream holds each request
+    // until a second is there: exactly 2 at once.
+    assert_eq!(arrived.load(Ordering::SeqCst), REQUESTS);
+    assert_eq!(most.load(Ordering::SeqCst), 2, "requests upstream at once");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -2,8 +2,8 @@
 //! the answers an HTTP/1.1 client gets (tests/h3_clients.py makes their
 //! requests). Their Python is `SLUICE_H3_PYTHON`, else the venv
 //! ~/.cache/sluice/venv-h3 that .ci/run makes; without one that imports
-//! both, the test prints a SKIP line, and fails instead under
-//! `SLUICE_REQUIRE_H3PY=1` (set by .ci/run once it installed them).
+//! both, the test skips through testkit::skip (group `h3py`): a SKIP
+//! line, or a failure under `SLUICE_STRICT=1` or `SLUICE_REQUIRE_H3PY=1`.
 
 use crate::h3_support;
 use crate::support;

@@ -29,12 +29,12 @@ fn config(echo: std::net::SocketAddr, redis: &str) -> String {
     )
 }
 
-async fn status(conn: &mut RawConn, path: &str, key: &str) -> u16 {
+pub(crate) async fn status(conn: &mut RawConn, path: &str, key: &str) -> u16 {
     let header = format!("X-Key: {key}");
     conn.request("GET", path, &[&header], b"").await.status
 }
 
-async fn metrics(proxy: &Proxy) -> String {
+pub(crate) async fn metrics(proxy: &Proxy) -> String {
     RawConn::connect(proxy.admin())
         .await
         .get("/metrics")
@@ -43,7 +43,7 @@ async fn metrics(proxy: &Proxy) -> String {
 }
 
 /// The value of the metric line that starts with `series`.
-fn metric(text: &str, series: &str) -> u64 {
+pub(crate) fn metric(text: &str, series: &str) -> u64 {
     text.lines()
         .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
         .unwrap_or_else(|| panic!("no {series} in\n{text}"))
@@ -58,14 +58,19 @@ async fn two_proxies_share_one_count_and_answer_429_like_the_local_limiter() {
     let yaml = config(echo.addr, &format!("url: \"{}\"", redis.url()));
     let (one, two) = (Proxy::start(&yaml), Proxy::start(&yaml));
     let (mut first, mut second) = (one.conn().await, two.conn().await);
+    let before = Instant::now();
 
     // The burst of 2 is spent across both proxies and both routes.
     assert_eq!(status(&mut first, "/a", "k").await, 200);
     assert_eq!(status(&mut second, "/b", "k").await, 200);
     let limited = second.request("GET", "/a", &["X-Key: k"], b"").await;
     assert_eq!(limited.status, 429, "{}", limited.text());
+    let taken = before.elapsed();
+    // 1/m with a burst of 2 (GCRA): the third request may go 60 s after
+    // the first, which was `taken` ago at most; whole seconds, rounded up.
     let retry: u64 = limited.header("retry-after").unwrap().parse().unwrap();
-    assert!((1..=60).contains(&retry), "{retry}");
+    let soonest = 60 - taken.as_secs().min(59);
+    assert!((soonest..=60).contains(&retry), "{retry} after {taken:?}");
     assert_eq!(limited.header("ratelimit-limit"), Some("1"));
     assert_eq!(limited.header("ratelimit-remaining"), Some("0"));
     assert_eq!(
@@ -77,9 +82,15 @@ async fn two_proxies_share_one_count_and_answer_429_like_the_local_limiter() {
     assert_eq!(status(&mut first, "/a", "other").await, 200);
 
     // The key, under the handler's default prefix, expires by itself.
+    // It expires when the bucket is full again: 120 s (2 × 60 s) after
+    // the first request, at most `read` ago (PTTL rounds down a ms).
     let ttl = redis.command(&["PTTL", "sluice:rate:limit:k"]);
+    let read = i64::try_from(before.elapsed().as_millis()).unwrap();
     let ttl: i64 = ttl.trim_start_matches(':').trim().parse().unwrap();
-    assert!((1..=120_000).contains(&ttl), "PTTL {ttl}");
+    assert!(
+        (120_000 - read - 1..=120_000).contains(&ttl),
+        "PTTL {ttl} after {read} ms"
+    );
 
     let shown = metrics(&one).await;
     assert_eq!(

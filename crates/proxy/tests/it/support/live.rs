@@ -46,11 +46,37 @@ impl Counted {
     }
 }
 
-pub(crate) fn scratch(name: &str) -> PathBuf {
+/// A test's own directory under the temporary one, removed when dropped
+/// (at the test's end, failed or not: `$TMPDIR` keeps no
+/// `sluice-reload-*` directories).
+pub(crate) struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A new, empty [`Scratch`] directory named after the test (`name`).
+pub(crate) fn scratch(name: &str) -> Scratch {
     let dir = std::env::temp_dir().join(format!("sluice-reload-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    Scratch(dir)
 }
 
 pub(crate) const HEAD: &str =

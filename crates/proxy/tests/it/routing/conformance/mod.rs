@@ -54,7 +54,7 @@ pub(crate) struct Suite {
     pub(crate) pods: Vec<Pod>,
     pub(crate) config: proxy::config::Config,
     pub(crate) running: Option<proxy::RunningProxy>,
-    pub(crate) dir: PathBuf,
+    pub(crate) dir: crate::support::live::Scratch,
     /// The test CA's PEM, for HTTPS clients.
     pub(crate) ca: String,
 }
