@@ -99,12 +99,20 @@ impl ReportConfig {
     }
 }
 
+/// Seconds to the millisecond: what an interval log (HdrHistogram's
+/// format, three decimals) keeps, so that a run's intervals and those of
+/// the merge of its own log are the same (a run's last interval is
+/// usually partial: 0.499154607 s here, 0.499 in its log).
+fn to_millis(time: Duration) -> f64 {
+    (time.as_secs_f64() * 1000.0).round() / 1000.0
+}
+
 impl IntervalSummary {
     pub(crate) fn new(start: Duration, duration: Duration, figures: &Figures) -> Self {
         let latency = &figures.latency;
         Self {
-            start_s: start.as_secs_f64(),
-            duration_s: duration.as_secs_f64(),
+            start_s: to_millis(start),
+            duration_s: to_millis(duration),
             requests: latency.len(),
             errors: figures.errors.total(),
             bytes_read: figures.bytes_read,
