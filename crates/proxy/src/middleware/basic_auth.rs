@@ -365,18 +365,7 @@ mod tests {
                 header::AUTHORIZATION,
                 HeaderValue::from_str(&format!("Basic {encoded}")).unwrap(),
             );
-            let view = RequestView {
-                method: &http::Method::GET,
-                path: "/",
-                query: None,
-                client_ip: std::net::Ipv4Addr::LOCALHOST.into(),
-                body_len: None,
-                body: None,
-                fields: crate::wire::fields::Fields::Map(&headers),
-                host: None,
-                secure: false,
-                proxied: None,
-            };
+            let view = RequestView::get(&headers);
             match auth.request(&view, &mut Exchange::default()) {
                 Flow::Wait(wait) => wait,
                 _ => panic!("a check to wait for"),

@@ -46,15 +46,8 @@ mod tests {
         let headers = http::HeaderMap::new();
         let view = RequestView {
             method: &http::Method::POST,
-            path: "/",
-            query: None,
-            client_ip: std::net::Ipv4Addr::LOCALHOST.into(),
             body_len,
-            body: None,
-            fields: crate::wire::fields::Fields::Map(&headers),
-            host: None,
-            secure: false,
-            proxied: None,
+            ..RequestView::get(&headers)
         };
         // As `limits.max_body_bytes` sets it (10 MiB by default).
         let mut exchange = Exchange {

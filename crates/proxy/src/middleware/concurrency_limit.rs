@@ -62,18 +62,7 @@ mod tests {
 
     fn request(limiter: &ConcurrencyLimiter) -> (Flow, Exchange) {
         let headers = http::HeaderMap::new();
-        let view = RequestView {
-            method: &http::Method::GET,
-            path: "/",
-            query: None,
-            client_ip: std::net::Ipv4Addr::LOCALHOST.into(),
-            body_len: None,
-            body: None,
-            fields: crate::wire::fields::Fields::Map(&headers),
-            host: None,
-            secure: false,
-            proxied: None,
-        };
+        let view = RequestView::get(&headers);
         let mut exchange = Exchange::default();
         let flow = limiter.request(&view, &mut exchange);
         (flow, exchange)

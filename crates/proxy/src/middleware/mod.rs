@@ -91,6 +91,24 @@ pub(crate) struct RequestView<'a> {
 }
 
 impl<'a> RequestView<'a> {
+    /// A `GET /` from 127.0.0.1 with `headers` and no body: the request
+    /// the handlers' unit tests start from (struct update for the rest).
+    #[cfg(test)]
+    pub(crate) fn get(headers: &'a http::HeaderMap) -> Self {
+        RequestView {
+            method: &http::Method::GET,
+            path: "/",
+            query: None,
+            client_ip: std::net::Ipv4Addr::LOCALHOST.into(),
+            body_len: None,
+            body: None,
+            fields: crate::wire::fields::Fields::Map(headers),
+            host: None,
+            secure: false,
+            proxied: None,
+        }
+    }
+
     /// The first field called `name` (any case).
     pub(crate) fn header(&self, name: &str) -> Option<&'a [u8]> {
         self.fields.get(name)
