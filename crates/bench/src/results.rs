@@ -398,7 +398,8 @@ impl Drain {
     }
 }
 
-/// Failed requests by kind, and answers that were not 2xx or 3xx.
+/// Failed requests by kind, answers that were not 2xx or 3xx, and (rows
+/// that expect one status) answers with another.
 ///
 /// `sluice load` counts a non-2xx/3xx answer as a response, by status, and
 /// keeps it out of its [`load::Errors`]; a bench row counts it as an error
@@ -410,16 +411,22 @@ pub struct Errors {
     #[serde(flatten)]
     pub failed: load::Errors,
     pub non_2xx_3xx: u64,
+    /// 2xx and 3xx answers of a row that expects one status (the oidc
+    /// row: the upstream's 200) with another (a 302 to the login): the
+    /// row measured something else, and is not comparable.
+    #[serde(default)]
+    pub unexpected_status: u64,
 }
 
 impl Errors {
     fn add(&mut self, other: &Errors) {
         self.failed.add(&other.failed);
         self.non_2xx_3xx += other.non_2xx_3xx;
+        self.unexpected_status += other.unexpected_status;
     }
 
     pub fn total(&self) -> u64 {
-        self.failed.total() + self.non_2xx_3xx
+        self.failed.total() + self.non_2xx_3xx + self.unexpected_status
     }
 }
 
@@ -464,6 +471,7 @@ mod tests {
                     ..load::Errors::default()
                 },
                 non_2xx_3xx: 0,
+                unexpected_status: 0,
             },
             process: Some(ProcessUsage {
                 name: "sluice proxy".into(),
