@@ -8,7 +8,7 @@ use crate::common;
 
 use std::{path::PathBuf, process::Command};
 
-use common::{leftovers, schema_errors, scratch, sluice, text};
+use common::{assert_no_estimate_note, leftovers, schema_errors, scratch, sluice, text};
 
 /// `sluice bench --only middleware --handlers oidc`, short rows, one round.
 fn run(out: &std::path::Path, mark: &str, provider: Option<&str>) -> serde_json::Value {
@@ -40,13 +40,7 @@ fn run(out: &std::path::Path, mark: &str, provider: Option<&str>) -> serde_json:
     .expect("results.json is JSON");
     let errors = schema_errors(&json);
     assert!(errors.is_empty(), "{errors:#?}");
-    let notes = json["notes"].as_array().expect("notes");
-    assert!(
-        !notes
-            .iter()
-            .any(|n| n.as_str().is_some_and(|n| n.starts_with("estimate:"))),
-        "the estimate counted other rows: {notes:#?}"
-    );
+    assert_no_estimate_note(&json);
     assert!(leftovers(mark).is_empty(), "{:?}", leftovers(mark));
     json
 }
