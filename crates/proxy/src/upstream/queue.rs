@@ -59,12 +59,13 @@ pub(crate) async fn connection(
     let key = client.map(|(client, _)| client);
     let at = (upstream, host);
     let pooled = || pool.take(config, metrics, at, key, Instant::now());
-    let waited = || pool.take_waited(config, metrics, at, key, Instant::now());
     let returned = || async {
         if fresh_only {
-            pending().await
-        } else {
-            given_back(pool, config, host, waited).await
+            return pending().await;
+        }
+        match pool.wait(config, metrics, at, key, Instant::now()) {
+            Ok(conn) => conn,
+            Err(mut waiting) => waiting.given_back().await,
         }
     };
     let permit = match opening.try_take(host) {
@@ -104,28 +105,6 @@ pub(crate) async fn connection(
             err,
             busy: config.balancer.answers(host) > answers,
         }),
-    }
-}
-
-/// The first connection to `host` given back to `pool` from now on that
-/// this request gets (`pooled` takes it). Waiting requests are woken in
-/// the order they came, and requests that come meanwhile leave what is
-/// given back to them (`Pool::take`).
-async fn given_back(
-    pool: &Pool,
-    config: &Upstream,
-    host: HostId,
-    pooled: impl Fn() -> Option<UpstreamConn>,
-) -> UpstreamConn {
-    loop {
-        let awaiting = pool.awaiting(config, host);
-        let mut notified = pin!(awaiting.given_back());
-        // Registered before looking, so that none given back is missed.
-        notified.as_mut().enable();
-        if let Some(conn) = pooled() {
-            return conn;
-        }
-        notified.await;
     }
 }
 
