@@ -8,7 +8,7 @@ use std::{sync::Arc, time::Instant};
 use http::Method;
 
 use super::{
-    build::{Build, BuildContext, Builder},
+    build::{Build, BuildContext, Builder, Keep},
     Exchange, Handler, Outcome,
 };
 use crate::config::MetricsSettings;
@@ -33,9 +33,8 @@ pub(crate) struct MetricsRecorder {
 
 impl Build for MetricsSettings {
     fn build(&self, builder: &mut Builder<'_>) -> anyhow::Result<Arc<dyn Handler>> {
-        let metrics = Arc::new(MetricsRecorder::new(builder.context));
-        builder.metrics.push(Arc::clone(&metrics));
-        Ok(metrics)
+        builder.keep = Keep::SameRoutes;
+        Ok(Arc::new(MetricsRecorder::new(builder.context)))
     }
 }
 
@@ -56,7 +55,7 @@ impl MetricsRecorder {
     }
 
     /// Appends the Prometheus text of every series that has observations.
-    pub(crate) fn render(&self, out: &mut Exposition) {
+    fn render(&self, out: &mut Exposition) {
         let mut family = out.family("sluice_http_request_duration_seconds", MetricKind::Histogram, "Requests through the metrics handler, from the head read to the answer, by route, method, status class and upstream (empty: answered by the proxy).");
         for (r, route) in self.routes.iter().enumerate() {
             for (m, method) in METHODS.iter().enumerate() {
@@ -100,14 +99,16 @@ impl MetricsRecorder {
 impl MetricsRecorder {
     /// The request durations of the route at `route` (its position), over
     /// every method, status class and source (for `/stats.json`).
-    pub(crate) fn route_latency(&self, route: usize) -> Option<(&str, serde_json::Value)> {
-        let name = self.routes.get(route)?;
+    fn route_latency(&self, route: usize) -> Option<serde_json::Value> {
+        if route >= self.routes.len() {
+            return None;
+        }
         let block = route * PER_ROUTE..(route + 1) * PER_ROUTE;
         let cells = self
             .shards
             .iter()
             .flat_map(move |s| s[block.clone()].iter());
-        Some((name.as_str(), telemetry::histogram(cells)))
+        Some(telemetry::histogram(cells))
     }
 }
 
@@ -129,6 +130,20 @@ fn method_index(method: &Method) -> usize {
 }
 
 impl Handler for MetricsRecorder {
+    fn render_metrics(&self, _name: &str, out: &mut Exposition) {
+        self.render(out);
+    }
+
+    /// `latency`: the first `metrics` handler of a chain times its route.
+    fn route_stats(&self, route: usize, figures: &mut serde_json::Map<String, serde_json::Value>) {
+        if figures.contains_key("latency") {
+            return;
+        }
+        if let Some(latency) = self.route_latency(route) {
+            figures.insert("latency".into(), latency);
+        }
+    }
+
     fn done(&self, exchange: &mut Exchange, outcome: &Outcome) {
         let Some(started) = exchange.started else {
             return;
