@@ -9,11 +9,11 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::{header, HeaderName, HeaderValue, StatusCode};
 
-use super::routes::rewrite::{host_port, new_path, segments, Location};
+use super::routes::rewrite::{host_port, new_path, segments};
 use crate::{
     config::{PathMatch, PathRewriteSettings, RedirectSettings, RespondSettings, RouteSettings},
     middleware::{Answer, Exchange, Flow, Handler, RequestView},
-    wire::normalize,
+    wire::{location::Location, normalize},
 };
 
 /// A route's `redirect`.
