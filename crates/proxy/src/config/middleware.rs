@@ -54,6 +54,7 @@ macro_rules! for_each_handler {
             "oidc" (mod oidc) => OidcSettings;
             "compress" (mod compress) => CompressSettings, defaults;
             "grpc_web" (mod grpc_web) => GrpcWebSettings, defaults;
+            "redirect_https" (mod redirect_https) => RedirectHttpsSettings, defaults;
         }
     };
 }
