@@ -21,6 +21,7 @@ use serde::{
 use serde_saphyr::Spanned;
 
 use super::{
+    secret::CredentialUrl,
     typed::{error_status, percent, status_number, Parsed, Rate, RateKey},
     units::{duration, human, size, ByteSize},
 };
@@ -290,8 +291,9 @@ pub enum RateStore {
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RedisStoreSettings {
-    /// `redis://[user[:password]@]host[:port][/db]` or `rediss://` (TLS).
-    pub url: String,
+    /// `redis://[user[:password]@]host[:port][/db]` or `rediss://` (TLS);
+    /// shown without its user information.
+    pub url: CredentialUrl,
     /// A file holding the password (trailing newline ignored); overrides
     /// one in the URL.
     #[serde(default)]

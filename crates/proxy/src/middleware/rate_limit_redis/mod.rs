@@ -226,7 +226,7 @@ fn client(redis: &RedisStoreSettings) -> anyhow::Result<redis::Client> {
     use redis::IntoConnectionInfo as _;
     let mut info = redis
         .url
-        .as_str()
+        .expose()
         .into_connection_info()
         .map_err(|err| anyhow::anyhow!("redis.url: not a Redis URL ({:?})", err.kind()))?;
     if let Some(file) = &redis.password_file {
