@@ -150,3 +150,118 @@ impl RequestBodyFilter {
         self.0.end()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use http::{header, HeaderValue};
+
+    use super::*;
+
+    /// Offers to upper-case a `text/plain` answer's body, and to put the
+    /// trailers' count at its end.
+    #[derive(Debug)]
+    struct UpperOffer;
+
+    #[derive(Debug)]
+    struct Upper;
+
+    impl BodyFilterOffer for UpperOffer {
+        fn at_head(
+            self: Box<Self>,
+            status: StatusCode,
+            fields: Fields<'_>,
+            _empty: bool,
+            edits: &mut HeaderEdits,
+        ) -> Option<ResponseBodyFilter> {
+            edits.remove.push(header::CONTENT_LENGTH);
+            let plain = fields.get("content-type") == Some(&b"text/plain"[..]);
+            (status == StatusCode::OK && plain).then(|| ResponseBodyFilter::new(Upper))
+        }
+    }
+
+    impl ResponseFilter for Upper {
+        fn data(&mut self, chunk: &[u8], out: &mut Vec<u8>) -> Result<(), FilterFailed> {
+            if chunk.contains(&0) {
+                return Err(FilterFailed("a NUL"));
+            }
+            out.extend(chunk.to_ascii_uppercase());
+            Ok(())
+        }
+
+        fn end(
+            &mut self,
+            trailers: Option<&HeaderMap>,
+            out: &mut Vec<u8>,
+        ) -> Result<Trailers, FilterFailed> {
+            out.extend(format!("|{}", trailers.map_or(0, HeaderMap::len)).bytes());
+            Ok(Trailers::InBody)
+        }
+    }
+
+    fn head(content_type: &'static str) -> HeaderMap {
+        let mut head = HeaderMap::new();
+        head.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+        head
+    }
+
+    #[test]
+    fn an_offer_is_taken_once_and_its_filter_transforms_the_body() {
+        let mut exchange = Exchange {
+            body_filter: Some(Box::new(UpperOffer)),
+            ..Exchange::default()
+        };
+        let fields = head("text/plain");
+        let mut edits = None;
+        let mut filter = start(
+            &mut exchange,
+            StatusCode::OK,
+            Fields::Map(&fields),
+            false,
+            &mut edits,
+        )
+        .expect("a text/plain 200 is filtered");
+        assert!(exchange.body_filter.is_none(), "the offer is taken");
+        assert_eq!(edits.unwrap().remove, [header::CONTENT_LENGTH]);
+        let mut out = Vec::new();
+        filter.data(b"hello ", &mut out).unwrap();
+        filter.data(b"world", &mut out).unwrap();
+        let mut trailers = HeaderMap::new();
+        trailers.insert("grpc-status", HeaderValue::from_static("0"));
+        assert_eq!(
+            filter.end(Some(&trailers), &mut out).unwrap(),
+            Trailers::InBody
+        );
+        assert_eq!(out, b"HELLO WORLD|1");
+        assert_eq!(filter.data(b"a\0", &mut out).unwrap_err().0, "a NUL");
+        // Taken: the next response of the exchange gets none.
+        let mut edits = None;
+        assert!(start(
+            &mut exchange,
+            StatusCode::OK,
+            Fields::Map(&fields),
+            false,
+            &mut edits
+        )
+        .is_none());
+        assert!(edits.is_none(), "no offer, no edits");
+    }
+
+    #[test]
+    fn a_declined_offer_still_gives_its_head_changes() {
+        let mut exchange = Exchange {
+            body_filter: Some(Box::new(UpperOffer)),
+            ..Exchange::default()
+        };
+        let fields = head("application/json");
+        let mut edits = None;
+        let filter = start(
+            &mut exchange,
+            StatusCode::OK,
+            Fields::Map(&fields),
+            false,
+            &mut edits,
+        );
+        assert!(filter.is_none());
+        assert_eq!(edits.unwrap().remove, [header::CONTENT_LENGTH]);
+    }
+}
