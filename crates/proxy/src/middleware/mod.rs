@@ -168,6 +168,15 @@ impl Answer {
         }
     }
 
+    /// A redirect to `location`, without a body.
+    pub(crate) fn redirect(status: StatusCode, location: HeaderValue) -> Self {
+        Self {
+            detail: None,
+            ..Self::problem(status, "")
+        }
+        .with_header(http::header::LOCATION, location)
+    }
+
     pub(crate) fn with_header(mut self, name: HeaderName, value: HeaderValue) -> Self {
         self.headers.push((name, value));
         self

@@ -12,7 +12,7 @@
 
 use std::{num::NonZeroU16, sync::Arc};
 
-use http::{header, HeaderValue, StatusCode};
+use http::{HeaderValue, StatusCode};
 
 use super::{
     build::{Build, Builder},
@@ -70,11 +70,7 @@ impl Handler for HttpsRedirector {
             return Flow::Next;
         }
         Flow::Answer(match self.location(request) {
-            Some(location) => Answer {
-                detail: None,
-                ..Answer::problem(self.status, "")
-            }
-            .with_header(header::LOCATION, location),
+            Some(location) => Answer::redirect(self.status, location),
             None => Answer::problem(
                 StatusCode::BAD_REQUEST,
                 "the request names no host that an https redirect can be written for",
@@ -85,6 +81,8 @@ impl Handler for HttpsRedirector {
 
 #[cfg(test)]
 mod tests {
+    use http::header;
+
     use super::*;
 
     fn redirector(port: u16, status: u16) -> HttpsRedirector {

@@ -86,11 +86,7 @@ impl Handler for Redirector {
             .location(request)
             .and_then(|l| HeaderValue::try_from(l).ok());
         Flow::Answer(match location {
-            Some(location) => Answer {
-                detail: None,
-                ..Answer::problem(self.status, "")
-            }
-            .with_header(header::LOCATION, location),
+            Some(location) => Answer::redirect(self.status, location),
             None => Answer::problem(
                 StatusCode::BAD_REQUEST,
                 "the request's host or query cannot be written in a redirect",
