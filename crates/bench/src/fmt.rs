@@ -173,6 +173,7 @@ pub(crate) fn error_kinds(errors: &Errors) -> String {
         ("timeout", errors.failed.timeout),
         ("parse", errors.failed.parse),
         ("http", errors.non_2xx_3xx),
+        ("unexpected status", errors.unexpected_status),
     ];
     kinds
         .iter()
@@ -273,7 +274,16 @@ mod tests {
                 ..load::Errors::default()
             },
             non_2xx_3xx: 2,
+            unexpected_status: 0,
         };
         assert_eq!(errors(&e), "12 (read 10, http 2)");
+        let redirected = Errors {
+            unexpected_status: 3,
+            ..e
+        };
+        assert_eq!(
+            errors(&redirected),
+            "15 (read 10, http 2, unexpected status 3)"
+        );
     }
 }

@@ -39,7 +39,7 @@ use std::{
 use anyhow::{bail, Context};
 
 pub use machine::{find_peer, find_program, peers_dir, PeerKind};
-pub use options::{BenchOptions, GroupName, Profile};
+pub use options::{parse_handler, BenchOptions, GroupName, Profile};
 pub use results::Results;
 pub use stage::Observer;
 pub use stage::Round;

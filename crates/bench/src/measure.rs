@@ -27,6 +27,10 @@ pub(crate) struct RowSpec {
     pub(crate) runtime: Option<RuntimeInfo>,
     /// Whole rounds to run first and discard (a JVM's JIT warm-up).
     pub(crate) warmup_rounds: usize,
+    /// The status every answer must have for the row to measure what it
+    /// says (the oidc row: the upstream's 200, not a 302 to the login);
+    /// other 2xx and 3xx answers count as `unexpected_status` errors.
+    pub(crate) expect_status: Option<u16>,
     /// The load, warm-up included.
     pub(crate) load: LoadConfig,
 }
@@ -40,8 +44,15 @@ impl RowSpec {
             phase: None,
             runtime: None,
             warmup_rounds: 0,
+            expect_status: None,
             load,
         }
+    }
+
+    /// Every answer must have `status` ([`RowSpec::expect_status`]).
+    pub(crate) fn expect_status(mut self, status: u16) -> Self {
+        self.expect_status = Some(status);
+        self
     }
 
     pub(crate) fn sweep(mut self, name: &str, value: f64) -> Self {
@@ -108,7 +119,23 @@ impl Bench<'_> {
         for component in stage.iter_mut() {
             component.check_alive(&format!("{group}: {}", spec.label))?;
         }
-        let figures = to_figures(&report, &sut_name, before, after);
+        let mut figures = to_figures(&report, &sut_name, before, after);
+        if let Some(expected) = spec.expect_status {
+            let unexpected = unexpected_statuses(&report, expected);
+            figures.errors.unexpected_status = unexpected.iter().map(|(_, n)| n).sum();
+            if !unexpected.is_empty() {
+                let seen: Vec<String> = unexpected
+                    .iter()
+                    .map(|(status, n)| format!("{n} x {status}"))
+                    .collect();
+                self.observer.note(&format!(
+                    "{group}: {}: answers other than the {expected} it measures: {} (marked \
+                     not comparable)",
+                    spec.label,
+                    seen.join(", ")
+                ));
+            }
+        }
         self.observer.row_finished(&spec.label, round, &figures);
         Ok((load_shape(&report), figures))
     }
@@ -161,6 +188,17 @@ impl Measured {
     }
 }
 
+/// The 2xx and 3xx statuses of `report` other than `expected`, with
+/// their counts (the others are `non_2xx_3xx` errors already).
+fn unexpected_statuses(report: &load::Report, expected: u16) -> Vec<(u16, u64)> {
+    report
+        .status
+        .iter()
+        .filter(|(&status, &n)| status != expected && (200..400).contains(&status) && n > 0)
+        .map(|(&status, &n)| (status, n))
+        .collect()
+}
+
 fn load_shape(report: &load::Report) -> LoadShape {
     let c = &report.config;
     LoadShape {
@@ -207,6 +245,7 @@ fn to_figures(
         errors: Errors {
             failed: report.errors,
             non_2xx_3xx: report.non_2xx_3xx,
+            unexpected_status: 0,
         },
         process: (after != Usage::default()).then(|| ProcessUsage {
             name: process.to_string(),

@@ -118,6 +118,9 @@ pub struct BenchOptions {
     pub sweep_users: Option<Vec<usize>>,
     /// The open group's arrival rates (requests/s), instead of the profile's.
     pub rates: Option<Vec<f64>>,
+    /// The middleware handlers measured alone, instead of the profile's
+    /// (`--handlers`; names from [`ALL_HANDLERS`], see [`parse_handler`]).
+    pub handlers: Option<Vec<&'static str>>,
     /// The io users' think time range.
     pub think: (Duration, Duration),
     /// The io downstream's delay.
@@ -156,6 +159,7 @@ impl BenchOptions {
             sweep_conns: None,
             sweep_users: None,
             rates: None,
+            handlers: None,
             think: (Duration::from_secs(1), Duration::from_secs(2)),
             downstream_delay: Duration::from_millis(300),
             slow_delay: Duration::from_millis(40),
@@ -205,6 +209,9 @@ impl BenchOptions {
             if rates.is_empty() || rates.iter().any(|r| !r.is_finite() || *r <= 0.0) {
                 return Err("--rates: give requests per second above 0, comma-separated".into());
             }
+        }
+        if self.handlers.as_ref().is_some_and(Vec::is_empty) {
+            return Err("--handlers: name at least one handler".into());
         }
         if self.runtimes.is_empty() {
             return Err("--runtimes: name at least one runtime".into());
@@ -276,6 +283,14 @@ impl BenchOptions {
             .unwrap_or_else(|| self.profile().io_users.to_vec())
     }
 
+    /// The middleware handlers measured alone: `--handlers`, else the
+    /// profile's (the empty chain and the default chain always are).
+    pub fn handlers(&self) -> Vec<&'static str> {
+        self.handlers
+            .clone()
+            .unwrap_or_else(|| self.profile().handlers.to_vec())
+    }
+
     pub fn open_rates(&self) -> Vec<f64> {
         self.rates
             .clone()
@@ -300,7 +315,28 @@ pub struct Profile {
     pub idle_points: &'static [usize],
 }
 
-/// Every handler the default chain can hold, measured alone.
+/// A handler `--handlers` names: one of [`ALL_HANDLERS`] (`ext_authz
+/// cached` also as `ext_authz_cached`).
+pub fn parse_handler(text: &str) -> Result<&'static str, String> {
+    let text = text.trim();
+    ALL_HANDLERS
+        .iter()
+        .copied()
+        .find(|name| *name == text || name.replace(' ', "_") == text)
+        .ok_or_else(|| {
+            format!(
+                "unknown handler `{text}`: expected {}",
+                ALL_HANDLERS
+                    .iter()
+                    .map(|name| name.replace(' ', "_"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+}
+
+/// Every handler the default chain can hold, measured alone, and `oidc`
+/// (a row where node and the OIDC provider are installed).
 const ALL_HANDLERS: &[&str] = &[
     "correlation",
     "headers",
@@ -316,6 +352,7 @@ const ALL_HANDLERS: &[&str] = &[
     "basic_auth",
     "ext_authz",
     "ext_authz cached",
+    "oidc",
 ];
 
 impl Profile {
@@ -385,5 +422,20 @@ mod tests {
         assert_eq!(options.lb_points(), Profile::QUICK.lb_points);
         options.sweep_conns = Some(vec![10, 20]);
         assert_eq!(options.lb_points(), vec![10, 20]);
+        assert_eq!(options.handlers(), Profile::QUICK.handlers);
+        options.handlers = Some(vec!["oidc"]);
+        assert_eq!(options.handlers(), ["oidc"]);
+    }
+
+    #[test]
+    fn handlers_are_named_as_their_rows() {
+        assert_eq!(parse_handler(" jwt"), Ok("jwt"));
+        assert_eq!(parse_handler("ext_authz_cached"), Ok("ext_authz cached"));
+        assert_eq!(parse_handler("ext_authz cached"), Ok("ext_authz cached"));
+        let err = parse_handler("jwt_auth").expect_err("unknown");
+        assert!(err.contains("ext_authz_cached, oidc"), "{err}");
+        let mut options = BenchOptions::new("sluice".into(), "out".into());
+        options.handlers = Some(Vec::new());
+        assert!(options.validate().unwrap_err().contains("--handlers"));
     }
 }

@@ -402,24 +402,27 @@ impl Drain {
 ///
 /// `sluice load` counts a non-2xx/3xx answer as a response, by status, and
 /// keeps it out of its [`load::Errors`]; a bench row counts it as an error
-/// of the system under test (a proxy answering 502 is not serving), so
-/// these are load's failures plus that count. In results.json the fields
-/// sit side by side, as `load`'s are flattened.
+/// of the system under test (a proxy answering 502 is not serving). In
+/// results.json the fields sit side by side, as `load`'s are flattened.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 pub struct Errors {
     #[serde(flatten)]
     pub failed: load::Errors,
     pub non_2xx_3xx: u64,
+    /// 2xx/3xx answers other than the status a row expects (the oidc row's 200).
+    #[serde(default)]
+    pub unexpected_status: u64,
 }
 
 impl Errors {
     fn add(&mut self, other: &Errors) {
         self.failed.add(&other.failed);
         self.non_2xx_3xx += other.non_2xx_3xx;
+        self.unexpected_status += other.unexpected_status;
     }
 
     pub fn total(&self) -> u64 {
-        self.failed.total() + self.non_2xx_3xx
+        self.failed.total() + self.non_2xx_3xx + self.unexpected_status
     }
 }
 
@@ -463,7 +466,7 @@ mod tests {
                     read: read_errors,
                     ..load::Errors::default()
                 },
-                non_2xx_3xx: 0,
+                ..Errors::default()
             },
             process: Some(ProcessUsage {
                 name: "sluice proxy".into(),

@@ -96,8 +96,9 @@ pub(crate) fn longer(
 }
 
 /// Why a row's rounds cannot be compared with other rows: a window too
-/// short for its latency, a run that started before its target drained.
-/// Each reason once, from the round that shows it most.
+/// short for its latency, a run that started before its target drained,
+/// answers other than the status the row measures. Each reason once,
+/// from the round that shows it most.
 pub(crate) fn reasons(rounds: &[Figures]) -> Vec<String> {
     let mut out = Vec::new();
     let shortest = rounds
@@ -122,6 +123,19 @@ pub(crate) fn reasons(rounds: &[Figures]) -> Vec<String> {
             fmt::micros(d.waited_s * 1e6),
             fmt::micros(d.probe_us as f64),
             fmt::micros(d.unloaded_us as f64)
+        ));
+    }
+    let unexpected = rounds
+        .iter()
+        .max_by_key(|f| f.errors.unexpected_status)
+        .filter(|f| f.errors.unexpected_status > 0);
+    if let Some(f) = unexpected {
+        out.push(format!(
+            "answered with a status other than the one it measures: {} of {} answers in a round \
+             (a redirect where the upstream's 200 was expected: the oidc row's session was not \
+             taken)",
+            fmt::count(f.errors.unexpected_status as f64),
+            fmt::count(f.requests as f64)
         ));
     }
     out
@@ -217,5 +231,17 @@ mod tests {
             "{reasons:?}"
         );
         assert!(super::reasons(&[run(13_200, 2_000, 3_100, 20.0)]).is_empty());
+    }
+
+    #[test]
+    fn answers_other_than_the_measured_status_make_a_row_not_comparable() {
+        let mut redirected = run(50_000, 100, 3, 2.0);
+        redirected.errors.unexpected_status = 12_000;
+        let reasons = reasons(&[run(50_000, 100, 3, 2.0), redirected]);
+        assert_eq!(reasons.len(), 1, "{reasons:?}");
+        assert!(
+            reasons[0].contains("12,000 of 50,000 answers"),
+            "{reasons:?}"
+        );
     }
 }

@@ -34,6 +34,7 @@ use crate::cli::{parse_duration, parse_think, watch_interrupts};
     sluice bench --rounds 3 --only baseline,proxy,peers\n  \
     sluice bench --only baseline,proxy,peers --duration 10s --pin\n  \
     sluice bench --only lb --conns 500,1000,2000,4000,8000,12000\n  \
+    sluice bench --only middleware --handlers oidc,jwt   # two handlers' rows and the chains\n  \
     sluice bench --only io --users 300,1000,1500,3000,5000 --duration 30s\n  \
     sluice bench --only idle,peers             # RSS per idle connection: 1,000 and 10,000, HTTP/1.1 and HTTP/2\n  \
     sluice bench --only runtimes,peers         # the seeds' tables in their own runtimes: about 20 minutes\n  \
@@ -94,6 +95,11 @@ pub(crate) struct BenchArgs {
     /// The open group's arrival rates, requests/s (default 1000,2000).
     #[arg(long, value_delimiter = ',')]
     rates: Option<Vec<f64>>,
+    /// The middleware handlers measured alone, comma-separated (default:
+    /// every one; --quick jwt,validate); the empty chain and the default
+    /// chain always are. `--handlers oidc` measures the oidc row alone.
+    #[arg(long, value_delimiter = ',', value_parser = bench::parse_handler)]
+    handlers: Vec<&'static str>,
     /// The io users' think time between a response and their next request.
     #[arg(long, default_value = "1s..2s", value_parser = parse_think)]
     think: load::ThinkTime,
@@ -168,6 +174,9 @@ pub(crate) fn run(args: BenchArgs) -> ExitCode {
     options.sweep_conns = args.conns.clone();
     options.sweep_users = args.users.clone();
     options.rates = args.rates.clone();
+    if !args.handlers.is_empty() {
+        options.handlers = Some(args.handlers.clone());
+    }
     options.think = (args.think.min, args.think.max);
     options.downstream_delay = args.downstream_delay;
     options.slow_delay = args.slow_delay;

@@ -1,13 +1,19 @@
 //! The middleware group (question 3): one sluice process with a route per
 //! handler, told apart by Host, so that every handler is measured on the
 //! same process; the peers' own counterparts of `jwt` and `rate_limit`;
-//! and `rate_limit` on Redis when `redis-server` is installed.
+//! `rate_limit` on Redis when `redis-server` is installed; and `oidc`
+//! with a session from a real login where node and the OpenID provider
+//! of bench/oidc are installed ([`super::oidc`]).
 
 use std::net::SocketAddr;
 
 use anyhow::Context;
 
-use super::{begin, gateway_yaml_start, header, peer_row, sluice_yaml, throughput};
+use super::{
+    begin, gateway_yaml_start, header,
+    oidc::{self, OIDC_ROW},
+    peer_row, sluice_yaml, throughput,
+};
 use crate::{
     machine::find_program,
     measure::RowSpec,
@@ -85,11 +91,12 @@ pub(super) fn middleware(bench: &mut Bench<'_>) -> anyhow::Result<()> {
     std::fs::write(&spec_file, PETSTORE_SPEC)
         .with_context(|| format!("cannot write {}", spec_file.display()))?;
     let access_log = log_file(bench, "access");
-    let scenarios = scenarios(bench.profile.handlers);
-    let redis = if redis_row(bench.profile.handlers) {
+    let handlers = bench.options.handlers();
+    let scenarios = scenarios(&handlers);
+    let redis = if redis_row(&handlers) {
         Some(start_redis(bench)?)
     } else {
-        if bench.profile.handlers.contains(&"rate_limit") {
+        if handlers.contains(&"rate_limit") {
             group.notes.push(format!(
                 "No `{REDIS_ROW}` row: redis-server is not installed (apt-get install redis-server)."
             ));
@@ -97,6 +104,23 @@ pub(super) fn middleware(bench: &mut Bench<'_>) -> anyhow::Result<()> {
         None
     };
     let listen = bench.port()?;
+    // The provider sends the browser back to the oidc route's host.
+    let oidc_host = host_of(OIDC_ROW);
+    let oidc_redirect = format!("http://{oidc_host}/oauth2/callback");
+    let provider = if handlers.contains(&OIDC_ROW) {
+        let started = oidc::provider()
+            .map_err(anyhow::Error::msg)
+            .and_then(|found| oidc::start(bench, found, &oidc_redirect));
+        match started {
+            Ok(provider) => Some(provider),
+            Err(err) => {
+                group.notes.push(format!("No `{OIDC_ROW}` row: {err:#}."));
+                None
+            }
+        }
+    } else {
+        None
+    };
     let mut routes = String::new();
     for (name, chain) in &scenarios {
         routes.push_str(&format!(
@@ -104,16 +128,22 @@ pub(super) fn middleware(bench: &mut Bench<'_>) -> anyhow::Result<()> {
             host_of(name)
         ));
     }
-    let mut redis_handler = String::new();
+    let mut extra_handlers = String::new();
     if let Some((_, redis_addr)) = &redis {
         // A budget far above Redis's latency under load, so that every
         // request of the row is decided by Redis (none by on_failure).
-        redis_handler = format!(
+        extra_handlers = format!(
             "  rate_limit_redis: {{ rate_limit: {{ rate: {RATE}/s, store: redis, redis: {{ url: \"redis://{redis_addr}\", timeout: 1s }} }} }}\n"
         );
         routes.push_str(&format!(
             "  - {{ path: /, host: {}, chain: [rate_limit_redis], upstream: backend }}\n",
             host_of(REDIS_ROW)
+        ));
+    }
+    if let Some(provider) = &provider {
+        extra_handlers.push_str(&oidc::handler_yaml(&provider.issuer, &oidc_redirect)?);
+        routes.push_str(&format!(
+            "  - {{ path: /, host: {oidc_host}, chain: [{OIDC_ROW}], upstream: backend }}\n"
         ));
     }
     let yaml = sluice_yaml(
@@ -128,7 +158,7 @@ pub(super) fn middleware(bench: &mut Bench<'_>) -> anyhow::Result<()> {
   basic_auth: {{ htpasswd: \"{}\" }}
   ext_authz: {{ http: \"http://{backend_addr}/v1/pets\", upstream_headers: [x-auth-user] }}
   ext_authz_cached: {{ ext_authz: {{ http: \"http://{backend_addr}/v1/pets\", upstream_headers: [x-auth-user], cache: {{ ttl: 1m, key: [authorization] }} }} }}
-{redis_handler}chains:
+{extra_handlers}chains:
   default: [correlation, metrics, access_log, jwt, validate, rate_limit, headers]
 routes:
 {routes}",
@@ -171,9 +201,25 @@ routes:
         let spec = RowSpec::new(REDIS_ROW, "sluice", config);
         trials.push(Trial::new(spec, &[0, 1, components.len() - 1]));
     }
+    if let Some(provider) = provider {
+        // A login refused, or a session that does not get the upstream's
+        // 200, would make the row measure redirects to the login.
+        match oidc::login(listen, &oidc_host, "/v1/pets") {
+            Ok(cookie) => {
+                components.push(provider.component);
+                let mut config = throughput(bench, &url)?;
+                config.headers = vec![header("host", &oidc_host)?, header("cookie", &cookie)?];
+                let spec = RowSpec::new(OIDC_ROW, "sluice", config).expect_status(200);
+                trials.push(Trial::new(spec, &[0, 1, components.len() - 1]));
+            }
+            Err(err) => group.notes.push(format!(
+                "No `{OIDC_ROW}` row: the scripted login through sluice failed: {err:#}"
+            )),
+        }
+    }
     let upstream = [backend_addr];
     for peer in bench.peers.clone() {
-        for scenario in bench.profile.handlers {
+        for scenario in &handlers {
             let listen = bench.port()?;
             let connections = bench.options.connections;
             let Some(site) = handler_site(scenario, listen, &upstream, &jwks, connections) else {
@@ -241,10 +287,11 @@ pub(super) fn log_file(bench: &Bench<'_>, name: &str) -> std::path::PathBuf {
 }
 
 /// The middleware group's rows, `(name, chain)`: the empty chain, each
-/// handler alone, and the full default chain.
+/// handler alone, and the full default chain; not `oidc`, whose row needs
+/// a provider and a login ([`oidc_row`]).
 pub(super) fn scenarios(handlers: &[&'static str]) -> Vec<(&'static str, String)> {
     let mut scenarios = vec![("empty chain", "[]".to_string())];
-    for handler in handlers {
+    for handler in handlers.iter().filter(|h| **h != OIDC_ROW) {
         // `ext_authz cached` is the instance `ext_authz_cached`.
         scenarios.push((handler, format!("[{}]", handler.replace(' ', "_"))));
     }
@@ -290,6 +337,12 @@ fn start_redis(bench: &mut Bench<'_>) -> anyhow::Result<(Component, SocketAddr)>
         probe: None,
     })?;
     Ok((component, addr))
+}
+
+/// Whether the run has the `oidc` row: it measures `oidc`, and node and
+/// the OIDC provider are installed.
+pub(super) fn oidc_row(handlers: &[&str]) -> bool {
+    handlers.contains(&OIDC_ROW) && oidc::provider().is_ok()
 }
 
 /// `default chain` becomes the host `default-chain`.

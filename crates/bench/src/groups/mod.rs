@@ -10,6 +10,7 @@ mod balancing;
 mod gateway;
 mod idle;
 mod middleware;
+mod oidc;
 mod runtimes;
 mod sweeps;
 mod throughput;
@@ -113,15 +114,16 @@ pub(crate) fn planned(outline: &Outline<'_>, name: GroupName) -> Option<(usize, 
         GroupName::Middleware => {
             let addr = [SocketAddr::from(([127, 0, 0, 1], 1))];
             let jwks = std::path::Path::new("jwks.json");
-            let peer_rows: usize = profile
-                .handlers
+            let handlers = options.handlers();
+            let peer_rows: usize = handlers
                 .iter()
                 .filter_map(|h| middleware::handler_site(h, addr[0], &addr, jwks, 1))
                 .map(|site| players(peers, &site))
                 .sum();
             (
-                middleware::scenarios(profile.handlers).len()
-                    + usize::from(middleware::redis_row(profile.handlers))
+                middleware::scenarios(&handlers).len()
+                    + usize::from(middleware::redis_row(&handlers))
+                    + usize::from(middleware::oidc_row(&handlers))
                     + peer_rows,
                 throughput,
             )
@@ -319,6 +321,11 @@ fn header(name: &str, value: &str) -> anyhow::Result<(http::HeaderName, http::He
 mod tests {
     use super::*;
 
+    /// The middleware rows that need something installed here.
+    fn installed_rows(handlers: &[&str]) -> usize {
+        usize::from(middleware::redis_row(handlers)) + usize::from(middleware::oidc_row(handlers))
+    }
+
     fn rows(outline: &Outline<'_>) -> Vec<(GroupName, usize)> {
         GroupName::ALL
             .into_iter()
@@ -348,11 +355,9 @@ mod tests {
                 // The empty chain, fourteen handlers alone (ext_authz
                 // twice: asking, and its cache), the default chain;
                 // HAProxy's and nginx's rate limits; rate_limit on Redis
-                // where redis-server is installed.
-                (
-                    Middleware,
-                    18 + usize::from(middleware::redis_row(options.profile().handlers))
-                ),
+                // where redis-server is installed, oidc where node and
+                // the provider are.
+                (Middleware, 18 + installed_rows(&options.handlers())),
                 // Eight cases for sluice; HAProxy plays the six without
                 // HTTP/3 clients, nginx the three of those with HTTP/1.1
                 // upstreams.
@@ -383,10 +388,7 @@ mod tests {
                 (Proxy, 7),
                 // Envoy's jwt_authn; Envoy's, Traefik's, nginx's and
                 // HAProxy's rate limits; rate_limit on Redis where installed.
-                (
-                    Middleware,
-                    21 + usize::from(middleware::redis_row(options.profile().handlers))
-                ),
+                (Middleware, 21 + installed_rows(&options.handlers())),
                 // sluice, HAProxy, Envoy, Traefik, Caddy and nghttpx play
                 // the six cases without HTTP/3 clients, nginx three;
                 // sluice and Caddy the two with HTTP/3 clients.
@@ -417,10 +419,7 @@ mod tests {
             [
                 (Baseline, 1),
                 (Proxy, 1),
-                (
-                    Middleware,
-                    4 + usize::from(middleware::redis_row(quick.profile().handlers))
-                ),
+                (Middleware, 4 + installed_rows(&quick.handlers())),
                 (Protocols, 8),
                 // 500 and 1,500 (for 2,000); four more policies at 500.
                 (Lb, 6),
@@ -432,17 +431,33 @@ mod tests {
                 (Gateway, 2),
             ]
         );
+
+        // `--handlers oidc`: the two chains, and oidc where it can run.
+        let mut oidc = options.clone();
+        oidc.handlers = Some(vec!["oidc"]);
+        let alone = Outline {
+            options: &oidc,
+            profile: oidc.profile(),
+            peers: PeerKind::ALL.to_vec(),
+            max_conns: oidc.max_conns,
+        };
+        assert_eq!(
+            planned(&alone, Middleware).map(|(rows, _)| rows),
+            Some(2 + installed_rows(&["oidc"]))
+        );
     }
 
     /// The figures docs/BENCH.md, the README, `--help` and [`Profile`]
     /// quote, with every peer: about 26 minutes, and about 4.5 for
-    /// `--quick` (the estimate; docs/BENCH.md has a measured run).
+    /// `--quick` (the estimate; docs/BENCH.md has a measured run). The
+    /// Redis and oidc rows add 9 s each where their components are
+    /// installed.
     #[test]
     fn the_estimate_of_a_full_and_a_quick_run() {
         let options = BenchOptions::new("sluice".into(), "out".into());
         let mut quick = options.clone();
         quick.quick = true;
-        for (options, about) in [(&options, 25 * 60 + 30..=26 * 60 + 30), (&quick, 240..=300)] {
+        for (options, about) in [(&options, 25 * 60 + 30..=27 * 60), (&quick, 240..=300)] {
             let outline = Outline {
                 options,
                 profile: options.profile(),

@@ -139,7 +139,39 @@ impl Pool {
 
     /// The warmest idle connection to that host that is still usable; to
     /// an upstream with `proxy_protocol`, one opened for `client` only.
+    /// None while requests of this worker wait for one to be given back
+    /// ([`Pool::awaiting`]): they are served first, in the order they came
+    /// (a newcomer taking what was given back would let the same clients
+    /// be served again and again while the waiting ones starve).
+    #[inline]
     pub(crate) fn take(
+        &self,
+        config: &Upstream,
+        metrics: &Shard,
+        at: (UpstreamId, HostId),
+        client: Option<SocketAddr>,
+        now: Instant,
+    ) -> Option<UpstreamConn> {
+        let conns = self.slot(config, at.1).worker(self.worker);
+        if conns.waiting.load(Ordering::Relaxed) != 0 {
+            return None;
+        }
+        self.take_idle(config, metrics, at, client, now)
+    }
+
+    /// [`Pool::take`] for a request that waits its turn ([`Pool::awaiting`]).
+    pub(crate) fn take_waited(
+        &self,
+        config: &Upstream,
+        metrics: &Shard,
+        at: (UpstreamId, HostId),
+        client: Option<SocketAddr>,
+        now: Instant,
+    ) -> Option<UpstreamConn> {
+        self.take_idle(config, metrics, at, client, now)
+    }
+
+    fn take_idle(
         &self,
         config: &Upstream,
         metrics: &Shard,

@@ -57,12 +57,14 @@ pub(crate) async fn connection(
 ) -> Result<UpstreamConn, NoConnection> {
     let opening = config.balancer.opening();
     let key = client.map(|(client, _)| client);
-    let pooled = || pool.take(config, metrics, (upstream, host), key, Instant::now());
+    let at = (upstream, host);
+    let pooled = || pool.take(config, metrics, at, key, Instant::now());
+    let waited = || pool.take_waited(config, metrics, at, key, Instant::now());
     let returned = || async {
         if fresh_only {
             pending().await
         } else {
-            given_back(pool, config, host, pooled).await
+            given_back(pool, config, host, waited).await
         }
     };
     let permit = match opening.try_take(host) {
@@ -106,7 +108,9 @@ pub(crate) async fn connection(
 }
 
 /// The first connection to `host` given back to `pool` from now on that
-/// this request gets (`pooled` takes it; another request may be first).
+/// this request gets (`pooled` takes it). Waiting requests are woken in
+/// the order they came, and requests that come meanwhile leave what is
+/// given back to them (`Pool::take`).
 async fn given_back(
     pool: &Pool,
     config: &Upstream,
@@ -127,7 +131,7 @@ async fn given_back(
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
+    use std::{future::Future, task::Poll, time::Duration};
 
     use super::*;
     use crate::{config::UpstreamSettings, telemetry::Metrics, upstream::discovery::Answers};
@@ -139,6 +143,38 @@ mod tests {
         let yaml = format!("hosts: [\"http://10.255.255.1:80\"]\n{yaml}");
         let settings: UpstreamSettings = serde_saphyr::from_str(&yaml).unwrap();
         Upstream::new("svc", &settings, &Answers::new(), 1).unwrap()
+    }
+
+    /// A connection given back while a request waits for one goes to that
+    /// request, not to one that comes after it (issue 52: newcomers taking
+    /// what was given back left the waiting clients unserved for seconds).
+    #[tokio::test]
+    async fn a_connection_given_back_goes_to_the_waiting_request_first() {
+        let config = upstream("max_connecting: 1\n");
+        let (pool, metrics) = (Pool::new(0), Metrics::new(1));
+        let (shard, id) = (metrics.shard(0), UpstreamId::new(0));
+        let held = config.balancer.opening().try_take(H).unwrap();
+        let mut waiting = pin!(connection(&config, (&pool, shard), (id, H), None, false));
+        let polled = std::future::poll_fn(|cx| Poll::Ready(waiting.as_mut().poll(cx))).await;
+        assert!(polled.is_pending(), "no slot and no connection: it waits");
+        // A connection comes back to the pool; a newcomer finds none for it.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let tcp = tokio::net::TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let conn = UpstreamConn::new(connect::UpstreamStream::Plain(tcp), id, H);
+        pool.put(&config, shard, conn, Instant::now());
+        let newcomer = pool.take(&config, shard, (id, H), None, Instant::now());
+        assert!(newcomer.is_none(), "a newcomer must not take it first");
+        let served = tokio::time::timeout(Duration::from_secs(5), waiting).await;
+        let conn = served.expect("the waiting request gets it").unwrap();
+        assert!(conn.reused);
+        drop(held);
+        // Nobody waits now: a newcomer takes what is given back.
+        pool.put(&config, shard, conn, Instant::now());
+        assert!(pool
+            .take(&config, shard, (id, H), None, Instant::now())
+            .is_some());
     }
 
     #[tokio::test(start_paused = true)]

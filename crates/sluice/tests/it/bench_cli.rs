@@ -8,7 +8,9 @@ use crate::common;
 
 use std::{process::Command, time::Duration};
 
-use common::{bench, leftovers, open_sockets, schema_errors, scratch, sluice, text};
+use common::{
+    assert_no_estimate_note, bench, leftovers, open_sockets, schema_errors, scratch, sluice, text,
+};
 
 #[test]
 fn a_small_run_writes_a_valid_report() {
@@ -217,20 +219,6 @@ fn bad_flags_exit_2() {
         );
     }
     let _ = std::fs::remove_dir_all(&out);
-}
-
-/// Fake peers on PATH: an nginx that never starts (or, `nginx_serves`,
-/// one that serves) and a HAProxy that serves, then crashes 0.6 s after
-/// it started.
-/// A debug build notes a group whose rows the run's estimate miscounted.
-fn assert_no_estimate_note(json: &serde_json::Value) {
-    let notes = json["notes"].as_array().expect("notes");
-    assert!(
-        !notes
-            .iter()
-            .any(|n| n.as_str().is_some_and(|n| n.starts_with("estimate:"))),
-        "{notes:#?}"
-    );
 }
 
 /// Run as a new user would: from a working directory with a relative

@@ -8,6 +8,9 @@ use std::{path::Path, process::Command};
 
 use common::{bench, leftovers, scratch, sluice, text};
 
+/// Fake peers on PATH: an nginx that never starts (or, `nginx_serves`,
+/// one that serves) and a HAProxy that serves, then crashes 0.6 s after
+/// it started.
 fn fake_peers(dir: &Path, nginx_serves: bool) -> String {
     use std::os::unix::fs::PermissionsExt;
     let nginx = if nginx_serves {

@@ -12,6 +12,7 @@ mod admin_cli;
 mod auth_secrets;
 mod bench_baseline;
 mod bench_cli;
+mod bench_oidc;
 mod bench_peers_cli;
 mod bench_runtimes;
 mod cert_cli;

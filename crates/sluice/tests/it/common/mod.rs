@@ -105,6 +105,17 @@ pub(crate) fn schema_errors(json: &serde_json::Value) -> Vec<String> {
         .collect()
 }
 
+/// A debug build notes a group whose rows the run's estimate miscounted.
+pub(crate) fn assert_no_estimate_note(json: &serde_json::Value) {
+    let notes = json["notes"].as_array().expect("notes");
+    assert!(
+        !notes
+            .iter()
+            .any(|n| n.as_str().is_some_and(|n| n.starts_with("estimate:"))),
+        "{notes:#?}"
+    );
+}
+
 /// Sockets the process `pid` holds (its `/proc/PID/fd` links to `socket:`).
 pub(crate) fn open_sockets(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd"))
