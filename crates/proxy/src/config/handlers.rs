@@ -3,7 +3,12 @@
 //! [`HeaderName`], so that a bad value fails the load with its line and
 //! key, and the handlers (middleware/) never parse text.
 
-use std::{collections::BTreeMap, fmt, num::NonZeroU32, time::Duration};
+use std::{
+    collections::BTreeMap,
+    fmt,
+    num::{NonZeroU16, NonZeroU32},
+    time::Duration,
+};
 
 use http::{HeaderName, HeaderValue, Method, StatusCode, Uri};
 use ipnet::IpNet;
@@ -16,6 +21,7 @@ use serde::{
 use serde_saphyr::Spanned;
 
 use super::{
+    secret::CredentialUrl,
     typed::{error_status, percent, status_number, Parsed, Rate, RateKey},
     units::{duration, human, size, ByteSize},
 };
@@ -285,8 +291,9 @@ pub enum RateStore {
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RedisStoreSettings {
-    /// `redis://[user[:password]@]host[:port][/db]` or `rediss://` (TLS).
-    pub url: String,
+    /// `redis://[user[:password]@]host[:port][/db]` or `rediss://` (TLS);
+    /// shown without its user information.
+    pub url: CredentialUrl,
     /// A file holding the password (trailing newline ignored); overrides
     /// one in the URL.
     #[serde(default)]
@@ -420,4 +427,38 @@ pub struct FaultAbortSettings {
     #[serde(deserialize_with = "percent")]
     #[schemars(range(min = 0, max = 100))]
     pub percent: f64,
+}
+
+/// `redirect_https`: a request that came over plain HTTP is answered
+/// with a redirect to the same host, path and query over https.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct RedirectHttpsSettings {
+    /// The port of the https URL (1-65535); 443 is left out of `Location`.
+    pub port: NonZeroU16,
+    /// 301, 302, 307 or 308.
+    #[serde(deserialize_with = "redirect_status", serialize_with = "status_number")]
+    #[schemars(with = "u16", extend("enum" = [301, 302, 307, 308]))]
+    pub status: StatusCode,
+}
+
+impl Default for RedirectHttpsSettings {
+    fn default() -> Self {
+        Self {
+            port: const { NonZeroU16::new(443).unwrap() },
+            status: StatusCode::PERMANENT_REDIRECT,
+        }
+    }
+}
+
+/// A redirect's status: 301 or 302 (a client may resend a POST as a
+/// GET), 307 or 308 (it may not).
+fn redirect_status<'de, D: Deserializer<'de>>(deserializer: D) -> Result<StatusCode, D::Error> {
+    let value = u16::deserialize(deserializer)?;
+    match value {
+        301 | 302 | 307 | 308 => StatusCode::from_u16(value).map_err(serde::de::Error::custom),
+        _ => Err(serde::de::Error::custom(format!(
+            "status must be 301, 302, 307 or 308, not {value}"
+        ))),
+    }
 }

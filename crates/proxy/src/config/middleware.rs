@@ -19,35 +19,42 @@ use serde_saphyr::Spanned;
 use super::{auth::*, compress::*, grpc_web::GrpcWebSettings, handlers::*};
 
 /// The handler types, one line each: the name that chains and
-/// `middleware:` use, its settings (config/handlers.rs), and `defaults`
-/// when a chain may name the type without a `middleware:` entry.
+/// `middleware:` use, its module in the middleware layer
+/// (middleware/NAME.rs or middleware/NAME/mod.rs, declared from this
+/// line), its settings (config/handlers.rs), and `defaults` when a chain
+/// may name the type without a `middleware:` entry.
 ///
-/// To add a handler: its settings struct in config/handlers.rs, its file
-/// middleware/NAME.rs (the handler, `impl Build` for its settings, its
-/// unit tests; `mod NAME;` in middleware/mod.rs), and one line here.
-/// The [`HandlerSettings`] enum, [`HANDLER_TYPES`], the parsing of `middleware:`
-/// and the middleware layer's build dispatch are all made from this list.
+/// To add a handler (docs/MIDDLEWARE.md, "Adding a handler"): its
+/// settings struct in config/handlers.rs, its file middleware/NAME.rs
+/// (the handler, `impl Build` for its settings, its metrics, figures and
+/// per-request state through the `Handler` hooks, its unit tests), one
+/// line here, and its section in docs/MIDDLEWARE.md. The
+/// [`HandlerSettings`] enum, [`HANDLER_TYPES`], the parsing of
+/// `middleware:`, the middleware layer's `mod` lines and its build
+/// dispatch are all made from this list; this layer never uses the module
+/// name.
 macro_rules! for_each_handler {
     ($then:ident) => {
         $then! {
-            "correlation" => CorrelationSettings, defaults;
-            "metrics" => MetricsSettings, defaults;
-            "access_log" => AccessLogSettings, defaults;
-            "headers" => HeadersSettings;
-            "jwt" => JwtSettings;
-            "validate" => ValidateSettings;
-            "rate_limit" => RateLimitSettings;
-            "concurrency_limit" => ConcurrencyLimitSettings;
-            "cors" => CorsSettings, defaults;
-            "ip_filter" => IpFilterSettings;
-            "body_limit" => BodyLimitSettings;
-            "fault" => FaultSettings;
-            "api_key" => ApiKeySettings;
-            "basic_auth" => BasicAuthSettings;
-            "ext_authz" => ExtAuthzSettings;
-            "oidc" => OidcSettings;
-            "compress" => CompressSettings, defaults;
-            "grpc_web" => GrpcWebSettings, defaults;
+            "correlation" (mod correlation) => CorrelationSettings, defaults;
+            "metrics" (mod metrics) => MetricsSettings, defaults;
+            "access_log" (mod access_log) => AccessLogSettings, defaults;
+            "headers" (mod headers) => HeadersSettings;
+            "jwt" (mod jwt) => JwtSettings;
+            "validate" (mod validate) => ValidateSettings;
+            "rate_limit" (mod rate_limit) => RateLimitSettings;
+            "concurrency_limit" (mod concurrency_limit) => ConcurrencyLimitSettings;
+            "cors" (mod cors) => CorsSettings, defaults;
+            "ip_filter" (mod ip_filter) => IpFilterSettings;
+            "body_limit" (mod body_limit) => BodyLimitSettings;
+            "fault" (mod fault) => FaultSettings;
+            "api_key" (mod api_key) => ApiKeySettings;
+            "basic_auth" (mod basic_auth) => BasicAuthSettings;
+            "ext_authz" (mod ext_authz) => ExtAuthzSettings;
+            "oidc" (mod oidc) => OidcSettings;
+            "compress" (mod compress) => CompressSettings, defaults;
+            "grpc_web" (mod grpc_web) => GrpcWebSettings, defaults;
+            "redirect_https" (mod redirect_https) => RedirectHttpsSettings, defaults;
         }
     };
 }
@@ -61,7 +68,7 @@ macro_rules! handler_settings {
     (@defaults $settings:ident) => {
         None
     };
-    ($($name:literal => $settings:ident $(, $defaults:ident)?;)*) => {
+    ($($name:literal (mod $module:ident) => $settings:ident $(, $defaults:ident)?;)*) => {
         /// One handler's type and settings.
         #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
         pub enum HandlerSettings {

@@ -57,7 +57,7 @@ pub use proxy_protocol::*;
 pub use route_patterns::{literal_start, Pattern};
 pub use routes::*;
 pub use schema::*;
-pub use secret::{redacted_marker, secret_name, Secret};
+pub use secret::{redacted_marker, secret_name, userinfo_range, CredentialUrl, Secret};
 pub use traces::*;
 pub use typed::*;
 

@@ -121,6 +121,79 @@ impl<T: JsonSchema> JsonSchema for Secret<T> {
     }
 }
 
+/// Where the user information (`user:password`) of the URL `url` is, if
+/// it has one: between `scheme://` and the last `@` of the authority.
+pub fn userinfo_range(url: &str) -> Option<std::ops::Range<usize>> {
+    let start = url.find("://")? + 3;
+    let rest = &url[start..];
+    let authority = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let at = rest[..authority].rfind('@')?;
+    Some(start..start + at)
+}
+
+/// A URL whose user information is a credential
+/// (`redis://user:password@host:6379`): read as written, shown (`Debug`,
+/// `/config`) with the user information as its [`redacted_marker`] and
+/// the rest, host included, as it is.
+#[derive(Clone, PartialEq, Eq)]
+pub struct CredentialUrl(String);
+
+impl CredentialUrl {
+    pub fn new(url: impl Into<String>) -> Self {
+        Self(url.into())
+    }
+
+    /// The URL itself, password included, for the client that uses it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// The URL with its user information replaced by its marker.
+    pub fn shown(&self) -> Cow<'_, str> {
+        match userinfo_range(&self.0) {
+            Some(range) => {
+                let marker = redacted_marker(&self.0[range.clone()]);
+                let (before, after) = (&self.0[..range.start], &self.0[range.end..]);
+                format!("{before}{marker}{after}").into()
+            }
+            None => Cow::Borrowed(&self.0),
+        }
+    }
+}
+
+impl std::fmt::Debug for CredentialUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("CredentialUrl").field(&self.shown()).finish()
+    }
+}
+
+impl<'de> Deserialize<'de> for CredentialUrl {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer).map(Self)
+    }
+}
+
+impl Serialize for CredentialUrl {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.shown().serialize(serializer)
+    }
+}
+
+/// A string, as written.
+impl JsonSchema for CredentialUrl {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        "CredentialUrl".into()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        String::json_schema(generator)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -172,6 +245,37 @@ mod tests {
             "credentials_mode",
         ] {
             assert!(!secret_name(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_url_is_shown_without_its_password_but_with_its_host() {
+        let url: CredentialUrl = serde_json::from_value(serde_json::json!(
+            "rediss://app:pa55-word@redis.internal:6380/2"
+        ))
+        .unwrap();
+        assert_eq!(url.expose(), "rediss://app:pa55-word@redis.internal:6380/2");
+        let marker = redacted_marker("app:pa55-word");
+        let shown = format!("rediss://{marker}@redis.internal:6380/2");
+        assert_eq!(
+            serde_json::to_value(&url).unwrap(),
+            serde_json::json!(shown)
+        );
+        let debug = format!("{url:?}");
+        assert!(!debug.contains("pa55-word"), "{debug}");
+        assert!(debug.contains("@redis.internal:6380/2"), "{debug}");
+        // A password that holds `@`: the authority's last one ends it.
+        let at = CredentialUrl::new("redis://:p@ss@h:1/0?x=a@b");
+        assert_eq!(
+            at.shown(),
+            format!("redis://{}@h:1/0?x=a@b", redacted_marker(":p@ss"))
+        );
+        for plain in [
+            "redis://127.0.0.1:6379",
+            "redis://h/0?u=a@b",
+            "unix:/tmp/r.sock",
+        ] {
+            assert_eq!(CredentialUrl::new(plain).shown(), plain);
         }
     }
 }

@@ -28,10 +28,11 @@ use anyhow::Context as _;
 use http::HeaderName;
 
 use super::{
-    build::{Build, Builder},
+    build::{Build, Builder, Keep},
     Exchange, Flow, Handler, Outcome, RequestView,
 };
 use crate::config::{AccessLogSettings, LogField as Field};
+use crate::telemetry::{Exposition, MetricKind};
 use crate::wire::proxy_protocol::Proxied;
 
 /// Lines wait at most about this long before they are written.
@@ -59,15 +60,14 @@ fn field_set(fields: &[Field]) -> u16 {
     fields.iter().fold(0, |set, field| set | 1 << *field as u16)
 }
 
-/// The first half of a line, written on the request.
-#[derive(Debug)]
-pub(crate) struct Pending(String);
+/// The first half of a line, written on the request (per-request state).
+#[derive(Debug, Default)]
+struct Pending(Option<String>);
 
 impl Build for AccessLogSettings {
     fn build(&self, builder: &mut Builder<'_>) -> anyhow::Result<Arc<dyn Handler>> {
-        let logger = Arc::new(AccessLogger::new(self, builder)?);
-        builder.access_logs.push(Arc::clone(&logger));
-        Ok(logger)
+        builder.keep = Keep::SameRoutes;
+        Ok(Arc::new(AccessLogger::new(self, builder)?))
     }
 }
 
@@ -128,11 +128,6 @@ impl AccessLogger {
             dropped: AtomicU64::new(0),
         })
     }
-
-    /// Lines dropped because the writer fell behind.
-    pub(crate) fn dropped(&self) -> u64 {
-        self.dropped.load(Relaxed)
-    }
 }
 
 /// Writes lines in batches until the proxy (every sender) is gone. While
@@ -176,6 +171,16 @@ fn key(line: &mut String, name: &str) {
 }
 
 impl Handler for AccessLogger {
+    /// One total over every `access_log` instance.
+    fn render_metrics(&self, _name: &str, out: &mut Exposition) {
+        out.family(
+            "sluice_access_log_dropped_total",
+            MetricKind::Counter,
+            "Access log lines dropped because the writer fell behind.",
+        )
+        .add(&[], self.dropped.load(Relaxed));
+    }
+
     fn request(&self, request: &RequestView<'_>, exchange: &mut Exchange) -> Flow {
         let mut line = String::with_capacity(256);
         line.push('{');
@@ -212,12 +217,12 @@ impl Handler for AccessLogger {
             }
             line.push('}');
         }
-        exchange.log_line = Some(Pending(line));
+        exchange.state.get_mut::<Pending>().0 = Some(line);
         Flow::Next
     }
 
     fn done(&self, exchange: &mut Exchange, outcome: &Outcome) {
-        let Some(Pending(mut line)) = exchange.log_line.take() else {
+        let Some(mut line) = exchange.state.get_mut::<Pending>().0.take() else {
             return;
         };
         if self.has(Field::Status) {

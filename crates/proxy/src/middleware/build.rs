@@ -15,16 +15,10 @@ use std::{collections::BTreeMap, sync::Arc};
 
 use anyhow::Context as _;
 
-use super::{
-    access_log::AccessLogger, metrics::MetricsRecorder, rate_limit_redis::StoreCounts,
-    validate::RequestValidator, Chain, Handler,
-};
+use super::{Chain, Handler};
 use crate::{
     config::{ChainRef, Config, HandlerSettings},
-    telemetry::{
-        Exposition,
-        MetricKind::{Counter, Gauge},
-    },
+    telemetry::Exposition,
 };
 
 /// Everything the handlers need from the rest of the configuration.
@@ -45,21 +39,35 @@ pub(crate) trait Build {
     fn build(&self, builder: &mut Builder<'_>) -> anyhow::Result<Arc<dyn Handler>>;
 }
 
-/// What a handler is built with, and where the handlers that the admin
-/// API reads (`/metrics`) are listed.
+/// What a handler is built with, and what it says of its instance.
 #[derive(Debug)]
 pub(crate) struct Builder<'a> {
     pub context: &'a BuildContext<'a>,
     /// The name of the handler being built (`middleware.NAME`).
     pub name: String,
-    pub metrics: Vec<Arc<MetricsRecorder>>,
-    pub access_logs: Vec<Arc<AccessLogger>>,
-    pub validators: Vec<Arc<RequestValidator>>,
+    /// When a reload may keep the instance built (set by its `build`).
+    pub keep: Keep,
 }
+
+/// When a reload keeps an instance whose settings did not change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Keep {
+    /// Always (its buckets, slots, key cache and counters live on).
+    Always,
+    /// When the routes are the same too: it indexes its cells by route
+    /// position (`metrics`, `access_log`).
+    SameRoutes,
+    /// Never: it reads a file that may have changed (`validate`'s spec).
+    Never,
+}
+
+/// Each instance's figures under top-level `/stats.json` members:
+/// section → instance name → figures.
+pub(crate) type StatsSections = BTreeMap<&'static str, serde_json::Map<String, serde_json::Value>>;
 
 /// `Build` for any handler's settings, by type.
 macro_rules! build_by_type {
-    ($($name:literal => $settings:ident $(, $defaults:ident)?;)*) => {
+    ($($name:literal (mod $module:ident) => $settings:ident $(, $defaults:ident)?;)*) => {
         impl Build for HandlerSettings {
             fn build(&self, builder: &mut Builder<'_>) -> anyhow::Result<Arc<dyn Handler>> {
                 match self {
@@ -71,15 +79,16 @@ macro_rules! build_by_type {
 }
 crate::config::for_each_handler!(build_by_type);
 
-/// The compiled chains: one per route, and what the admin API shows.
+/// The compiled chains: one per route, and every instance by name, for
+/// the admin API (each renders its own metrics and figures) and the next
+/// reload.
 #[derive(Debug)]
 pub(crate) struct Chains {
     pub by_route: Vec<Arc<Chain>>,
-    pub metrics: Vec<Arc<MetricsRecorder>>,
-    pub access_logs: Vec<Arc<AccessLogger>>,
-    pub validators: Vec<Arc<RequestValidator>>,
     /// Every instance built, by name, for the next reload to keep.
     instances: BTreeMap<String, Instance>,
+    /// The routes' names, by position.
+    route_names: Vec<String>,
     /// The routes' names and upstreams, as the route-indexed handlers saw them.
     routes_key: String,
 }
@@ -90,160 +99,41 @@ struct Instance {
     /// Its settings, serialised.
     settings: String,
     handler: Arc<dyn Handler>,
-    /// It indexes cells by route position.
-    by_route: bool,
-    metrics: Option<Arc<MetricsRecorder>>,
-    access_log: Option<Arc<AccessLogger>>,
-    validator: Option<Arc<RequestValidator>>,
+    keep: Keep,
 }
 
 impl Chains {
-    /// The handlers' own metrics.
+    /// The handlers' own metrics, each instance's in turn (by name).
     pub(crate) fn render_metrics(&self, out: &mut Exposition) {
-        for metrics in &self.metrics {
-            metrics.render(out);
-        }
-        if !self.validators.is_empty() {
-            let failed: u64 = self.validators.iter().map(|v| v.response_failures()).sum();
-            out.family(
-                "sluice_validate_response_failures_total",
-                Counter,
-                "Upstream responses that did not match the API spec.",
-            )
-            .sample(&[], failed);
-        }
-        self.render_store_counts(out);
-        self.render_authz_counts(out);
-        let compressors: Vec<_> = self
-            .instances
-            .iter()
-            .filter_map(|(name, i)| Some((name.as_str(), i.handler.compress_counts()?)))
-            .collect();
-        super::compress::render(&compressors, out);
-        if !self.access_logs.is_empty() {
-            let dropped: u64 = self.access_logs.iter().map(|log| log.dropped()).sum();
-            out.family(
-                "sluice_access_log_dropped_total",
-                Counter,
-                "Access log lines dropped because the writer fell behind.",
-            )
-            .sample(&[], dropped);
+        for (name, instance) in &self.instances {
+            instance.handler.render_metrics(name, out);
         }
     }
 
-    /// For `/stats.json`: the request durations of each route whose chain
-    /// has a `metrics` handler (from the first), and each Redis
-    /// `rate_limit`'s counts.
-    pub(crate) fn stats(&self) -> (BTreeMap<&str, serde_json::Value>, serde_json::Value) {
-        let mut latency = BTreeMap::new();
-        for (route, chain) in self.by_route.iter().enumerate() {
-            let timed = self.metrics.iter().find(|m| {
-                let m: *const MetricsRecorder = Arc::as_ptr(m);
-                chain
-                    .handlers
-                    .iter()
-                    .any(|h| std::ptr::addr_eq(Arc::as_ptr(h), m))
-            });
-            if let Some((name, histogram)) = timed.and_then(|m| m.route_latency(route)) {
-                latency.entry(name).or_insert(histogram);
+    /// For `/stats.json`: each route's figures by route name (from the
+    /// handlers of its chain, first come first kept), and each instance's
+    /// under its sections.
+    pub(crate) fn stats(
+        &self,
+    ) -> (
+        BTreeMap<&str, serde_json::Map<String, serde_json::Value>>,
+        StatsSections,
+    ) {
+        let mut routes = BTreeMap::new();
+        for (route, (chain, name)) in self.by_route.iter().zip(&self.route_names).enumerate() {
+            let mut figures = serde_json::Map::new();
+            for handler in &chain.handlers {
+                handler.route_stats(route, &mut figures);
+            }
+            if !figures.is_empty() {
+                routes.entry(name.as_str()).or_insert(figures);
             }
         }
-        let stores: serde_json::Map<String, serde_json::Value> = self
-            .instances
-            .iter()
-            .filter_map(|(name, i)| Some((name.clone(), i.handler.store_counts()?)))
-            .map(|(name, c)| {
-                let counts = serde_json::json!({ "up": c.up, "allowed": c.allowed, "limited": c.limited, "errors": c.errors, "fallbacks": c.fallbacks });
-                (name, counts)
-            })
-            .collect();
-        (latency, stores.into())
-    }
-
-    /// The `rate_limit` handlers on Redis: whether Redis answers, what it
-    /// decided, and what `on_failure` decided for it.
-    fn render_store_counts(&self, out: &mut Exposition) {
-        let stores: Vec<_> = self
-            .instances
-            .iter()
-            .filter_map(|(name, i)| Some((name.as_str(), i.handler.store_counts()?)))
-            .collect();
-        if stores.is_empty() {
-            return;
+        let mut sections = StatsSections::new();
+        for (name, instance) in &self.instances {
+            instance.handler.stats(name, &mut sections);
         }
-        let mut family = out.family(
-            "sluice_rate_limit_store_up",
-            Gauge,
-            "Whether the rate limit's Redis answers (1) or not (0).",
-        );
-        for (name, counts) in &stores {
-            family.sample(&[("middleware", name)], u8::from(counts.up));
-        }
-        let mut family = out.family(
-            "sluice_rate_limit_store_decisions_total",
-            Counter,
-            "Decisions Redis made, by result.",
-        );
-        for (name, counts) in &stores {
-            family.sample(
-                &[("middleware", name), ("result", "allowed")],
-                counts.allowed,
-            );
-            family.sample(
-                &[("middleware", name), ("result", "limited")],
-                counts.limited,
-            );
-        }
-        let families = [
-            (
-                "sluice_rate_limit_store_errors_total",
-                "Calls to Redis that failed or ran past redis.timeout.",
-                (|c| c.errors) as fn(&StoreCounts) -> u64,
-            ),
-            (
-                "sluice_rate_limit_store_fallbacks_total",
-                "Requests decided by on_failure because Redis gave no decision.",
-                |c| c.fallbacks,
-            ),
-        ];
-        for (metric, help, count) in families {
-            let mut family = out.family(metric, Counter, help);
-            for (name, counts) in &stores {
-                family.sample(&[("middleware", name)], count(counts));
-            }
-        }
-    }
-}
-
-impl Chains {
-    /// The `ext_authz` handlers' decisions, by result.
-    fn render_authz_counts(&self, out: &mut Exposition) {
-        let authz: Vec<_> = self
-            .instances
-            .iter()
-            .filter_map(|(name, i)| Some((name.as_str(), i.handler.authz_counts()?)))
-            .collect();
-        if authz.is_empty() {
-            return;
-        }
-        let mut family = out.family(
-            "sluice_ext_authz_decisions_total",
-            Counter,
-            "Requests an ext_authz handler decided, by result (cached: an allow answer remembered; failed: no decision, on_failure decided).",
-        );
-        for (name, counts) in &authz {
-            for (result, count) in [
-                ("allowed", &counts.allowed),
-                ("denied", &counts.denied),
-                ("cached", &counts.cache_hits),
-                ("failed", &counts.fallbacks),
-            ] {
-                family.sample(
-                    &[("middleware", name), ("result", result)],
-                    count.load(std::sync::atomic::Ordering::Relaxed),
-                );
-            }
-        }
+        (routes, sections)
     }
 }
 
@@ -258,9 +148,7 @@ pub(crate) fn build(
     let mut builder = Builder {
         context,
         name: String::new(),
-        metrics: Vec::new(),
-        access_logs: Vec::new(),
-        validators: Vec::new(),
+        keep: Keep::Always,
     };
     let routes_key = format!("{:?} {:?}", context.route_names, context.route_upstreams);
     let mut built: BTreeMap<String, Instance> = BTreeMap::new();
@@ -297,36 +185,26 @@ pub(crate) fn build(
             let serialized = serde_json::to_string(settings).unwrap_or_default();
             let kept = previous
                 .and_then(|p| {
-                    p.instances
-                        .get(name)
-                        .filter(|i| !i.by_route || p.routes_key == routes_key)
+                    p.instances.get(name).filter(|i| match i.keep {
+                        Keep::Always => true,
+                        Keep::SameRoutes => p.routes_key == routes_key,
+                        Keep::Never => false,
+                    })
                 })
-                // A validator is built anew: its spec file may have changed.
-                .filter(|i| i.settings == serialized && i.validator.is_none())
+                .filter(|i| i.settings == serialized)
                 .cloned();
             let instance = match kept {
-                Some(instance) => {
-                    builder.metrics.extend(instance.metrics.clone());
-                    builder.access_logs.extend(instance.access_log.clone());
-                    builder.validators.extend(instance.validator.clone());
-                    instance
-                }
+                Some(instance) => instance,
                 None => {
-                    let counted = (builder.metrics.len(), builder.access_logs.len());
-                    let validators = builder.validators.len();
                     builder.name = name.to_string();
+                    builder.keep = Keep::Always;
                     let handler = settings
                         .build(&mut builder)
                         .with_context(|| format!("middleware.{name}"))?;
-                    let metrics = builder.metrics.get(counted.0).cloned();
-                    let access_log = builder.access_logs.get(counted.1).cloned();
                     Instance {
                         settings: serialized,
                         handler,
-                        by_route: metrics.is_some() || access_log.is_some(),
-                        metrics,
-                        access_log,
-                        validator: builder.validators.get(validators).cloned(),
+                        keep: builder.keep,
                     }
                 }
             };
@@ -341,10 +219,8 @@ pub(crate) fn build(
     }
     Ok(Chains {
         by_route,
-        metrics: builder.metrics,
-        access_logs: builder.access_logs,
-        validators: builder.validators,
         instances: built,
+        route_names: context.route_names.to_vec(),
         routes_key,
     })
 }
@@ -387,9 +263,18 @@ routes:
             &chains.by_route[0].handlers[2],
             &chains.by_route[1].handlers[0]
         ));
-        // The admin API finds the metrics handler it renders.
-        assert_eq!(chains.metrics.len(), 1);
-        assert!(chains.access_logs.is_empty() && chains.validators.is_empty());
+        // Each instance once, by name; the metrics handler renders its
+        // family (with no traffic, its HELP and TYPE only).
+        let names: Vec<&str> = chains.instances.keys().map(String::as_str).collect();
+        assert_eq!(names, ["correlation", "cors", "limit", "metrics"]);
+        let mut out = Exposition::new();
+        chains.render_metrics(&mut out);
+        let text = out.finish();
+        assert!(
+            text.starts_with("# HELP sluice_http_request_duration_seconds "),
+            "{text}"
+        );
+        assert!(!text.contains("sluice_access_log_dropped_total"), "{text}");
     }
 
     #[test]
@@ -409,7 +294,8 @@ routes:
                 assert!(Arc::ptr_eq(x, y), "same settings, same instance");
             }
         }
-        assert_eq!(same.metrics.len(), 1);
+        assert_eq!(same.instances["metrics"].keep, Keep::SameRoutes);
+        assert_eq!(same.instances["limit"].keep, Keep::Always);
         let changed_text = CONFIG.replace("rate: 10/s", "rate: 20/s");
         let changed = crate::config::parse(&changed_text, Path::new("t.yaml"), |_| None).unwrap();
         let next = build(&changed, &context, Some(&same)).unwrap();
@@ -450,21 +336,32 @@ routes:
         let mut builder = Builder {
             context: &context,
             name: String::new(),
-            metrics: Vec::new(),
-            access_logs: Vec::new(),
-            validators: Vec::new(),
+            keep: Keep::Always,
         };
-        let mut built = 0;
+        // Every type a chain may name bare builds from its defaults; the
+        // ones a reload does not always keep say so (no list of types here:
+        // adding a handler edits no test).
+        let (mut built, mut not_always) = (0, Vec::new());
         for kind in crate::config::HANDLER_TYPES {
             if let Some(settings) = HandlerSettings::defaults(kind) {
+                builder.keep = Keep::Always;
                 settings.build(&mut builder).unwrap();
                 built += 1;
+                if builder.keep != Keep::Always {
+                    not_always.push((*kind, builder.keep));
+                }
             }
         }
-        assert_eq!(
-            built, 6,
-            "correlation, metrics, access_log, cors, compress, grpc_web"
+        assert!(
+            built >= 6,
+            "correlation, metrics, access_log, cors, compress, grpc_web at least"
         );
-        assert_eq!((builder.metrics.len(), builder.access_logs.len()), (1, 1));
+        assert_eq!(
+            not_always,
+            [
+                ("metrics", Keep::SameRoutes),
+                ("access_log", Keep::SameRoutes)
+            ]
+        );
     }
 }

@@ -23,7 +23,13 @@ pub(crate) struct ConcurrencyLimiter {
 
 /// One request counted in flight until dropped, however its exchange ends.
 #[derive(Debug)]
-pub(crate) struct InFlight(Arc<AtomicUsize>);
+struct InFlight(Arc<AtomicUsize>);
+
+/// The slots an exchange holds, one per `concurrency_limit` of its chain
+/// (per-request state: given back when the done phase ends, or when the
+/// exchange is dropped).
+#[derive(Debug, Default)]
+struct Held(Vec<InFlight>);
 
 impl Drop for InFlight {
     fn drop(&mut self) {
@@ -51,7 +57,7 @@ impl Handler for ConcurrencyLimiter {
                 format!("more than {} requests in flight on this route", self.max),
             ));
         }
-        exchange.in_flight.push(permit);
+        exchange.state.get_mut::<Held>().0.push(permit);
         Flow::Next
     }
 }
@@ -91,5 +97,33 @@ mod tests {
         assert!(matches!(third, Flow::Next));
         drop(two);
         assert_eq!(limiter.in_flight.load(Ordering::Acquire), 1);
+    }
+
+    /// The done phase gives the slot back, and the exchange's next
+    /// request holds it again.
+    #[tokio::test]
+    async fn the_done_phase_gives_the_slot_back() {
+        let limiter = Arc::new(ConcurrencyLimiter {
+            max: 1,
+            in_flight: Arc::new(AtomicUsize::new(0)),
+        });
+        let chain =
+            super::super::Chain::default().extended(vec![("limit".into(), limiter.clone())]);
+        let headers = http::HeaderMap::new();
+        let view = RequestView::get(&headers);
+        let mut exchange = Exchange::default();
+        let outcome = super::super::Outcome {
+            status: StatusCode::OK,
+            upstream: None,
+            body_bytes: 0,
+        };
+        for _ in 0..2 {
+            exchange.begin(Default::default(), 0, &http::Method::GET, 0);
+            let answered = chain.request(&view, &mut exchange).await;
+            assert!(answered.is_none(), "the slot was given back");
+            assert_eq!(limiter.in_flight.load(Ordering::Acquire), 1);
+            chain.done(&mut exchange, &outcome);
+            assert_eq!(limiter.in_flight.load(Ordering::Acquire), 0);
+        }
     }
 }

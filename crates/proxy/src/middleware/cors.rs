@@ -14,6 +14,10 @@ use super::{
 };
 use crate::config::CorsSettings;
 
+/// The `Access-Control-Allow-Origin` to answer with (per-request state).
+#[derive(Debug, Default)]
+struct AllowOrigin(Option<HeaderValue>);
+
 #[derive(Debug)]
 pub(crate) struct CorsResponder {
     any_origin: bool,
@@ -164,12 +168,12 @@ impl Handler for CorsResponder {
         if let Some(method) = preflight {
             return Flow::Answer(self.preflight(request, origin_value, method));
         }
-        exchange.cors_origin = Some(self.allow_origin_value(origin_value));
+        exchange.state.get_mut::<AllowOrigin>().0 = Some(self.allow_origin_value(origin_value));
         Flow::Next
     }
 
     fn response(&self, _status: StatusCode, exchange: &mut Exchange) {
-        let Some(origin) = exchange.cors_origin.take() else {
+        let Some(origin) = exchange.state.get_mut::<AllowOrigin>().0.take() else {
             return;
         };
         let edits = &mut exchange.response_headers;

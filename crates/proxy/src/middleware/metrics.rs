@@ -8,7 +8,7 @@ use std::{sync::Arc, time::Instant};
 use http::Method;
 
 use super::{
-    build::{Build, BuildContext, Builder},
+    build::{Build, BuildContext, Builder, Keep},
     Exchange, Handler, Outcome,
 };
 use crate::config::MetricsSettings;
@@ -33,9 +33,8 @@ pub(crate) struct MetricsRecorder {
 
 impl Build for MetricsSettings {
     fn build(&self, builder: &mut Builder<'_>) -> anyhow::Result<Arc<dyn Handler>> {
-        let metrics = Arc::new(MetricsRecorder::new(builder.context));
-        builder.metrics.push(Arc::clone(&metrics));
-        Ok(metrics)
+        builder.keep = Keep::SameRoutes;
+        Ok(Arc::new(MetricsRecorder::new(builder.context)))
     }
 }
 
@@ -56,7 +55,7 @@ impl MetricsRecorder {
     }
 
     /// Appends the Prometheus text of every series that has observations.
-    pub(crate) fn render(&self, out: &mut Exposition) {
+    fn render(&self, out: &mut Exposition) {
         let mut family = out.family("sluice_http_request_duration_seconds", MetricKind::Histogram, "Requests through the metrics handler, from the head read to the answer, by route, method, status class and upstream (empty: answered by the proxy).");
         for (r, route) in self.routes.iter().enumerate() {
             for (m, method) in METHODS.iter().enumerate() {
@@ -100,14 +99,16 @@ impl MetricsRecorder {
 impl MetricsRecorder {
     /// The request durations of the route at `route` (its position), over
     /// every method, status class and source (for `/stats.json`).
-    pub(crate) fn route_latency(&self, route: usize) -> Option<(&str, serde_json::Value)> {
-        let name = self.routes.get(route)?;
+    fn route_latency(&self, route: usize) -> Option<serde_json::Value> {
+        if route >= self.routes.len() {
+            return None;
+        }
         let block = route * PER_ROUTE..(route + 1) * PER_ROUTE;
         let cells = self
             .shards
             .iter()
             .flat_map(move |s| s[block.clone()].iter());
-        Some((name.as_str(), telemetry::histogram(cells)))
+        Some(telemetry::histogram(cells))
     }
 }
 
@@ -129,6 +130,20 @@ fn method_index(method: &Method) -> usize {
 }
 
 impl Handler for MetricsRecorder {
+    fn render_metrics(&self, _name: &str, out: &mut Exposition) {
+        self.render(out);
+    }
+
+    /// `latency`: the first `metrics` handler of a chain times its route.
+    fn route_stats(&self, route: usize, figures: &mut serde_json::Map<String, serde_json::Value>) {
+        if figures.contains_key("latency") {
+            return;
+        }
+        if let Some(latency) = self.route_latency(route) {
+            figures.insert("latency".into(), latency);
+        }
+    }
+
     fn done(&self, exchange: &mut Exchange, outcome: &Outcome) {
         let Some(started) = exchange.started else {
             return;
@@ -145,5 +160,110 @@ impl Handler for MetricsRecorder {
         if let Some(cells) = shard.get(index) {
             observe(cells, Instant::now() - started);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use http::StatusCode;
+
+    use super::*;
+    use crate::ids::{RouteId, UpstreamId};
+
+    fn recorder() -> MetricsRecorder {
+        let routes = ["/a".to_string(), "/b".to_string()];
+        MetricsRecorder::new(&BuildContext {
+            route_names: &routes,
+            route_upstreams: vec!["up_a", "up_b"],
+            workers: 2,
+            check: false,
+        })
+    }
+
+    /// One exchange on `route` from `worker`, begun 20 ms ago.
+    fn observe_one(
+        metrics: &MetricsRecorder,
+        route: usize,
+        worker: usize,
+        method: Method,
+        status: u16,
+        upstream: bool,
+    ) {
+        let mut exchange = Exchange {
+            route: RouteId::new(route),
+            worker,
+            method,
+            started: Instant::now().checked_sub(Duration::from_millis(20)),
+            ..Exchange::default()
+        };
+        let outcome = Outcome {
+            status: StatusCode::from_u16(status).unwrap(),
+            upstream: upstream.then(|| UpstreamId::new(route)),
+            body_bytes: 0,
+        };
+        metrics.done(&mut exchange, &outcome);
+    }
+
+    #[test]
+    fn each_series_counts_its_route_method_class_and_source_over_the_workers() {
+        let metrics = recorder();
+        observe_one(&metrics, 1, 0, Method::POST, 201, true);
+        observe_one(&metrics, 1, 1, Method::POST, 204, true);
+        observe_one(
+            &metrics,
+            1,
+            1,
+            Method::from_bytes(b"PURGE").unwrap(),
+            503,
+            false,
+        );
+        observe_one(&metrics, 0, 0, Method::GET, 404, true);
+        let mut out = Exposition::new();
+        metrics.render_metrics("metrics", &mut out);
+        let text = out.finish();
+        for line in [
+            "sluice_http_request_duration_seconds_count{route=\"/b\",method=\"POST\",status=\"2xx\",upstream=\"up_b\"} 2\n",
+            "sluice_http_request_duration_seconds_count{route=\"/b\",method=\"other\",status=\"5xx\",upstream=\"\"} 1\n",
+            "sluice_http_request_duration_seconds_count{route=\"/a\",method=\"GET\",status=\"4xx\",upstream=\"up_a\"} 1\n",
+        ] {
+            assert!(text.contains(line), "no {line} in\n{text}");
+        }
+        // Only series with observations are written.
+        assert_eq!(text.matches("_count{").count(), 3, "{text}");
+        let sum_line = text
+            .lines()
+            .find(|l| l.starts_with("sluice_http_request_duration_seconds_sum{route=\"/a\""))
+            .unwrap();
+        let sum: f64 = sum_line.rsplit(' ').next().unwrap().parse().unwrap();
+        assert!(sum >= 0.02, "the 20 ms are counted: {sum_line}");
+    }
+
+    #[test]
+    fn an_exchange_never_started_is_not_observed_and_latency_is_per_route() {
+        let metrics = recorder();
+        let mut exchange = Exchange::default();
+        let outcome = Outcome {
+            status: StatusCode::OK,
+            upstream: None,
+            body_bytes: 0,
+        };
+        metrics.done(&mut exchange, &outcome);
+        observe_one(&metrics, 1, 0, Method::GET, 200, true);
+        let (mut a, mut b) = (serde_json::Map::new(), serde_json::Map::new());
+        metrics.route_stats(0, &mut a);
+        metrics.route_stats(1, &mut b);
+        assert_eq!(a["latency"]["count"], 0, "{a:?}");
+        assert_eq!(b["latency"]["count"], 1, "{b:?}");
+        // A figure an earlier handler of the chain wrote is kept.
+        let mut kept = serde_json::Map::new();
+        kept.insert("latency".into(), "first".into());
+        metrics.route_stats(1, &mut kept);
+        assert_eq!(kept["latency"], "first");
+        // A position past the routes it was built for: nothing.
+        let mut none = serde_json::Map::new();
+        metrics.route_stats(2, &mut none);
+        assert!(none.is_empty());
     }
 }

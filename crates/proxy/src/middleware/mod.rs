@@ -9,30 +9,25 @@
 //! done phases run in reverse order, like the layers of an onion. An empty
 //! chain costs one branch per request.
 
-mod access_log;
-mod api_key;
-mod basic_auth;
+// The handlers' modules are declared by the registry (one line per
+// handler type in `config::for_each_handler`, config/middleware.rs);
+// these are the helpers they share.
 pub(crate) mod body_filter;
-mod body_limit;
 mod build;
-mod compress;
-mod concurrency_limit;
-mod correlation;
-mod cors;
-mod ext_authz;
-mod fault;
-mod grpc_web;
-pub(crate) mod headers;
-mod ip_filter;
 mod jwks;
-mod jwt;
-mod metrics;
-mod oidc;
 mod oidc_session;
-mod rate_limit;
+mod per_request;
 mod rate_limit_redis;
-mod validate;
+mod rate_policy;
 mod watched;
+
+/// `mod NAME;` for each handler type's module, from the registry.
+macro_rules! declare_handler_modules {
+    ($($name:literal (mod $module:ident) => $settings:ident $(, $defaults:ident)?;)*) => {
+        $(pub(crate) mod $module;)*
+    };
+}
+crate::config::for_each_handler!(declare_handler_modules);
 
 use std::{
     fmt,
@@ -47,12 +42,14 @@ use http::{HeaderName, HeaderValue, Method, StatusCode};
 
 use crate::{
     ids::{RouteId, UpstreamId},
+    telemetry::Exposition,
     wire::{edits::HeaderEdits, fields::Fields, proxy_protocol::Proxied},
 };
 
-pub(crate) use build::{build, BuildContext, Chains};
+pub(crate) use build::{build, BuildContext, Chains, StatsSections};
 pub(crate) use compress::gzip_bytes as compress_gzip_bytes;
 pub(crate) use correlation::{is_traceparent, next_traceparent};
+pub(crate) use per_request::PerRequest;
 
 /// The parsers of the handlers that decide who may pass, for the fuzz
 /// targets (`proxy::fuzzing`).
@@ -171,6 +168,15 @@ impl Answer {
         }
     }
 
+    /// A redirect to `location`, without a body.
+    pub(crate) fn redirect(status: StatusCode, location: HeaderValue) -> Self {
+        Self {
+            detail: None,
+            ..Self::problem(status, "")
+        }
+        .with_header(http::header::LOCATION, location)
+    }
+
     pub(crate) fn with_header(mut self, name: HeaderName, value: HeaderValue) -> Self {
         self.headers.push((name, value));
         self
@@ -193,18 +199,10 @@ pub(crate) struct Exchange {
     pub correlation_id: Option<HeaderValue>,
     pub traceability_id: Option<HeaderValue>,
     pub traceparent: Option<HeaderValue>,
-    /// The `Access-Control-Allow-Origin` to answer with.
-    pub cors_origin: Option<HeaderValue>,
-    /// The API operation `validate` matched, for checking the response.
-    pub operation: Option<openapi::OperationRef>,
     /// The verified token, for handlers after `jwt`.
     pub claims: Option<Arc<::jwt::Verified>>,
     /// The request body may be this large (`body_limit` lowers it).
     pub max_body: usize,
-    /// Released when the exchange ends (concurrency limits).
-    pub in_flight: Vec<concurrency_limit::InFlight>,
-    /// An access log line begun on the request, finished when done.
-    pub log_line: Option<access_log::Pending>,
     /// A response body transformation a handler asked for (`compress`,
     /// `grpc_web`), taken by the relay at the response head.
     pub body_filter: Option<body_filter::FilterOffer>,
@@ -214,6 +212,12 @@ pub(crate) struct Exchange {
     /// The request's SERVER span, when it is traced: a handler that calls
     /// out (`ext_authz`) records the call as a CLIENT span, its child.
     pub trace: Option<CallTrace>,
+    /// What each handler type keeps of this request alone (the
+    /// `Access-Control-Allow-Origin` to answer with, the API operation
+    /// matched, the concurrency slots held, the access log line begun),
+    /// declared in the handler's file: reset when a request begins and
+    /// when the done phase ends.
+    pub state: PerRequest,
     /// How many handlers ran their request phase (and see the response).
     ran: usize,
 }
@@ -245,11 +249,8 @@ impl Exchange {
         self.traceability_id = None;
         self.traceparent = None;
         self.claims = None;
-        self.operation = None;
-        self.cors_origin = None;
         self.max_body = max_body;
-        self.in_flight.clear();
-        self.log_line = None;
+        self.state.reset();
         self.body_filter = None;
         self.request_filter = None;
         self.trace = None;
@@ -292,21 +293,26 @@ pub(crate) trait Handler: Send + Sync + fmt::Debug {
     /// Looks at a whole response body (before the head is written).
     fn response_body(&self, _response: &ResponseView<'_>, _exchange: &Exchange) {}
 
-    /// For `/metrics`: the counts of a handler whose state is kept in
-    /// another process (a `rate_limit` on Redis).
-    fn store_counts(&self) -> Option<rate_limit_redis::StoreCounts> {
-        None
+    /// For `/metrics`: this instance's samples (`name`: its name in
+    /// `middleware:`). Instances of one type write to the same families in
+    /// turn (the exposition keeps each family together); a figure summed
+    /// over them is written with [`crate::telemetry::Family::add`].
+    fn render_metrics(&self, _name: &str, _out: &mut Exposition) {}
+
+    /// For `/stats.json`: figures about the route at position `route`,
+    /// whose chain this handler is on, as members of its entry in
+    /// `routes` (`latency`). A member an earlier handler of the chain
+    /// wrote is kept.
+    fn route_stats(
+        &self,
+        _route: usize,
+        _figures: &mut serde_json::Map<String, serde_json::Value>,
+    ) {
     }
 
-    /// For `/metrics`: an `ext_authz` handler's decisions.
-    fn authz_counts(&self) -> Option<&ext_authz::AuthzCounts> {
-        None
-    }
-
-    /// For `/metrics`: a `compress` handler's counts and budget.
-    fn compress_counts(&self) -> Option<compress::CompressCounts> {
-        None
-    }
+    /// For `/stats.json`: this instance's figures, as `{name: figures}`
+    /// members of top-level sections (`rate_limit_stores`).
+    fn stats(&self, _name: &str, _sections: &mut StatsSections) {}
 }
 
 /// An upstream response whose body was read whole for a handler.
@@ -409,7 +415,8 @@ impl Chain {
         for handler in self.handlers[..exchange.ran].iter().rev() {
             handler.done(exchange, outcome);
         }
-        exchange.in_flight.clear();
+        // Releases what the handlers held for it (concurrency slots).
+        exchange.state.reset();
     }
 }
 

@@ -22,10 +22,11 @@ use openapi::{
 use tracing::warn;
 
 use super::{
-    build::{Build, Builder},
+    build::{Build, Builder, Keep},
     Answer, Exchange, Flow, Handler, RequestView, ResponseView,
 };
 use crate::config::{self, ValidateSettings};
+use crate::telemetry::{Exposition, MetricKind};
 use crate::wire::fields::Fields;
 
 #[derive(Debug)]
@@ -39,10 +40,20 @@ pub(crate) struct RequestValidator {
 
 impl Build for ValidateSettings {
     fn build(&self, builder: &mut Builder<'_>) -> anyhow::Result<Arc<dyn Handler>> {
-        let validator = Arc::new(RequestValidator::new(self)?);
-        builder.validators.push(Arc::clone(&validator));
-        Ok(validator)
+        // Built anew at each reload: its spec file may have changed.
+        builder.keep = Keep::Never;
+        Ok(Arc::new(RequestValidator::new(self)?))
     }
+}
+
+/// The API operation the request matched, for checking its response
+/// (per-request state).
+#[derive(Debug, Default)]
+struct Matched(Option<openapi::OperationRef>);
+
+/// The operation the request matched, when responses are checked.
+fn matched(exchange: &Exchange) -> Option<openapi::OperationRef> {
+    exchange.state.get::<Matched>().and_then(|m| m.0)
 }
 
 impl RequestValidator {
@@ -75,15 +86,9 @@ impl RequestValidator {
         })
     }
 
-    /// Responses that did not match the spec.
-    pub(crate) fn response_failures(&self) -> u64 {
-        self.response_failures.load(Relaxed)
-    }
-
     fn response_failed(&self, exchange: &Exchange, status: StatusCode, why: &str) {
         self.response_failures.fetch_add(1, Relaxed);
-        let operation = exchange
-            .operation
+        let operation = matched(exchange)
             .and_then(|op| self.validator.template(op))
             .unwrap_or("?");
         warn!(method = %exchange.method, operation, %status, "response does not match the API spec: {why}");
@@ -91,6 +96,16 @@ impl RequestValidator {
 }
 
 impl Handler for RequestValidator {
+    /// One total over every `validate` instance.
+    fn render_metrics(&self, _name: &str, out: &mut Exposition) {
+        out.family(
+            "sluice_validate_response_failures_total",
+            MetricKind::Counter,
+            "Upstream responses that did not match the API spec.",
+        )
+        .add(&[], self.response_failures.load(Relaxed));
+    }
+
     fn wants_body(&self, request: &RequestView<'_>) -> Option<usize> {
         self.validator
             .needs_body(request.method.as_str(), request.path.as_bytes())
@@ -99,7 +114,7 @@ impl Handler for RequestValidator {
 
     fn wants_response_body(&self, status: StatusCode, exchange: &Exchange) -> Option<usize> {
         let max = self.max_response?;
-        let op = exchange.operation?;
+        let op = matched(exchange)?;
         // The media type is checked with the body; any JSON schema for the status will do here.
         self.validator
             .response_wants_body(op, status.as_u16(), Some(b"application/json"))
@@ -107,7 +122,7 @@ impl Handler for RequestValidator {
     }
 
     fn response_body(&self, response: &ResponseView<'_>, exchange: &Exchange) {
-        let Some(op) = exchange.operation else {
+        let Some(op) = matched(exchange) else {
             return;
         };
         let outcome = self.validator.validate_response(
@@ -140,7 +155,7 @@ impl Handler for RequestValidator {
 
     fn request(&self, request: &RequestView<'_>, exchange: &mut Exchange) -> Flow {
         if self.max_response.is_some() {
-            exchange.operation = self
+            exchange.state.get_mut::<Matched>().0 = self
                 .validator
                 .operation_ref(request.method.as_str(), request.path.as_bytes());
         }

@@ -9,11 +9,11 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::{header, HeaderName, HeaderValue, StatusCode};
 
-use super::routes::rewrite::{host_port, new_path, segments, Location};
+use super::routes::rewrite::{host_port, new_path, segments};
 use crate::{
     config::{PathMatch, PathRewriteSettings, RedirectSettings, RespondSettings, RouteSettings},
     middleware::{Answer, Exchange, Flow, Handler, RequestView},
-    wire::normalize,
+    wire::{location::Location, normalize},
 };
 
 /// A route's `redirect`.
@@ -86,11 +86,7 @@ impl Handler for Redirector {
             .location(request)
             .and_then(|l| HeaderValue::try_from(l).ok());
         Flow::Answer(match location {
-            Some(location) => Answer {
-                detail: None,
-                ..Answer::problem(self.status, "")
-            }
-            .with_header(header::LOCATION, location),
+            Some(location) => Answer::redirect(self.status, location),
             None => Answer::problem(
                 StatusCode::BAD_REQUEST,
                 "the request's host or query cannot be written in a redirect",

@@ -1,8 +1,10 @@
 //! The one writer of the Prometheus text exposition format (version
 //! 0.0.4): every `/metrics` family goes through it, so HELP and TYPE come
-//! once per family (even when several handlers add to one), label values
-//! and help texts are escaped, and histograms get their `_bucket` (with
-//! `le`, cumulative, ending at `+Inf`), `_sum` and `_count` series.
+//! once per family, a family's samples stay together even when several
+//! writers add to it in turn (each handler instance writes its own
+//! samples: the text format wants a family's lines contiguous), label
+//! values and help texts are escaped, and histograms get their `_bucket`
+//! (with `le`, cumulative, ending at `+Inf`), `_sum` and `_count` series.
 //!
 //! Not OpenMetrics: Prometheus scrapes the classic format by default, and
 //! sluice's counters carry no created timestamps or exemplars that would
@@ -28,12 +30,22 @@ impl MetricKind {
     }
 }
 
-/// The text of one scrape.
+/// The text of one scrape: its families in the order they were first
+/// written, each with every sample written to it.
 #[derive(Debug, Default)]
 pub(crate) struct Exposition {
-    out: String,
-    /// Families whose HELP and TYPE are written.
-    started: Vec<&'static str>,
+    families: Vec<FamilyText>,
+}
+
+/// One family's text so far.
+#[derive(Debug)]
+struct FamilyText {
+    name: &'static str,
+    /// HELP, TYPE and the samples written one by one.
+    text: String,
+    /// Samples summed over their writers ([`Family::add`]): the labels as
+    /// written, and the sum.
+    totals: Vec<(String, u64)>,
 }
 
 /// Label names and their values (escaped when written).
@@ -42,47 +54,81 @@ pub(crate) type Labels<'a> = [(&'a str, &'a str)];
 impl Exposition {
     pub(crate) fn new() -> Self {
         Self {
-            out: String::with_capacity(4096),
-            started: Vec::new(),
+            families: Vec::with_capacity(64),
         }
     }
 
-    /// Starts the family `name` (HELP and TYPE, unless written already)
-    /// and gives the handle its samples are written through.
+    /// The family `name` (started with its HELP and TYPE, unless written
+    /// already) and the handle its samples are written through.
     pub(crate) fn family(
         &mut self,
         name: &'static str,
         kind: MetricKind,
         help: &str,
     ) -> Family<'_> {
-        if !self.started.contains(&name) {
-            self.started.push(name);
-            let help = help.replace('\\', "\\\\").replace('\n', "\\n");
-            let _ = writeln!(
-                self.out,
-                "# HELP {name} {help}\n# TYPE {name} {}",
-                kind.as_str()
-            );
+        let at = match self.families.iter().position(|f| f.name == name) {
+            Some(at) => at,
+            None => {
+                let help = help.replace('\\', "\\\\").replace('\n', "\\n");
+                let mut text = String::with_capacity(256);
+                let _ = writeln!(
+                    text,
+                    "# HELP {name} {help}\n# TYPE {name} {}",
+                    kind.as_str()
+                );
+                self.families.push(FamilyText {
+                    name,
+                    text,
+                    totals: Vec::new(),
+                });
+                self.families.len() - 1
+            }
+        };
+        Family {
+            to: &mut self.families[at],
         }
-        Family { to: self, name }
     }
 
     pub(crate) fn finish(self) -> String {
-        self.out
+        let mut out = String::with_capacity(
+            self.families
+                .iter()
+                .map(|f| f.text.len() + 64 * f.totals.len())
+                .sum(),
+        );
+        for family in self.families {
+            out.push_str(&family.text);
+            for (labels, total) in family.totals {
+                let _ = writeln!(out, "{}{labels} {total}", family.name);
+            }
+        }
+        out
     }
 }
 
 /// One family's samples.
 #[derive(Debug)]
 pub(crate) struct Family<'w> {
-    to: &'w mut Exposition,
-    name: &'static str,
+    to: &'w mut FamilyText,
 }
 
 impl Family<'_> {
     /// One counter or gauge sample.
     pub(crate) fn sample(&mut self, labels: &Labels<'_>, value: impl Display) -> &mut Self {
         self.line("", labels, None, value);
+        self
+    }
+
+    /// Adds `value` to the sample with these labels, which is written once
+    /// with the sum of what every writer added: a total over the instances
+    /// of a handler type (`sluice_access_log_dropped_total`).
+    pub(crate) fn add(&mut self, labels: &Labels<'_>, value: u64) -> &mut Self {
+        let mut written = String::new();
+        write_labels(&mut written, labels.iter().copied());
+        match self.to.totals.iter_mut().find(|(l, _)| *l == written) {
+            Some((_, total)) => *total += value,
+            None => self.to.totals.push((written, value)),
+        }
         self
     }
 
@@ -108,26 +154,32 @@ impl Family<'_> {
     }
 
     fn line(&mut self, suffix: &str, labels: &Labels<'_>, le: Option<&str>, value: impl Display) {
-        let out = &mut self.to.out;
-        out.push_str(self.name);
+        let out = &mut self.to.text;
+        out.push_str(self.to.name);
         out.push_str(suffix);
         let le = le.map(|le| ("le", le));
-        let mut all = labels.iter().copied().chain(le).peekable();
-        if all.peek().is_some() {
-            out.push('{');
-            for (i, (name, value)) in all.enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(name);
-                out.push_str("=\"");
-                escape_into(out, value);
-                out.push('"');
-            }
-            out.push('}');
-        }
+        write_labels(out, labels.iter().copied().chain(le));
         let _ = writeln!(out, " {value}");
     }
+}
+
+/// `{name="value",...}`, values escaped; nothing when there are none.
+fn write_labels<'a>(out: &mut String, labels: impl Iterator<Item = (&'a str, &'a str)>) {
+    let mut all = labels.peekable();
+    if all.peek().is_none() {
+        return;
+    }
+    out.push('{');
+    for (i, (name, value)) in all.enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(name);
+        out.push_str("=\"");
+        escape_into(out, value);
+        out.push('"');
+    }
+    out.push('}');
 }
 
 /// A label value with `\`, `"` and newlines escaped.
@@ -179,6 +231,24 @@ mod tests {
              h_seconds_count{route=\"r\"} 4\n\
              h_seconds_bucket{le=\"0.5\"} 0\nh_seconds_bucket{le=\"+Inf\"} 0\n\
              h_seconds_sum 0\nh_seconds_count 0\n"
+        );
+    }
+
+    #[test]
+    fn a_family_written_in_turns_stays_together_and_totals_are_summed() {
+        let mut text = Exposition::new();
+        for instance in ["a", "b"] {
+            text.family("x_total", MetricKind::Counter, "X.")
+                .sample(&[("middleware", instance)], 1);
+            text.family("y_total", MetricKind::Counter, "Y.")
+                .add(&[], 2)
+                .add(&[("k", "v")], 1);
+        }
+        assert_eq!(
+            text.finish(),
+            "# HELP x_total X.\n# TYPE x_total counter\n\
+             x_total{middleware=\"a\"} 1\nx_total{middleware=\"b\"} 1\n\
+             # HELP y_total Y.\n# TYPE y_total counter\ny_total 4\ny_total{k=\"v\"} 2\n"
         );
     }
 }

@@ -13,6 +13,7 @@ pub mod fuzzing;
 pub(crate) mod head;
 pub(crate) mod http2;
 pub(crate) mod interim;
+pub(crate) mod location;
 pub mod normalize;
 pub mod proxy_protocol;
 pub(crate) mod traceparent;

@@ -19,6 +19,9 @@ use super::{
     encoder::{EncodeError, Encoder},
     Policy,
 };
+use crate::middleware::body_filter::{
+    BodyFilterOffer, FilterFailed, ResponseBodyFilter, ResponseFilter, Trailers,
+};
 use crate::{
     config::Encoding,
     wire::{edits::HeaderEdits, fields::Fields},
@@ -173,6 +176,34 @@ impl Compression {
             self.reservation
                 .follow(held + super::budget::OUTPUT_ALLOWANCE);
         }
+    }
+}
+
+impl BodyFilterOffer for Offer {
+    fn at_head(
+        self: Box<Self>,
+        status: StatusCode,
+        fields: Fields<'_>,
+        empty: bool,
+        edits: &mut HeaderEdits,
+    ) -> Option<ResponseBodyFilter> {
+        let compression = self.start(status, fields, empty, edits).ok()?;
+        Some(ResponseBodyFilter::new(compression))
+    }
+}
+
+impl ResponseFilter for Compression {
+    fn data(&mut self, chunk: &[u8], out: &mut Vec<u8>) -> Result<(), FilterFailed> {
+        Compression::data(self, chunk, out).map_err(|err| FilterFailed(err.0))
+    }
+
+    fn end(
+        &mut self,
+        _trailers: Option<&http::HeaderMap>,
+        out: &mut Vec<u8>,
+    ) -> Result<Trailers, FilterFailed> {
+        self.finish(out).map_err(|err| FilterFailed(err.0))?;
+        Ok(Trailers::Pass)
     }
 }
 

@@ -19,10 +19,9 @@ use std::sync::{
 use http::Method;
 
 pub(crate) use budget::gzip_bytes;
-pub(crate) use filter::{Compression, Offer};
+pub(crate) use filter::Offer;
 
 use super::{
-    body_filter::FilterOffer,
     build::{Build, Builder},
     Exchange, Flow, Handler, RequestView,
 };
@@ -145,7 +144,7 @@ impl Handler for ResponseCompressor {
     fn request(&self, request: &RequestView<'_>, exchange: &mut Exchange) -> Flow {
         let accepted = request.fields.get_all("accept-encoding");
         let encoding = negotiate::choose(accepted, &self.policy.algorithms);
-        exchange.body_filter = Some(FilterOffer::Compress(Offer {
+        exchange.body_filter = Some(Box::new(Offer {
             policy: Arc::clone(&self.policy),
             encoding,
             head: *request.method == Method::HEAD,
@@ -153,100 +152,63 @@ impl Handler for ResponseCompressor {
         Flow::Next
     }
 
-    fn compress_counts(&self) -> Option<CompressCounts> {
-        let counters = &self.policy.counters;
-        let budget = &self.policy.budget;
-        Some(CompressCounts {
-            compressed: [0, 1, 2].map(|i| counters.compressed[i].load(Relaxed)),
-            bytes_in: counters.bytes_in.load(Relaxed),
-            bytes_out: counters.bytes_out.load(Relaxed),
-            refused: budget.refused.load(Relaxed),
-            grown: budget.grown.load(Relaxed),
-            memory: budget.used() as u64,
-            limit: budget.cap() as u64,
-        })
-    }
-}
-
-/// A `compress` handler's counts for `/metrics`.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct CompressCounts {
-    compressed: [u64; 3],
-    bytes_in: u64,
-    bytes_out: u64,
-    refused: u64,
-    grown: u64,
-    memory: u64,
-    limit: u64,
-}
-
-/// The `compress` handlers' families, one sample per handler (`middleware`: its name).
-pub(crate) fn render(handlers: &[(&str, CompressCounts)], out: &mut Exposition) {
-    if handlers.is_empty() {
-        return;
-    }
-    let mut family = out.family(
-        "sluice_compress_responses_total",
-        Counter,
-        "Responses compressed, by coding.",
-    );
-    for (name, counts) in handlers {
+    /// This instance's samples (`middleware`: its name).
+    fn render_metrics(&self, name: &str, out: &mut Exposition) {
+        let (counters, budget) = (&self.policy.counters, &self.policy.budget);
+        let mut family = out.family(
+            "sluice_compress_responses_total",
+            Counter,
+            "Responses compressed, by coding.",
+        );
         for encoding in [Encoding::Gzip, Encoding::Br, Encoding::Zstd] {
-            let labels = [("middleware", *name), ("encoding", encoding.token())];
-            family.sample(&labels, counts.compressed[encoding as usize]);
+            let labels = [("middleware", name), ("encoding", encoding.token())];
+            family.sample(
+                &labels,
+                counters.compressed[encoding as usize].load(Relaxed),
+            );
         }
-    }
-    let mut family = out.family(
-        "sluice_compress_bytes_total",
-        Counter,
-        "Body bytes through the compressors: in (as the upstream sent them) and out.",
-    );
-    for (name, counts) in handlers {
+        let mut family = out.family(
+            "sluice_compress_bytes_total",
+            Counter,
+            "Body bytes through the compressors: in (as the upstream sent them) and out.",
+        );
         family.sample(
             &[("middleware", name), ("direction", "in")],
-            counts.bytes_in,
+            counters.bytes_in.load(Relaxed),
         );
         family.sample(
             &[("middleware", name), ("direction", "out")],
-            counts.bytes_out,
+            counters.bytes_out.load(Relaxed),
         );
-    }
-    type Scalar = (
-        &'static str,
-        crate::telemetry::MetricKind,
-        &'static str,
-        fn(&CompressCounts) -> u64,
-    );
-    let scalars: [Scalar; 4] = [
-        (
-            "sluice_compress_over_budget_total",
-            Counter,
-            "Responses sent uncompressed because the memory budget (max_memory) had no room.",
-            |c| c.refused,
-        ),
-        (
-            "sluice_compress_grown_total",
-            Counter,
-            "Compressors that held more than they were measured to; their reservation followed.",
-            |c| c.grown,
-        ),
-        (
-            "sluice_compress_memory_bytes",
-            Gauge,
-            "Memory reserved by the compressors at work.",
-            |c| c.memory,
-        ),
-        (
-            "sluice_compress_memory_limit_bytes",
-            Gauge,
-            "The budget: max_memory.",
-            |c| c.limit,
-        ),
-    ];
-    for (metric, kind, help, value) in scalars {
-        let mut family = out.family(metric, kind, help);
-        for (name, counts) in handlers {
-            family.sample(&[("middleware", name)], value(counts));
+        let scalars = [
+            (
+                "sluice_compress_over_budget_total",
+                Counter,
+                "Responses sent uncompressed because the memory budget (max_memory) had no room.",
+                budget.refused.load(Relaxed),
+            ),
+            (
+                "sluice_compress_grown_total",
+                Counter,
+                "Compressors that held more than they were measured to; their reservation followed.",
+                budget.grown.load(Relaxed),
+            ),
+            (
+                "sluice_compress_memory_bytes",
+                Gauge,
+                "Memory reserved by the compressors at work.",
+                budget.used() as u64,
+            ),
+            (
+                "sluice_compress_memory_limit_bytes",
+                Gauge,
+                "The budget: max_memory.",
+                budget.cap() as u64,
+            ),
+        ];
+        for (metric, kind, help, value) in scalars {
+            out.family(metric, kind, help)
+                .sample(&[("middleware", name)], value);
         }
     }
 }

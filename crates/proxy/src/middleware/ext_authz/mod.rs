@@ -16,10 +16,7 @@
 use std::{
     collections::HashMap,
     net::IpAddr,
-    sync::{
-        atomic::{AtomicU64, Ordering::Relaxed},
-        Arc, Mutex, PoisonError,
-    },
+    sync::{atomic::Ordering::Relaxed, Arc, Mutex, PoisonError},
     time::{Duration, Instant},
 };
 
@@ -33,15 +30,21 @@ use hyper_util::{
 };
 use tracing::debug;
 
+mod counts;
 mod forward_auth;
 pub(super) mod grpc;
+
+use counts::AuthzCounts;
 
 use super::{
     build::{Build, Builder},
     Answer, CallTrace, Exchange, Flow, Handler, RequestView,
 };
 use crate::config::{ExtAuthzSettings, OnFailure};
-use crate::telemetry::trace::{Span, SpanKind};
+use crate::telemetry::{
+    trace::{Span, SpanKind},
+    Exposition,
+};
 
 /// What the service is asked about: the request, owned.
 #[derive(Debug, Clone)]
@@ -106,15 +109,6 @@ pub(super) fn passable(name: &HeaderName) -> bool {
 enum Transport {
     Http(http::Uri),
     Grpc(http::Uri),
-}
-
-/// Counts for `/metrics`.
-#[derive(Debug, Default)]
-pub(crate) struct AuthzCounts {
-    pub allowed: AtomicU64,
-    pub denied: AtomicU64,
-    pub fallbacks: AtomicU64,
-    pub cache_hits: AtomicU64,
 }
 
 type Allowed = (
@@ -493,7 +487,7 @@ impl Handler for ExternalAuthorizer {
         self.body
     }
 
-    fn authz_counts(&self) -> Option<&AuthzCounts> {
-        Some(&self.shared.counts)
+    fn render_metrics(&self, name: &str, out: &mut Exposition) {
+        self.shared.counts.render(name, out);
     }
 }

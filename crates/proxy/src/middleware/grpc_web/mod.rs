@@ -19,7 +19,10 @@ use http::{header, HeaderMap, HeaderValue};
 pub(crate) use text::Base64Decoder;
 
 use super::{
-    body_filter::{FilterOffer, RequestBodyFilter, Trailers},
+    body_filter::{
+        BodyFilterOffer, FilterFailed, RequestBodyFilter, RequestFilter, ResponseBodyFilter,
+        ResponseFilter, Trailers,
+    },
     build::{Build, Builder},
     Exchange, Flow, Handler, RequestView,
 };
@@ -72,9 +75,9 @@ impl Handler for GrpcWebTranslator {
         if text {
             // The decoded body is shorter; HTTP/2 needs no length.
             edits.remove.push(header::CONTENT_LENGTH);
-            exchange.request_filter = Some(RequestBodyFilter::Base64(Base64Decoder::default()));
+            exchange.request_filter = Some(RequestBodyFilter::new(Base64Decoder::default()));
         }
-        exchange.body_filter = Some(FilterOffer::GrpcWeb(Offer { text }));
+        exchange.body_filter = Some(Box::new(Offer { text }));
         Flow::Next
     }
 }
@@ -127,6 +130,46 @@ impl GrpcWebResponse {
         let frame = trailer_frame(trailers);
         self.data(&frame, out);
         Trailers::InBody
+    }
+}
+
+impl BodyFilterOffer for Offer {
+    fn at_head(
+        self: Box<Self>,
+        _status: http::StatusCode,
+        fields: Fields<'_>,
+        empty: bool,
+        edits: &mut HeaderEdits,
+    ) -> Option<ResponseBodyFilter> {
+        self.start(fields, empty, edits)
+            .map(ResponseBodyFilter::new)
+    }
+}
+
+impl ResponseFilter for GrpcWebResponse {
+    fn data(&mut self, chunk: &[u8], out: &mut Vec<u8>) -> Result<(), FilterFailed> {
+        GrpcWebResponse::data(self, chunk, out);
+        Ok(())
+    }
+
+    fn end(
+        &mut self,
+        trailers: Option<&HeaderMap>,
+        out: &mut Vec<u8>,
+    ) -> Result<Trailers, FilterFailed> {
+        Ok(GrpcWebResponse::end(self, trailers, out))
+    }
+}
+
+impl RequestFilter for Base64Decoder {
+    fn data(&mut self, chunk: &[u8], out: &mut Vec<u8>) -> Result<(), FilterFailed> {
+        Base64Decoder::data(self, chunk, out)
+            .map_err(|_| FilterFailed("the gRPC-Web text body is not base64"))
+    }
+
+    fn end(&mut self) -> Result<(), FilterFailed> {
+        Base64Decoder::end(self)
+            .map_err(|_| FilterFailed("the gRPC-Web text body ends inside a base64 group"))
     }
 }
 

@@ -19,6 +19,7 @@
 //!   wrong password is "authentication failed" from its first failure,
 //!   not a timeout), and counted in `/metrics`.
 
+mod counts;
 mod link;
 
 use std::{
@@ -34,13 +35,15 @@ use http::{HeaderValue, StatusCode};
 use redis::{AsyncConnectionConfig, ErrorKind, RedisError};
 use tracing::{info, warn};
 
+use counts::StoreCounts;
 use link::{Got, Links};
 
 use super::{
-    rate_limit::{interval_and_burst, key_of, too_many, KeyOf},
-    Answer, Exchange, Flow, Handler, RequestView,
+    rate_policy::{interval_and_burst, key_of, too_many, KeyOf},
+    Answer, Exchange, Flow, Handler, RequestView, StatsSections,
 };
 use crate::config::{OnFailure, RateKey as Key, RateLimitSettings, RedisStoreSettings};
+use crate::telemetry::Exposition;
 
 /// GCRA (the generic cell rate algorithm): the key holds the theoretical
 /// arrival time (TAT, µs on Redis's clock) of the next request at the
@@ -72,19 +75,6 @@ pub(crate) const PROBE_EVERY: Duration = Duration::from_millis(250);
 const TIMEOUTS_DOWN: u32 = 3;
 /// Longer keys (a header or claim value) are counted under their SHA-256.
 const MAX_KEY: usize = 64;
-
-/// What `/metrics` shows of a limiter on Redis.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct StoreCounts {
-    pub up: bool,
-    /// Decisions Redis made: allowed, limited.
-    pub allowed: u64,
-    pub limited: u64,
-    /// Calls that failed or ran past the budget.
-    pub errors: u64,
-    /// Requests that `on_failure` decided.
-    pub fallbacks: u64,
-}
 
 #[derive(Debug)]
 pub(crate) struct RedisLimiter {
@@ -236,7 +226,7 @@ fn client(redis: &RedisStoreSettings) -> anyhow::Result<redis::Client> {
     use redis::IntoConnectionInfo as _;
     let mut info = redis
         .url
-        .as_str()
+        .expose()
         .into_connection_info()
         .map_err(|err| anyhow::anyhow!("redis.url: not a Redis URL ({:?})", err.kind()))?;
     if let Some(file) = &redis.password_file {
@@ -430,14 +420,24 @@ impl Handler for RedisLimiter {
         )))
     }
 
-    fn store_counts(&self) -> Option<StoreCounts> {
+    fn render_metrics(&self, name: &str, out: &mut Exposition) {
+        self.counts().render(name, out);
+    }
+
+    fn stats(&self, name: &str, sections: &mut StatsSections) {
+        self.counts().stats(name, sections);
+    }
+}
+
+impl RedisLimiter {
+    fn counts(&self) -> StoreCounts {
         let shared = &self.shared;
-        Some(StoreCounts {
+        StoreCounts {
             up: shared.up.load(Relaxed),
             allowed: shared.allowed.load(Relaxed),
             limited: shared.limited.load(Relaxed),
             errors: shared.errors.load(Relaxed),
             fallbacks: shared.fallbacks.load(Relaxed),
-        })
+        }
     }
 }

@@ -1,13 +1,12 @@
-//! A route's new path (a rewrite for the upstream, or a redirect's) and a
-//! redirect's `Location`: pure functions over the normalised request.
+//! A route's new path (a rewrite for the upstream, or a redirect's):
+//! pure functions over the normalised request (a redirect's `Location`
+//! is written by `wire::location`).
 //!
 //! They start from the path normalisation admitted, and what they put in
 //! was checked to be in normal form when the file was read (no dot
 //! segments, no `//`, no control characters, no encoded slash): the
 //! result is in normal form too, so a rewrite cannot take a request back
 //! past the guard its route stands for, and no header gets a CR or LF.
-
-use std::fmt::Write as _;
 
 use crate::config::PathRewriteSettings;
 
@@ -60,47 +59,6 @@ pub(crate) fn segments(prefix: &str) -> usize {
         .bytes()
         .filter(|&b| b == b'/')
         .count()
-}
-
-/// The parts of a redirect's `Location`.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Location<'a> {
-    /// `http` or `https`.
-    pub scheme: &'a str,
-    pub host: &'a str,
-    /// Left out when it is the scheme's well-known one.
-    pub port: Option<u16>,
-    pub path: &'a str,
-    pub query: Option<&'a [u8]>,
-}
-
-impl Location<'_> {
-    /// The `Location` value; `None` when the query holds a byte a field
-    /// value cannot (it came from an HTTP/2 or HTTP/3 client's `:path`).
-    pub(crate) fn value(&self) -> Option<String> {
-        let mut out = String::with_capacity(self.path.len() + self.host.len() + 16);
-        let _ = write!(out, "{}://", self.scheme);
-        match self.host.contains(':') && !self.host.starts_with('[') {
-            // An IPv6 literal without its brackets.
-            true => {
-                let _ = write!(out, "[{}]", self.host);
-            }
-            false => out.push_str(self.host),
-        }
-        let default = if self.scheme == "https" { 443 } else { 80 };
-        if let Some(port) = self.port.filter(|&p| p != default) {
-            let _ = write!(out, ":{port}");
-        }
-        out.push_str(self.path);
-        if let Some(query) = self.query {
-            if !query.iter().all(|&b| b.is_ascii_graphic()) {
-                return None;
-            }
-            out.push('?');
-            out.push_str(std::str::from_utf8(query).ok()?);
-        }
-        out.bytes().all(|b| b.is_ascii_graphic()).then_some(out)
-    }
 }
 
 /// The port a request named in its Host (`host:8080`), if any.
@@ -158,42 +116,7 @@ mod tests {
     }
 
     #[test]
-    fn locations_leave_out_well_known_ports_and_refuse_what_is_not_text() {
-        let at = |scheme, port, query: Option<&'static [u8]>| Location {
-            scheme,
-            host: "example.org",
-            port,
-            path: "/a",
-            query,
-        };
-        assert_eq!(
-            at("http", Some(80), None).value().unwrap(),
-            "http://example.org/a"
-        );
-        assert_eq!(
-            at("https", Some(443), None).value().unwrap(),
-            "https://example.org/a"
-        );
-        assert_eq!(
-            at("http", Some(8443), Some(b"q=1")).value().unwrap(),
-            "http://example.org:8443/a?q=1"
-        );
-        assert_eq!(
-            at("https", Some(80), None).value().unwrap(),
-            "https://example.org:80/a"
-        );
-        assert_eq!(
-            at("http", None, None).value().unwrap(),
-            "http://example.org/a"
-        );
-        for bad in [&b"a=\r\nx: y"[..], b"a b", b"\xff"] {
-            assert_eq!(at("http", None, Some(bad)).value(), None, "{bad:?}");
-        }
-        let v6 = Location {
-            host: "::1",
-            ..at("http", Some(8080), None)
-        };
-        assert_eq!(v6.value().unwrap(), "http://[::1]:8080/a");
+    fn the_port_a_host_names() {
         assert_eq!(host_port("example.org:8080"), Some(8080));
         assert_eq!(host_port("example.org"), None);
         assert_eq!(host_port("[::1]"), None);

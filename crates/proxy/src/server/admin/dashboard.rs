@@ -44,11 +44,17 @@ pub(super) fn asset(path: &str) -> Option<(&'static str, &'static str)> {
 /// now, the handlers' counts, and the reload status.
 pub(super) fn stats(state: &AdminState, plan: &Plan) -> (StatusCode, &'static str, Vec<u8>) {
     let mut body = state.metrics.snapshot();
-    let (latency, stores) = plan.chains.stats();
+    // The handlers' figures: each route's (`latency`, null when no
+    // handler of its chain times it) and each instance's, by section
+    // (`rate_limit_stores`, `{}` when there is none: the page reads both).
+    let (route_figures, sections) = plan.chains.stats();
     if let Some(routes) = body["routes"].as_array_mut() {
         for route in routes {
-            let name = route["route"].as_str().unwrap_or_default();
-            route["latency"] = latency.get(name).cloned().unwrap_or(Value::Null);
+            let name = route["route"].as_str().unwrap_or_default().to_string();
+            route["latency"] = Value::Null;
+            for (key, value) in route_figures.get(name.as_str()).into_iter().flatten() {
+                route[key] = value.clone();
+            }
         }
     }
     // The upstreams of the plan in use, with their counters (a removed
@@ -68,7 +74,10 @@ pub(super) fn stats(state: &AdminState, plan: &Plan) -> (StatusCode, &'static st
         })
         .collect();
     body["upstreams"] = upstreams.into();
-    body["rate_limit_stores"] = stores;
+    body["rate_limit_stores"] = json!({});
+    for (section, figures) in sections {
+        body[section] = figures.into();
+    }
     body["latency_bounds"] = telemetry::bounds().into();
     body["generation"] = state.plans.generation().into();
     // `/config` holds the reload status, already rendered at the last

@@ -19,7 +19,7 @@ use std::ops::Range;
 
 use serde_json::Value;
 
-use crate::config::FromEnv;
+use crate::config::{userinfo_range, FromEnv};
 
 const PREFIX: &str = "(redacted sha256:";
 
@@ -133,9 +133,8 @@ fn urls(text: &str) -> Vec<Range<usize>> {
             .find(|c: char| c.is_whitespace() || c == '"' || c == '\'')
             .map_or(text.len(), |e| start + e);
         let url = &text[start..end];
-        let authority = url.find(['/', '?', '#']).unwrap_or(url.len());
-        if let Some(at) = url[..authority].rfind('@') {
-            hidden.push(start..start + at);
+        if let Some(userinfo) = userinfo_range(&text[from..end]) {
+            hidden.push(from + userinfo.start..from + userinfo.end);
         }
         if let Some(q) = url.find('?') {
             let query_end = url[q..].find('#').map_or(url.len(), |h| q + h);

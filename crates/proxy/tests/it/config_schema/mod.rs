@@ -329,9 +329,12 @@ async fn secrets_stay_hidden() {
         "sticky-hmac-key-material",
         "inline-api-key-abcdef",
         "written-in-the-file-0",
+        "redis-password-xyz",
     ] {
         assert!(!debug.contains(secret), "Debug shows {secret}");
     }
+    // The Redis URL is shown without its password, with its host.
+    assert!(debug.contains("@127.0.0.1:6379"), "{debug}");
     let running = proxy::start(&config).expect("start the proxy");
     let admin = running.admin.unwrap();
     let mut conn = RawConn::connect(admin).await;

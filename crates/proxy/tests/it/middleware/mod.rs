@@ -7,6 +7,7 @@ mod fault;
 mod headers;
 mod limits;
 mod metrics_and_access_log;
+mod redirect_https;
 mod validate;
 
 use crate::support::Proxy;
