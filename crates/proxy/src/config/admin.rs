@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_saphyr::{Location, Spanned};
 
-use super::{env::FromEnv, secret::Secret, validate::Problem, Config};
+use super::{env::FromEnv, error::Problem, secret::Secret, Config};
 
 /// The admin endpoints that only read; `POST /reload` changes state.
 pub const READ_ENDPOINTS: &[&str] = &[

@@ -174,7 +174,7 @@ impl CompressSettings {
 }
 
 /// The `compress` handlers' ranges, each reported at its key.
-pub(crate) fn check(config: &super::Config) -> Result<(), super::validate::Problem> {
+pub(crate) fn check(config: &super::Config) -> Result<(), super::error::Problem> {
     for (name, handler) in &config.middleware.0 {
         if let super::HandlerSettings::CompressSettings(compress) = handler {
             compress.check().map_err(|(key, message)| {

@@ -2,6 +2,13 @@
 
 use std::{fmt, path::PathBuf};
 
+use serde_saphyr::Location;
+
+/// What a check finds wrong: where, which key, and what is wrong; made a
+/// [`ConfigError`] with the file's name. Here, below every file's checks,
+/// so that a settings file's own checks need nothing above it.
+pub(crate) type Problem = (Location, String, String);
+
 /// A mistake in a configuration file. Displayed as
 /// `FILE:LINE:COLUMN: KEY: MESSAGE`; the process exits non-zero on it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -13,9 +13,9 @@ use tls::{
 };
 
 use super::{
+    error::Problem,
     typed::{Parsed, Setting},
     units::{duration, human},
-    validate::Problem,
 };
 
 /// A TLS listener's certificate, client verification and protocol policy.

@@ -6,13 +6,8 @@ use http::HeaderName;
 use ipnet::IpNet;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_saphyr::Location;
 
-use super::{
-    schema::{Config, Protocol},
-    typed::Parsed,
-    validate::Problem,
-};
+use super::typed::Parsed;
 
 /// A listener whose clients come through a load balancer that sends the
 /// PROXY protocol.
@@ -89,30 +84,4 @@ impl TlvHeaders {
 pub enum SendProxyVersion {
     V1,
     V2,
-}
-
-/// The checks of both keys that need more than one key.
-pub(crate) fn check(config: &Config) -> Result<(), Problem> {
-    for (i, listener) in config.listeners.iter().enumerate() {
-        let Some(proxy) = &listener.proxy_protocol else {
-            continue;
-        };
-        if proxy.trusted.is_empty() {
-            return Err((
-                listener.address.referenced,
-                format!("listeners[{i}].proxy_protocol.trusted"),
-                "name the networks of the load balancers that send the header".into(),
-            ));
-        }
-    }
-    for (name, upstream) in &config.upstreams {
-        if upstream.proxy_protocol.is_some() && upstream.protocol != Protocol::Http1 {
-            return Err((
-                Location::UNKNOWN,
-                format!("upstreams.{name}.proxy_protocol"),
-                "a PROXY header names one client, and an HTTP/2 connection carries many: use protocol: http1".into(),
-            ));
-        }
-    }
-    Ok(())
 }

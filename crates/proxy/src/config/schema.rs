@@ -71,10 +71,10 @@ pub struct Config {
     /// Kubernetes Gateway API objects as a source of listeners, routes
     /// and upstreams (docs/GATEWAY-API.md).
     #[serde(default)]
-    pub gateway_api: Option<super::gateway::GatewayApiSettings>,
+    pub gateway_api: Option<super::gateway_api::GatewayApiSettings>,
     /// What the Gateway API objects' statuses would say (not a key).
     #[serde(skip)]
-    pub gateway_report: Option<std::sync::Arc<super::gateway::Report>>,
+    pub gateway_report: Option<std::sync::Arc<super::gateway_report::Report>>,
     /// What `${VAR}` took from the environment (not a key of the file).
     #[serde(skip)]
     pub substituted: Substituted,

@@ -11,8 +11,8 @@ use super::{
     backends::{self, Backends},
     documents::at,
     objects::{AllowedRoutes, GatewaySpec, HttpRouteSpec, ParentRef, WithSpec},
-    report::{Condition, GatewayReport, ListenerReport, ParentReport, RouteReport},
-    rules, GatewayApiSettings, Translated,
+    rules, Condition, GatewayApiSettings, GatewayReport, ListenerReport, ParentReport, RouteReport,
+    Translated,
 };
 use crate::config::schema::ListenerSettings;
 

@@ -16,7 +16,7 @@ use super::{
     attach::{Index, GROUP},
     documents::Doc,
     objects::{LabelSelector, Listener, ServiceSpec},
-    report::Condition,
+    Condition,
 };
 use crate::config::schema::UpstreamSettings;
 

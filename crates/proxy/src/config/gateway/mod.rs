@@ -16,7 +16,6 @@ mod backends;
 mod documents;
 mod index;
 mod objects;
-mod report;
 mod rules;
 mod values;
 
@@ -25,47 +24,14 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
-pub use report::{Condition, GatewayReport, ListenerReport, ParentReport, Report, RouteReport};
+pub use super::gateway_api::GatewayApiSettings;
+pub use super::gateway_report::{
+    Condition, GatewayReport, ListenerReport, ParentReport, Report, RouteReport,
+};
 
 use super::{
-    error::ConfigError, schema::ListenerSettings, schema::UpstreamSettings, ChainRef, RouteSettings,
+    error::ConfigError, schema::ListenerSettings, schema::UpstreamSettings, RouteSettings,
 };
-use serde_saphyr::Spanned;
-
-/// The `gateway_api` section.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct GatewayApiSettings {
-    /// Files, or directories of `.yaml`/`.yml` files, of Gateway API
-    /// objects (relative to this file's directory).
-    pub files: Vec<String>,
-    /// The address Gateway listeners bind, with their ports.
-    #[serde(default = "any_address")]
-    pub address: String,
-    /// A listener port bound as another (80 as 8080 without privileges;
-    /// 0: any free port, for tests).
-    #[serde(default)]
-    pub ports: BTreeMap<u16, u16>,
-    /// The `gatewayClassName` this proxy serves; absent: every Gateway.
-    #[serde(default)]
-    pub class: Option<String>,
-    /// The middleware chain of every route from the files.
-    #[serde(default)]
-    #[schemars(with = "Option<ChainRef>")]
-    pub chain: Option<Spanned<ChainRef>>,
-    /// Where the TLS Secrets' certificates and keys are written (owner
-    /// only), for the listeners to read; default: a directory of the
-    /// process's own under the system's temporary directory.
-    #[serde(default)]
-    pub secrets_dir: Option<String>,
-}
-
-fn any_address() -> String {
-    "0.0.0.0".into()
-}
 
 /// What the objects make: listeners, upstreams and routes to add to the
 /// configuration's own, and their statuses.

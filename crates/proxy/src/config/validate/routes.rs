@@ -7,12 +7,12 @@
 
 use serde_saphyr::Location;
 
-use super::{
+use crate::config::{
+    error::Problem,
     route_patterns::Pattern,
     routes::{FieldMatchSettings, PathMatch, PathRewriteSettings, RouteSettings},
     schema::Config,
     typed::Setting,
-    validate::Problem,
 };
 
 /// The most a weight may be (their sum stays far from overflowing).

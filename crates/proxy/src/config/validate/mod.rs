@@ -10,8 +10,11 @@ use super::{
     schema::{Config, Http2Settings, HttpVersion, Protocol, UpstreamSettings},
 };
 
-/// Where, which key, and what is wrong.
-pub(crate) type Problem = (Location, String, String);
+use super::error::Problem;
+
+mod grpc_web;
+mod proxy_protocol;
+mod routes;
 
 pub(crate) fn check(config: &Config) -> Result<(), Problem> {
     if config.workers == Some(0) {
@@ -109,9 +112,9 @@ pub(crate) fn check(config: &Config) -> Result<(), Problem> {
         })?;
     }
     check_http2(&config.http2)?;
-    super::proxy_protocol::check(config)?;
+    proxy_protocol::check(config)?;
     super::compress::check(config)?;
-    super::grpc_web::check(config)?;
+    grpc_web::check(config)?;
     let discovery = &config.discovery;
     if discovery.min_interval.is_zero() || discovery.min_interval > discovery.max_interval {
         return Err((
@@ -120,7 +123,7 @@ pub(crate) fn check(config: &Config) -> Result<(), Problem> {
             "must be more than 0 and at most discovery.max_interval".into(),
         ));
     }
-    super::route_checks::check(config)?;
+    routes::check(config)?;
     check_middleware(config)
 }
 
