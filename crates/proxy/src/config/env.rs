@@ -2,7 +2,7 @@
 //! environment before the YAML is parsed, line by line so that line
 //! numbers stay true. `$$` is a literal `$`. What the environment gave is
 //! remembered, with the key it was written under, so that `/config` can
-//! keep it out of sight (server/admin/redact.rs).
+//! keep it out of sight (server/shown/redact.rs).
 
 /// Why a substitution failed, at a 1-based line and column.
 #[derive(Debug, Clone, PartialEq, Eq)]

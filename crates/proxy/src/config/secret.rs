@@ -3,7 +3,7 @@
 //! [`redacted_marker`]) and compared in constant time. Every credential of
 //! the configuration is one (`admin.token`, `sticky.key`, `api_key.keys`,
 //! `oidc.client_secret` and `cookie_keys`), so `/config`, which is the
-//! configuration serialised, cannot show one; server/admin/redact.rs is the
+//! configuration serialised, cannot show one; server/shown/redact.rs is the
 //! second net, for what is not a credential by type (`${VAR}` values, URL
 //! user information, header values that `headers` sets).
 

@@ -22,10 +22,11 @@ pub(crate) mod listener;
 mod proxied;
 mod reload;
 mod resets;
+mod shown;
 mod upstreams;
 
-pub use admin::shown as shown_config;
 pub use reload::LogHook;
+pub use shown::shown as shown_config;
 
 use std::{
     net::{SocketAddr, TcpListener as StdListener},

@@ -340,7 +340,7 @@ impl Reloader {
     /// Renders `/config`: the effective configuration and the reload status.
     fn show(&self, state: &State) {
         let time = |t: SystemTime| humantime::format_rfc3339_seconds(t).to_string();
-        let mut body = super::admin::effective(&state.config);
+        let mut body = super::shown::effective(&state.config);
         body["reload"] = json!({
             "generation": self.plans.generation(),
             "file": self.file.as_ref().map(|f| f.display().to_string()),
@@ -349,7 +349,7 @@ impl Reloader {
             "last_error": state.last_error.as_ref().map(|(at, message)| json!({ "at": time(*at), "message": message })),
             "resolved": state.answers.iter().map(|(name, addrs)| (name.clone(), addrs.iter().map(ToString::to_string).collect::<Vec<_>>())).collect::<BTreeMap<_, _>>(),
         });
-        super::admin::redact(&mut body, &state.config.substituted.0);
+        super::shown::redact(&mut body, &state.config.substituted.0);
         let rendered = serde_json::to_vec_pretty(&body).unwrap_or_default();
         if let Ok(mut shown) = self.shown.lock() {
             *shown = Arc::new(rendered);

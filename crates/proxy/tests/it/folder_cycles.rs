@@ -139,9 +139,6 @@ const KNOWN_CIRCLES: &[&str] = &[
     // `schema.rs` (smaller since issue 50 made /config come from the
     // types; the checks still call one another through it).
     "crates/proxy/src/config: admin, compress, gateway, grpc_web, listener_tls, middleware, proxy_protocol, route_checks, routes, schema, validate",
-    // `/config` is rendered by the reloader with admin's hand-written
-    // mirror (issue 50 derives it from the configuration's types).
-    "crates/proxy/src/server: admin, reload",
 ];
 
 /// Inside each folder module of every crate (`config/`, `session/`,

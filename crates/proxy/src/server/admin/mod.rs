@@ -1,19 +1,13 @@
 //! The admin listener, on its own address, on the control thread: `/health` (the
 //! process is up), `/ready` (every upstream has a healthy host), `/metrics`
 //! (Prometheus text), `/config` (the effective configuration as JSON, with
-//! the reload status, secrets hidden: `redact`), `/upstreams` (each
+//! the reload status, secrets hidden: `shown`), `/upstreams` (each
 //! upstream's hosts and their state) and `POST /reload` (read the file
 //! again), and the live dashboard (`/`, `/stats.json`: `dashboard`). Who
 //! may ask what: `access` (docs/CONFIG.md, "Admin API").
 
 mod access;
 mod dashboard;
-mod effective;
-mod redact;
-
-pub(crate) use effective::effective;
-pub use effective::shown;
-pub(crate) use redact::redact;
 
 use std::{
     net::{SocketAddr, TcpListener as StdListener},
