@@ -294,3 +294,162 @@ async fn round_trip(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file in the temp directory holding `text`.
+    fn jwks_file(name: &str, text: &str) -> PathBuf {
+        let path = std::env::temp_dir().join(format!("sluice-jwks-{name}-{}", std::process::id()));
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn start_err(file: Option<&str>, url: Option<&str>) -> String {
+        KeySource::start(
+            file,
+            url.map(|u| u.parse().unwrap()),
+            Duration::from_secs(3600),
+        )
+        .unwrap_err()
+        .to_string()
+    }
+
+    #[test]
+    fn a_bad_key_source_stops_the_start_with_why() {
+        let both = start_err(Some("/nonexistent"), Some("http://127.0.0.1:9/keys"));
+        assert!(both.contains("exactly one"), "{both}");
+        assert!(start_err(None, None).contains("exactly one"));
+        let missing = format!(
+            "{:#}",
+            KeySource::start(Some("/nonexistent/jwks.json"), None, Duration::from_secs(1))
+                .unwrap_err()
+        );
+        assert!(
+            missing.contains("cannot read the JWKS file `/nonexistent/jwks.json`"),
+            "{missing}"
+        );
+        for (name, text, why) in [
+            ("garbage", "{\"keys\": [", "not a usable JWKS"),
+            ("not-a-set", "[1, 2]", "not a usable JWKS"),
+            // Keys it cannot use (an unknown type, an encryption key) are
+            // skipped; none left is no key source.
+            (
+                "unusable",
+                r#"{"keys": [{"kty": "XYZ", "kid": "a"}, {"kty": "oct", "use": "enc", "k": "AAAA"}]}"#,
+                "no usable signing key",
+            ),
+        ] {
+            let path = jwks_file(name, text);
+            let err = format!(
+                "{:#}",
+                KeySource::start(path.to_str(), None, Duration::from_secs(1)).unwrap_err()
+            );
+            assert!(err.contains(why), "{name}: {err}");
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_jwks_url_is_described_without_credentials_or_query() {
+        let url = Location::Url(
+            "https://user:pw@idp.example:8443/keys?token=abc"
+                .parse()
+                .unwrap(),
+        );
+        assert_eq!(describe(&url), "https://idp.example/keys");
+    }
+
+    /// Unknown-kid refetches are rate-limited; one asked for reloads the
+    /// keys (the file rotated to a new key) and tells the waiter.
+    #[tokio::test]
+    async fn an_unknown_kid_refetches_once_then_is_rate_limited() {
+        let first = jwt::generate_key(jwt::Algorithm::ES256, "first").unwrap();
+        let path = jwks_file("rotate", &first.jwks_json());
+        let source = KeySource::start(path.to_str(), None, Duration::from_secs(3600)).unwrap();
+        assert!(source.store.load().get("first").is_some());
+        let second = jwt::generate_key(jwt::Algorithm::ES256, "second").unwrap();
+        std::fs::write(&path, second.jwks_json()).unwrap();
+        let mut refetched = source.refetch().expect("the first refetch is due");
+        assert!(source.refetch().is_none(), "a second within MIN_REFETCH");
+        tokio::time::timeout(Duration::from_secs(20), refetched.changed())
+            .await
+            .expect("the refresher tried within 20 s")
+            .unwrap();
+        assert!(source.store.load().get("second").is_some());
+        assert!(source.store.load().get("first").is_none());
+        // A broken file at the next try keeps the keys we have.
+        std::fs::write(&path, "not json").unwrap();
+        source.last_refetch.store(0, Ordering::Release);
+        let mut refetched = source.refetch().expect("due again");
+        tokio::time::timeout(Duration::from_secs(20), refetched.changed())
+            .await
+            .expect("the refresher tried within 20 s")
+            .unwrap();
+        assert!(source.store.load().get("second").is_some());
+        std::fs::remove_file(path).unwrap();
+    }
+
+    /// What `round_trip` makes of `answer` from the server (then closed).
+    async fn answered(answer: &[u8]) -> anyhow::Result<(http::StatusCode, Vec<u8>)> {
+        let (client, mut server) = tokio::io::duplex(4 * 1024 * 1024);
+        let answer = answer.to_vec();
+        let serve = tokio::spawn(async move {
+            let mut request = [0; 1024];
+            let _ = server.read(&mut request).await;
+            let _ = server.write_all(&answer).await;
+        });
+        let result = round_trip(client, b"GET / HTTP/1.1\r\n\r\n").await;
+        serve.await.unwrap();
+        result
+    }
+
+    #[tokio::test]
+    async fn answers_are_read_by_length_chunks_or_close() {
+        let (status, body) = answered(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhelloIGNORED")
+            .await
+            .unwrap();
+        assert_eq!((status.as_u16(), &body[..]), (200, &b"hello"[..]));
+        let (_, body) = answered(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n")
+            .await
+            .unwrap();
+        assert_eq!(body, b"abcde");
+        let (status, body) = answered(b"HTTP/1.1 404 Not Found\r\n\r\nuntil close")
+            .await
+            .unwrap();
+        assert_eq!((status.as_u16(), &body[..]), (404, &b"until close"[..]));
+    }
+
+    #[tokio::test]
+    async fn a_hostile_or_broken_answer_is_an_error_not_a_hang_or_a_huge_buffer() {
+        for (answer, why) in [
+            (
+                &b"HTTP/1.1 200 OK\r\nContent-Length: 99999999\r\n\r\n{"[..],
+                "larger than",
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort",
+                "mid-body",
+            ),
+            (b"HTTP/1.1 200 OK\r\nContent-Le", "before the response head"),
+            (b"", "before the response head"),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+                "",
+            ),
+            (b"NOT HTTP AT ALL\r\n\r\n", ""),
+        ] {
+            let err = answered(answer)
+                .await
+                .expect_err(&String::from_utf8_lossy(answer))
+                .to_string();
+            assert!(err.contains(why), "{err}");
+        }
+        // A body past MAX_JWKS without a length is cut off too.
+        let mut huge = b"HTTP/1.1 200 OK\r\n\r\n".to_vec();
+        huge.resize(huge.len() + MAX_JWKS + 1024, b'x');
+        let err = answered(&huge).await.unwrap_err().to_string();
+        assert!(err.contains("larger than"), "{err}");
+    }
+}

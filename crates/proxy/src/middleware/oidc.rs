@@ -26,6 +26,9 @@ use super::{
 };
 use crate::config::OidcSettings;
 
+#[cfg(test)]
+mod tests;
+
 /// A login must come back within this.
 const LOGIN_TTL: u64 = 600;
 /// How long a request waits for an unknown-kid refetch.

@@ -211,3 +211,220 @@ impl Handler for RequestValidator {
         Flow::Answer(answer)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PETSTORE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../specs/petstore.yaml");
+
+    fn validator(extra: &str) -> RequestValidator {
+        let yaml = format!("openapi: \"{PETSTORE}\"\nmax_body_bytes: 64\n{extra}");
+        RequestValidator::new(&serde_saphyr::from_str(&yaml).unwrap()).unwrap()
+    }
+
+    /// `method path?query` with `content_type` and `body`, through `validator`.
+    fn check(
+        validator: &RequestValidator,
+        method: &str,
+        target: &str,
+        content_type: Option<&'static str>,
+        body: Option<&[u8]>,
+    ) -> (Flow, Exchange) {
+        let mut headers = http::HeaderMap::new();
+        if let Some(content_type) = content_type {
+            headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+        }
+        let method: http::Method = method.parse().unwrap();
+        let (path, query) = target
+            .split_once('?')
+            .map_or((target, None), |(p, q)| (p, Some(q)));
+        let request = RequestView {
+            method: &method,
+            path,
+            query,
+            body_len: body.map(<[u8]>::len),
+            body,
+            ..RequestView::get(&headers)
+        };
+        let mut exchange = Exchange {
+            method: method.clone(),
+            ..Exchange::default()
+        };
+        let flow = validator.request(&request, &mut exchange);
+        (flow, exchange)
+    }
+
+    fn answer(flow: Flow) -> Answer {
+        match flow {
+            Flow::Answer(answer) => answer,
+            other => panic!("passed: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_spec_that_cannot_be_read_or_is_not_openapi_stops_the_build() {
+        let settings = |path: &str| -> ValidateSettings {
+            serde_saphyr::from_str(&format!("openapi: \"{path}\"\n")).unwrap()
+        };
+        assert!(RequestValidator::new(&settings("/nonexistent/spec.yaml")).is_err());
+        let path =
+            std::env::temp_dir().join(format!("sluice-validate-{}.yaml", std::process::id()));
+        for (spec, why) in [
+            ("swagger: \"2.0\"\npaths: {}\n", "OpenAPI 3"),
+            ("openapi: 3.0.3\npaths: [", ""),
+            (
+                "openapi: 3.0.3\npaths:\n  /a:\n    get:\n      parameters: [{$ref: '#/components/parameters/gone'}]\n      responses: {}\n",
+                "gone",
+            ),
+        ] {
+            std::fs::write(&path, spec).unwrap();
+            let err = format!(
+                "{:#}",
+                RequestValidator::new(&settings(path.to_str().unwrap())).unwrap_err()
+            );
+            assert!(err.contains(why), "{spec}: {err}");
+        }
+        std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn each_way_of_breaking_the_spec_has_its_status() {
+        let v = validator("");
+        let json = Some("application/json");
+        assert!(matches!(
+            check(&v, "GET", "/v1/pets?limit=10", None, None).0,
+            Flow::Next
+        ));
+        let pet = br#"{"id":3,"name":"kitty"}"#;
+        assert!(matches!(
+            check(&v, "POST", "/v1/pets", json, Some(pet)).0,
+            Flow::Next
+        ));
+
+        let bad = answer(check(&v, "GET", "/v1/pets?limit=0", None, None).0);
+        assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+        assert_eq!(bad.violations.len(), 1, "{bad:?}");
+        assert!(
+            format!("{:?}", bad.violations[0]).contains("/query/limit"),
+            "{bad:?}"
+        );
+        let bad = answer(check(&v, "POST", "/v1/pets", json, Some(br#"{"id":"x","tag":7}"#)).0);
+        assert!(bad.violations.len() >= 2, "every violation listed: {bad:?}");
+
+        let not_allowed = answer(check(&v, "DELETE", "/v1/pets", None, None).0);
+        assert_eq!(not_allowed.status, StatusCode::METHOD_NOT_ALLOWED);
+        let allow = not_allowed
+            .headers
+            .iter()
+            .find(|(n, _)| n == header::ALLOW)
+            .unwrap();
+        assert_eq!(allow.1, "GET, POST");
+        assert_eq!(
+            answer(check(&v, "GET", "/v1/nope", None, None).0).status,
+            StatusCode::NOT_FOUND
+        );
+        let text = Some("text/plain");
+        assert_eq!(
+            answer(check(&v, "POST", "/v1/pets", text, Some(pet)).0).status,
+            StatusCode::UNSUPPORTED_MEDIA_TYPE
+        );
+        let big = format!("{{\"id\":1,\"name\":\"{}\"}}", "x".repeat(100));
+        assert_eq!(
+            answer(check(&v, "POST", "/v1/pets", json, Some(big.as_bytes())).0).status,
+            StatusCode::PAYLOAD_TOO_LARGE
+        );
+        // `unknown_operation: pass` lets what the spec lacks through, and
+        // still checks what it has.
+        let lenient = validator("unknown_operation: pass\n");
+        assert!(matches!(
+            check(&lenient, "GET", "/v1/nope", None, None).0,
+            Flow::Next
+        ));
+        assert!(matches!(
+            check(&lenient, "GET", "/v1/pets?limit=0", None, None).0,
+            Flow::Answer(_)
+        ));
+    }
+
+    #[test]
+    fn only_operations_with_a_body_hold_it() {
+        let v = validator("");
+        let headers = http::HeaderMap::new();
+        let post = RequestView {
+            method: &http::Method::POST,
+            path: "/v1/pets",
+            ..RequestView::get(&headers)
+        };
+        assert_eq!(v.wants_body(&post), Some(64));
+        let get = RequestView {
+            path: "/v1/pets",
+            ..RequestView::get(&headers)
+        };
+        assert_eq!(v.wants_body(&get), None);
+    }
+
+    fn failures(v: &RequestValidator) -> String {
+        let mut out = Exposition::new();
+        v.render_metrics("validate", &mut out);
+        out.finish()
+    }
+
+    #[test]
+    fn responses_are_checked_against_the_matched_operation_and_counted() {
+        let off = validator("");
+        let (_, exchange) = check(&off, "GET", "/v1/pets", None, None);
+        assert!(
+            matched(&exchange).is_none(),
+            "nothing kept when responses are not checked"
+        );
+        assert_eq!(off.wants_response_body(StatusCode::OK, &exchange), None);
+
+        let v = validator("responses: true\nmax_response_bytes: 4096\n");
+        let (_, exchange) = check(&v, "GET", "/v1/pets", None, None);
+        assert!(matched(&exchange).is_some());
+        assert_eq!(v.wants_response_body(StatusCode::OK, &exchange), Some(4096));
+        let (_, unmatched) = check(&v, "GET", "/v1/nope", None, None);
+        assert_eq!(v.wants_response_body(StatusCode::OK, &unmatched), None);
+        assert!(
+            failures(&v).contains("sluice_validate_response_failures_total 0"),
+            "{}",
+            failures(&v)
+        );
+
+        let json = Some(&b"application/json"[..]);
+        let respond = |status: u16, content_type: Option<&[u8]>, body: &[u8]| {
+            v.response_body(
+                &ResponseView {
+                    status: StatusCode::from_u16(status).unwrap(),
+                    content_type,
+                    body,
+                },
+                &exchange,
+            );
+        };
+        respond(200, json, br#"[{"id":1,"name":"catten"}]"#);
+        assert!(
+            failures(&v).contains("_total 0"),
+            "a valid answer is no failure"
+        );
+        respond(200, json, br#"[{"id":"one","name":7}]"#);
+        respond(418, json, b"{}");
+        respond(200, Some(b"text/html"), b"<p>");
+        assert!(
+            failures(&v).contains("sluice_validate_response_failures_total 3"),
+            "{}",
+            failures(&v)
+        );
+        // An answer to a request no operation matched is not judged.
+        v.response_body(
+            &ResponseView {
+                status: StatusCode::IM_A_TEAPOT,
+                content_type: None,
+                body: b"",
+            },
+            &unmatched,
+        );
+        assert!(failures(&v).contains("_total 3"));
+    }
+}

@@ -33,6 +33,8 @@ use tracing::debug;
 mod counts;
 mod forward_auth;
 pub(super) mod grpc;
+#[cfg(test)]
+mod tests;
 
 use counts::AuthzCounts;
 

@@ -21,6 +21,8 @@
 
 mod counts;
 mod link;
+#[cfg(test)]
+mod tests;
 
 use std::{
     sync::{
@@ -341,6 +343,12 @@ impl Shared {
         key
     }
 
+    /// The script's wait, at most what the GCRA can ask (one interval
+    /// past the tolerance): a negative one arrives wrapped to ~2^64 µs.
+    fn retry_wait(&self, wait_us: u64) -> Duration {
+        Duration::from_micros(wait_us.min(self.interval_us))
+    }
+
     /// The decision for `key`, on the worker's connection (`ready`, or
     /// one made or waited for within the budget).
     async fn decide(self: Arc<Self>, worker: usize, key: String, ready: Option<Got>) -> Flow {
@@ -380,7 +388,7 @@ impl Shared {
                     Flow::Next
                 } else {
                     self.limited.fetch_add(1, Relaxed);
-                    too_many(&self.limit, Duration::from_micros(wait_us))
+                    too_many(&self.limit, self.retry_wait(wait_us))
                 }
             }
             Ok(Err(err)) => {
