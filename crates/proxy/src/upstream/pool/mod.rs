@@ -177,7 +177,10 @@ impl Pool {
         now: Instant,
     ) -> Option<UpstreamConn> {
         let conns = self.slot(config, at.1).worker(self.worker);
-        if conns.waiting.load(Ordering::Relaxed) != 0 {
+        // A connection keyed by client serves that client only: no one
+        // else waits for it.
+        let keyed = config.proxy_protocol.is_some();
+        if !keyed && conns.waiting.load(Ordering::Relaxed) != 0 {
             return None;
         }
         let mut idle = conns.idle.lock().ok()?;
@@ -199,7 +202,7 @@ impl Pool {
         let (hand, given) = oneshot::channel();
         let id = match conns.idle.lock() {
             Ok(mut idle) => {
-                if idle.waiting.is_empty() {
+                if idle.waiting.is_empty() || config.proxy_protocol.is_some() {
                     if let Some(conn) = take_idle(&mut idle, config, metrics, at, client, now) {
                         return Ok(conn);
                     }
@@ -246,7 +249,8 @@ impl Pool {
             // An idle connection keeps no buffer (see `http1::conn`).
             http1::conn::spare_read_buffer(&mut conn.buf);
             conn.idle_since = now;
-            if conns.waiting.load(Ordering::Relaxed) != 0 {
+            // `max_idle: 0` keeps none for reuse, handed over or not.
+            if max_idle > 0 && conns.waiting.load(Ordering::Relaxed) != 0 {
                 let keyed = config.proxy_protocol.is_some();
                 match hand_over(&mut idle, conn, keyed) {
                     None => {
@@ -396,68 +400,4 @@ fn quiet(stream: &TcpStream) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use super::*;
-    use crate::{config::UpstreamSettings, telemetry::Metrics, upstream::discovery::Answers};
-
-    const AT: (UpstreamId, HostId) = (UpstreamId::new(0), HostId::new(0));
-
-    fn upstream() -> Upstream {
-        let yaml = "hosts: [\"http://10.255.255.1:80\"]\n";
-        let settings: UpstreamSettings = serde_saphyr::from_str(yaml).unwrap();
-        Upstream::new("svc", &settings, &Answers::new(), 1).unwrap()
-    }
-
-    /// A real connection over loopback (its peer is never read).
-    async fn conn(listener: &std::net::TcpListener) -> UpstreamConn {
-        let tcp = TcpStream::connect(listener.local_addr().unwrap());
-        let stream = UpstreamStream::Plain(tcp.await.unwrap());
-        UpstreamConn::new(stream, AT.0, AT.1)
-    }
-
-    #[tokio::test]
-    async fn connections_given_back_go_to_waiting_requests_first_come_first_served() {
-        let (config, pool, metrics) = (upstream(), Pool::new(0), Metrics::new(1));
-        let shard = metrics.shard(0);
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let now = Instant::now();
-        let mut first = pool.wait(&config, shard, AT, None, now).unwrap_err();
-        let mut second = pool.wait(&config, shard, AT, None, now).unwrap_err();
-        pool.put(&config, shard, conn(&listener).await, now);
-        // Given to the first, not pooled: a newcomer finds none.
-        assert!(pool.take(&config, shard, AT, None, now).is_none());
-        let within = |f| tokio::time::timeout(Duration::from_secs(5), f);
-        assert!(within(first.given_back()).await.unwrap().reused);
-        let waits = tokio::time::timeout(Duration::from_millis(50), second.given_back());
-        assert!(waits.await.is_err(), "the second waits for the next one");
-        pool.put(&config, shard, conn(&listener).await, now);
-        assert!(within(second.given_back()).await.is_ok());
-        // Nobody waits now: given back, it is pooled for the next request.
-        pool.put(&config, shard, conn(&listener).await, now);
-        assert!(pool.take(&config, shard, AT, None, now).is_some());
-    }
-
-    #[tokio::test]
-    async fn a_request_that_stops_waiting_passes_its_connection_on() {
-        let (config, pool, metrics) = (upstream(), Pool::new(0), Metrics::new(1));
-        let shard = metrics.shard(0);
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let now = Instant::now();
-        let gone = pool.wait(&config, shard, AT, None, now).unwrap_err();
-        let mut next = pool.wait(&config, shard, AT, None, now).unwrap_err();
-        // Handed to the first, which leaves (its client went away, or a
-        // slot to open one came first) before taking it.
-        pool.put(&config, shard, conn(&listener).await, now);
-        drop(gone);
-        let given = tokio::time::timeout(Duration::from_secs(5), next.given_back());
-        assert!(given.await.is_ok(), "the next in line gets it");
-        drop(next);
-        // One that leaves before anything is given back leaves the line.
-        let left = pool.wait(&config, shard, AT, None, now).unwrap_err();
-        drop(left);
-        pool.put(&config, shard, conn(&listener).await, now);
-        assert!(pool.take(&config, shard, AT, None, now).is_some());
-    }
-}
+mod tests;
