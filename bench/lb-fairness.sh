@@ -12,6 +12,7 @@
 #   CONNS=2000 DURATION=4s WARMUP=2s bench/lb-fairness.sh
 #   SLUICE=/tmp/sluice-before bench/lb-fairness.sh  # an older build
 #   EXTRA='    balance: least_request' bench/lb-fairness.sh   # another policy
+#   H2=2 CONNS=2000 bench/lb-fairness.sh          # h2c clients, 2 streams each
 #
 # Needs: a release build, taskset; haproxy optional.
 set -euo pipefail
@@ -20,6 +21,11 @@ DURATION=${DURATION:-2s}
 WARMUP=${WARMUP:-500ms}
 BASE_PORT=${BASE_PORT:-19100}
 EXTRA=${EXTRA:-}
+# H2=N: h2c clients (prior knowledge) with N streams in flight each.
+H2=${H2:-}
+LOAD_ARGS=()
+BIND_ARGS=""
+if [[ -n $H2 ]]; then LOAD_ARGS=(--h2 -m "$H2"); BIND_ARGS=" proto h2"; fi
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$ROOT/results/lb-fairness}
 SLUICE=${SLUICE:-$ROOT/target/release/sluice}
@@ -45,8 +51,8 @@ for i in 0 1 2 3 4; do wait_port $((BASE_PORT + i)); done
 # close).
 load() {
   sleep 1
-  echo "== $1 ($CONNS connections, $DURATION after $WARMUP; load average $(load_average))"
-  $OTHER_CPU "$SLUICE" load -c "$CONNS" -d "$DURATION" --warmup "$WARMUP" --timeout 10s \
+  echo "== $1 ($CONNS ${H2:+h2c }connections${H2:+ of $H2 streams}, $DURATION after $WARMUP; load average $(load_average))"
+  $OTHER_CPU "$SLUICE" load "${LOAD_ARGS[@]}" -c "$CONNS" -d "$DURATION" --warmup "$WARMUP" --timeout 10s \
     "http://127.0.0.1:$PROXY_PORT/" 2>&1 | tee "$OUT/$1.txt" |
     grep -E '^ +(50|90|99)%|Responses per connection|Requests/sec|Unanswered|Non-2xx|errors' || true
 }
@@ -78,7 +84,7 @@ if command -v haproxy >/dev/null; then
     printf '  tune.pool-low-fd-ratio 90\n  tune.pool-high-fd-ratio 95\n'
     printf 'defaults\n  mode http\n  option http-keep-alive\n  timeout connect 2s\n'
     printf '  timeout client 60s\n  timeout server 30s\n  timeout http-keep-alive 60s\n'
-    printf '  http-reuse always\nfrontend front\n  bind 127.0.0.1:%s\n' "$PROXY_PORT"
+    printf '  http-reuse always\nfrontend front\n  bind 127.0.0.1:%s%s\n' "$PROXY_PORT" "$BIND_ARGS"
     printf '  default_backend back\nbackend back\n  balance roundrobin\n'
     for i in "${!BACKENDS[@]}"; do printf '  server b%s %s\n' "$i" "${BACKENDS[$i]}"; done
   } >"$WORK/haproxy.cfg"
