@@ -199,7 +199,7 @@ impl Pool {
         now: Instant,
     ) -> Result<UpstreamConn, Waiting<'a>> {
         let conns = self.slot(config, at.1).worker(self.worker);
-        let (hand, given) = oneshot::channel();
+        let (hand, given);
         let id = match conns.idle.lock() {
             Ok(mut idle) => {
                 if idle.waiting.is_empty() || config.proxy_protocol.is_some() {
@@ -207,6 +207,8 @@ impl Pool {
                         return Ok(conn);
                     }
                 }
+                // The channel only for a request that does wait.
+                (hand, given) = oneshot::channel();
                 let id = idle.next;
                 idle.next += 1;
                 idle.waiting.push_back(Waiter { id, client, hand });
@@ -216,7 +218,10 @@ impl Pool {
                 id
             }
             // Poisoned: never served from the pool; a slot opens one.
-            Err(_) => u64::MAX,
+            Err(_) => {
+                (_, given) = oneshot::channel();
+                u64::MAX
+            }
         };
         Err(Waiting {
             pool: self,
@@ -246,24 +251,17 @@ impl Pool {
                 metrics.upstream_open(upstream, -1);
                 return;
             }
-            // An idle connection keeps no buffer (see `http1::conn`).
-            http1::conn::spare_read_buffer(&mut conn.buf);
             conn.idle_since = now;
             // `max_idle: 0` keeps none for reuse, handed over or not.
             if max_idle > 0 && conns.waiting.load(Ordering::Relaxed) != 0 {
                 let keyed = config.proxy_protocol.is_some();
-                match hand_over(&mut idle, conn, keyed) {
-                    None => {
-                        conns
-                            .waiting
-                            .store(idle.waiting.len() as u32, Ordering::Relaxed);
-                        return;
-                    }
+                let kept = hand_over(&mut idle, conn, keyed);
+                let left = idle.waiting.len() as u32;
+                conns.waiting.store(left, Ordering::Relaxed);
+                match kept {
+                    None => return,
                     Some(kept) => conn = kept,
                 }
-                conns
-                    .waiting
-                    .store(idle.waiting.len() as u32, Ordering::Relaxed);
             }
             let idle = &mut idle.conns;
             // Connections keyed by client are taken by their client only:
@@ -274,6 +272,8 @@ impl Pool {
                 metrics.upstream_open(upstream, -1);
             }
             if idle.len() < max_idle {
+                // An idle connection keeps no buffer (see `http1::conn`).
+                http1::conn::spare_read_buffer(&mut conn.buf);
                 idle.push(conn);
                 metrics.pool_idle(upstream, 1);
                 return;
