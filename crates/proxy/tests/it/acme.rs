@@ -2,8 +2,9 @@
 //! Encrypt's test CA, Pebble, on loopback (bench/acme/install.sh): the
 //! certificate is obtained at start over tls-alpn-01 and over http-01,
 //! written to the listener's files, and renewed before it expires (Pebble
-//! issues 12-second certificates here); new connections get the new one
-//! while a connection opened before keeps working.
+//! issues 16-second certificates to the renewal test, renewed with 8 s
+//! left); new connections get the new one while a connection opened before
+//! keeps working.
 
 use std::{
     io::{BufRead as _, BufReader},
@@ -50,14 +51,14 @@ impl Drop for Pebble {
 
 impl Pebble {
     /// Pebble validating on `http_port` (http-01) and `tls_port`
-    /// (tls-alpn-01), its own HTTPS with `certs`; `None` after a skip line
-    /// without the binaries.
+    /// (tls-alpn-01), its own HTTPS with `certs`, issuing certificates valid
+    /// for `validity_secs`; `None` after a skip line without the binaries.
     fn start(
         test: &str,
         dir: &Path,
         certs: &TestCerts,
-        http_port: u16,
-        tls_port: u16,
+        (http_port, tls_port): (u16, u16),
+        validity_secs: u64,
     ) -> Option<Self> {
         let bin = std::env::var_os("SLUICE_PEBBLE")
             .map(PathBuf::from)
@@ -112,7 +113,7 @@ impl Pebble {
             "externalAccountBindingRequired": false,
             "retryAfter": { "authz": 1, "order": 1 },
             "keyAlgorithm": "ecdsa",
-            "profiles": { "default": { "description": "short-lived, for renewal", "validityPeriod": 12 } }
+            "profiles": { "default": { "description": "short-lived, for renewal", "validityPeriod": validity_secs } }
         }});
         let file = dir.join("pebble.json");
         std::fs::write(&file, config.to_string()).unwrap();
@@ -230,7 +231,12 @@ async fn obtains_and_renews(test: &str, challenge: &str, renew: bool) {
     std::fs::create_dir_all(&dir).unwrap();
     let certs = TestCerts::generate();
     let (tls_port, http_port) = (free_port(), free_port());
-    let Some(pebble) = Pebble::start(test, &dir, &certs, http_port, tls_port) else {
+    // Renewal starts 8 s before expiry and holds `order.lock` while it runs.
+    // The checks after the first certificate must not meet it: the renewal
+    // test gets 8 s of room (16-second certificates), the other none at all.
+    let validity_secs = if renew { 16 } else { 3600 };
+    let Some(pebble) = Pebble::start(test, &dir, &certs, (http_port, tls_port), validity_secs)
+    else {
         return;
     };
     let echo = Echo::start("e").await;
@@ -278,7 +284,7 @@ async fn obtains_and_renews(test: &str, challenge: &str, renew: bool) {
         return;
     }
 
-    // Renewed before it expires (12 s, renewed with 8 s left).
+    // Renewed before it expires (16 s, renewed with 8 s left).
     let deadline = Instant::now() + Duration::from_secs(30);
     let second = loop {
         let (leaf, mut sender) = connect(addr, &roots)
