@@ -3,6 +3,7 @@
 
 use std::{collections::VecDeque, net::SocketAddr, path::Path, sync::Arc};
 
+use super::to_upstream::{ClientSide, UpstreamProtocol};
 use super::*;
 use crate::{
     ids::UpstreamId,
@@ -12,6 +13,7 @@ use crate::{
     upstream::{h2_pool::H2Pool, pool::Pool},
 };
 use http::{Method, StatusCode};
+use std::future::Future;
 
 /// What one attempt of the script comes to.
 #[derive(Debug, Clone, Copy)]
@@ -43,13 +45,48 @@ fn failure(status: u16) -> Failure {
     Failure::new(status, "scripted")
 }
 
+/// No pooled connection: each attempt takes the script's next step
+/// (`Scripted::connect`).
+impl UpstreamProtocol for Scripted {
+    type Conn = Step;
+
+    fn pooled(_: &Hosts<'_>, _: HostId, _: bool, _: Instant) -> Option<Step> {
+        None
+    }
+
+    fn connect(
+        _: &Hosts<'_>,
+        _: HostId,
+        _: bool,
+    ) -> impl Future<Output = Result<Step, Failure>> + Send {
+        std::future::ready(Err(failure(599)))
+    }
+}
+
+/// A client that never goes away (the script says when it does).
+impl ClientSide for Scripted {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+
+    async fn unless_gone<F: Future + Send>(&mut self, work: F) -> Result<F::Output, Failure> {
+        Ok(work.await)
+    }
+}
+
 impl ToUpstream for Scripted {
     type Conn = Step;
     type Head = StatusCode;
+    type Upstream = Scripted;
+    type Client = Scripted;
+
+    fn client(&mut self) -> &mut Scripted {
+        self
+    }
 
     async fn connect(
         &mut self,
-        _sender: &Hosts<'_>,
+        _hosts: &Hosts<'_>,
         host: HostId,
         fresh_only: bool,
     ) -> Result<Result<Step, Failure>, Failure> {
@@ -64,7 +101,7 @@ impl ToUpstream for Scripted {
 
     async fn send(
         &mut self,
-        _sender: &Hosts<'_>,
+        _hosts: &Hosts<'_>,
         _host: HostId,
         step: &mut Step,
         _sent_at: Instant,

@@ -1,12 +1,103 @@
 //! What the loop (`attempts::run`) asks of the wire part of an attempt,
-//! for one client/upstream protocol pair, and how an attempt fails.
+//! for one client/upstream protocol pair, and how an attempt fails. A
+//! pair is made of a client side ([`ClientSide`]: an HTTP/1.1 session, an
+//! HTTP/2 stream) and an upstream protocol ([`UpstreamProtocol`]:
+//! [`Http1`] connections, [`Http2`] streams); what only those two decide
+//! (taking a connection, watching the client meanwhile) is written once
+//! here, for every pair.
 
 use std::{future::Future, time::Instant};
 
+use bytes::Bytes;
+use h2::client::SendRequest;
 use http::StatusCode;
 
-use super::Hosts;
-use crate::{ids::HostId, session::Failure};
+use super::{hosts::H2Stream, Hosts};
+use crate::{ids::HostId, session::Failure, upstream::pool::UpstreamConn};
+
+/// What an attempt asks of the client's side of its request, whatever
+/// the client protocol.
+pub(crate) trait ClientSide {
+    /// Now, as the client side last read the clock (a pooled connection
+    /// idle past its upstream's limit is not taken).
+    fn now(&self) -> Instant;
+
+    /// Runs `work` (a wait for a connection or a stream) unless the
+    /// client goes away first: then its failure (499), and nothing goes
+    /// upstream.
+    fn unless_gone<F: Future + Send>(
+        &mut self,
+        work: F,
+    ) -> impl Future<Output = Result<F::Output, Failure>> + Send;
+}
+
+/// How an upstream protocol's connections (or streams) are taken.
+pub(crate) trait UpstreamProtocol {
+    /// A connection to a host, or a stream on one.
+    type Conn: Send;
+
+    /// An idle pooled connection to `host` (none with `fresh_only`), or a
+    /// stream on a pooled one with room.
+    fn pooled(
+        hosts: &Hosts<'_>,
+        host: HostId,
+        fresh_only: bool,
+        now: Instant,
+    ) -> Option<Self::Conn>;
+
+    /// A connection opened (or waited for: `max_connecting`) to `host`.
+    fn connect(
+        hosts: &Hosts<'_>,
+        host: HostId,
+        fresh_only: bool,
+    ) -> impl Future<Output = Result<Self::Conn, Failure>> + Send;
+}
+
+/// HTTP/1.1 upstreams: a connection per request.
+pub(crate) struct Http1;
+
+impl UpstreamProtocol for Http1 {
+    type Conn = UpstreamConn;
+
+    #[inline]
+    fn pooled(
+        hosts: &Hosts<'_>,
+        host: HostId,
+        fresh_only: bool,
+        now: Instant,
+    ) -> Option<Self::Conn> {
+        hosts.pooled(host, fresh_only, now)
+    }
+
+    fn connect(
+        hosts: &Hosts<'_>,
+        host: HostId,
+        fresh_only: bool,
+    ) -> impl Future<Output = Result<Self::Conn, Failure>> + Send {
+        hosts.opened(host, fresh_only)
+    }
+}
+
+/// HTTP/2 upstreams (`h2c`, `h2`): a stream on a multiplexed connection;
+/// a stream is never stale, so `fresh_only` asks nothing more of it.
+pub(crate) struct Http2;
+
+impl UpstreamProtocol for Http2 {
+    type Conn = H2Stream;
+
+    #[inline]
+    fn pooled(hosts: &Hosts<'_>, host: HostId, _: bool, _: Instant) -> Option<Self::Conn> {
+        hosts.pooled_stream(host)
+    }
+
+    fn connect(
+        hosts: &Hosts<'_>,
+        host: HostId,
+        _: bool,
+    ) -> impl Future<Output = Result<Self::Conn, Failure>> + Send {
+        hosts.stream(host)
+    }
+}
 
 /// How one attempt failed, as the loop tells failures apart.
 pub(crate) enum Failed {
@@ -31,27 +122,35 @@ pub(crate) trait ToUpstream {
     type Conn: Send;
     /// The final response head and what relaying its body needs.
     type Head: Send;
+    /// The upstream's protocol, which takes its connections.
+    type Upstream: UpstreamProtocol<Conn = Self::Conn>;
+    /// The client's side of the request.
+    type Client: ClientSide;
+
+    fn client(&mut self) -> &mut Self::Client;
 
     /// A connection to `host` at hand at once (a pooled one), if any.
     /// Not async: the common case costs no future.
-    fn pooled(
-        &mut self,
-        _sender: &Hosts<'_>,
-        _host: HostId,
-        _fresh_only: bool,
-    ) -> Option<Self::Conn> {
-        None
+    #[inline]
+    fn pooled(&mut self, hosts: &Hosts<'_>, host: HostId, fresh_only: bool) -> Option<Self::Conn> {
+        let now = self.client().now();
+        Self::Upstream::pooled(hosts, host, fresh_only, now)
     }
 
     /// A connection to `host` (a new one with `fresh_only`); `Err` when
-    /// the client went away meanwhile, `Ok(Err)` when there is none (the
-    /// failure counted against the host by `Hosts::after_failure`).
+    /// the client went away meanwhile (one that leaves while its request
+    /// waits for a connection, `max_connecting`, is not served),
+    /// `Ok(Err)` when there is none (the failure counted against the host
+    /// by `Hosts::after_failure`).
     fn connect(
         &mut self,
         hosts: &Hosts<'_>,
         host: HostId,
         fresh_only: bool,
-    ) -> impl Future<Output = Result<Result<Self::Conn, Failure>, Failure>> + Send;
+    ) -> impl Future<Output = Result<Result<Self::Conn, Failure>, Failure>> + Send {
+        let opened = Self::Upstream::connect(hosts, host, fresh_only);
+        self.client().unless_gone(opened)
+    }
 
     /// Sends the request on `conn` and reads the final response head.
     fn send(
@@ -73,8 +172,13 @@ pub(crate) trait ToUpstream {
     fn close(&mut self, conn: Self::Conn, head: Option<Self::Head>);
 }
 
-/// The failure of an attempt on a stream whose connection handle an
-/// earlier attempt took (each attempt takes a stream of its own).
-pub(crate) fn taken(hosts: &Hosts<'_>, host: HostId) -> Failure {
-    hosts.broken(host, "the stream was taken", true)
+/// The handle that opens this attempt's stream (each attempt takes a
+/// stream of its own); a failure if an earlier attempt took it.
+pub(crate) fn stream_handle(
+    handle: &mut Option<SendRequest<Bytes>>,
+    hosts: &Hosts<'_>,
+    host: HostId,
+) -> Result<SendRequest<Bytes>, Failed> {
+    let taken = || Failed::Final(hosts.broken(host, "the stream was taken", true));
+    handle.take().ok_or_else(taken)
 }

@@ -9,7 +9,7 @@ use crate::ids::HostId;
 use crate::session::{
     attempts::{
         hosts::Hosts,
-        to_upstream::{Failed, ToUpstream},
+        to_upstream::{Failed, Http1, ToUpstream},
     },
     h1::waits::UpstreamRead,
     Failure, Session, CLIENT_CLOSED, UPSTREAM_LIMITS,
@@ -222,28 +222,11 @@ pub(in crate::session) struct H1ToH1<'s, S> {
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> ToUpstream for H1ToH1<'_, S> {
     type Conn = UpstreamConn;
     type Head = ResponseHead;
+    type Upstream = Http1;
+    type Client = Session<S>;
 
-    #[inline]
-    fn pooled(
-        &mut self,
-        hosts: &Hosts<'_>,
-        host: HostId,
-        fresh_only: bool,
-    ) -> Option<UpstreamConn> {
-        let now = self.session.conn.last_active().into_std();
-        hosts.pooled(host, fresh_only, now)
-    }
-
-    async fn connect(
-        &mut self,
-        hosts: &Hosts<'_>,
-        host: HostId,
-        fresh_only: bool,
-    ) -> Result<Result<UpstreamConn, Failure>, Failure> {
-        // A client that leaves while its request waits for a connection
-        // (a full pool, `max_connecting`) is not served.
-        let opened = hosts.opened(host, fresh_only);
-        self.session.unless_client_gone(opened).await
+    fn client(&mut self) -> &mut Session<S> {
+        self.session
     }
 
     fn send(

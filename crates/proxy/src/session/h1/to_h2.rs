@@ -19,7 +19,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use crate::session::{
     attempts::{
         hosts::{H2Stream, Hosts},
-        to_upstream::{taken, Failed, ToUpstream},
+        to_upstream::{stream_handle, Failed, Http2, ToUpstream},
     },
     h1::waits::Waited,
     Failure, Session, CLIENT_CLOSED,
@@ -290,19 +290,11 @@ pub(in crate::session) struct H1ToH2<'s, S> {
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> ToUpstream for H1ToH2<'_, S> {
     type Conn = H2Stream;
     type Head = Response<RecvStream>;
+    type Upstream = Http2;
+    type Client = Session<S>;
 
-    #[inline]
-    fn pooled(&mut self, hosts: &Hosts<'_>, host: HostId, _: bool) -> Option<H2Stream> {
-        hosts.pooled_stream(host)
-    }
-
-    async fn connect(
-        &mut self,
-        hosts: &Hosts<'_>,
-        host: HostId,
-        _fresh_only: bool,
-    ) -> Result<Result<H2Stream, Failure>, Failure> {
-        self.session.unless_client_gone(hosts.stream(host)).await
+    fn client(&mut self) -> &mut Session<S> {
+        self.session
     }
 
     async fn send(
@@ -312,9 +304,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ToUpstream for H1ToH2<'_, S> {
         (send, lease): &mut Self::Conn,
         _sent_at: Instant,
     ) -> Result<Self::Head, Failed> {
-        let send = send
-            .take()
-            .ok_or_else(|| Failed::Final(taken(hosts, host)))?;
+        let send = stream_handle(send, hosts, host)?;
         let request = self.request.clone();
         let sent = self
             .session

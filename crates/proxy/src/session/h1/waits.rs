@@ -18,6 +18,7 @@ use tokio::{
     time::timeout,
 };
 
+use crate::session::attempts::to_upstream::ClientSide;
 use crate::session::{Failure, Session, BATCH_WINDOW, CLIENT_CLOSED, READ_RESERVE};
 use crate::upstream::pool::UpstreamConn;
 
@@ -155,6 +156,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             Ok(None) => Waited::ClientGone,
             Err(_) => Waited::TimedOut,
         }
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> ClientSide for Session<S> {
+    /// The clock the connection read when the head came (no read more).
+    fn now(&self) -> std::time::Instant {
+        self.conn.last_active().into_std()
+    }
+
+    fn unless_gone<F: Future + Send>(
+        &mut self,
+        work: F,
+    ) -> impl Future<Output = Result<F::Output, Failure>> + Send {
+        self.unless_client_gone(work)
     }
 }
 

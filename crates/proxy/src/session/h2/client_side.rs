@@ -17,7 +17,7 @@ use http::{HeaderMap, Response, StatusCode};
 use super::Stream;
 use crate::{
     config::TrailerPolicy,
-    session::{passable_trailers, Failure, CLIENT_CLOSED},
+    session::{attempts::to_upstream::ClientSide, passable_trailers, Failure, CLIENT_CLOSED},
     telemetry::{Event, Shard},
     wire::{
         edits::HeaderEdits,
@@ -27,15 +27,14 @@ use crate::{
     },
 };
 
-/// The client's side of a stream, whose reset can be watched: before
-/// the response head (`SendResponse`) and while its body goes out
-/// (`SendStream`).
-pub(super) trait ClientSide {
+/// Where a stream's reset can be watched: before the response head
+/// (`SendResponse`) and while its body goes out (`SendStream`).
+pub(super) trait ResetWatch {
     /// Ready once the client has reset the stream.
     fn poll_client_reset(&mut self, cx: &mut Context<'_>) -> Poll<()>;
 }
 
-impl ClientSide for Option<SendResponse<Bytes>> {
+impl ResetWatch for Option<SendResponse<Bytes>> {
     fn poll_client_reset(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         match self {
             Some(respond) => respond.poll_reset(cx).map(drop),
@@ -44,7 +43,7 @@ impl ClientSide for Option<SendResponse<Bytes>> {
     }
 }
 
-impl ClientSide for SendStream<Bytes> {
+impl ResetWatch for SendStream<Bytes> {
     fn poll_client_reset(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         self.poll_reset(cx).map(drop)
     }
@@ -53,7 +52,7 @@ impl ClientSide for SendStream<Bytes> {
 /// Runs `work` unless the client resets its stream first (`None`): an
 /// upstream exchange must not outlive the stream it answers.
 pub(super) async fn unless_reset<F: Future>(
-    client: &mut impl ClientSide,
+    client: &mut impl ResetWatch,
     work: F,
 ) -> Option<F::Output> {
     let mut work = pin!(work);
@@ -66,6 +65,20 @@ pub(super) async fn unless_reset<F: Future>(
         client.poll_client_reset(cx).map(|()| None)
     })
     .await
+}
+
+impl ClientSide for Stream {
+    /// A stream keeps no clock of its own.
+    fn now(&self) -> std::time::Instant {
+        std::time::Instant::now()
+    }
+
+    fn unless_gone<F: Future + Send>(
+        &mut self,
+        work: F,
+    ) -> impl Future<Output = Result<F::Output, Failure>> + Send {
+        self.unless_reset(work)
+    }
 }
 
 /// What may become of a client's request trailers on their way upstream.

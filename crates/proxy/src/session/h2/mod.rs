@@ -14,7 +14,7 @@ mod request_body;
 mod to_h1;
 mod to_h2;
 
-use client_side::{unless_reset, ClientSide, TrailerRules};
+use client_side::{unless_reset, ResetWatch, TrailerRules};
 use request_body::{hold, RequestBody};
 
 use std::sync::Arc;

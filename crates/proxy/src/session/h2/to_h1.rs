@@ -23,7 +23,7 @@ use crate::{
     middleware::{body_filter::ResponseBodyFilter, Outcome},
     session::{
         attempts::Hosts,
-        attempts::{self, decide::Retries, Answered, Failed, ToUpstream},
+        attempts::{self, decide::Retries, to_upstream::Http1, Answered, Failed, ToUpstream},
         body_filter, filtered, passable_trailers, Failure, UPSTREAM_LIMITS,
     },
     telemetry::{Event, Shard, UpstreamError},
@@ -219,15 +219,11 @@ struct H2ToH1<'s, 'a> {
 impl<'a> ToUpstream for H2ToH1<'_, 'a> {
     type Conn = UpstreamConn;
     type Head = (ResponseHead, Vec<http1::Field>, BodyPump<'a>);
+    type Upstream = Http1;
+    type Client = Stream;
 
-    async fn connect(
-        &mut self,
-        hosts: &Hosts<'_>,
-        host: HostId,
-        fresh_only: bool,
-    ) -> Result<Result<UpstreamConn, Failure>, Failure> {
-        let connected = hosts.connection(host, fresh_only, Instant::now());
-        self.stream.unless_reset(connected).await
+    fn client(&mut self) -> &mut Stream {
+        self.stream
     }
 
     async fn send(

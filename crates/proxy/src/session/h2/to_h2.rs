@@ -22,7 +22,7 @@ use http::{HeaderMap, Request, Response, StatusCode, Uri};
 use super::{
     pump_h2::{pump, pumped, PumpError},
     to_h1::{stopped, RelayStop},
-    unless_reset, ClientSide, RequestBody, Stream, TrailerRules,
+    unless_reset, RequestBody, ResetWatch, Stream, TrailerRules,
 };
 use crate::{
     config::TrailerPolicy,
@@ -31,8 +31,11 @@ use crate::{
     session::{
         attempts::Hosts,
         attempts::{
-            self, decide::Retries, hosts::H2Stream, to_upstream::taken, Answered, Failed,
-            ToUpstream,
+            self,
+            decide::Retries,
+            hosts::H2Stream,
+            to_upstream::{stream_handle, Http2},
+            Answered, Failed, ToUpstream,
         },
         body_filter, filtered, passable_trailers, Failure,
     },
@@ -235,19 +238,11 @@ where
 {
     type Conn = H2Stream;
     type Head = Response<RecvStream>;
+    type Upstream = Http2;
+    type Client = Stream;
 
-    #[inline]
-    fn pooled(&mut self, hosts: &Hosts<'_>, host: HostId, _: bool) -> Option<H2Stream> {
-        hosts.pooled_stream(host)
-    }
-
-    async fn connect(
-        &mut self,
-        hosts: &Hosts<'_>,
-        host: HostId,
-        _fresh_only: bool,
-    ) -> Result<Result<H2Stream, Failure>, Failure> {
-        self.stream.unless_reset(hosts.stream(host)).await
+    fn client(&mut self) -> &mut Stream {
+        self.stream
     }
 
     async fn send(
@@ -257,9 +252,7 @@ where
         (send, lease): &mut Self::Conn,
         _sent_at: Instant,
     ) -> Result<Self::Head, Failed> {
-        let send = send
-            .take()
-            .ok_or_else(|| Failed::Final(taken(hosts, host)))?;
+        let send = stream_handle(send, hosts, host)?;
         let mut request = match self.request.take() {
             Some(built) => built,
             None => self.build().map_err(Failed::Final)?,
