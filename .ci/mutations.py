@@ -108,7 +108,7 @@ MUTATIONS = [
         "h1-upstream-eof-ends-the-h1-response",
         [
             (
-                "crates/proxy/src/session/respond.rs",
+                "crates/proxy/src/session/h1/relay_h1.rs",
                 "                UpstreamRead::Done(Ok(0)) if from == BodyFraming::UntilClose => {",
                 "                UpstreamRead::Done(Ok(0)) => {",
             ),
@@ -141,7 +141,7 @@ MUTATIONS = [
         "h2-upstream-reset-keeps-the-h1-client-connection",
         [
             (
-                "crates/proxy/src/session/respond_h2.rs",
+                "crates/proxy/src/session/h1/relay_h2.rs",
                 'closing the client connection");\n        false\n    }',
                 'closing the client connection");\n        true\n    }',
             ),

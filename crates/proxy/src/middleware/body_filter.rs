@@ -121,7 +121,7 @@ impl ResponseBodyFilter {
 
 /// A request body transformation a handler asked for (gRPC-Web's text
 /// mode, base64-decoded as it streams). The request's body paths toward
-/// HTTP/2 upstreams apply it (`session/upstream_h2.rs` for HTTP/1.1
+/// HTTP/2 upstreams apply it (`session/h1/to_h2.rs` for HTTP/1.1
 /// clients, `session/h2/mod.rs` for HTTP/2 and HTTP/3 ones).
 pub(crate) trait RequestFilter: Send + fmt::Debug {
     /// The upstream's bytes for `chunk` of the client's body, appended to `out`.

@@ -10,7 +10,7 @@ use http1::{Framing as RequestFraming, Head};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::debug;
 
-use super::{local::Unrouted, Failure, Next, Session};
+use super::{Failure, Next, Session, Unrouted};
 
 use crate::config::OverrideHeaders;
 use crate::telemetry::{trace::Span, Shard};

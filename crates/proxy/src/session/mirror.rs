@@ -14,7 +14,7 @@ use bytes::{Buf, Bytes, BytesMut};
 use http::Request;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::{exchange::Sender, Worker, UPSTREAM_LIMITS};
+use super::{attempts::Hosts, Worker, UPSTREAM_LIMITS};
 use crate::{
     config::Protocol,
     ids::{HostId, UpstreamId},
@@ -133,7 +133,7 @@ impl Copy {
 
     /// Sends the copy and reads the answer's head: whether one came.
     async fn exchange(&self) -> bool {
-        let sender = Sender::new(&self.plan, &self.worker, self.upstream, self.peer);
+        let hosts = Hosts::new(&self.plan, &self.worker, self.upstream, self.peer);
         let (path, query) = match self.head.uri().path_and_query() {
             Some(pq) => (pq.path().as_bytes(), pq.query().map(str::as_bytes)),
             None => (&b"/"[..], None),
@@ -145,17 +145,17 @@ impl Copy {
             host: self.head.uri().authority().map(|a| a.as_str().as_bytes()),
             fields: Fields::Map(self.head.headers()),
         };
-        let Ok(host) = sender.pick(&outgoing).await else {
+        let Ok(host) = hosts.pick(&outgoing).await else {
             return false;
         };
         match self.plan.upstream(self.upstream).protocol {
-            Protocol::Http1 => self.over_h1(&sender, host).await.is_some(),
-            Protocol::H2c | Protocol::H2 => self.over_h2(&sender, host).await.is_some(),
+            Protocol::Http1 => self.over_h1(&hosts, host).await.is_some(),
+            Protocol::H2c | Protocol::H2 => self.over_h2(&hosts, host).await.is_some(),
         }
     }
 
-    async fn over_h1(&self, sender: &Sender<'_>, host: HostId) -> Option<()> {
-        let mut conn = sender.connection(host, false, Instant::now()).await.ok()?;
+    async fn over_h1(&self, hosts: &Hosts<'_>, host: HostId) -> Option<()> {
+        let mut conn = hosts.connection(host, false, Instant::now()).await.ok()?;
         let bytes = h1_request(&self.head, &self.body);
         let sent_at = Instant::now();
         let written = conn.stream.write_all(&bytes).await;
@@ -181,7 +181,7 @@ impl Copy {
                 }
             }
         };
-        sender.answered(host, sent_at, response.status);
+        hosts.answered(host, sent_at, response.status);
         conn.buf.advance(response.len);
         let length = match response.framing {
             http1::BodyFraming::None => Some(0),
@@ -210,10 +210,10 @@ impl Copy {
         Some(())
     }
 
-    async fn over_h2(&self, sender: &Sender<'_>, host: HostId) -> Option<()> {
-        let (send, _lease) = match sender.pooled_stream(host) {
+    async fn over_h2(&self, hosts: &Hosts<'_>, host: HostId) -> Option<()> {
+        let (send, _lease) = match hosts.pooled_stream(host) {
             Some(stream) => stream,
-            None => sender.stream(host).await.ok()?,
+            None => hosts.stream(host).await.ok()?,
         };
         let mut send = send?.ready().await.ok()?;
         let mut head = Request::new(());
@@ -226,7 +226,7 @@ impl Copy {
             body.send_data(self.body.clone(), true).ok()?;
         }
         let response = response.await.ok()?;
-        sender.answered(host, sent_at, response.status());
+        hosts.answered(host, sent_at, response.status());
         // The answer's body is not read: dropping it resets the stream.
         Some(())
     }

@@ -15,30 +15,19 @@ use crate::{
 };
 
 mod admit;
-mod body_h1;
-mod client_h1;
-mod exchange;
-mod forward;
+mod attempts;
+mod h1;
 mod h2;
-mod idle;
-mod local;
 mod mirror;
-mod park;
-mod respond;
-mod respond_h2;
-mod response;
 mod traced;
-mod upstream_h1;
-mod upstream_h2;
-mod waits;
 mod worker;
 
-use client_h1::Session;
-pub(crate) use h2::serve_stream;
-pub(crate) use idle::{serve_h1, H2c};
-pub(crate) use park::{
+pub(crate) use h1::idle::{serve_h1, H2c};
+pub(crate) use h1::park::{
     run as run_parking_lot, serve_unparked, ConnectionSlot, Parked, ParkingLot, Serving, PARK_AFTER,
 };
+use h1::Session;
+pub(crate) use h2::serve_stream;
 
 pub(crate) use worker::Worker;
 
@@ -70,8 +59,21 @@ enum Next {
     Abort,
 }
 
+/// A request the proxy answers itself, having routed it nowhere.
+pub(super) enum Unrouted {
+    /// `OPTIONS *` asks about the server, which the proxy is: 204, no body.
+    Asterisk,
+    /// 400 (refused), 404 (no route) or 405 (no route for the method,
+    /// with the routes' methods as `Allow`), as problem+json.
+    Problem {
+        status: StatusCode,
+        detail: String,
+        allow: Option<String>,
+    },
+}
+
 /// Why an exchange failed before the response head reached the client.
-/// `pub(crate)`: the `Wire` trait's `impl Future` returns name it, which
+/// `pub(crate)`: the `ToUpstream` trait's `impl Future` returns name it, which
 /// nightly rustc refuses for a type less visible than the trait (E0446),
 /// and the fuzz targets build on nightly.
 pub(crate) struct Failure {

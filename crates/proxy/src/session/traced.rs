@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 
 use http::StatusCode;
 
-use super::exchange::traced::Traced;
+use super::attempts::traced::Traced;
 use crate::{
     middleware::{Answer, CallTrace},
     telemetry::trace::{Span, SpanContext, SpanKind, Tracer, Value},

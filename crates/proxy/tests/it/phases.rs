@@ -20,46 +20,46 @@ use std::{
 /// Files of `session/` and their phases, in the order a request goes.
 const PHASES: &[(&str, u8)] = &[
     // The client connection: between requests, a request read, its end.
-    ("idle.rs", 0),
-    ("park.rs", 0),
-    ("client_h1.rs", 0),
+    ("h1/idle.rs", 0),
+    ("h1/park.rs", 0),
+    ("h1/mod.rs", 0),
     ("h2/mod.rs", 0),
     // Normalisation, routing, the chain's request phase.
     ("admit.rs", 1),
     // The upstream phase of each client: the request head for the
     // upstream, the host, the exchange, the answer handed on.
-    ("forward.rs", 2),
+    ("h1/forward.rs", 2),
     ("h2/to_h1.rs", 2),
     ("h2/to_h2.rs", 2),
     // Copies for a route's mirrors, started beside the forwarding.
     ("mirror.rs", 2),
     // The one loop of every pair.
-    ("exchange/mod.rs", 3),
-    // The wire part of an attempt.
-    ("upstream_h1.rs", 4),
-    ("body_h1.rs", 4),
-    ("upstream_h2.rs", 4),
+    ("attempts/mod.rs", 3),
+    // The protocol pair's part of an attempt (`ToUpstream`).
+    ("h1/to_h1.rs", 4),
+    ("h1/pump_h1.rs", 4),
+    ("h1/to_h2.rs", 4),
     ("h2/pump_h1.rs", 4),
     ("h2/pump_h2.rs", 4),
     // The response to an HTTP/1.1 client.
-    ("respond.rs", 5),
-    ("respond_h2.rs", 5),
+    ("h1/relay_h1.rs", 5),
+    ("h1/relay_h2.rs", 5),
     // Answers of the proxy's own.
-    ("local.rs", 6),
+    ("h1/local.rs", 6),
 ];
 
 /// Files any phase may use; they use no phase.
 const SHARED: &[&str] = &[
     "mod.rs",
     "worker.rs",
-    "waits.rs",
-    "response.rs",
-    "exchange/decide.rs",
-    "exchange/hosts.rs",
-    "exchange/policy.rs",
-    "exchange/proxied.rs",
-    "exchange/wire.rs",
-    "exchange/traced.rs",
+    "h1/waits.rs",
+    "h1/response.rs",
+    "attempts/decide.rs",
+    "attempts/hosts.rs",
+    "attempts/policy.rs",
+    "attempts/proxied.rs",
+    "attempts/to_upstream.rs",
+    "attempts/traced.rs",
     "traced.rs",
     "h2/client_side.rs",
     "h2/request_body.rs",
@@ -233,6 +233,7 @@ fn methods(texts: &BTreeMap<String, String>) -> BTreeMap<String, BTreeSet<String
                 let indent = line.len() - trimmed.len();
                 let name = trimmed
                     .trim_start_matches("pub(super) ")
+                    .trim_start_matches("pub(in crate::session) ")
                     .trim_start_matches("pub(crate) ")
                     .trim_start_matches("async ")
                     .strip_prefix("fn ")
@@ -334,19 +335,19 @@ fn the_reader_sees_paths_groups_and_methods() {
         "admit.rs",
         "h2/mod.rs",
         "h2/to_h1.rs",
-        "exchange/mod.rs",
-        "exchange/hosts.rs",
-        "exchange/policy.rs",
+        "attempts/mod.rs",
+        "attempts/hosts.rs",
+        "attempts/policy.rs",
     ]
     .into_iter()
     .map(String::from)
     .collect();
     let text =
-        "use super::{admit::{self, Admission}, Failure};\nuse crate::session::exchange::run;";
+        "use super::{admit::{self, Admission}, Failure};\nuse crate::session::attempts::run;";
     let used = uses("h2/mod.rs", text, &files);
     assert_eq!(
         used.into_iter().collect::<Vec<_>>(),
-        ["admit.rs", "exchange/mod.rs"]
+        ["admit.rs", "attempts/mod.rs"]
     );
     let text = "use super::{unless_reset, Stream};\nuse crate::session::admit;";
     let used = uses("h2/to_h1.rs", text, &files);
@@ -358,9 +359,9 @@ fn the_reader_sees_paths_groups_and_methods() {
     let found: Vec<_> = methods(&texts).into_keys().collect();
     assert_eq!(found, ["fail", "write_answer"]);
     assert_eq!(
-        backward("admit.rs", "client_h1.rs").as_deref(),
-        Some("phase 1 calls back into client_h1.rs (phase 0)")
+        backward("admit.rs", "h1/mod.rs").as_deref(),
+        Some("phase 1 calls back into h1/mod.rs (phase 0)")
     );
-    assert_eq!(backward("client_h1.rs", "admit.rs"), None);
-    assert!(backward("waits.rs", "forward.rs").is_some());
+    assert_eq!(backward("h1/mod.rs", "admit.rs"), None);
+    assert!(backward("h1/waits.rs", "h1/forward.rs").is_some());
 }

@@ -3,7 +3,7 @@
 //! HTTP/1.1 or h2c upstream): `retry_on` statuses and resets, a refused
 //! stream resent, requests after a GOAWAY sent on a new connection, a stale
 //! pooled connection replayed. The rules are the
-//! loop's (`session/exchange/decide.rs`, tested there without sockets);
+//! loop's (`session/attempts/decide.rs`, tested there without sockets);
 //! this shows every pair asks them.
 
 use crate::support;

@@ -2,7 +2,7 @@
 //! exchange, read straight from the `h2` codec: no HTTP/1.1 bytes in
 //! between. It goes through the same phases as an HTTP/1.1 request
 //! (normalisation and routing in `admit`, the route's chain, host choice
-//! and retries in `exchange`, the same head rules in `wire`), then to the
+//! and retries in `attempts`, the same head rules in `wire`), then to the
 //! upstream over HTTP/1.1 (`to_h1`) or HTTP/2 (`to_h2`). Request and
 //! response bodies flow at the same time, so bidirectional streams
 //! (gRPC) interleave and an early answer reaches the client.
@@ -26,8 +26,7 @@ use http1::Problem;
 
 use super::{
     admit::{self, Admission},
-    local::Unrouted,
-    traced, ClientOrigin, Failure, Worker, CLIENT_CLOSED,
+    traced, ClientOrigin, Failure, Unrouted, Worker, CLIENT_CLOSED,
 };
 use crate::{
     ids::RouteId,
@@ -95,7 +94,7 @@ pub(crate) async fn serve_stream(
     // Boxed: the task's future stays a few hundred bytes, and the task
     // machinery moves it (spawn, each change of stage) without copying
     // the exchange's large state.
-    if let Err(failure) = Box::pin(stream.exchange_with(&parts, body)).await {
+    if let Err(failure) = Box::pin(stream.serve_request(&parts, body)).await {
         if !stream.reset {
             stream.answer_failure(failure);
         }
@@ -168,7 +167,7 @@ fn host_of(parts: &Parts) -> Option<&[u8]> {
 }
 
 impl Stream {
-    async fn exchange_with(&mut self, parts: &Parts, body: RecvStream) -> Result<(), Failure> {
+    async fn serve_request(&mut self, parts: &Parts, body: RecvStream) -> Result<(), Failure> {
         let plan = Arc::clone(&self.plan);
         let fields = Fields::Map(&parts.headers);
         self.span = traced::begin(
@@ -259,7 +258,7 @@ impl Stream {
         if length.is_some_and(|len| len > max_body) {
             return Err(Failure::body_too_large(max_body));
         }
-        let upstream = taken.upstream.ok_or_else(super::forward::no_backend)?;
+        let upstream = taken.upstream.ok_or_else(super::h1::forward::no_backend)?;
         let config = plan.upstream(upstream);
         let framing = match (&body, length) {
             (RequestBody::Empty, _) => Framing::None,
@@ -323,7 +322,7 @@ impl Stream {
         self.answer(Answer::problem(failure.status, failure.detail));
     }
 
-    /// The answer to a request that reached no route (`local::Unrouted`).
+    /// The answer to a request that reached no route (`Unrouted`).
     fn answer_unrouted(&mut self, unrouted: Unrouted) {
         match unrouted {
             Unrouted::Asterisk => {

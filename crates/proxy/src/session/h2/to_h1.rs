@@ -22,10 +22,9 @@ use crate::{
     ids::{HostId, UpstreamId},
     middleware::{body_filter::ResponseBodyFilter, Outcome},
     session::{
-        body_filter,
-        exchange::Sender,
-        exchange::{self, decide::Retries, Answered, Failed, Wire},
-        filtered, passable_trailers, Failure, UPSTREAM_LIMITS,
+        attempts::Hosts,
+        attempts::{self, decide::Retries, Answered, Failed, ToUpstream},
+        body_filter, filtered, passable_trailers, Failure, UPSTREAM_LIMITS,
     },
     telemetry::{Event, Shard, UpstreamError},
     upstream::{
@@ -58,9 +57,9 @@ pub(super) async fn forward(
     let plan = Arc::clone(&stream.plan);
     let worker = Arc::clone(&stream.worker);
     let config = plan.upstream(upstream);
-    let mut sender = Sender::new(&plan, &worker, upstream, stream.origin.peer);
-    sender.local = stream.origin.proxied.as_ref().and_then(|p| p.local);
-    sender.trace = crate::session::traced::for_attempts(
+    let mut hosts = Hosts::new(&plan, &worker, upstream, stream.origin.peer);
+    hosts.local = stream.origin.proxied.as_ref().and_then(|p| p.local);
+    hosts.trace = crate::session::traced::for_attempts(
         &stream.span,
         plan.tracer.as_deref(),
         outgoing.method,
@@ -79,15 +78,15 @@ pub(super) async fn forward(
         request.extend_from_slice(bytes);
     }
     let chunked = context.framing == Framing::Chunked;
-    sender.route = stream.route.map(|route| &plan.route(route).policy);
+    hosts.route = stream.route.map(|route| &plan.route(route).policy);
     // The answer's head within the attempt's timeout; its body between
     // parts within the upstream's.
-    let (timeout, body_timeout) = (sender.attempt_timeout(), config.timeouts.request);
+    let (timeout, body_timeout) = (hosts.attempt_timeout(), config.timeouts.request);
     let head_request = *outgoing.method == Method::HEAD;
-    let mut retries = Retries::new(sender.retries(), outgoing.method, replayable);
+    let mut retries = Retries::new(hosts.retries(), outgoing.method, replayable);
     let stream_trailers = stream.request_trailers();
-    let host = sender.pick(outgoing).await?;
-    let mut wire = H1Wire {
+    let host = hosts.pick(outgoing).await?;
+    let mut wire = H2ToH1 {
         stream,
         request,
         client: client.as_mut(),
@@ -104,7 +103,7 @@ pub(super) async fn forward(
         },
         replayable,
     };
-    let answered = exchange::run(&mut wire, &sender, host, &mut retries).await;
+    let answered = attempts::run(&mut wire, &hosts, host, &mut retries).await;
     let stream = wire.stream;
     let Answered {
         host,
@@ -112,7 +111,7 @@ pub(super) async fn forward(
         head: (response, fields, mut pump),
         ..
     } = answered?;
-    sender.learn_cookies(
+    hosts.learn_cookies(
         host,
         Fields::H1 {
             buf: &conn.buf,
@@ -124,7 +123,7 @@ pub(super) async fn forward(
         upstream: Some(upstream),
         body_bytes: 0,
     };
-    let mut edits = sender.with_cookie(host, stream.response_edits(response.status));
+    let mut edits = hosts.with_cookie(host, stream.response_edits(response.status));
     let fields_h1 = Fields::H1 {
         buf: &conn.buf,
         fields: &fields,
@@ -201,7 +200,7 @@ pub(super) async fn forward(
 /// An HTTP/2 client's request to an HTTP/1.1 upstream, one attempt at a
 /// time: the head (with the body when it is in hand) in one write, then
 /// the response head read while the pump sends a streaming body.
-struct H1Wire<'s, 'a> {
+struct H2ToH1<'s, 'a> {
     stream: &'s mut Stream,
     /// The head, and the body when it is in hand.
     request: Vec<u8>,
@@ -217,35 +216,35 @@ struct H1Wire<'s, 'a> {
     replayable: bool,
 }
 
-impl<'a> Wire for H1Wire<'_, 'a> {
+impl<'a> ToUpstream for H2ToH1<'_, 'a> {
     type Conn = UpstreamConn;
     type Head = (ResponseHead, Vec<http1::Field>, BodyPump<'a>);
 
     async fn connect(
         &mut self,
-        sender: &Sender<'_>,
+        hosts: &Hosts<'_>,
         host: HostId,
         fresh_only: bool,
     ) -> Result<Result<UpstreamConn, Failure>, Failure> {
-        let connected = sender.connection(host, fresh_only, Instant::now());
+        let connected = hosts.connection(host, fresh_only, Instant::now());
         self.stream.unless_reset(connected).await
     }
 
     async fn send(
         &mut self,
-        sender: &Sender<'_>,
+        hosts: &Hosts<'_>,
         host: HostId,
         conn: &mut UpstreamConn,
         _sent_at: Instant,
     ) -> Result<Self::Head, Failed> {
-        let metrics = sender.worker.metrics();
+        let metrics = hosts.worker.metrics();
         // Not watched for a reset: the write is bounded by `timeout`, and
         // a reset is seen at the wait for the answer, right after.
         if self.taken || !write_bounded(&mut conn.stream, &self.request, self.timeout).await {
             let what = "cannot send the request";
             return Err(match conn.reused && !self.taken {
                 true => Failed::Stale,
-                false => Failed::Reset(sender.broken(host, what, !self.replayable)),
+                false => Failed::Reset(hosts.broken(host, what, !self.replayable)),
             });
         }
         self.taken = !self.replayable;
@@ -283,14 +282,14 @@ impl<'a> Wire for H1Wire<'_, 'a> {
         Err(match err {
             HeadError::Stale => Failed::Stale,
             // Closed or reset before a byte of an answer (`retry_on: reset`).
-            HeadError::Reset(what) => Failed::Reset(sender.broken(host, &what, unread)),
-            HeadError::TimedOut => Failed::Final(sender.timed_out(host, self.timeout)),
+            HeadError::Reset(what) => Failed::Reset(hosts.broken(host, &what, unread)),
+            HeadError::TimedOut => Failed::Final(hosts.timed_out(host, self.timeout)),
             HeadError::TooLarge => Failed::Final(Failure::body_too_large(self.max_body)),
             HeadError::Client => Failed::Final(Failure::new(
                 StatusCode::BAD_REQUEST,
                 "the client broke off its request body",
             )),
-            HeadError::Broken(what) => Failed::Final(sender.broken(host, &what, unread)),
+            HeadError::Broken(what) => Failed::Final(hosts.broken(host, &what, unread)),
         })
     }
 

@@ -1,7 +1,7 @@
 //! An HTTP/2 client's stream to an HTTP/2 upstream: a stream on a pooled
 //! multiplexed connection. The request body is pumped upstream while the
 //! response comes back, each with its own flow control, so both flow at
-//! once; trailers pass both ways. Each attempt asks `exchange::decide`
+//! once; trailers pass both ways. Each attempt asks `attempts::decide`
 //! what follows it (a refused stream resent, `retry_on`), as every pair.
 
 use std::{
@@ -29,10 +29,12 @@ use crate::{
     ids::{HostId, UpstreamId},
     middleware::body_filter::ResponseBodyFilter,
     session::{
-        body_filter,
-        exchange::Sender,
-        exchange::{self, decide::Retries, hosts::H2Stream, wire::taken, Answered, Failed, Wire},
-        filtered, passable_trailers, Failure,
+        attempts::Hosts,
+        attempts::{
+            self, decide::Retries, hosts::H2Stream, to_upstream::taken, Answered, Failed,
+            ToUpstream,
+        },
+        body_filter, filtered, passable_trailers, Failure,
     },
     telemetry::{Event, Shard, UpstreamError},
     upstream::h2_pool::{self, send_data, UpstreamHead},
@@ -65,25 +67,25 @@ pub(super) async fn forward(
     } else {
         "http"
     };
-    let mut sender = Sender::new(&plan, &worker, upstream, stream.origin.peer);
-    sender.local = stream.origin.proxied.as_ref().and_then(|p| p.local);
-    sender.trace = crate::session::traced::for_attempts(
+    let mut hosts = Hosts::new(&plan, &worker, upstream, stream.origin.peer);
+    hosts.local = stream.origin.proxied.as_ref().and_then(|p| p.local);
+    hosts.trace = crate::session::traced::for_attempts(
         &stream.span,
         plan.tracer.as_deref(),
         outgoing.method,
         || (context.path(outgoing), context.query(outgoing)),
     );
-    sender.route = stream.route.map(|route| &plan.route(route).policy);
-    let mut retries = Retries::new(sender.retries(), outgoing.method, body.in_hand());
+    hosts.route = stream.route.map(|route| &plan.route(route).policy);
+    let mut retries = Retries::new(hosts.retries(), outgoing.method, body.in_hand());
     // The answer's head within the attempt's timeout; its body between
     // parts within the upstream's.
-    let (timeout, body_timeout) = (sender.attempt_timeout(), config.timeouts.request);
+    let (timeout, body_timeout) = (hosts.attempt_timeout(), config.timeouts.request);
     let trailer_rules = TrailerRules {
         forward: stream.request_trailers() != TrailerPolicy::Drop,
         edits: context.edits,
         metrics: worker.metrics(),
     };
-    let mut wire = H2Wire {
+    let mut wire = H2ToH2 {
         stream,
         outgoing,
         context,
@@ -103,9 +105,9 @@ pub(super) async fn forward(
         start: pump,
     };
     wire.request = Some(wire.build()?);
-    let host = sender.pick(outgoing).await?;
-    let answered = exchange::run(&mut wire, &sender, host, &mut retries).await;
-    let H2Wire {
+    let host = hosts.pick(outgoing).await?;
+    let answered = attempts::run(&mut wire, &hosts, host, &mut retries).await;
+    let H2ToH2 {
         stream,
         mut pumping,
         ..
@@ -116,7 +118,7 @@ pub(super) async fn forward(
         head: response,
         ..
     } = answered?;
-    let relay = relay(stream, &sender, host, response, body_timeout);
+    let relay = relay(stream, &hosts, host, response, body_timeout);
     tokio::pin!(relay);
     let outcome = loop {
         tokio::select! {
@@ -142,7 +144,7 @@ pub(super) async fn forward(
 /// `Err(h2::Error)`: the stream failed (or was refused) before it.
 async fn wait_head<F: Future<Output = Result<(), PumpError>>>(
     stream: &mut Stream,
-    sender: &Sender<'_>,
+    hosts: &Hosts<'_>,
     host: HostId,
     response: &mut ResponseFuture,
     mut pumping: Pin<&mut Option<F>>,
@@ -174,14 +176,14 @@ async fn wait_head<F: Future<Output = Result<(), PumpError>>>(
             Ok(Ok(Ok(UpstreamHead::Interim(interim)))) => {
                 let fields = Fields::Map(interim.headers());
                 if stream.interim(interim.status(), fields).is_err() {
-                    sender.worker.metrics().event(Event::InterimFlood);
-                    return Err(sender.broken(host, TooMany::DETAIL, false));
+                    hosts.worker.metrics().event(Event::InterimFlood);
+                    return Err(hosts.broken(host, TooMany::DETAIL, false));
                 }
             }
             Ok(Ok(Ok(UpstreamHead::Final(response)))) => return Ok(Ok(response)),
             Ok(Ok(Err(err))) => return Ok(Err(err)),
             Ok(Err(())) => return Err(Failure::body_too_large(max_body)),
-            Err(_) => return Err(sender.timed_out(host, timeout)),
+            Err(_) => return Err(hosts.timed_out(host, timeout)),
         }
     }
 }
@@ -190,7 +192,7 @@ async fn wait_head<F: Future<Output = Result<(), PumpError>>>(
 /// time: a stream on a pooled multiplexed connection, its body pumped
 /// (`start`, into `pumping`) while the response head is awaited; the
 /// pump goes on while the response is relayed.
-struct H2Wire<'s, 'a, P> {
+struct H2ToH2<'s, 'a, P> {
     stream: &'s mut Stream,
     outgoing: &'s Outgoing<'s>,
     context: &'s RequestContext<'s>,
@@ -213,7 +215,7 @@ struct H2Wire<'s, 'a, P> {
     start: fn(RequestBody, SendStream<Bytes>, usize, TrailerRules<'a>) -> P,
 }
 
-impl<P> H2Wire<'_, '_, P> {
+impl<P> H2ToH2<'_, '_, P> {
     /// The request head in HTTP/2 form, from the client's own values.
     fn build(&self) -> Result<Request<()>, Failure> {
         let (outgoing, context, fallback) = (self.outgoing, self.context, self.fallback);
@@ -227,7 +229,7 @@ impl<P> H2Wire<'_, '_, P> {
     }
 }
 
-impl<'a, P> Wire for H2Wire<'_, 'a, P>
+impl<'a, P> ToUpstream for H2ToH2<'_, 'a, P>
 where
     P: Future<Output = Result<(), PumpError>> + Send,
 {
@@ -235,29 +237,29 @@ where
     type Head = Response<RecvStream>;
 
     #[inline]
-    fn pooled(&mut self, sender: &Sender<'_>, host: HostId, _: bool) -> Option<H2Stream> {
-        sender.pooled_stream(host)
+    fn pooled(&mut self, hosts: &Hosts<'_>, host: HostId, _: bool) -> Option<H2Stream> {
+        hosts.pooled_stream(host)
     }
 
     async fn connect(
         &mut self,
-        sender: &Sender<'_>,
+        hosts: &Hosts<'_>,
         host: HostId,
         _fresh_only: bool,
     ) -> Result<Result<H2Stream, Failure>, Failure> {
-        self.stream.unless_reset(sender.stream(host)).await
+        self.stream.unless_reset(hosts.stream(host)).await
     }
 
     async fn send(
         &mut self,
-        sender: &Sender<'_>,
+        hosts: &Hosts<'_>,
         host: HostId,
         (send, lease): &mut Self::Conn,
         _sent_at: Instant,
     ) -> Result<Self::Head, Failed> {
         let send = send
             .take()
-            .ok_or_else(|| Failed::Final(taken(sender, host)))?;
+            .ok_or_else(|| Failed::Final(taken(hosts, host)))?;
         let mut request = match self.request.take() {
             Some(built) => built,
             None => self.build().map_err(Failed::Final)?,
@@ -278,7 +280,7 @@ where
                 }
                 let limits = (self.timeout, self.max_body);
                 let pump = self.pumping.as_mut();
-                let head = wait_head(self.stream, sender, host, &mut response, pump, limits);
+                let head = wait_head(self.stream, hosts, host, &mut response, pump, limits);
                 head.await.map_err(Failed::Final)?
             }
             Err(err) => Err(err),
@@ -289,7 +291,7 @@ where
         };
         if !refused(&err) {
             let what = format!("the stream failed: {err}");
-            return Err(Failed::Reset(sender.broken(host, &what, !self.in_hand)));
+            return Err(Failed::Reset(hosts.broken(host, &what, !self.in_hand)));
         }
         if err.is_go_away() {
             lease.retire();
@@ -329,7 +331,7 @@ fn refused(err: &h2::Error) -> bool {
 /// Relays the response (head, body, trailers) to the client.
 async fn relay(
     stream: &mut Stream,
-    sender: &Sender<'_>,
+    hosts: &Hosts<'_>,
     host: HostId,
     response: Response<RecvStream>,
     timeout: std::time::Duration,
@@ -338,10 +340,10 @@ async fn relay(
     let status = parts.status;
     stream.outcome = crate::middleware::Outcome {
         status,
-        upstream: Some(sender.upstream),
+        upstream: Some(hosts.upstream),
         body_bytes: 0,
     };
-    let mut edits = sender.with_cookie(host, stream.response_edits(status));
+    let mut edits = hosts.with_cookie(host, stream.response_edits(status));
     let end = body.is_end_stream();
     let fields = Fields::Map(&parts.headers);
     let filter = body_filter(Some(&mut stream.exchange), status, fields, end, &mut edits);
@@ -359,20 +361,20 @@ async fn relay(
     }
     let send_timeout = stream.plan.send_timeout;
     let edits = Some(&stream.exchange.response_headers).filter(|e| !e.is_empty());
-    let trailer_rules = (edits, sender.worker.metrics());
+    let trailer_rules = (edits, hosts.worker.metrics());
     let send = (send, filter);
     let (bytes, stopped) = relay_body(body, send, timeout, send_timeout, trailer_rules).await;
     stream.outcome.body_bytes = bytes;
     match stopped {
         None => {}
         Some(RelayStop::Client) => stream.reset = true,
-        Some(RelayStop::SendTimedOut) => sender.worker.metrics().event(Event::SendTimeout),
+        Some(RelayStop::SendTimedOut) => hosts.worker.metrics().event(Event::SendTimeout),
         Some(RelayStop::Upstream(what)) => {
-            sender
+            hosts
                 .worker
                 .metrics()
-                .upstream_error(sender.upstream, UpstreamError::Broken);
-            tracing::debug!(upstream = %sender.plan.upstream(sender.upstream).name, %what, "an HTTP/2 response body broke off");
+                .upstream_error(hosts.upstream, UpstreamError::Broken);
+            tracing::debug!(upstream = %hosts.plan.upstream(hosts.upstream).name, %what, "an HTTP/2 response body broke off");
         }
     }
     Ok(())

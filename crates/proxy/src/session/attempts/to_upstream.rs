@@ -1,11 +1,11 @@
-//! What the loop (`exchange::run`) asks of the wire part of an attempt,
+//! What the loop (`attempts::run`) asks of the wire part of an attempt,
 //! for one client/upstream protocol pair, and how an attempt fails.
 
 use std::{future::Future, time::Instant};
 
 use http::StatusCode;
 
-use super::Sender;
+use super::Hosts;
 use crate::{ids::HostId, session::Failure};
 
 /// How one attempt failed, as the loop tells failures apart.
@@ -26,7 +26,7 @@ pub(crate) enum Failed {
 /// a connection (or stream) to a host, and the exchange on it up to the
 /// final response head (interim answers go to the client as
 /// `wire::interim` says; an early answer ends the request body).
-pub(crate) trait Wire {
+pub(crate) trait ToUpstream {
     /// A connection to a host, or a stream on one.
     type Conn: Send;
     /// The final response head and what relaying its body needs.
@@ -36,7 +36,7 @@ pub(crate) trait Wire {
     /// Not async: the common case costs no future.
     fn pooled(
         &mut self,
-        _sender: &Sender<'_>,
+        _sender: &Hosts<'_>,
         _host: HostId,
         _fresh_only: bool,
     ) -> Option<Self::Conn> {
@@ -45,10 +45,10 @@ pub(crate) trait Wire {
 
     /// A connection to `host` (a new one with `fresh_only`); `Err` when
     /// the client went away meanwhile, `Ok(Err)` when there is none (the
-    /// failure counted against the host by `Sender::after_failure`).
+    /// failure counted against the host by `Hosts::after_failure`).
     fn connect(
         &mut self,
-        sender: &Sender<'_>,
+        hosts: &Hosts<'_>,
         host: HostId,
         fresh_only: bool,
     ) -> impl Future<Output = Result<Result<Self::Conn, Failure>, Failure>> + Send;
@@ -56,7 +56,7 @@ pub(crate) trait Wire {
     /// Sends the request on `conn` and reads the final response head.
     fn send(
         &mut self,
-        sender: &Sender<'_>,
+        hosts: &Hosts<'_>,
         host: HostId,
         conn: &mut Self::Conn,
         sent_at: Instant,
@@ -75,6 +75,6 @@ pub(crate) trait Wire {
 
 /// The failure of an attempt on a stream whose connection handle an
 /// earlier attempt took (each attempt takes a stream of its own).
-pub(crate) fn taken(sender: &Sender<'_>, host: HostId) -> Failure {
-    sender.broken(host, "the stream was taken", true)
+pub(crate) fn taken(hosts: &Hosts<'_>, host: HostId) -> Failure {
+    hosts.broken(host, "the stream was taken", true)
 }

@@ -11,8 +11,9 @@ use http1::{chunked::encode_last_chunk, Head};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::warn;
 
-use super::{
-    passable_trailers, respond::put_body, response::persistence, waits::Waited, Next, Session,
+use crate::session::{
+    h1::relay_h1::put_body, h1::response::persistence, h1::waits::Waited, passable_trailers, Next,
+    Session,
 };
 use crate::{
     ids::{RouteId, UpstreamId},
@@ -31,7 +32,7 @@ use crate::{
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Writes the HTTP/1.1 response head and relays the body and trailers.
-    pub(super) async fn respond_h2(
+    pub(in crate::session) async fn relay_h2(
         &mut self,
         head: &Head,
         route: RouteId,
@@ -51,7 +52,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let exchange = self.chain.is_some().then_some(&mut self.exchange);
         let fields = Fields::Map(&parts.headers);
         let empty = body.is_end_stream();
-        let mut filter = super::body_filter(exchange, parts.status, fields, empty, &mut edits);
+        let mut filter =
+            crate::session::body_filter(exchange, parts.status, fields, empty, &mut edits);
         // A filtered body's length is not known before it ends.
         let length = parts
             .headers
@@ -122,7 +124,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             if !put_body(&mut self.conn.wbuf, to, filter.as_deref_mut(), &data) {
                 return false;
             }
-            if self.conn.wbuf.len() >= super::FLUSH_AT && !self.conn.flush().await {
+            if self.conn.wbuf.len() >= crate::session::FLUSH_AT && !self.conn.flush().await {
                 return false;
             }
         }

@@ -3,11 +3,23 @@
 //! timers it keeps, and writing batched answers back. Pipelined answers
 //! leave in one write.
 
-use super::admit::{Admission, Decided};
-use super::idle::{Idle, BUSY_LINGER};
-use super::{admit, traced, Failure, Next, Worker, SHRINK_ABOVE};
+pub(super) mod forward;
+pub(super) mod idle;
+pub(super) mod local;
+pub(super) mod park;
+pub(super) mod pump_h1;
+pub(super) mod relay_h1;
+pub(super) mod relay_h2;
+pub(super) mod response;
+pub(super) mod to_h1;
+pub(super) mod to_h2;
+pub(super) mod waits;
+
 use crate::middleware::{Chain, Exchange, Outcome};
 use crate::plan::Snapshot;
+use crate::session::admit::{Admission, Decided};
+use crate::session::h1::idle::{Idle, BUSY_LINGER};
+use crate::session::{admit, traced, Failure, Next, Worker, SHRINK_ABOVE};
 use crate::telemetry::{trace::Span, Event};
 use crate::wire::fields::Fields;
 use crate::wire::interim::InterimAnswers;
@@ -47,11 +59,11 @@ pub(crate) struct Session<S> {
     pub(super) peer: SocketAddr,
     /// Whether the client reached us over TLS (`X-Forwarded-Proto`).
     pub(super) secure: bool,
-    /// See [`super::ClientOrigin::alt_svc`].
+    /// See [`crate::session::ClientOrigin::alt_svc`].
     pub(super) alt_svc: Option<std::num::NonZeroU16>,
-    /// See [`super::ClientOrigin::routes`].
+    /// See [`crate::session::ClientOrigin::routes`].
     pub(super) routes: u16,
-    /// See [`super::ClientOrigin::proxied`].
+    /// See [`crate::session::ClientOrigin::proxied`].
     pub(super) proxied: Option<Arc<crate::wire::proxy_protocol::Proxied>>,
     pub(super) worker: Arc<Worker>,
     /// The plan of the current request (or of the next, between requests).
@@ -141,7 +153,7 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
         });
         Idle {
             conn: self.conn,
-            peer: super::idle::Peer::new(self.peer, self.proxied),
+            peer: crate::session::h1::idle::Peer::new(self.peer, self.proxied),
             secure: self.secure,
             alt_svc: self.alt_svc,
             routes: self.routes,
@@ -208,11 +220,11 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
                     }
                 };
                 self.conn.request_read();
-                let next = self.exchange(&head).await;
+                let next = self.serve_request(&head).await;
                 // Idle from here: the keep-alive deadline, the linger below
                 // and parking count from the answer, not from the request.
                 self.conn.answered();
-                super::request_done(
+                crate::session::request_done(
                     self.plan.tracer.as_deref(),
                     self.span.take(),
                     self.chain.take(),
@@ -240,7 +252,7 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
     }
 
     /// Routes one request, forwards it and its answer.
-    pub(super) async fn exchange(&mut self, head: &Head) -> Next {
+    pub(super) async fn serve_request(&mut self, head: &Head) -> Next {
         self.body_abandoned = false;
         self.interim = InterimAnswers::default();
         let plan = Arc::clone(&self.plan);

@@ -1,8 +1,8 @@
 //! An HTTP/1.1 client's request on its way upstream: the host the
 //! balancer picks (while the client's head is at hand), the request head
-//! for the upstream's protocol, then `exchange::run` with the wire of that
-//! protocol (`upstream_h1`, `upstream_h2`), which sends it (again where
-//! `exchange::decide` says), and the answer that stands to `respond`.
+//! for the upstream's protocol, then `attempts::run` with the wire of that
+//! protocol (`h1::to_h1`, `h1::to_h2`), which sends it (again where
+//! `attempts::decide` says), and the answer that stands to `relay_h1`.
 
 use std::sync::Arc;
 
@@ -11,12 +11,11 @@ use http::StatusCode;
 use http1::{Framing as RequestFraming, Head};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::{
-    exchange::{self, decide::Retries, Answered, Sender},
-    traced,
-    upstream_h1::H1Wire,
-    upstream_h2::H2Wire,
-    Failure, Next, Session,
+use crate::session::{
+    attempts::{self, decide::Retries, Answered, Hosts},
+    h1::to_h1::H1ToH1,
+    h1::to_h2::H1ToH2,
+    traced, Failure, Next, Session,
 };
 use crate::{
     config::Protocol,
@@ -30,7 +29,11 @@ use crate::{
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Sends the request upstream (retrying where safe) and streams the answer back.
-    pub(super) async fn forward(&mut self, head: &Head, route: RouteId) -> Result<Next, Failure> {
+    pub(in crate::session) async fn forward(
+        &mut self,
+        head: &Head,
+        route: RouteId,
+    ) -> Result<Next, Failure> {
         let plan = Arc::clone(&self.plan);
         let worker = Arc::clone(&self.worker);
         let taken = plan.route(route);
@@ -45,8 +48,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if upstream.protocol != Protocol::Http1 {
             return self.forward_h2(head, route, upstream_index).await;
         }
-        let mut sender = Sender::new(&plan, &worker, upstream_index, self.peer);
-        sender.local = self.proxied.as_ref().and_then(|proxied| proxied.local);
+        let mut hosts = Hosts::new(&plan, &worker, upstream_index, self.peer);
+        hosts.local = self.proxied.as_ref().and_then(|proxied| proxied.local);
         let (rbuf, fields) = (&self.conn.rbuf, &self.fields);
         let rewritten = self.decided.rewrites.path.as_deref();
         // The query as it goes upstream: without a parameter the chain
@@ -55,7 +58,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             .chain
             .as_ref()
             .and(self.exchange.request_headers.query.as_deref());
-        sender.trace =
+        hosts.trace =
             traced::for_attempts(&self.span, plan.tracer.as_deref(), &head.method, || {
                 let request = outgoing(rbuf, head, fields);
                 let query = match edited {
@@ -64,40 +67,40 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 };
                 (head::sent_path(rewritten, request.path), query)
             });
-        sender.route = Some(&taken.policy);
+        hosts.route = Some(&taken.policy);
         // Picked while the client's head is at hand (hash keys, cookies);
         // a 503 is answered once the head is consumed.
-        let picked = sender.choose(|| outgoing(rbuf, head, fields));
+        let picked = hosts.choose(|| outgoing(rbuf, head, fields));
         let fallback_host = picked.as_ref().ok().map(|&host| upstream.host_name(host));
         self.build_request(head, taken.host_header(upstream), fallback_host)?;
         // The head is in `ubuf` now; the client's copy is not needed any more.
         self.conn.rbuf.advance(head.len);
         let replayable = self.buffer_body(head)?;
         let host = picked?;
-        if sender.waits() {
-            self.unless_client_gone(sender.hold(host)).await??;
+        if hosts.waits() {
+            self.unless_client_gone(hosts.hold(host)).await??;
         }
-        let mut retries = Retries::new(sender.retries(), &head.method, replayable);
-        let mut wire = H1Wire {
+        let mut retries = Retries::new(hosts.retries(), &head.method, replayable);
+        let mut wire = H1ToH1 {
             session: self,
             head,
             replayable,
         };
-        let answered = exchange::run(&mut wire, &sender, host, &mut retries).await?;
+        let answered = attempts::run(&mut wire, &hosts, host, &mut retries).await?;
         let Answered {
             host,
             conn,
             head: response,
             at,
         } = answered;
-        sender.learn_cookies(
+        hosts.learn_cookies(
             host,
             Fields::H1 {
                 buf: &conn.buf,
                 fields: &self.response_fields,
             },
         );
-        let cookie = sender.cookie(host);
+        let cookie = hosts.cookie(host);
         self.respond(head, route, conn, response, at, cookie).await
     }
 
@@ -111,8 +114,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let plan = Arc::clone(&self.plan);
         let worker = Arc::clone(&self.worker);
         let upstream = &plan.upstream(upstream_index);
-        let mut picker = Sender::new(&plan, &worker, upstream_index, self.peer);
-        picker.route = Some(&plan.route(route).policy);
+        let mut hosts = Hosts::new(&plan, &worker, upstream_index, self.peer);
+        hosts.route = Some(&plan.route(route).policy);
         let host_header = plan.route(route).host_header(upstream);
         let context = self.request_context(head, host_header, None)?;
         let scheme = if upstream.tls.is_some() {
@@ -122,7 +125,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         };
         let fallback = upstream.host_name(HostId::new(0));
         let outgoing = outgoing(&self.conn.rbuf, head, &self.fields);
-        picker.trace =
+        hosts.trace =
             traced::for_attempts(&self.span, plan.tracer.as_deref(), &head.method, || {
                 (context.path(&outgoing), context.query(&outgoing))
             });
@@ -133,29 +136,29 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     "the request cannot be expressed in HTTP/2",
                 )
             })?;
-        let picked = picker.pick(&outgoing).await;
+        let picked = hosts.pick(&outgoing).await;
         self.conn.rbuf.advance(head.len);
         let host = picked?;
         // The body streams from the client's connection: only an empty
         // one can go again.
         let in_hand = head.framing == RequestFraming::Empty;
-        let mut retries = Retries::new(picker.retries(), &head.method, in_hand);
-        let mut wire = H2Wire {
+        let mut retries = Retries::new(hosts.retries(), &head.method, in_hand);
+        let mut wire = H1ToH2 {
             session: self,
             head,
             request,
         };
-        let answered = exchange::run(&mut wire, &picker, host, &mut retries).await?;
+        let answered = attempts::run(&mut wire, &hosts, host, &mut retries).await?;
         let Answered {
             host,
             conn: (_, lease),
             head: response,
             ..
         } = answered;
-        picker.learn_cookies(host, Fields::Map(response.headers()));
-        let cookie = picker.cookie(host);
+        hosts.learn_cookies(host, Fields::Map(response.headers()));
+        let cookie = hosts.cookie(host);
         Ok(self
-            .respond_h2(head, route, upstream_index, response, lease, cookie)
+            .relay_h2(head, route, upstream_index, response, lease, cookie)
             .await)
     }
 
@@ -172,9 +175,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             return;
         };
         let outgoing = outgoing(&self.conn.rbuf, head, &self.fields);
-        let build = super::mirror::head_for(&outgoing, &context, taken);
+        let build = crate::session::mirror::head_for(&outgoing, &context, taken);
         let place = (&self.plan, &self.worker);
-        super::mirror::start(place, taken, self.peer, build, body);
+        crate::session::mirror::start(place, taken, self.peer, build, body);
     }
 
     /// The upstream request head into `ubuf`.
@@ -255,7 +258,7 @@ fn outgoing<'a>(buf: &'a [u8], head: &'a Head, fields: &'a [http1::Field]) -> Ou
 
 /// A route whose chain did not answer has an upstream; this is the
 /// answer if a configuration ever made one without.
-pub(super) fn no_backend() -> Failure {
+pub(in crate::session) fn no_backend() -> Failure {
     Failure::new(
         StatusCode::INTERNAL_SERVER_ERROR,
         "the route has no backend to send the request to",

@@ -37,7 +37,7 @@ pub(crate) type H2Stream = (Option<SendRequest<Bytes>>, StreamLease);
 const NONE: usize = usize::MAX;
 
 #[derive(Debug)]
-pub(crate) struct Sender<'a> {
+pub(crate) struct Hosts<'a> {
     pub plan: &'a Plan,
     pub worker: &'a Worker,
     pub upstream: UpstreamId,
@@ -47,7 +47,7 @@ pub(crate) struct Sender<'a> {
     /// protocol header (`ClientOrigin::proxied`).
     pub local: Option<SocketAddr>,
     /// The request's SERVER span, when it is traced: each attempt gets a
-    /// CLIENT span under it (`exchange::traced`).
+    /// CLIENT span under it (`attempts::traced`).
     pub trace: Option<Box<super::traced::Traced>>,
     /// The route's own timeouts and retries, over the upstream's.
     pub route: Option<&'a RoutePolicy>,
@@ -59,13 +59,13 @@ pub(crate) struct Sender<'a> {
     busy: AtomicBool,
 }
 
-impl Drop for Sender<'_> {
+impl Drop for Hosts<'_> {
     fn drop(&mut self) {
         self.release();
     }
 }
 
-impl<'a> Sender<'a> {
+impl<'a> Hosts<'a> {
     pub(crate) fn new(
         plan: &'a Plan,
         worker: &'a Worker,
@@ -90,13 +90,13 @@ impl<'a> Sender<'a> {
         self.plan.upstream(self.upstream)
     }
 
-    /// The host the balancer picks for `request` (held until this sender
+    /// The host the balancer picks for `request` (held until this hosts
     /// is dropped), or 503.
     pub(crate) async fn pick(&self, request: &Outgoing<'_>) -> Result<HostId, Failure> {
         self.pick_lazily(|| *request).await
     }
 
-    /// [`Sender::pick`] with the request made only if the balancer reads
+    /// [`Hosts::pick`] with the request made only if the balancer reads
     /// it (hash keys, cookies).
     pub(crate) async fn pick_lazily<'r>(
         &self,
@@ -110,7 +110,7 @@ impl<'a> Sender<'a> {
     }
 
     /// The balancer's host, counted in flight when the policy reads that;
-    /// when [`Sender::waits`], [`Sender::hold`] must take its slot next.
+    /// when [`Hosts::waits`], [`Hosts::hold`] must take its slot next.
     /// Not async: the common pick (round robin, no limits) costs no
     /// future.
     pub(crate) fn choose<'r>(
@@ -202,7 +202,7 @@ impl<'a> Sender<'a> {
     }
 
     /// What follows an attempt that came to `tried`, as `retries`
-    /// decides (`exchange::decide`); not async, so that an answer that
+    /// decides (`attempts::decide`); not async, so that an answer that
     /// stands costs no future.
     #[inline]
     pub(crate) fn decide(&self, tried: Tried, retries: &mut Retries) -> Then {
@@ -235,7 +235,7 @@ impl<'a> Sender<'a> {
         }
     }
 
-    /// [`Sender::decide`] then [`Sender::next_host`].
+    /// [`Hosts::decide`] then [`Hosts::next_host`].
     pub(crate) async fn again(
         &self,
         host: HostId,

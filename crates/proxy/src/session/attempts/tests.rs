@@ -43,13 +43,13 @@ fn failure(status: u16) -> Failure {
     Failure::new(status, "scripted")
 }
 
-impl Wire for Scripted {
+impl ToUpstream for Scripted {
     type Conn = Step;
     type Head = StatusCode;
 
     async fn connect(
         &mut self,
-        _sender: &Sender<'_>,
+        _sender: &Hosts<'_>,
         host: HostId,
         fresh_only: bool,
     ) -> Result<Result<Step, Failure>, Failure> {
@@ -64,7 +64,7 @@ impl Wire for Scripted {
 
     async fn send(
         &mut self,
-        _sender: &Sender<'_>,
+        _sender: &Hosts<'_>,
         _host: HostId,
         step: &mut Step,
         _sent_at: Instant,
@@ -265,7 +265,7 @@ async fn the_loop_in_a_table() {
     for (why, settings, method, in_hand, steps, attempts, discarded, stands) in table {
         let (plan, worker) = plan_and_worker(settings);
         let upstream = UpstreamId::new(0);
-        let sender = Sender::new(&plan, &worker, upstream, peer);
+        let hosts = Hosts::new(&plan, &worker, upstream, peer);
         let mut wire = Scripted {
             steps: steps.iter().copied().collect(),
             attempts: Vec::new(),
@@ -273,7 +273,7 @@ async fn the_loop_in_a_table() {
             discarded: 0,
         };
         let mut retries = Retries::new(plan.upstream(upstream).retries, method, *in_hand);
-        let got = run(&mut wire, &sender, HostId::new(0), &mut retries).await;
+        let got = run(&mut wire, &hosts, HostId::new(0), &mut retries).await;
         let got = got
             .map(|answered| answered.head.as_u16())
             .map_err(|failure| failure.status.as_u16());

@@ -7,7 +7,7 @@ use std::{sync::atomic::Ordering::Relaxed, time::Duration};
 use http::StatusCode;
 use tracing::warn;
 
-use super::Sender;
+use super::Hosts;
 use crate::ids::HostId;
 use crate::session::Failure;
 use crate::telemetry::UpstreamError;
@@ -15,7 +15,7 @@ use crate::upstream::retry::RetryPolicy;
 use crate::wire::edits::{with_cookie, HeaderEdits};
 use crate::wire::fields::Fields;
 
-impl<'a> Sender<'a> {
+impl<'a> Hosts<'a> {
     /// When a failed attempt goes again: the route's rules, else the upstream's.
     pub(super) fn retry_policy(&self) -> &'a RetryPolicy {
         match self.route.and_then(|r| r.retries.as_ref()) {

@@ -1,11 +1,12 @@
 //! The response: its head for the client (after the chain's response
 //! phase), its body relayed as it arrives, or a tunnel after `101`.
 
-use super::{
-    response::persistence, waits::UpstreamRead, Failure, Next, Session, FLUSH_AT, UPSTREAM_LIMITS,
-};
 use crate::ids::RouteId;
 use crate::middleware::{body_filter::ResponseBodyFilter, Outcome, ResponseView};
+use crate::session::{
+    h1::response::persistence, h1::waits::UpstreamRead, Failure, Next, Session, FLUSH_AT,
+    UPSTREAM_LIMITS,
+};
 use crate::telemetry::UpstreamError;
 use crate::upstream::pool::UpstreamConn;
 use crate::wire::edits::{with_cookie, HeaderEdits};
@@ -23,7 +24,7 @@ use tracing::warn;
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Writes the response head and streams its body to the client.
-    pub(super) async fn respond(
+    pub(in crate::session) async fn respond(
         &mut self,
         head: &Head,
         route: RouteId,
@@ -60,7 +61,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         };
         let empty = matches!(response.framing, BodyFraming::None | BodyFraming::Length(0));
         let exchange = self.chain.is_some().then_some(&mut self.exchange);
-        let mut filter = super::body_filter(exchange, response.status, fields, empty, &mut edits);
+        let mut filter =
+            crate::session::body_filter(exchange, response.status, fields, empty, &mut edits);
         let framing = match response.framing {
             BodyFraming::None => Framing::None,
             // A filtered body's length is not known before it ends.
@@ -109,7 +111,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Reads a Content-Length response body whole and shows it to the
     /// handlers that asked (`validate` with `responses: true`). A body that
     /// does not arrive is left to `relay_body` to report.
-    pub(super) async fn check_response_body(
+    pub(in crate::session) async fn check_response_body(
         &mut self,
         conn: &mut UpstreamConn,
         response: &ResponseHead,
@@ -154,7 +156,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Copies the response body into `wbuf` (through `filter`, when the
     /// chain asked for one), flushing as it grows. False when the upstream
     /// broke off or the client went away.
-    pub(super) async fn relay_body(
+    pub(in crate::session) async fn relay_body(
         &mut self,
         conn: &mut UpstreamConn,
         from: BodyFraming,
@@ -234,7 +236,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     }
 
     /// After `101 Switching Protocols`: bytes flow both ways until either side closes.
-    pub(super) async fn tunnel(
+    pub(in crate::session) async fn tunnel(
         &mut self,
         mut conn: UpstreamConn,
         response: &ResponseHead,
@@ -265,7 +267,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     }
 
     /// Whether a `101`'s `Upgrade` names a protocol the request offered upstream.
-    pub(super) fn switch_offered(&self, conn: &UpstreamConn) -> bool {
+    pub(in crate::session) fn switch_offered(&self, conn: &UpstreamConn) -> bool {
         let answered = self
             .response_fields
             .iter()
@@ -283,7 +285,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
 /// Writes `data` of the upstream's body into `wbuf` for the client:
 /// through `filter` when there is one, then framed as `to` says. False
 /// when the filter failed (the response is cut short).
-pub(super) fn put_body(
+pub(in crate::session) fn put_body(
     wbuf: &mut Vec<u8>,
     to: Framing,
     filter: Option<&mut ResponseBodyFilter>,
@@ -311,7 +313,7 @@ pub(super) fn put_body(
 }
 
 /// Ends the body in `wbuf`: the filter's last bytes, then the last chunk.
-pub(super) fn end_body(
+pub(in crate::session) fn end_body(
     wbuf: &mut Vec<u8>,
     to: Framing,
     filter: Option<&mut ResponseBodyFilter>,

@@ -34,7 +34,7 @@ use tokio::{
 use tokio_util::task::TaskTracker;
 use tracing::{debug, warn};
 
-use super::{serve_h1, ClientOrigin, H2c, Worker};
+use crate::session::{serve_h1, ClientOrigin, H2c, Worker};
 
 /// An HTTP/1.1 client connection idle this long is parked. Clients that
 /// send more often (a busy keep-alive client, a load balancer's
@@ -115,7 +115,7 @@ pub(crate) struct Parked {
     /// Its listener's stop signal (removed by a reload, or shutdown): a
     /// parked connection closes when it turns true, as an idle one does.
     pub shutdown: watch::Receiver<bool>,
-    /// See [`super::ClientOrigin::routes`].
+    /// See [`crate::session::ClientOrigin::routes`].
     pub routes: u16,
 }
 

@@ -2,25 +2,25 @@
 //! the loop that takes a connection to the picked host (pooled or new),
 //! sends the request, reads the answer's head, and asks `decide` what
 //! follows each attempt (the answer stands, a replay, a resend, a retry
-//! on the host `Sender` names, or the failure is the answer). The wire
+//! on the host `Hosts` names, or the failure is the answer). The wire
 //! part of an attempt, the only part that differs between the protocol
-//! pairs, is a [`Wire`]: one per client/upstream pair, in the files of
+//! pairs, is a [`ToUpstream`]: one per client/upstream pair, in the files of
 //! those pairs.
 
 pub(super) mod decide;
 pub(super) mod hosts;
 mod policy;
 mod proxied;
+pub(super) mod to_upstream;
 pub(super) mod traced;
-pub(super) mod wire;
 
 use std::time::Instant;
 
 use decide::{Retries, Then, Tried};
 use traced::AttemptSpan;
 
-pub(super) use hosts::Sender;
-pub(super) use wire::{Failed, Wire};
+pub(super) use hosts::Hosts;
+pub(super) use to_upstream::{Failed, ToUpstream};
 
 use super::Failure;
 use crate::{ids::HostId, telemetry::UpstreamError};
@@ -37,52 +37,52 @@ pub(super) struct Answered<C, H> {
 /// `retries` decides, until an answer stands or a failure is the answer;
 /// within the route's `timeouts.request` when it has one (504 past it).
 #[inline]
-pub(super) async fn run<W: Wire>(
+pub(super) async fn run<W: ToUpstream>(
     wire: &mut W,
-    sender: &Sender<'_>,
+    hosts: &Hosts<'_>,
     host: HostId,
     retries: &mut Retries,
 ) -> Result<Answered<W::Conn, W::Head>, Failure> {
-    let Some(limit) = sender.deadline() else {
-        return attempts(wire, sender, host, retries).await;
+    let Some(limit) = hosts.deadline() else {
+        return attempts(wire, hosts, host, retries).await;
     };
     let in_hand = retries.in_hand();
     // Boxed: most routes have no deadline, and their futures stay small.
     let bounded = Box::pin(tokio::time::timeout(
         limit,
-        attempts(wire, sender, host, retries),
+        attempts(wire, hosts, host, retries),
     ));
     match bounded.await {
         Ok(outcome) => outcome,
-        Err(_) => Err(sender.request_timed_out(limit, !in_hand)),
+        Err(_) => Err(hosts.request_timed_out(limit, !in_hand)),
     }
 }
 
 /// The attempts of [`run`].
 #[inline]
-async fn attempts<W: Wire>(
+async fn attempts<W: ToUpstream>(
     wire: &mut W,
-    sender: &Sender<'_>,
+    hosts: &Hosts<'_>,
     mut host: HostId,
     retries: &mut Retries,
 ) -> Result<Answered<W::Conn, W::Head>, Failure> {
     // Attempts before the current one, for its CLIENT span.
     let mut attempt = 0;
     loop {
-        let span = AttemptSpan::begin(sender, host, attempt);
+        let span = AttemptSpan::begin(hosts, host, attempt);
         attempt += 1;
         let fresh_only = retries.fresh_only();
-        let mut conn = match wire.pooled(sender, host, fresh_only) {
+        let mut conn = match wire.pooled(hosts, host, fresh_only) {
             Some(conn) => conn,
-            None => match wire.connect(sender, host, fresh_only).await {
+            None => match wire.connect(hosts, host, fresh_only).await {
                 Ok(Ok(conn)) => conn,
                 Ok(Err(failure)) => {
-                    span.failed(sender, "no_connection");
-                    host = sender.after_failure(host, retries, failure).await?;
+                    span.failed(hosts, "no_connection");
+                    host = hosts.after_failure(host, retries, failure).await?;
                     continue;
                 }
                 Err(failure) => {
-                    span.failed(sender, "client_gone");
+                    span.failed(hosts, "client_gone");
                     return Err(failure);
                 }
             },
@@ -91,14 +91,14 @@ async fn attempts<W: Wire>(
             wire.traceparent(&traceparent);
         }
         let sent_at = Instant::now();
-        let failed = match wire.send(sender, host, &mut conn, sent_at).await {
+        let failed = match wire.send(hosts, host, &mut conn, sent_at).await {
             Ok(head) => {
                 let status = W::status(&head);
-                span.answered(sender, status);
-                let at = sender.answered(host, sent_at, status);
-                let then = sender.decide(Tried::Answered(status), retries);
+                span.answered(hosts, status);
+                let at = hosts.answered(host, sent_at, status);
+                let then = hosts.decide(Tried::Answered(status), retries);
                 if then != Then::Answer {
-                    if let Some(next) = sender.next_host(host, then, retries).await {
+                    if let Some(next) = hosts.next_host(host, then, retries).await {
                         // The answer is dropped with its connection or stream.
                         wire.close(conn, Some(head));
                         host = next;
@@ -120,19 +120,19 @@ async fn attempts<W: Wire>(
             Failed::Refused => (Tried::Refused, None),
             Failed::Reset(failure) => (Tried::Reset, Some(failure)),
             Failed::Final(failure) => {
-                span.failed(sender, failure.status.as_str());
+                span.failed(hosts, failure.status.as_str());
                 return Err(failure);
             }
         };
         span.failed(
-            sender,
+            hosts,
             match tried {
                 Tried::Stale => "stale_connection",
                 Tried::Refused => "refused_stream",
                 _ => "reset",
             },
         );
-        host = match sender.again(host, tried, retries).await {
+        host = match hosts.again(host, tried, retries).await {
             Some(next) => next,
             None => {
                 return Err(failure.unwrap_or_else(|| {
@@ -141,7 +141,7 @@ async fn attempts<W: Wire>(
                         _ => "the upstream closed the connection before answering",
                     };
                     let body_unread = !retries.in_hand();
-                    sender.failure(host, UpstreamError::Broken, what, body_unread)
+                    hosts.failure(host, UpstreamError::Broken, what, body_unread)
                 }))
             }
         };

@@ -3,9 +3,9 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use super::Sender;
+use super::Hosts;
 
-impl Sender<'_> {
+impl Hosts<'_> {
     /// The client's address and the one it connected to, when the
     /// upstream wants a PROXY protocol header (an unspecified address
     /// when the second is not known).

@@ -1,19 +1,19 @@
 //! The wire part of an HTTP/1.1 client's attempt on an HTTP/1.1
-//! upstream (`H1Wire`, run by `exchange::run`): a pooled or new
+//! upstream (`H1ToH1`, run by `attempts::run`): a pooled or new
 //! connection, the request head (and the body when it is all here) in one
-//! write, the rest of the body streamed (`body_h1`), then the response
+//! write, the rest of the body streamed (`pump_h1`), then the response
 //! head, its interim answers forwarded or dropped (`wire::interim`),
 //! reading while earlier pipelined answers still wait.
 
-use super::{
-    exchange::{
-        hosts::Sender,
-        wire::{Failed, Wire},
+use crate::ids::HostId;
+use crate::session::{
+    attempts::{
+        hosts::Hosts,
+        to_upstream::{Failed, ToUpstream},
     },
-    waits::UpstreamRead,
+    h1::waits::UpstreamRead,
     Failure, Session, CLIENT_CLOSED, UPSTREAM_LIMITS,
 };
-use crate::ids::HostId;
 use crate::telemetry::Event;
 use crate::upstream::pool::UpstreamConn;
 use crate::wire::fields::Fields;
@@ -32,26 +32,26 @@ use tracing::debug;
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Writes the request (streaming the rest of its body) and reads the
     /// final response head (interim answers as `final_head` says).
-    pub(super) async fn send_and_read_head(
+    pub(in crate::session) async fn send_and_read_head(
         &mut self,
-        sender: &Sender<'_>,
+        hosts: &Hosts<'_>,
         head: &Head,
         conn: &mut UpstreamConn,
         replayable: bool,
         sent_at: Instant,
     ) -> Result<ResponseHead, Failed> {
-        let timeout = sender.attempt_timeout();
+        let timeout = hosts.attempt_timeout();
         if !write_bounded(&mut conn.stream, &self.ubuf, timeout).await {
             return Err(if conn.reused {
                 Stale
             } else {
-                Reset(sender.broken(conn.host, "cannot send the request", !replayable))
+                Reset(hosts.broken(conn.host, "cannot send the request", !replayable))
             });
         }
         let deadline = if replayable {
             tokio::time::Instant::from_std(sent_at) + timeout
         } else {
-            self.stream_body(sender, head, conn)
+            self.stream_body(hosts, head, conn)
                 .await
                 .map_err(SendFailed)?;
             tokio::time::Instant::now() + timeout
@@ -65,7 +65,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         loop {
             // Nothing to parse before the first read (the usual case).
             if !conn.buf.is_empty() {
-                match self.final_head(sender, head, conn) {
+                match self.final_head(hosts, head, conn) {
                     Ok(Some(response)) => return Ok(response),
                     Ok(None) => {}
                     Err(failure) => return Err(SendFailed(failure)),
@@ -82,21 +82,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     return Err(Stale)
                 }
                 UpstreamRead::Done(Ok(0) | Err(_)) if conn.buf.is_empty() => {
-                    return Err(Reset(sender.broken(
+                    return Err(Reset(hosts.broken(
                         conn.host,
                         "the upstream closed the connection before answering",
                         false,
                     )))
                 }
                 UpstreamRead::Done(Ok(0)) => {
-                    return Err(SendFailed(sender.broken(
+                    return Err(SendFailed(hosts.broken(
                         conn.host,
                         "the upstream closed the connection in its answer's head",
                         false,
                     )))
                 }
                 UpstreamRead::Done(Err(err)) => {
-                    return Err(SendFailed(sender.broken(
+                    return Err(SendFailed(hosts.broken(
                         conn.host,
                         &format!("read failed: {err}"),
                         false,
@@ -104,7 +104,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 }
                 UpstreamRead::Done(Ok(_)) => {}
                 UpstreamRead::TimedOut => {
-                    return Err(SendFailed(sender.timed_out(conn.host, timeout)));
+                    return Err(SendFailed(hosts.timed_out(conn.host, timeout)));
                 }
             }
         }
@@ -115,19 +115,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// dropped as the interim rule says (`wire::interim`); `None` while
     /// the buffer holds nothing more than the start of a head.
     #[inline(always)]
-    pub(super) fn final_head(
+    pub(in crate::session) fn final_head(
         &mut self,
-        sender: &Sender<'_>,
+        hosts: &Hosts<'_>,
         head: &Head,
         conn: &mut UpstreamConn,
     ) -> Result<Option<ResponseHead>, Failure> {
         self.past_interim(head, conn)
-            .map_err(|detail| sender.broken(conn.host, &detail, false))
+            .map_err(|detail| hosts.broken(conn.host, &detail, false))
     }
 
     /// [`Session::final_head`], with what is wrong with the head.
     #[inline(always)]
-    pub(super) fn past_interim(
+    pub(in crate::session) fn past_interim(
         &mut self,
         head: &Head,
         conn: &mut UpstreamConn,
@@ -167,7 +167,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// [`interim_for`] an HTTP/2 upstream's interim answer; past the
     /// bound the exchange fails with `failed` (the stream is dropped:
     /// reset).
-    pub(super) fn take_interim(
+    pub(in crate::session) fn take_interim(
         &mut self,
         head: &Head,
         status: StatusCode,
@@ -211,51 +211,51 @@ fn interim_for(
 /// An HTTP/1.1 client's request to an HTTP/1.1 upstream, one attempt at
 /// a time: the head (and the body in hand) in one write from `ubuf`, the
 /// rest of the body streamed from the client while the upstream is
-/// watched (`body_h1`), the head read in place.
-pub(super) struct H1Wire<'s, S> {
+/// watched (`pump_h1`), the head read in place.
+pub(in crate::session) struct H1ToH1<'s, S> {
     pub session: &'s mut Session<S>,
     pub head: &'s Head,
     /// The whole body is in `ubuf`.
     pub replayable: bool,
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin + Send> Wire for H1Wire<'_, S> {
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> ToUpstream for H1ToH1<'_, S> {
     type Conn = UpstreamConn;
     type Head = ResponseHead;
 
     #[inline]
     fn pooled(
         &mut self,
-        sender: &Sender<'_>,
+        hosts: &Hosts<'_>,
         host: HostId,
         fresh_only: bool,
     ) -> Option<UpstreamConn> {
         let now = self.session.conn.last_active().into_std();
-        sender.pooled(host, fresh_only, now)
+        hosts.pooled(host, fresh_only, now)
     }
 
     async fn connect(
         &mut self,
-        sender: &Sender<'_>,
+        hosts: &Hosts<'_>,
         host: HostId,
         fresh_only: bool,
     ) -> Result<Result<UpstreamConn, Failure>, Failure> {
         // A client that leaves while its request waits for a connection
         // (a full pool, `max_connecting`) is not served.
-        let opened = sender.opened(host, fresh_only);
+        let opened = hosts.opened(host, fresh_only);
         self.session.unless_client_gone(opened).await
     }
 
     fn send(
         &mut self,
-        sender: &Sender<'_>,
+        hosts: &Hosts<'_>,
         _host: HostId,
         conn: &mut UpstreamConn,
         sent_at: Instant,
     ) -> impl Future<Output = Result<ResponseHead, Failed>> + Send {
         let (head, replayable) = (self.head, self.replayable);
         self.session
-            .send_and_read_head(sender, head, conn, replayable, sent_at)
+            .send_and_read_head(hosts, head, conn, replayable, sent_at)
     }
 
     fn traceparent(&mut self, value: &[u8; 55]) {

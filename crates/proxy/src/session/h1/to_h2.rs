@@ -1,8 +1,8 @@
 //! The wire part of an HTTP/1.1 client's attempt on an HTTP/2 upstream
-//! (`protocol: h2c | h2`; `H2Wire`, run by `exchange::run`): a stream on
+//! (`protocol: h2c | h2`; `H1ToH2`, run by `attempts::run`): a stream on
 //! a pooled multiplexed connection, the body streamed from the client's
 //! connection while the answer is watched for, the response head after
-//! its interim answers (docs/LIFECYCLE-h2.md). `respond_h2` relays the
+//! its interim answers (docs/LIFECYCLE-h2.md). `relay_h2` relays the
 //! response.
 
 use std::{future::poll_fn, task::Poll, time::Instant};
@@ -16,12 +16,12 @@ use http::{Response, StatusCode};
 use http1::{Framing as RequestFraming, Head};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::{
-    exchange::{
-        hosts::{H2Stream, Sender},
-        wire::{taken, Failed, Wire},
+use crate::session::{
+    attempts::{
+        hosts::{H2Stream, Hosts},
+        to_upstream::{taken, Failed, ToUpstream},
     },
-    waits::Waited,
+    h1::waits::Waited,
     Failure, Session, CLIENT_CLOSED,
 };
 use crate::{
@@ -51,13 +51,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Opens the stream, sends the body and waits for the response head.
     async fn send_h2(
         &mut self,
-        sender: &Sender<'_>,
+        hosts: &Hosts<'_>,
         host: HostId,
         head: &Head,
         send: SendRequest<Bytes>,
         request: http::Request<()>,
     ) -> Result<Response<RecvStream>, StreamFailure> {
-        let timeout = sender.attempt_timeout();
+        let timeout = hosts.attempt_timeout();
         let empty = head.framing == RequestFraming::Empty;
         let refused_or = |err: h2::Error, what: &str| {
             if err.reason() == Some(h2::Reason::REFUSED_STREAM) || err.is_go_away() {
@@ -66,7 +66,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 };
             }
             let what = format!("{what}: {err}");
-            StreamFailure::Reset(sender.broken(host, &what, !empty))
+            StreamFailure::Reset(hosts.broken(host, &what, !empty))
         };
         let mut send = match send.ready().await {
             Ok(send) => send,
@@ -76,11 +76,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             Ok(sent) => sent,
             Err(err) => return Err(refused_or(err, "cannot open a stream")),
         };
-        let too_many = || sender.failure(host, UpstreamError::Broken, TooMany::DETAIL, !empty);
+        let too_many = || hosts.failure(host, UpstreamError::Broken, TooMany::DETAIL, !empty);
         let early = if empty {
             None
         } else {
-            self.stream_body_h2(sender, host, head, &mut body, &mut response)
+            self.stream_body_h2(hosts, host, head, &mut body, &mut response)
                 .await
                 .map_err(StreamFailure::Failed)?
         };
@@ -99,7 +99,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         match response {
             Some(Ok(response)) => Ok(response),
             Some(Err(err)) => Err(refused_or(err, "the stream failed")),
-            None => Err(StreamFailure::Failed(sender.timed_out(host, timeout))),
+            None => Err(StreamFailure::Failed(hosts.timed_out(host, timeout))),
         }
     }
 
@@ -139,7 +139,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// the response instead, when it comes before the body ends.
     async fn stream_body_h2(
         &mut self,
-        sender: &Sender<'_>,
+        hosts: &Hosts<'_>,
         host: HostId,
         head: &Head,
         send: &mut SendStream<Bytes>,
@@ -151,14 +151,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 .extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
         }
         let broken = || {
-            sender.failure(
+            hosts.failure(
                 host,
                 UpstreamError::Broken,
                 "cannot send the request body",
                 true,
             )
         };
-        let too_many = || sender.failure(host, UpstreamError::Broken, TooMany::DETAIL, true);
+        let too_many = || hosts.failure(host, UpstreamError::Broken, TooMany::DETAIL, true);
         if let RequestFraming::Length(len) = head.framing {
             let mut left = len;
             loop {
@@ -280,45 +280,45 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
 /// An HTTP/1.1 client's request to an HTTP/2 upstream, one attempt at a
 /// time: a stream on a pooled multiplexed connection, the body streamed
 /// from the client while the answer is watched for.
-pub(super) struct H2Wire<'s, S> {
+pub(in crate::session) struct H1ToH2<'s, S> {
     pub session: &'s mut Session<S>,
     pub head: &'s Head,
     /// The request head, in HTTP/2 form (each attempt sends a copy).
     pub request: http::Request<()>,
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin + Send> Wire for H2Wire<'_, S> {
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> ToUpstream for H1ToH2<'_, S> {
     type Conn = H2Stream;
     type Head = Response<RecvStream>;
 
     #[inline]
-    fn pooled(&mut self, sender: &Sender<'_>, host: HostId, _: bool) -> Option<H2Stream> {
-        sender.pooled_stream(host)
+    fn pooled(&mut self, hosts: &Hosts<'_>, host: HostId, _: bool) -> Option<H2Stream> {
+        hosts.pooled_stream(host)
     }
 
     async fn connect(
         &mut self,
-        sender: &Sender<'_>,
+        hosts: &Hosts<'_>,
         host: HostId,
         _fresh_only: bool,
     ) -> Result<Result<H2Stream, Failure>, Failure> {
-        self.session.unless_client_gone(sender.stream(host)).await
+        self.session.unless_client_gone(hosts.stream(host)).await
     }
 
     async fn send(
         &mut self,
-        sender: &Sender<'_>,
+        hosts: &Hosts<'_>,
         host: HostId,
         (send, lease): &mut Self::Conn,
         _sent_at: Instant,
     ) -> Result<Self::Head, Failed> {
         let send = send
             .take()
-            .ok_or_else(|| Failed::Final(taken(sender, host)))?;
+            .ok_or_else(|| Failed::Final(taken(hosts, host)))?;
         let request = self.request.clone();
         let sent = self
             .session
-            .send_h2(sender, host, self.head, send, request)
+            .send_h2(hosts, host, self.head, send, request)
             .await;
         match sent {
             Ok(response) => Ok(response),

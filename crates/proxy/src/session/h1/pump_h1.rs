@@ -17,13 +17,13 @@ use http1::{
 };
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 
-use super::{exchange::hosts::Sender, Failure, Session, READ_RESERVE};
+use crate::session::{attempts::hosts::Hosts, Failure, Session, READ_RESERVE};
 use crate::upstream::pool::UpstreamConn;
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Moves as much of the body as the client already sent into `ubuf`;
     /// true when that is all of it (the request can be sent again).
-    pub(super) fn buffer_body(&mut self, head: &Head) -> Result<bool, Failure> {
+    pub(in crate::session) fn buffer_body(&mut self, head: &Head) -> Result<bool, Failure> {
         match head.framing {
             RequestFraming::Empty => Ok(true),
             RequestFraming::Length(len) => {
@@ -41,7 +41,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     }
 
     /// Re-chunks what `rbuf` holds of a chunked body into `ubuf`; true at its end.
-    pub(super) fn decode_chunks(&mut self) -> Result<bool, Failure> {
+    pub(in crate::session) fn decode_chunks(&mut self) -> Result<bool, Failure> {
         let limits = self.body_limits();
         let ubuf = &mut self.ubuf;
         let decoded = self
@@ -62,9 +62,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Interim answers that arrive meanwhile (`100 Continue` to a
     /// forwarded `Expect`, `102`, `103`) are taken as they come and the
     /// body goes on; a final answer (or a close) ends the body early.
-    pub(super) async fn stream_body(
+    pub(in crate::session) async fn stream_body(
         &mut self,
-        sender: &Sender<'_>,
+        hosts: &Hosts<'_>,
         head: &Head,
         conn: &mut UpstreamConn,
     ) -> Result<(), Failure> {
@@ -120,11 +120,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                         }
                     }
                     Written::Failed if done => {
-                        return Err(sender.broken(
-                            conn.host,
-                            "cannot send the request body",
-                            false,
-                        ));
+                        return Err(hosts.broken(conn.host, "cannot send the request body", false));
                     }
                     Written::Failed => {
                         // Closed on us mid-body: it may have answered first.

@@ -5,7 +5,7 @@
 
 use http::{Method, StatusCode};
 
-use super::Sender;
+use super::Hosts;
 use crate::{
     ids::HostId,
     telemetry::trace::{Span, SpanContext, SpanKind},
@@ -28,16 +28,16 @@ pub(super) struct AttemptSpan(Option<Box<Span>>);
 // `traces:` off an attempt pays a compare and no call.
 impl AttemptSpan {
     #[inline]
-    pub(super) fn begin(sender: &Sender<'_>, host: HostId, attempt: u32) -> Self {
-        match &sender.trace {
+    pub(super) fn begin(hosts: &Hosts<'_>, host: HostId, attempt: u32) -> Self {
+        match &hosts.trace {
             None => Self(None),
-            Some(traced) => Self(Some(Self::started(sender, traced, host, attempt))),
+            Some(traced) => Self(Some(Self::started(hosts, traced, host, attempt))),
         }
     }
 
     #[cold]
     #[inline(never)]
-    fn started(sender: &Sender<'_>, traced: &Traced, host: HostId, attempt: u32) -> Box<Span> {
+    fn started(hosts: &Hosts<'_>, traced: &Traced, host: HostId, attempt: u32) -> Box<Span> {
         let Traced {
             parent,
             method,
@@ -48,7 +48,7 @@ impl AttemptSpan {
             Some(parent.span_id),
             SpanKind::Client,
         ));
-        let upstream = sender.plan.upstream(sender.upstream);
+        let upstream = hosts.plan.upstream(hosts.upstream);
         span.name = format!("{} {}", method, upstream.name);
         span.str("http.request.method", method.as_str().as_bytes());
         let address = upstream.hosts[host.index()];
@@ -79,11 +79,11 @@ impl AttemptSpan {
     }
 
     #[inline]
-    pub(super) fn answered(self, sender: &Sender<'_>, status: StatusCode) {
+    pub(super) fn answered(self, hosts: &Hosts<'_>, status: StatusCode) {
         if self.0.is_none() {
             return;
         }
-        self.end(sender, |span| {
+        self.end(hosts, |span| {
             span.int("http.response.status_code", i64::from(status.as_u16()));
             if status.is_server_error() {
                 span.error = true;
@@ -95,11 +95,11 @@ impl AttemptSpan {
     /// The attempt failed: `why` is `error.type` (no connection, stale,
     /// refused, reset, or the status the failure is answered with).
     #[inline]
-    pub(super) fn failed(self, sender: &Sender<'_>, why: &str) {
+    pub(super) fn failed(self, hosts: &Hosts<'_>, why: &str) {
         if self.0.is_none() {
             return;
         }
-        self.end(sender, |span| {
+        self.end(hosts, |span| {
             span.error = true;
             span.str("error.type", why.as_bytes());
         });
@@ -107,8 +107,8 @@ impl AttemptSpan {
 
     #[cold]
     #[inline(never)]
-    fn end(self, sender: &Sender<'_>, fill: impl FnOnce(&mut Span)) {
-        if let (Some(mut span), Some(tracer)) = (self.0, sender.plan.tracer.as_deref()) {
+    fn end(self, hosts: &Hosts<'_>, fill: impl FnOnce(&mut Span)) {
+        if let (Some(mut span), Some(tracer)) = (self.0, hosts.plan.tracer.as_deref()) {
             fill(&mut span);
             span.end();
             tracer.send(span);

@@ -1,9 +1,9 @@
 //! Answers of the proxy's own: problem+json for failures, `405` with
 //! `Allow`, `204` for `OPTIONS *`, and a handler's early answer.
 
-use super::{response::persistence, Failure, Next, Session, CLIENT_CLOSED};
 use crate::ids::RouteId;
 use crate::middleware::{Answer, Outcome};
+use crate::session::{h1::response::persistence, Failure, Next, Session, Unrouted, CLIENT_CLOSED};
 use crate::telemetry::Event;
 use crate::wire::edits::HeaderEdits;
 use http1::{Framing as RequestFraming, Head, Persistence, Problem};
@@ -12,22 +12,9 @@ use bytes::Buf;
 use http::{header, Method, StatusCode};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-/// A request the proxy answers itself, having routed it nowhere.
-pub(super) enum Unrouted {
-    /// `OPTIONS *` asks about the server, which the proxy is: 204, no body.
-    Asterisk,
-    /// 400 (refused), 404 (no route) or 405 (no route for the method,
-    /// with the routes' methods as `Allow`), as problem+json.
-    Problem {
-        status: StatusCode,
-        detail: String,
-        allow: Option<String>,
-    },
-}
-
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Answers a failed exchange with a problem body.
-    pub(super) async fn fail(
+    pub(in crate::session) async fn fail(
         &mut self,
         head: &Head,
         route: Option<RouteId>,
@@ -63,10 +50,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
     }
 
-    /// Answers a request that reached no route (`local::Unrouted`); the
+    /// Answers a request that reached no route (`Unrouted`); the
     /// connection goes on unless a body would have to be skipped or the
     /// request was refused as malformed.
-    pub(super) fn answer_unrouted(&mut self, head: &Head, unrouted: Unrouted) -> Next {
+    pub(in crate::session) fn answer_unrouted(&mut self, head: &Head, unrouted: Unrouted) -> Next {
         let (status, problem) = match unrouted {
             Unrouted::Asterisk => (StatusCode::NO_CONTENT, None),
             Unrouted::Problem {
@@ -102,7 +89,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     }
 
     /// Answers a request that could not be parsed, then closes.
-    pub(super) async fn answer_failure(
+    pub(in crate::session) async fn answer_failure(
         &mut self,
         route: Option<RouteId>,
         failure: Failure,
@@ -119,7 +106,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         self.conn.close(linger).await;
     }
 
-    pub(super) fn write_problem(
+    pub(in crate::session) fn write_problem(
         &mut self,
         problem: Problem,
         extra: &[(&str, &str)],
@@ -143,7 +130,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Writes an answer of the proxy's own (a `body`, a problem+json one
     /// when `body.1`, or none), with `extra` fields and what the route's
     /// middleware adds to responses.
-    pub(super) fn write_answer(
+    pub(in crate::session) fn write_answer(
         &mut self,
         status: StatusCode,
         extra: &[(&[u8], &[u8])],
@@ -184,7 +171,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     }
 
     /// Answers for a handler of the route's chain.
-    pub(super) fn answer(&mut self, head: &Head, route: RouteId, answer: Answer) -> Next {
+    pub(in crate::session) fn answer(
+        &mut self,
+        head: &Head,
+        route: RouteId,
+        answer: Answer,
+    ) -> Next {
         self.count(Some(route), answer.status);
         // A body that has fully arrived can be skipped; otherwise the connection cannot go on.
         let body_here = match head.framing {

@@ -18,13 +18,13 @@ use tokio::{
     time::timeout,
 };
 
-use super::{Failure, Session, BATCH_WINDOW, CLIENT_CLOSED, READ_RESERVE};
+use crate::session::{Failure, Session, BATCH_WINDOW, CLIENT_CLOSED, READ_RESERVE};
 use crate::upstream::pool::UpstreamConn;
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Reads more of a request body from the client.
     /// 408 when the client stalls past `idle_timeout`, 400 when it goes away.
-    pub(super) async fn read_body_part(&mut self) -> Result<(), Failure> {
+    pub(in crate::session) async fn read_body_part(&mut self) -> Result<(), Failure> {
         let closed = || Failure {
             body_unread: true,
             ..Failure::new(StatusCode::BAD_REQUEST, "client closed mid-body")
@@ -49,7 +49,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     }
 
     /// Limits for the current request's body.
-    pub(super) fn body_limits(&self) -> http1::Limits {
+    pub(in crate::session) fn body_limits(&self) -> http1::Limits {
         http1::Limits {
             max_head: self.plan.limits.max_head,
             max_body: self.max_body,
@@ -59,7 +59,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Runs `work` (a wait before the upstream exchange: a host slot, a
     /// connection) unless the client closes its connection first: then
     /// 499, and nothing goes upstream.
-    pub(super) async fn unless_client_gone<F: Future>(
+    pub(in crate::session) async fn unless_client_gone<F: Future>(
         &mut self,
         work: F,
     ) -> Result<F::Output, Failure> {
@@ -80,7 +80,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Answers already waiting in `wbuf` leave when the batch window closes,
     /// so that a slow upstream holds back neither earlier pipelined answers
     /// nor the part of a streamed body already received.
-    pub(super) async fn read_upstream(
+    pub(in crate::session) async fn read_upstream(
         &mut self,
         conn: &mut UpstreamConn,
         deadline: tokio::time::Instant,
@@ -129,7 +129,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// the client are written first if it is not ready at once. With
     /// `watch_client` (while the answer's head is awaited), a client that
     /// closes its connection ends the wait, as in `read_upstream`.
-    pub(super) async fn wait<F: std::future::Future + Unpin>(
+    pub(in crate::session) async fn wait<F: std::future::Future + Unpin>(
         &mut self,
         mut future: F,
         timeout: Duration,
@@ -159,7 +159,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
 }
 
 /// How waiting for upstream bytes ended.
-pub(super) enum UpstreamRead {
+pub(in crate::session) enum UpstreamRead {
     Done(std::io::Result<usize>),
     TimedOut,
     /// Flushing waiting answers found the client gone.
@@ -169,7 +169,7 @@ pub(super) enum UpstreamRead {
 }
 
 /// How a wait for the upstream ended.
-pub(super) enum Waited<T> {
+pub(in crate::session) enum Waited<T> {
     Done(T),
     TimedOut,
     /// The client closed its connection (or a flush to it failed).
@@ -187,7 +187,7 @@ enum Woke {
 /// requests, kept for later, up to `max_buffered` bytes); ready once the
 /// client has closed or reset its connection. Past `max_buffered` the
 /// client is no longer watched (nothing more is read from it).
-pub(super) fn poll_client_gone<S: AsyncRead + Unpin>(
+pub(in crate::session) fn poll_client_gone<S: AsyncRead + Unpin>(
     client: &mut ServerConnection<S>,
     max_buffered: usize,
     cx: &mut std::task::Context<'_>,

@@ -6,14 +6,14 @@ use http::StatusCode;
 use http1::{Head, Persistence};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::Session;
+use crate::session::Session;
 use crate::{ids::RouteId, wire::edits::HeaderEdits};
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Runs the chain's response phase; the edits it made, taken out of
     /// the exchange (give them back with `put_back_edits`), if any.
-    pub(super) fn response_edits(&mut self, status: StatusCode) -> Option<HeaderEdits> {
-        super::response_edits(
+    pub(in crate::session) fn response_edits(&mut self, status: StatusCode) -> Option<HeaderEdits> {
+        crate::session::response_edits(
             self.chain.as_ref(),
             &mut self.exchange,
             status,
@@ -22,14 +22,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     }
 
     /// Returns the edits' buffers to the exchange, for the next request.
-    pub(super) fn put_back_edits(&mut self, edits: Option<HeaderEdits>) {
+    pub(in crate::session) fn put_back_edits(&mut self, edits: Option<HeaderEdits>) {
         if let Some(edits) = edits {
             self.exchange.response_headers = edits;
         }
     }
 
-    pub(super) fn count(&mut self, route: Option<RouteId>, status: StatusCode) {
-        super::traced::status(&mut self.span, status);
+    pub(in crate::session) fn count(&mut self, route: Option<RouteId>, status: StatusCode) {
+        crate::session::traced::status(&mut self.span, status);
         let routes = self.plan.route_count();
         self.worker
             .metrics()
@@ -37,7 +37,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     }
 }
 
-pub(super) fn persistence(head: &Head, close: bool) -> Persistence {
+pub(in crate::session) fn persistence(head: &Head, close: bool) -> Persistence {
     match (close, head.http10) {
         (true, _) => Persistence::Close,
         (false, true) => Persistence::KeepAlive10,

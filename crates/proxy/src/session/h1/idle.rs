@@ -1,7 +1,7 @@
 //! The HTTP/1.1 client connection between requests: what it keeps while
 //! idle (an [`Idle`]: no buffers, no request state), telling an HTTP/2
 //! preface from a request, and waiting until a whole head has arrived
-//! before a [`Session`] serves it (`client_h1.rs`).
+//! before a [`Session`] serves it (`h1/mod.rs`).
 
 use std::{future::Future, net::SocketAddr, pin::Pin, sync::Arc, time::Duration};
 
@@ -14,30 +14,30 @@ use tokio::{
 };
 use tracing::debug;
 
-use super::park::{ConnectionSlot, Park, Parked, PARK_AFTER};
-use super::{ClientOrigin, Session, Worker};
 use crate::plan::Snapshot;
+use crate::session::h1::park::{ConnectionSlot, Park, Parked, PARK_AFTER};
+use crate::session::{ClientOrigin, Session, Worker};
 use crate::wire::proxy_protocol::Proxied;
 
 /// A session whose client has sent nothing for this long since its last
 /// bytes is put away (the connection becomes an `Idle`).
-pub(super) const BUSY_LINGER: Duration = Duration::from_millis(100);
+pub(in crate::session) const BUSY_LINGER: Duration = Duration::from_millis(100);
 
 /// What an HTTP/1.1 client connection keeps between requests: no
 /// buffers and no request state (see [`serve_h1`]).
 pub(crate) struct Idle<S> {
-    pub(super) conn: ServerConnection<S>,
-    pub(super) peer: Peer,
-    pub(super) secure: bool,
-    /// See [`super::ClientOrigin::alt_svc`].
-    pub(super) alt_svc: Option<std::num::NonZeroU16>,
-    /// See [`super::ClientOrigin::routes`].
-    pub(super) routes: u16,
+    pub(in crate::session) conn: ServerConnection<S>,
+    pub(in crate::session) peer: Peer,
+    pub(in crate::session) secure: bool,
+    /// See [`crate::session::ClientOrigin::alt_svc`].
+    pub(in crate::session) alt_svc: Option<std::num::NonZeroU16>,
+    /// See [`crate::session::ClientOrigin::routes`].
+    pub(in crate::session) routes: u16,
     /// The client's last request came within [`BUSY_LINGER`] of the one
     /// before: its next session waits for the next request a while.
-    pub(super) chatty: bool,
-    pub(super) worker: Arc<Worker>,
-    pub(super) plan: Arc<Snapshot>,
+    pub(in crate::session) chatty: bool,
+    pub(in crate::session) worker: Arc<Worker>,
+    pub(in crate::session) plan: Arc<Snapshot>,
 }
 
 /// An idle client's address, and what its PROXY protocol header said if
@@ -50,21 +50,21 @@ pub(crate) enum Peer {
 }
 
 impl Peer {
-    pub(super) fn new(peer: SocketAddr, proxied: Option<Arc<Proxied>>) -> Self {
+    pub(in crate::session) fn new(peer: SocketAddr, proxied: Option<Arc<Proxied>>) -> Self {
         match proxied {
             Some(proxied) => Peer::Proxied(proxied),
             None => Peer::Socket(peer),
         }
     }
 
-    pub(super) fn addr(&self) -> SocketAddr {
+    pub(in crate::session) fn addr(&self) -> SocketAddr {
         match self {
             Peer::Socket(peer) => *peer,
             Peer::Proxied(proxied) => proxied.client,
         }
     }
 
-    pub(super) fn proxied(&self) -> Option<Arc<Proxied>> {
+    pub(in crate::session) fn proxied(&self) -> Option<Arc<Proxied>> {
         match self {
             Peer::Socket(_) => None,
             Peer::Proxied(proxied) => Some(Arc::clone(proxied)),

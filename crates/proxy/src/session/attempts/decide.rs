@@ -2,7 +2,7 @@
 //! and upstream protocol: answer, replay on a new connection after a
 //! stale one, resend a refused stream, retry (as `retry_on`, `retries`
 //! and the retry budget allow), or give up. Pure: no socket, no host;
-//! the loop (`exchange`) acts on the decision and `hosts` says where a
+//! the loop (`attempts::run`) acts on the decision and `hosts` says where a
 //! retry goes.
 
 use std::time::Duration;
