@@ -158,10 +158,6 @@ impl Measured {
         }
     }
 
-    pub(crate) fn spec(&self) -> &RowSpec {
-        &self.spec
-    }
-
     /// A round's run; the row's load is its last run's (a lengthened
     /// window shows).
     pub(crate) fn add(&mut self, (load, figures): (LoadShape, Figures)) {

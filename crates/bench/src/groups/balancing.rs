@@ -10,10 +10,10 @@ use super::{begin, peer_component, proxies, sluice_yaml, upstream_yaml, SWEEP_TI
 use crate::{
     machine::PeerKind,
     measure::{load_config, RowSpec},
-    options::GroupName,
+    options::{GroupName, Profile},
     peers::{ProxySite, Site},
     process::Component,
-    rounds::Trial,
+    rounds::{Trial, Window},
     stage::Bench,
 };
 
@@ -55,16 +55,47 @@ pub(super) fn lb(bench: &mut Bench<'_>) -> anyhow::Result<()> {
     let systems = proxies(bench, &mut group, &mut components, "lb", &addrs, top)?;
     let policies = sluice_policies(bench, &mut components, "lb", &addrs, top, POLICIES)?;
     let blocks = lb_blocks(bench, &systems, &policies, &points, &[0, 1, 2, 3, 4])?;
-    group.rows = bench.run_blocks("lb", &mut components, blocks, &mut || {})?;
+    let first = lb_window(&bench.profile);
+    let (rows, used) =
+        bench.run_blocks_in_one_window("lb", &mut components, blocks, first, &mut || {})?;
+    group.rows = rows;
     group.notes.push(super::sweeps::DRAINED_NOTE.to_string());
+    group.notes.push(window_note(first, used));
     bench.publish(group);
     Ok(())
 }
 
+/// The window every row of the lb group starts with, whatever its
+/// system, policy or point: the run's warm-up and duration (`--quick`'s,
+/// or `--warmup` and `--duration` when given). The one place it is
+/// chosen; [`Bench::run_blocks_in_one_window`] lengthens it for every row
+/// at once.
+pub(super) fn lb_window(profile: &Profile) -> Window {
+    (profile.warmup, profile.duration)
+}
+
+/// The lb group's note saying which window its rows were measured with.
+fn window_note(first: Window, (warmup, measured): Window) -> String {
+    let mut note = format!(
+        "Every row of this group (each system and policy, at every connection count, in every \
+         round) was measured for {measured:?} after a {warmup:?} warm-up"
+    );
+    if (warmup, measured) != first {
+        note.push_str(&format!(
+            ": the run's {:?} after {:?} was shorter than 3x the latency a row saw, so the whole \
+             group was measured again with the longer window",
+            first.1, first.0
+        ));
+    }
+    note.push('.');
+    note
+}
+
 /// The lb group's blocks: per connection count, a row for each of
 /// `systems` (`(system, component, listen)`), and `policies` at the first
-/// point only (each row costs a round's time); each row waits for its
-/// target to drain. `backends` are the components every row needs alive.
+/// point only (each row costs a round's time), all with [`lb_window`];
+/// each row waits for its target to drain. `backends` are the components
+/// every row needs alive.
 pub(super) fn lb_blocks(
     bench: &Bench<'_>,
     systems: &[(String, usize, SocketAddr)],
@@ -77,11 +108,12 @@ pub(super) fn lb_blocks(
         let here = if i == 0 { policies } else { &[] };
         let mut block = Vec::new();
         for (system, index, listen) in systems.iter().chain(here) {
+            let (warmup, duration) = lb_window(&bench.profile);
             let mut config = load_config(
                 &format!("http://{listen}/static"),
                 connections,
-                bench.profile.duration,
-                bench.profile.warmup,
+                duration,
+                warmup,
             )?;
             config.timeout = SWEEP_TIMEOUT;
             let spec = RowSpec::new(format!("{system} @ {connections}"), system, config)
@@ -227,4 +259,99 @@ fn sluice_policies(
         systems.push((system, components.len() - 1, listen));
     }
     Ok(systems)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::{
+        options::BenchOptions,
+        rounds::{in_one_window, windowed, Ran},
+        stage::Observer,
+    };
+
+    struct Quiet;
+    impl Observer for Quiet {}
+
+    const SECOND: Duration = Duration::from_secs(1);
+
+    /// The lb group's rows as `lb` builds them (three proxies at three
+    /// points, four policies at the first), measured the way
+    /// `run_blocks_in_one_window` measures them, with HAProxy's window at
+    /// 9,936 found too short in the first round (issue 52's run): every
+    /// row, every round, ends with one window, in the default mode, with
+    /// `--quick`, and with `--duration` and `--warmup` (which fix it).
+    #[test]
+    fn every_row_of_the_lb_group_has_the_same_window_in_every_mode() {
+        let out = std::env::temp_dir().join(format!("bench-lb-window-{}", std::process::id()));
+        let mut default = BenchOptions::new("sluice".into(), out.clone());
+        default.only = vec![GroupName::Lb];
+        let mut quick = default.clone();
+        quick.quick = true;
+        let mut given = default.clone();
+        given.duration = Some(7 * SECOND);
+        given.warmup = Some(3 * SECOND);
+        let addr = |port: u16| SocketAddr::from(([127, 0, 0, 1], port));
+        let systems: Vec<_> = ["sluice", "haproxy", "nginx"]
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.to_string(), i, addr(1 + i as u16)))
+            .collect();
+        let policies: Vec<_> = POLICIES
+            .iter()
+            .enumerate()
+            .map(|(i, (p, _))| (format!("sluice {p}"), 3 + i, addr(10 + i as u16)))
+            .collect();
+        for options in [default, quick, given] {
+            let mut quiet = Quiet;
+            let bench = Bench::new(&options, &mut quiet).expect("bench");
+            let first = lb_window(&bench.profile);
+            assert_eq!(first, (bench.profile.warmup, bench.profile.duration));
+            let points = [500, 2_000, 9_936];
+            let blocks = lb_blocks(&bench, &systems, &policies, &points, &[]).expect("blocks");
+            for trial in blocks.iter().flatten() {
+                let own = (trial.spec.load.warmup, trial.spec.load.duration);
+                assert_eq!(own, first, "{}", trial.spec.label);
+            }
+            let shape: Vec<Vec<usize>> = blocks.iter().map(|b| vec![0; b.len()]).collect();
+            let fixed = options.duration.is_some();
+            let longer = (2 * SECOND, 4 * SECOND);
+            let rounds = options.rounds();
+            let (samples, used) = in_one_window(&shape, rounds, Some(first), |run| {
+                let spec = windowed(&blocks[run.block][run.row].spec, run.window);
+                let window = (spec.load.warmup, spec.load.duration);
+                let short = spec.label == "haproxy @ 9936" && window.1 < longer.1;
+                if short && !fixed {
+                    return Ok(Ran::Longer(longer));
+                }
+                Ok(Ran::Sample((spec.label, run.round.index, window)))
+            })
+            .expect("the rounds");
+            let expected = if fixed { first } else { longer };
+            assert_eq!(used, Some(expected));
+            let samples: Vec<_> = samples.into_iter().flatten().flatten().collect();
+            assert_eq!(samples.len(), 13 * rounds);
+            for (label, round, window) in samples {
+                assert_eq!(window, expected, "{label}, round {round}");
+            }
+        }
+        let _ = std::fs::remove_dir_all(&out);
+    }
+
+    #[test]
+    fn the_note_says_which_window_the_rows_had() {
+        let first = (SECOND / 2, 2 * SECOND);
+        assert_eq!(
+            window_note(first, first),
+            "Every row of this group (each system and policy, at every connection count, in \
+             every round) was measured for 2s after a 500ms warm-up."
+        );
+        let note = window_note(first, (2 * SECOND, 4 * SECOND));
+        assert!(
+            note.contains("measured for 4s after a 2s warm-up: the run's 2s after 500ms"),
+            "{note}"
+        );
+    }
 }

@@ -64,9 +64,11 @@ pub(super) fn io(bench: &mut Bench<'_>) -> anyhow::Result<()> {
 pub(super) const DRAINED_NOTE: &str = "Before each row the bench waited until the row's target \
      (and the previous row's) answered the row's own request within half again its unloaded \
      latency (at most 60 s), so that no row inherits the backlog of the one before; the rows' \
-     order rotates each round. A row whose window was shorter than 3x the latency it saw was \
-     measured again with a longer one (unless --duration fixed the windows); one still too \
-     short, or started on a target that never drained, is marked not comparable.";
+     order rotates each round. A row whose window was shorter than 3x the latency it saw got a \
+     longer one (unless --duration fixed the windows), and so did every row sharing its window \
+     (its connection or user count; in lb every row), all measured again from the first round, \
+     so that no two rows compared were measured over different windows; one still too short, \
+     or started on a target that never drained, is marked not comparable.";
 
 /// The io group's blocks: per user count, a row for each of `systems`
 /// (`(system, component, listen)`; `backend` is the passthrough alone),
