@@ -60,8 +60,9 @@ pub(crate) struct BenchArgs {
     #[arg(long, value_delimiter = ',', value_parser = parse_group)]
     only: Vec<GroupName>,
     /// Measured time of each row (default 2s, io 2.5s; --quick 1s, io 2s).
-    /// Without it, a row of lb, io or the runtimes groups whose window is
-    /// shorter than 3x its latency is measured again with a longer one (up to 60s).
+    /// Without it, when a row of lb, io or the runtimes groups has a window
+    /// shorter than 3x its latency, every row compared with it (its block;
+    /// all of lb) is measured again with one longer window (up to 60s).
     #[arg(short, long, value_parser = parse_duration)]
     duration: Option<Duration>,
     /// Warm-up before each row, discarded (default 0.5s, io 1s; --quick 0.5s, io 1s).
