@@ -7,7 +7,7 @@
 
 use std::{
     collections::HashMap,
-    net::{SocketAddr, TcpListener as StdListener, UdpSocket},
+    net::{SocketAddr, TcpListener as StdListener},
     sync::Arc,
 };
 
@@ -21,7 +21,7 @@ use tokio::{
 use tokio_util::task::TaskTracker;
 use tracing::warn;
 
-use super::h3::{serve_endpoint, QuicSource};
+use super::h3::{serve_endpoint, H3Socket, QuicSource};
 use super::listener::{serve_h2c, spawn_connection, Endpoint};
 use super::Accepting;
 use crate::session::{serve_unparked, Serving, Worker};
@@ -39,16 +39,16 @@ pub(super) enum ListenerChange {
     Add {
         id: ListenerId,
         socket: StdListener,
-        /// The UDP socket to serve HTTP/3 on (one worker's only).
-        udp: Option<UdpSocket>,
+        /// This worker's UDP socket to serve HTTP/3 on.
+        udp: Option<H3Socket>,
         endpoint: Arc<Endpoint>,
     },
     /// New connections are served as `endpoint` says (protocols or TLS
     /// files changed); open ones keep what they started with.
     Update {
         id: ListenerId,
-        /// The UDP socket of a listener that starts serving h3.
-        udp: Option<UdpSocket>,
+        /// This worker's UDP socket of a listener that starts serving h3.
+        udp: Option<H3Socket>,
         endpoint: Arc<Endpoint>,
     },
     /// Close the socket; the listener's connections drain.
@@ -111,7 +111,7 @@ impl Listeners {
         &mut self,
         id: ListenerId,
         socket: StdListener,
-        udp: Option<UdpSocket>,
+        udp: Option<H3Socket>,
         endpoint: Arc<Endpoint>,
     ) {
         let socket = match TcpListener::from_std(socket) {
@@ -145,7 +145,7 @@ impl Listeners {
 
     /// Serves HTTP/3 on `udp` while the listener is open; its
     /// connections drain with the others.
-    fn serve_h3(&self, udp: UdpSocket, listening: &Arc<Listening>) {
+    fn serve_h3(&self, udp: H3Socket, listening: &Arc<Listening>) {
         let source: Arc<dyn QuicSource> = Arc::clone(listening) as _;
         self.sessions.spawn(serve_endpoint(
             udp,

@@ -14,7 +14,7 @@
 //! of the same address, so that a reload does not move them to another port.
 
 use std::{
-    net::{SocketAddr, TcpListener as StdListener, UdpSocket},
+    net::{SocketAddr, TcpListener as StdListener},
     num::NonZeroU16,
     sync::Arc,
 };
@@ -25,6 +25,7 @@ use tracing::{info, warn};
 
 use super::{
     accept::{ListenerChange, ListenerChanges, ListenerId},
+    h3::{self, H3Socket},
     listener::{Endpoint, TlsListener},
 };
 use crate::config::{Config, HttpVersion, ListenerSettings};
@@ -52,11 +53,11 @@ pub(super) struct Bound {
     next_id: ListenerId,
 }
 
-/// What each worker starts accepting on.
-/// The first worker also gets the UDP socket of an h3 listener: one
-/// QUIC endpoint per address, so that a connection's packets reach the
-/// endpoint that knows it whatever their source port (migration).
-pub(super) type WorkerSockets = Vec<(ListenerId, StdListener, Option<UdpSocket>, Arc<Endpoint>)>;
+/// What each worker starts accepting on: its TCP socket for each
+/// listener, and for an h3 listener its UDP socket too (one QUIC endpoint
+/// per worker; a connection's packets reach the endpoint that knows it
+/// whatever their source address, `server/h3/steer.rs`).
+pub(super) type WorkerSockets = Vec<(ListenerId, StdListener, Option<H3Socket>, Arc<Endpoint>)>;
 
 /// A reload's listeners, bound and read, not yet in use.
 #[derive(Debug)]
@@ -86,10 +87,10 @@ impl Bound {
         let mut per_worker: Vec<WorkerSockets> = (0..workers).map(|_| Vec::new()).collect();
         for ((listener, key), mut endpoint) in keyed(config)?.into_iter().zip(endpoints) {
             let (address, sockets) = bind_per_worker(key.0, workers)?;
-            let mut udp = bind_udp(&mut endpoint, address)?;
+            let udp = bind_udp(&mut endpoint, address, workers)?;
             let open = bound.opened(listener, key, address, Arc::new(endpoint));
-            for (mine, socket) in per_worker.iter_mut().zip(sockets) {
-                mine.push((open.id, socket, udp.take(), Arc::clone(&open.endpoint)));
+            for ((mine, socket), udp) in per_worker.iter_mut().zip(sockets).zip(udp) {
+                mine.push((open.id, socket, udp, Arc::clone(&open.endpoint)));
             }
             bound.open.push(open);
         }
@@ -150,13 +151,14 @@ impl Bound {
         for ((listener, key), mut endpoint) in keyed(config)?.into_iter().zip(endpoints) {
             let Some(old) = self.open.iter().find(|open| open.key == key) else {
                 let (address, sockets) = bind_per_worker(key.0, workers)?;
-                let mut udp = bind_udp(&mut endpoint, address)?;
+                let udp = bind_udp(&mut endpoint, address, workers)?;
                 let open = self.opened(listener, key, address, Arc::new(endpoint));
-                for (changes, socket) in prepared.per_worker.iter_mut().zip(sockets) {
+                let mine = prepared.per_worker.iter_mut().zip(sockets).zip(udp);
+                for ((changes, socket), udp) in mine {
                     changes.push(ListenerChange::Add {
                         id: open.id,
                         socket,
-                        udp: udp.take(),
+                        udp,
                         endpoint: Arc::clone(&open.endpoint),
                     });
                 }
@@ -171,19 +173,19 @@ impl Bound {
                 // An h3 listener keeps its UDP endpoint (its new
                 // connections read the new settings); one that starts
                 // serving h3 binds it now.
-                let mut udp = match old.endpoint.alt_svc {
+                let udp = match old.endpoint.alt_svc {
                     Some(port) if endpoint.versions.contains(&HttpVersion::H3) => {
                         endpoint.alt_svc = Some(port);
-                        None
+                        (0..workers).map(|_| None).collect()
                     }
-                    _ => bind_udp(&mut endpoint, old.bound)?,
+                    _ => bind_udp(&mut endpoint, old.bound, workers)?,
                 };
                 let endpoint = Arc::new(endpoint);
                 adopt_acme(listener, &endpoint);
-                for changes in &mut prepared.per_worker {
+                for (changes, udp) in prepared.per_worker.iter_mut().zip(udp) {
                     changes.push(ListenerChange::Update {
                         id: old.id,
-                        udp: udp.take(),
+                        udp,
                         endpoint: Arc::clone(&endpoint),
                     });
                 }
@@ -289,18 +291,27 @@ fn settings(listener: &ListenerSettings) -> String {
     )
 }
 
-/// Binds the UDP socket of a listener that serves h3, at the address
-/// (and port) its TCP sockets are bound to, and has its responses
-/// advertise it.
-fn bind_udp(endpoint: &mut Endpoint, bound: SocketAddr) -> anyhow::Result<Option<UdpSocket>> {
+/// Binds the UDP sockets of a listener that serves h3, one per worker
+/// (`SO_REUSEPORT`), at the address (and port) its TCP sockets are bound
+/// to, and has its responses advertise it; `None` for each worker of a
+/// listener without h3.
+fn bind_udp(
+    endpoint: &mut Endpoint,
+    bound: SocketAddr,
+    workers: usize,
+) -> anyhow::Result<Vec<Option<H3Socket>>> {
     if !endpoint.versions.contains(&HttpVersion::H3) {
-        return Ok(None);
+        return Ok((0..workers).map(|_| None).collect());
     }
-    let socket =
-        UdpSocket::bind(bound).with_context(|| format!("cannot listen on {bound} (UDP, h3)"))?;
-    socket.set_nonblocking(true)?;
+    let steering = h3::steering(workers);
+    let mut sockets = Vec::with_capacity(workers);
+    for part in steering {
+        let socket = h3::bind_udp_shared(bound)
+            .with_context(|| format!("cannot listen on {bound} (UDP, h3)"))?;
+        sockets.push(Some(H3Socket { socket, part }));
+    }
     endpoint.alt_svc = NonZeroU16::new(bound.port());
-    Ok(Some(socket))
+    Ok(sockets)
 }
 
 /// Binds `wanted` once per worker: the first socket picks the port when

@@ -23,6 +23,9 @@ pub(crate) struct ClientCells {
     /// QUIC connections whose HTTP/3 setup completed.
     h3_connections: AtomicU64,
     h3_streams: AtomicU64,
+    /// QUIC datagrams this worker received for another worker's
+    /// connection and handed to it (server/h3/steer.rs).
+    h3_datagrams_steered: AtomicU64,
 }
 
 impl Shard {
@@ -59,6 +62,10 @@ impl Shard {
     pub(crate) fn h3_stream(&self) {
         self.clients.h3_streams.fetch_add(1, Relaxed);
     }
+
+    pub(crate) fn h3_datagram_steered(&self) {
+        self.clients.h3_datagrams_steered.fetch_add(1, Relaxed);
+    }
 }
 
 impl Metrics {
@@ -78,6 +85,15 @@ impl Metrics {
             .sum()
     }
 
+    /// A counter of each worker, in worker order (how HTTP/3 connections
+    /// spread over the workers' endpoints).
+    pub(crate) fn per_worker(&self, counter: ClientCounter) -> Vec<u64> {
+        self.shards
+            .iter()
+            .map(|s| counter.cell(&s.clients).load(Relaxed))
+            .collect()
+    }
+
     /// A counter summed over workers, for the admin's `/stats.json`.
     pub(crate) fn client_counter(&self, counter: ClientCounter) -> u64 {
         self.shards
@@ -95,15 +111,17 @@ pub(crate) enum ClientCounter {
     H2ConnectionErrors,
     H3Connections,
     H3Streams,
+    H3DatagramsSteered,
 }
 
 impl ClientCounter {
-    const ALL: [ClientCounter; 5] = [
+    const ALL: [ClientCounter; 6] = [
         ClientCounter::TlsHandshakeFailures,
         ClientCounter::H2Streams,
         ClientCounter::H2ConnectionErrors,
         ClientCounter::H3Connections,
         ClientCounter::H3Streams,
+        ClientCounter::H3DatagramsSteered,
     ];
 
     fn cell(self, cells: &ClientCells) -> &AtomicU64 {
@@ -113,6 +131,7 @@ impl ClientCounter {
             ClientCounter::H2ConnectionErrors => &cells.h2_connection_errors,
             ClientCounter::H3Connections => &cells.h3_connections,
             ClientCounter::H3Streams => &cells.h3_streams,
+            ClientCounter::H3DatagramsSteered => &cells.h3_datagrams_steered,
         }
     }
 
@@ -138,6 +157,10 @@ impl ClientCounter {
             ClientCounter::H3Streams => (
                 "sluice_h3_streams_total",
                 "HTTP/3 request streams accepted from clients.",
+            ),
+            ClientCounter::H3DatagramsSteered => (
+                "sluice_h3_datagrams_steered_total",
+                "QUIC datagrams a worker received for a connection another worker serves (a client whose address changed), handed to that worker.",
             ),
         }
     }

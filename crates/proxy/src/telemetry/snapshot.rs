@@ -159,6 +159,8 @@ impl Metrics {
                 "h2_streams": self.client_counter(ClientCounter::H2Streams),
                 "h3_connections": self.client_counter(ClientCounter::H3Connections),
                 "h3_streams": self.client_counter(ClientCounter::H3Streams),
+                "h3_connections_per_worker": self.per_worker(ClientCounter::H3Connections),
+                "h3_datagrams_steered": self.client_counter(ClientCounter::H3DatagramsSteered),
             },
             "reloads": {
                 "success": self.reloads[0].load(Relaxed),

@@ -31,6 +31,7 @@ mod http3_abuse;
 mod http3_clients;
 mod http3_hostile;
 mod http3_lifecycle;
+mod http3_workers;
 mod idle_parking;
 mod interim_answers;
 mod layers;

@@ -1,5 +1,6 @@
-//! HTTP/3 clients (docs/LIFECYCLE-h3.md): a QUIC endpoint (quinn) on the
-//! UDP socket of a TLS listener that names `h3`, each connection's
+//! HTTP/3 clients (docs/LIFECYCLE-h3.md): each worker's QUIC endpoint
+//! (quinn) on its UDP socket of a TLS listener that names `h3` (a client
+//! that moves stays with its endpoint: `steer.rs`), each connection's
 //! HTTP/3 framing and QPACK by the `h3` crate, and each request handed to
 //! the HTTP/2 client codec (`server::h2`, `session::serve_stream`) over an
 //! in-process HTTP/2 connection, so that HTTP/3 requests go through the
@@ -8,10 +9,11 @@
 
 mod bridge;
 mod conn;
+mod steer;
 mod stream;
 
 use std::{
-    net::UdpSocket,
+    net::{SocketAddr, UdpSocket},
     sync::{
         atomic::{AtomicUsize, Ordering},
         Arc,
@@ -19,7 +21,8 @@ use std::{
 };
 
 use quinn::{
-    crypto::rustls::QuicServerConfig, EndpointConfig, TokioRuntime, TransportConfig, VarInt,
+    crypto::rustls::QuicServerConfig, EndpointConfig, Runtime as _, TokioRuntime, TransportConfig,
+    VarInt,
 };
 use tls::{rustls::ServerConfig, TlsError};
 use tokio::sync::{watch, Semaphore};
@@ -30,6 +33,35 @@ use crate::{
     config::{H3Settings, RetryMode, RETRY_AUTO_ABOVE},
     session::{ConnectionSlot, Worker},
 };
+
+pub(crate) use steer::steering;
+
+/// One worker's UDP socket of an h3 listener, and its part of the
+/// listener's steering (`steer.rs`).
+#[derive(Debug)]
+pub(crate) struct H3Socket {
+    pub socket: UdpSocket,
+    pub part: steer::WorkerSteering,
+}
+
+/// A non-blocking UDP socket on `address` that the other workers' sockets
+/// share (`SO_REUSEPORT`: the kernel spreads clients over them by their
+/// address).
+pub(crate) fn bind_udp_shared(address: SocketAddr) -> std::io::Result<UdpSocket> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let socket = Socket::new(
+        Domain::for_address(address),
+        Type::DGRAM,
+        Some(Protocol::UDP),
+    )?;
+    socket.set_reuse_port(true)?;
+    if address.is_ipv6() {
+        socket.set_only_v6(true)?;
+    }
+    socket.set_nonblocking(true)?;
+    socket.bind(&address.into())?;
+    Ok(socket.into())
+}
 
 /// The ALPN id of HTTP/3 (RFC 9114 3.1).
 pub(crate) const ALPN_H3: &[u8] = b"h3";
@@ -83,7 +115,7 @@ pub(crate) trait QuicSource: Send + Sync + 'static {
 /// (`limits.max_connections`, shared with its TCP connections): at the
 /// limit a new one is refused (CONNECTION_REFUSED), as no backlog waits.
 pub(crate) async fn serve_endpoint(
-    socket: UdpSocket,
+    H3Socket { socket, part }: H3Socket,
     source: Arc<dyn QuicSource>,
     (worker, connections): (Arc<Worker>, Arc<Semaphore>),
     sessions: TaskTracker,
@@ -96,9 +128,23 @@ pub(crate) async fn serve_endpoint(
         return warn!("an h3 listener without its QUIC configuration");
     };
     let runtime = Arc::new(TokioRuntime);
-    let endpoint_config = EndpointConfig::default();
+    // Connection IDs that name this worker; datagrams for another
+    // worker's connections handed to it (`steer.rs`).
+    let mut endpoint_config = EndpointConfig::default();
+    let (steering, me) = (Arc::clone(&part.steering), part.worker);
+    endpoint_config
+        .cid_generator(move || Box::new(steer::WorkerCids::new(Arc::clone(&steering), me)));
+    let socket = match runtime.wrap_udp_socket(socket) {
+        Ok(socket) => Arc::new(steer::Steered::new(socket, part, Arc::clone(&worker))),
+        Err(err) => return warn!(%err, "cannot serve HTTP/3 on the UDP socket"),
+    };
     let initial = Some((*config).clone());
-    let endpoint = match quinn::Endpoint::new(endpoint_config, initial, socket, runtime) {
+    let endpoint = match quinn::Endpoint::new_with_abstract_socket(
+        endpoint_config,
+        initial,
+        socket,
+        runtime,
+    ) {
         Ok(endpoint) => endpoint,
         Err(err) => return warn!(%err, "cannot serve HTTP/3 on the UDP socket"),
     };

@@ -19,8 +19,13 @@ pub(crate) type SendRequest = h3::client::SendRequest<h3_quinn::OpenStreams, Byt
 /// A proxy with one TLS listener serving `[h2, http1, h3]` (its `h3`
 /// block `h3`), the test CA's leaf, and `rest` (upstreams, routes).
 pub(crate) fn proxy(certs: &TestCerts, h3: &str, rest: &str) -> Proxy {
+    proxy_on(1, certs, h3, rest)
+}
+
+/// [`proxy`] with `workers` workers.
+pub(crate) fn proxy_on(workers: usize, certs: &TestCerts, h3: &str, rest: &str) -> Proxy {
     Proxy::start_yaml(&format!(
-        "workers: 1\nlisteners:\n  - address: 127.0.0.1:0\n    protocols: [h2, http1, h3]\n    tls: {{ cert: \"{}\", key: \"{}\" }}\n{h3}admin: {{ address: 127.0.0.1:0 }}\n{rest}",
+        "workers: {workers}\nlisteners:\n  - address: 127.0.0.1:0\n    protocols: [h2, http1, h3]\n    tls: {{ cert: \"{}\", key: \"{}\" }}\n{h3}admin: {{ address: 127.0.0.1:0 }}\n{rest}",
         certs.cert_path.display(),
         certs.key_path.display(),
     ))
@@ -80,6 +85,13 @@ impl Client {
             bytes.extend_from_slice(&chunk.copy_to_bytes(chunk.remaining()));
         }
         (response, String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// Moves the connection to a new UDP socket (a new source port), as
+    /// a NAT rebinding or a client's migration would (RFC 9000 9).
+    pub(crate) fn rebind(&self) {
+        let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        self.endpoint.rebind(socket).unwrap();
     }
 
     pub(crate) async fn get(&mut self, path: &str) -> (Response<()>, String) {
