@@ -160,6 +160,7 @@ impl Metrics {
                 "h3_connections": self.client_counter(ClientCounter::H3Connections),
                 "h3_streams": self.client_counter(ClientCounter::H3Streams),
                 "h3_connections_per_worker": self.per_worker(ClientCounter::H3Connections),
+                "h3_streams_per_worker": self.per_worker(ClientCounter::H3Streams),
                 "h3_datagrams_steered": self.client_counter(ClientCounter::H3DatagramsSteered),
             },
             "reloads": {

@@ -46,6 +46,12 @@ async fn clients_spread_over_both_workers_and_one_that_moves_stays_served() {
         counts.iter().all(|&n| n > 0),
         "one worker served all: {counts:?}"
     );
+    let streams = stats(proxy.admin(), "h3_streams_per_worker").await;
+    assert_eq!(
+        streams,
+        serde_json::json!(counts),
+        "one request per connection"
+    );
     drop(clients);
 
     // One connection moved to a new source port sixteen times: its
