@@ -9,11 +9,18 @@
 use std::{future::Future, time::Instant};
 
 use bytes::Bytes;
-use h2::client::SendRequest;
+use h2::{
+    client::{ResponseFuture, SendRequest},
+    Reason, SendStream,
+};
 use http::StatusCode;
 
 use super::{hosts::H2Stream, Hosts};
-use crate::{ids::HostId, session::Failure, upstream::pool::UpstreamConn};
+use crate::{
+    ids::HostId,
+    session::Failure,
+    upstream::{h2_pool::StreamLease, pool::UpstreamConn},
+};
 
 /// What an attempt asks of the client's side of its request, whatever
 /// the client protocol.
@@ -170,6 +177,40 @@ pub(crate) trait ToUpstream {
     /// Drops a connection whose attempt is over without an answer that
     /// stands: it failed, or its answer (`head`) goes again.
     fn close(&mut self, conn: Self::Conn, head: Option<Self::Head>);
+}
+
+impl Http2 {
+    /// Opens `request`'s stream once the connection takes one more
+    /// (`end`: it has no body).
+    pub(crate) async fn open(
+        send: SendRequest<Bytes>,
+        request: http::Request<()>,
+        end: bool,
+    ) -> Result<(ResponseFuture, SendStream<Bytes>), h2::Error> {
+        let mut send = send.ready().await?;
+        send.send_request(request, end)
+    }
+
+    /// How a stream that failed before its answer's head counts: refused
+    /// unprocessed (REFUSED_STREAM, or GOAWAY, which retires its
+    /// connection) it is sent again; anything else is a reset (`retry_on:
+    /// reset`) counted against the host (`unread`: the client's body was
+    /// not all read).
+    pub(crate) fn failed(
+        err: &h2::Error,
+        (hosts, host): (&Hosts<'_>, HostId),
+        lease: &StreamLease,
+        what: &str,
+        unread: bool,
+    ) -> Failed {
+        if err.reason() == Some(Reason::REFUSED_STREAM) || err.is_go_away() {
+            if err.is_go_away() {
+                lease.retire();
+            }
+            return Failed::Refused;
+        }
+        Failed::Reset(hosts.broken(host, &format!("{what}: {err}"), unread))
+    }
 }
 
 /// The handle that opens this attempt's stream (each attempt takes a

@@ -27,54 +27,29 @@ use crate::session::{
 use crate::{
     ids::HostId,
     telemetry::UpstreamError,
-    upstream::h2_pool::{self, send_data, UpstreamHead},
+    upstream::h2_pool::{self, send_data, StreamLease, UpstreamHead},
     wire::{fields::Fields, interim::TooMany},
 };
 
 /// What the upstream said to a request on a stream.
 type Headed = Result<Response<RecvStream>, h2::Error>;
 
-/// How sending a request on a stream failed.
-enum StreamFailure {
-    /// The upstream refused the stream before processing it (REFUSED_STREAM
-    /// or, with `goaway`, GOAWAY): safe to send again.
-    Refused {
-        goaway: bool,
-    },
-    /// The stream or its connection failed before any answer (counted
-    /// against the host already): `retry_on: reset`.
-    Reset(Failure),
-    Failed(Failure),
-}
-
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Opens the stream, sends the body and waits for the response head.
     async fn send_h2(
         &mut self,
-        hosts: &Hosts<'_>,
-        host: HostId,
+        (hosts, host): (&Hosts<'_>, HostId),
         head: &Head,
-        send: SendRequest<Bytes>,
+        (send, lease): (SendRequest<Bytes>, &StreamLease),
         request: http::Request<()>,
-    ) -> Result<Response<RecvStream>, StreamFailure> {
+    ) -> Result<Response<RecvStream>, Failed> {
         let timeout = hosts.attempt_timeout();
         let empty = head.framing == RequestFraming::Empty;
-        let refused_or = |err: h2::Error, what: &str| {
-            if err.reason() == Some(h2::Reason::REFUSED_STREAM) || err.is_go_away() {
-                return StreamFailure::Refused {
-                    goaway: err.is_go_away(),
-                };
-            }
-            let what = format!("{what}: {err}");
-            StreamFailure::Reset(hosts.broken(host, &what, !empty))
-        };
-        let mut send = match send.ready().await {
-            Ok(send) => send,
-            Err(err) => return Err(refused_or(err, "the connection is closed")),
-        };
-        let (mut response, mut body) = match send.send_request(request, empty) {
+        let failed =
+            |err: h2::Error, what: &str| Http2::failed(&err, (hosts, host), lease, what, !empty);
+        let (mut response, mut body) = match Http2::open(send, request, empty).await {
             Ok(sent) => sent,
-            Err(err) => return Err(refused_or(err, "cannot open a stream")),
+            Err(err) => return Err(failed(err, "cannot open a stream")),
         };
         let too_many = || hosts.failure(host, UpstreamError::Broken, TooMany::DETAIL, !empty);
         let early = if empty {
@@ -82,7 +57,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         } else {
             self.stream_body_h2(hosts, host, head, &mut body, &mut response)
                 .await
-                .map_err(StreamFailure::Failed)?
+                .map_err(Failed::Final)?
         };
         let response = match early {
             // The upstream answered before the body ended: the rest is not
@@ -98,8 +73,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         };
         match response {
             Some(Ok(response)) => Ok(response),
-            Some(Err(err)) => Err(refused_or(err, "the stream failed")),
-            None => Err(StreamFailure::Failed(hosts.timed_out(host, timeout))),
+            Some(Err(err)) => Err(failed(err, "the stream failed")),
+            None => Err(Failed::Final(hosts.timed_out(host, timeout))),
         }
     }
 
@@ -112,14 +87,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         response: &mut ResponseFuture,
         timeout: std::time::Duration,
         failed: &(dyn Fn() -> Failure + Sync),
-    ) -> Result<Option<Headed>, StreamFailure> {
+    ) -> Result<Option<Headed>, Failed> {
         loop {
             let next = poll_fn(|cx| h2_pool::poll_head(response, cx));
             match self.wait(next, timeout, true).await {
                 Waited::TimedOut => return Ok(None),
                 Waited::ClientGone => {
                     let gone = Failure::new(CLIENT_CLOSED, "the client closed its connection");
-                    return Err(StreamFailure::Failed(gone));
+                    return Err(Failed::Final(gone));
                 }
                 Waited::Done(Ok(UpstreamHead::Interim(interim))) => self
                     .take_interim(
@@ -128,7 +103,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                         Fields::Map(interim.headers()),
                         failed,
                     )
-                    .map_err(StreamFailure::Failed)?,
+                    .map_err(Failed::Final)?,
                 Waited::Done(Ok(UpstreamHead::Final(answered))) => return Ok(Some(Ok(answered))),
                 Waited::Done(Err(err)) => return Ok(Some(Err(err))),
             }
@@ -306,21 +281,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ToUpstream for H1ToH2<'_, S> {
     ) -> Result<Self::Head, Failed> {
         let send = stream_handle(send, hosts, host)?;
         let request = self.request.clone();
-        let sent = self
-            .session
-            .send_h2(hosts, host, self.head, send, request)
-            .await;
-        match sent {
-            Ok(response) => Ok(response),
-            Err(StreamFailure::Refused { goaway }) => {
-                if goaway {
-                    lease.retire();
-                }
-                Err(Failed::Refused)
-            }
-            Err(StreamFailure::Reset(failure)) => Err(Failed::Reset(failure)),
-            Err(StreamFailure::Failed(failure)) => Err(Failed::Final(failure)),
-        }
+        let (head, lease) = (self.head, &*lease);
+        self.session
+            .send_h2((hosts, host), head, (send, lease), request)
+            .await
     }
 
     fn traceparent(&mut self, value: &[u8; 55]) {

@@ -13,10 +13,7 @@ use std::{
 };
 
 use bytes::Bytes;
-use h2::{
-    client::{ResponseFuture, SendRequest},
-    Reason, RecvStream, SendStream,
-};
+use h2::{client::ResponseFuture, Reason, RecvStream, SendStream};
 use http::{HeaderMap, Request, Response, StatusCode, Uri};
 
 use super::{
@@ -260,7 +257,7 @@ where
         if let Some(traceparent) = &self.traceparent {
             crate::wire::traceparent::set_in_map(request.headers_mut(), traceparent);
         }
-        let opened = open(send, request, self.empty);
+        let opened = Http2::open(send, request, self.empty);
         let opened = self.stream.unless_reset(opened).await;
         let waited = match opened.map_err(Failed::Final)? {
             Ok((mut response, upstream_body)) => {
@@ -278,18 +275,10 @@ where
             }
             Err(err) => Err(err),
         };
-        let err = match waited {
-            Ok(response) => return Ok(response),
-            Err(err) => err,
-        };
-        if !refused(&err) {
-            let what = format!("the stream failed: {err}");
-            return Err(Failed::Reset(hosts.broken(host, &what, !self.in_hand)));
-        }
-        if err.is_go_away() {
-            lease.retire();
-        }
-        Err(Failed::Refused)
+        waited.map_err(|err| {
+            let what = "the stream failed";
+            Http2::failed(&err, (hosts, host), lease, what, !self.in_hand)
+        })
     }
 
     fn traceparent(&mut self, value: &[u8; 55]) {
@@ -304,21 +293,6 @@ where
         // Dropped with its stream (reset); the request body stops with it.
         self.pumping.set(None);
     }
-}
-
-/// Opens the stream once the connection takes one more.
-async fn open(
-    send: SendRequest<Bytes>,
-    request: Request<()>,
-    end: bool,
-) -> Result<(ResponseFuture, SendStream<Bytes>), h2::Error> {
-    let mut send = send.ready().await?;
-    send.send_request(request, end)
-}
-
-/// Refused before the upstream processed it: safe to send again.
-fn refused(err: &h2::Error) -> bool {
-    err.reason() == Some(Reason::REFUSED_STREAM) || err.is_go_away()
 }
 
 /// Relays the response (head, body, trailers) to the client.
