@@ -22,12 +22,14 @@
 #   SLUICE=target/release/sluice bench/spring-saturated.sh 5000
 #   DRAIN=1 ROUNDS="warm m1 m2 m3" bench/spring-saturated.sh 3000
 #   SYSTEMS="sluice alone" bench/spring-saturated.sh 5000   # sluice first
+#   EXTRA='    max_connecting: 256' bench/spring-saturated.sh 5000
 set -u
 USERS=${1:-3000}
 SLUICE=${SLUICE:-target/release/sluice}
 ROUNDS=${ROUNDS:-warm m1}
 SYSTEMS=${SYSTEMS:-alone sluice}
 DRAIN=${DRAIN:-0}
+EXTRA=${EXTRA:-} # more of the upstream's settings, e.g. '    max_connecting: 256'
 PORT=${PORT:-19081} # downstream; Tomcat +1, proxy +2, admin +3
 OUT=${OUT:-results/spring-saturated-$USERS-$(date +%H%M%S)}
 mkdir -p "$OUT"
@@ -55,6 +57,7 @@ upstreams:
     hosts: ["http://127.0.0.1:$TOMCAT"]
     pool: { max_idle: 16384 }
     timeouts: { request: 30s }
+$EXTRA
 routes:
   - { path: /, upstream: backend }
 YAML

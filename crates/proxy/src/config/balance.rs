@@ -330,12 +330,18 @@ impl Default for HealthSettings {
     }
 }
 
-/// Connections opened to one host at once (`max_connecting`): well below
-/// the smallest accept queues in use (Tomcat's is 100, Java's default 50),
-/// so that a burst of new requests does not overflow one and wait for
-/// dropped SYNs to be sent again.
+/// Connections opened to one host at once (`max_connecting`). A connect
+/// keeps its slot until its request's task runs again, a whole turn of
+/// the worker's run queue (300 ms with ten thousand busy clients), so the
+/// limit bounds how fast a pool can grow: at 32, the pools behind 9,936
+/// clients took about 20 s to grow and the tail paid for it (p99 526 ms
+/// against HAProxy's 364); at 256, 342 ms (docs/PERFORMANCE.md, issue
+/// 52). Past a small accept queue (Tomcat's holds 100) the extra SYNs are
+/// dropped, and a connect held up by one is served by a connection given
+/// back instead (`upstream::queue`): 5,000 users bursting onto one Tomcat
+/// got no failure either way (bench/spring-saturated.sh).
 pub(super) fn default_max_connecting() -> u32 {
-    32
+    256
 }
 
 /// An integer of at least 1.

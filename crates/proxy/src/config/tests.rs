@@ -43,7 +43,7 @@ fn a_good_file_parses_with_defaults_filled_in() {
 #[test]
 fn the_saturation_keys_have_their_defaults_and_refuse_bad_values() {
     let petstore = &parse_str(GOOD).unwrap().upstreams["petstore"];
-    assert_eq!(petstore.max_connecting, 32);
+    assert_eq!(petstore.max_connecting, 256);
     assert_eq!(petstore.timeouts.queue, Duration::from_secs(10));
     assert_eq!(petstore.health.panic_threshold, 50);
     assert_eq!(petstore.max_pending, None, "bounded by timeouts.queue");
