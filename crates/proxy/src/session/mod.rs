@@ -104,6 +104,15 @@ impl Failure {
             ..Self::new(rejection.status, rejection.detail)
         }
     }
+
+    /// A route whose chain did not answer has an upstream; this is the
+    /// answer if a configuration ever made one without.
+    fn no_backend() -> Self {
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the route has no backend to send the request to",
+        )
+    }
 }
 
 /// The end of a request on any client protocol, its answer sent or

@@ -43,7 +43,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let upstream_index = taken
             .backend(self.decided.backend)
             .upstream
-            .ok_or_else(no_backend)?;
+            .ok_or_else(Failure::no_backend)?;
         let upstream = &plan.upstream(upstream_index);
         if upstream.protocol != Protocol::Http1 {
             return self.forward_h2(head, route, upstream_index).await;
@@ -254,13 +254,4 @@ fn outgoing<'a>(buf: &'a [u8], head: &'a Head, fields: &'a [http1::Field]) -> Ou
         host: head.host.clone().map(|h| &buf[h]),
         fields: Fields::H1 { buf, fields },
     }
-}
-
-/// A route whose chain did not answer has an upstream; this is the
-/// answer if a configuration ever made one without.
-pub(in crate::session) fn no_backend() -> Failure {
-    Failure::new(
-        StatusCode::INTERNAL_SERVER_ERROR,
-        "the route has no backend to send the request to",
-    )
 }

@@ -258,7 +258,7 @@ impl Stream {
         if length.is_some_and(|len| len > max_body) {
             return Err(Failure::body_too_large(max_body));
         }
-        let upstream = taken.upstream.ok_or_else(super::h1::forward::no_backend)?;
+        let upstream = taken.upstream.ok_or_else(Failure::no_backend)?;
         let config = plan.upstream(upstream);
         let framing = match (&body, length) {
             (RequestBody::Empty, _) => Framing::None,
