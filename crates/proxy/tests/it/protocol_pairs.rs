@@ -1,23 +1,26 @@
 //! The exchange's decisions over real sockets, the same scenarios on each
-//! of the four client/upstream protocol pairs (HTTP/1.1 or HTTP/2 client,
-//! HTTP/1.1 or h2c upstream): `retry_on` statuses and resets, a refused
+//! of the six client/upstream protocol pairs (HTTP/1.1, HTTP/2 or HTTP/3
+//! client, HTTP/1.1 or h2c upstream): `retry_on` statuses and resets, a refused
 //! stream resent, requests after a GOAWAY sent on a new connection, a stale
 //! pooled connection replayed. The rules are the
 //! loop's (`session/attempts/decide.rs`, tested there without sockets);
 //! this shows every pair asks them.
 
+use crate::h3_support;
 use crate::support;
 
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 
 use support::{h2_client, h2_exchange, Proxy};
-use testkit::{H2Options, H2Server, HostileUpstream, RawConn, Step};
+use testkit::{H2Options, H2Server, HostileUpstream, RawConn, Step, TestCerts};
 use tokio::net::TcpStream;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Client {
     Http1,
     Http2,
+    /// Over QUIC, to the listener's TLS address.
+    Http3,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,11 +29,13 @@ enum Upstream {
     H2c,
 }
 
-const PAIRS: [(Client, Upstream); 4] = [
+const PAIRS: [(Client, Upstream); 6] = [
     (Client::Http1, Upstream::Http1),
     (Client::Http1, Upstream::H2c),
     (Client::Http2, Upstream::Http1),
     (Client::Http2, Upstream::H2c),
+    (Client::Http3, Upstream::Http1),
+    (Client::Http3, Upstream::H2c),
 ];
 
 /// How the upstream fails, counting its requests from the first.
@@ -177,6 +182,14 @@ const SCENARIOS: &[Scenario] = &[
         received: 3,
         only: Some(Upstream::H2c),
     },
+    Scenario {
+        why: "a body past `limits.max_body_bytes` is refused before it goes upstream",
+        settings: "    retries: 1\n    retry_on: [reset, 503]\nlimits: { max_body_bytes: 4 }\n",
+        fails: NO_FAILS,
+        requests: &[("POST", b"too long", 413), ("GET", b"", 200)],
+        received: 1,
+        only: None,
+    },
 ];
 
 const NO_FAILS: Fails = Fails {
@@ -248,9 +261,34 @@ fn answer(status: &str, body: &str) -> Vec<u8> {
     .into_bytes()
 }
 
-/// Sends one request through the proxy as `client` speaks: its status and body.
-async fn send(client: Client, proxy: &Proxy, method: &str, body: &[u8]) -> (u16, Vec<u8>) {
+/// The proxy for `client`'s pairs: a plaintext listener, or for HTTP/3 a
+/// TLS one that serves `h3` too.
+fn proxy_for(client: Client, certs: &TestCerts, config: &str) -> Proxy {
     match client {
+        Client::Http1 | Client::Http2 => Proxy::start(config),
+        Client::Http3 => h3_support::proxy(certs, "", config),
+    }
+}
+
+/// Sends one request through the proxy as `client` speaks: its status and body.
+async fn send(
+    client: Client,
+    (proxy, certs): (&Proxy, &TestCerts),
+    method: &str,
+    body: &[u8],
+) -> (u16, Vec<u8>) {
+    match client {
+        Client::Http3 => {
+            let mut client = h3_support::Client::connect(proxy.addr(), certs).await;
+            let request = http::Request::builder()
+                .method(method)
+                .uri("https://localhost/")
+                .header("content-length", body.len())
+                .body(())
+                .unwrap();
+            let (response, body) = client.exchange(request, body).await;
+            (response.status().as_u16(), body.into_bytes())
+        }
         Client::Http1 => {
             let mut conn = RawConn::connect(proxy.addr()).await;
             let response = conn.request(method, "/", &[], body).await;
@@ -261,6 +299,7 @@ async fn send(client: Client, proxy: &Proxy, method: &str, body: &[u8]) -> (u16,
             let request = http::Request::builder()
                 .method(method)
                 .uri("http://pairs.test/")
+                .header("content-length", body.len())
                 .body(())
                 .unwrap();
             let (response, body, _) = h2_exchange(&sender, request, body).await;
@@ -271,6 +310,7 @@ async fn send(client: Client, proxy: &Proxy, method: &str, body: &[u8]) -> (u16,
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_pair_decides_alike() {
+    let certs = TestCerts::generate();
     for scenario in SCENARIOS {
         for (client, upstream) in PAIRS {
             if scenario.only.is_some_and(|only| only != upstream) {
@@ -278,9 +318,9 @@ async fn every_pair_decides_alike() {
             }
             let pair = format!("{client:?} client, {upstream:?} upstream");
             let fake = Fake::start(upstream, scenario.fails);
-            let proxy = Proxy::start(&fake.config(scenario.settings));
+            let proxy = proxy_for(client, &certs, &fake.config(scenario.settings));
             for (n, (method, body, status)) in scenario.requests.iter().enumerate() {
-                let (got, answer) = send(client, &proxy, method, body).await;
+                let (got, answer) = send(client, (&proxy, &certs), method, body).await;
                 let answer = String::from_utf8_lossy(&answer);
                 assert_eq!(
                     got, *status,
