@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 
 use support::{h2_client, h2_exchange, Proxy};
 use testkit::{H2Options, H2Server, HostileUpstream, RawConn, Step, TestCerts};
-use tokio::net::TcpStream;
+use tokio::{io::AsyncWriteExt, net::TcpStream};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Client {
@@ -338,5 +338,124 @@ async fn every_pair_decides_alike() {
                 scenario.why
             );
         }
+    }
+}
+
+/// An HTTP/1.1 upstream answering `/interim/N` with N `103 Early Hints`
+/// (a `link`, and a hop-by-hop field that must not pass) before `FIRST`,
+/// as the HTTP/2 fake (`H2Server`) answers the same path.
+fn interim_h1_upstream() -> HostileUpstream {
+    HostileUpstream::start(|request| {
+        let head = String::from_utf8_lossy(request);
+        let path = head.split(' ').nth(1).unwrap_or("/");
+        let count: usize = path
+            .strip_prefix("/interim/")
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        let hint = "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\nConnection: x-hop\r\nX-Hop: 1\r\n\r\n";
+        let mut answer = hint.repeat(count).into_bytes();
+        answer.extend_from_slice(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nFIRST");
+        vec![Step::Write(answer)]
+    })
+}
+
+/// The interim answers `client` gets for a GET of `path` (each one's
+/// status and `link`; an interim head with the upstream's hop field
+/// fails the test), then the final status and body.
+async fn interim(
+    client: Client,
+    (proxy, certs): (&Proxy, &TestCerts),
+    path: &str,
+) -> (Vec<(u16, bool)>, u16, String) {
+    use support::interim::{h2_interim, h3_interim};
+    match client {
+        Client::Http1 => {
+            let mut conn = TcpStream::connect(proxy.addr()).await.unwrap();
+            let request = format!("GET {path} HTTP/1.1\r\nhost: pairs.test\r\n\r\n");
+            conn.write_all(request.as_bytes()).await.unwrap();
+            let text = read_until_any(&mut conn, &["\r\n\r\nFIRST", "}"]).await;
+            assert!(!text.to_ascii_lowercase().contains("x-hop"), "{text}");
+            let mut heads: Vec<(u16, bool)> = text
+                .split("HTTP/1.1 ")
+                .skip(1)
+                .map(|head| {
+                    let status = head[..3].parse().unwrap();
+                    let end = head.find("\r\n\r\n").unwrap_or(head.len());
+                    (
+                        status,
+                        head[..end].to_ascii_lowercase().contains("\r\nlink:"),
+                    )
+                })
+                .collect();
+            let (status, _) = heads.pop().unwrap();
+            let body = text[text.rfind("\r\n\r\n").unwrap() + 4..].to_string();
+            (heads, status, body)
+        }
+        Client::Http2 => {
+            let sender = h2_client(TcpStream::connect(proxy.addr()).await.unwrap()).await;
+            let (heads, status, body) = h2_interim(&sender, path).await;
+            let heads = heads
+                .into_iter()
+                .map(|(s, link)| (s.as_u16(), link.is_some()));
+            let body = String::from_utf8_lossy(&body).into_owned();
+            (heads.collect(), status.as_u16(), body)
+        }
+        Client::Http3 => {
+            let mut client = h3_support::Client::connect(proxy.addr(), certs).await;
+            let (heads, status, body) = h3_interim(&mut client, path).await;
+            let heads = heads.into_iter().map(|link| (103, link.is_some()));
+            (heads.collect(), status.as_u16(), body)
+        }
+    }
+}
+
+/// What `conn` sends until one of `markers` has come (or 5 s pass).
+async fn read_until_any(conn: &mut TcpStream, markers: &[&str]) -> String {
+    use tokio::io::AsyncReadExt;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+    let mut seen = Vec::new();
+    while !markers
+        .iter()
+        .any(|marker| String::from_utf8_lossy(&seen).contains(marker))
+    {
+        let mut chunk = [0u8; 4096];
+        match tokio::time::timeout_at(deadline, conn.read(&mut chunk)).await {
+            Ok(Ok(n)) if n > 0 => seen.extend_from_slice(&chunk[..n]),
+            _ => break,
+        }
+    }
+    String::from_utf8_lossy(&seen).into_owned()
+}
+
+/// Interim answers (RFC 9110 15.2) pass from either upstream to every
+/// client with their fields and without the hop-by-hop ones, and a flood
+/// of them stops at 16 with a 502, on all six pairs alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interim_answers_reach_every_client_alike() {
+    let certs = TestCerts::generate();
+    for (client, upstream) in PAIRS {
+        let pair = format!("{client:?} client, {upstream:?} upstream");
+        let (_h1, _h2, url, protocol);
+        match upstream {
+            Upstream::Http1 => {
+                let fake = interim_h1_upstream();
+                url = fake.url();
+                (_h1, protocol) = (Some(fake), "http1");
+            }
+            Upstream::H2c => {
+                let fake = H2Server::start();
+                url = fake.url("");
+                (_h2, protocol) = (Some(fake), "h2c");
+            }
+        }
+        let config = format!("upstreams:\n  up:\n    hosts: [\"{url}\"]\n    protocol: {protocol}\nroutes:\n  - {{ path: /, upstream: up }}\n");
+        let proxy = proxy_for(client, &certs, &config);
+
+        let (heads, status, body) = interim(client, (&proxy, &certs), "/interim/2").await;
+        assert_eq!(heads, [(103, true), (103, true)], "{pair}");
+        assert_eq!((status, body.as_str()), (200, "FIRST"), "{pair}");
+
+        let (heads, status, _) = interim(client, (&proxy, &certs), "/interim/20").await;
+        assert_eq!((heads.len(), status), (16, 502), "{pair}: the bound");
     }
 }

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, dead_code)]
 
 pub(crate) mod h2raw;
+pub(crate) mod interim;
 pub(crate) mod lenient;
 pub(crate) mod live;
 pub(crate) mod peers;
