@@ -170,12 +170,12 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn the_defaults_queue_for_10s_behind_32_connects() {
+    async fn the_defaults_queue_for_10s_behind_256_connects() {
         let config = upstream("");
         assert_eq!(config.timeouts.queue, Duration::from_secs(10));
         let opening = config.balancer.opening();
-        let held: Vec<_> = (0..32).map_while(|_| opening.try_take(H)).collect();
-        assert_eq!(held.len(), 32);
+        let held: Vec<_> = (0..256).map_while(|_| opening.try_take(H)).collect();
+        assert_eq!(held.len(), 256);
         assert!(opening.try_take(H).is_none());
         let (pool, metrics) = (Pool::new(0), Metrics::new(1));
         let started = tokio::time::Instant::now();

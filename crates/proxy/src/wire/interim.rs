@@ -53,19 +53,22 @@ pub(crate) fn is_interim(status: StatusCode) -> bool {
     status.is_informational() && status != StatusCode::SWITCHING_PROTOCOLS
 }
 
-/// Counts one request's interim answers and says what each one is.
-#[derive(Debug, Default)]
+/// Counts one request's interim answers and says what each one is for
+/// its client.
+#[derive(Debug)]
 pub(crate) struct InterimAnswers {
     seen: u32,
+    client: ClientVersion,
 }
 
 impl InterimAnswers {
-    /// What a head with `status` is for a client speaking `client`.
-    pub(crate) fn classify(
-        &mut self,
-        status: StatusCode,
-        client: ClientVersion,
-    ) -> Result<Interim, TooMany> {
+    /// None seen yet, for a client speaking `client`.
+    pub(crate) fn new(client: ClientVersion) -> Self {
+        Self { seen: 0, client }
+    }
+
+    /// What a head with `status` is for the client.
+    pub(crate) fn classify(&mut self, status: StatusCode) -> Result<Interim, TooMany> {
         if !is_interim(status) {
             return Ok(Interim::Final);
         }
@@ -73,7 +76,7 @@ impl InterimAnswers {
         if self.seen > MAX_INTERIM {
             return Err(TooMany);
         }
-        Ok(match (status, client) {
+        Ok(match (status, self.client) {
             (StatusCode::CONTINUE, _) | (_, ClientVersion::Http10) => Interim::Drop,
             _ => Interim::Forward,
         })
@@ -123,27 +126,24 @@ mod tests {
         ];
         for (status, client, expected) in table {
             let status = StatusCode::from_u16(status).unwrap();
-            let got = InterimAnswers::default().classify(status, client);
+            let got = InterimAnswers::new(client).classify(status);
             assert_eq!(got, Ok(expected), "{status} to {client:?}");
         }
     }
 
     #[test]
     fn a_flood_of_interim_answers_is_refused_past_the_bound() {
-        let mut answers = InterimAnswers::default();
+        let mut answers = InterimAnswers::new(Http11);
         for n in 1..=MAX_INTERIM {
             let status = if n % 2 == 0 { 100 } else { 103 };
             let status = StatusCode::from_u16(status).unwrap();
-            assert!(answers.classify(status, Http11).is_ok(), "answer {n}");
+            assert!(answers.classify(status).is_ok(), "answer {n}");
         }
-        assert_eq!(
-            answers.classify(StatusCode::PROCESSING, Http11),
-            Err(TooMany)
-        );
+        assert_eq!(answers.classify(StatusCode::PROCESSING), Err(TooMany));
         // Final answers are never counted against the bound.
-        let mut answers = InterimAnswers::default();
+        let mut answers = InterimAnswers::new(Http11);
         for _ in 0..100 {
-            assert_eq!(answers.classify(StatusCode::OK, Http11), Ok(Interim::Final));
+            assert_eq!(answers.classify(StatusCode::OK), Ok(Interim::Final));
         }
     }
 

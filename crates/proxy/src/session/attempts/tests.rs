@@ -72,6 +72,14 @@ impl ClientSide for Scripted {
     async fn unless_gone<F: Future + Send>(&mut self, work: F) -> Result<F::Output, Failure> {
         Ok(work.await)
     }
+
+    fn interim(
+        &mut self,
+        _: StatusCode,
+        _: crate::wire::fields::Fields<'_>,
+    ) -> Result<(), crate::wire::interim::TooMany> {
+        Ok(())
+    }
 }
 
 impl ToUpstream for Scripted {

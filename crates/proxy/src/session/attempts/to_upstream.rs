@@ -20,6 +20,7 @@ use crate::{
     ids::HostId,
     session::Failure,
     upstream::{h2_pool::StreamLease, pool::UpstreamConn},
+    wire::{fields::Fields, interim::TooMany},
 };
 
 /// What an attempt asks of the client's side of its request, whatever
@@ -36,6 +37,11 @@ pub(crate) trait ClientSide {
         &mut self,
         work: F,
     ) -> impl Future<Output = Result<F::Output, Failure>> + Send;
+
+    /// An interim (1xx) answer of the upstream's, passed on to the client
+    /// or dropped as the interim rule says (`wire::interim`); past the
+    /// bound, `Err` (counted as an interim flood).
+    fn interim(&mut self, status: StatusCode, fields: Fields<'_>) -> Result<(), TooMany>;
 }
 
 /// How an upstream protocol's connections (or streams) are taken.

@@ -22,7 +22,7 @@ use crate::session::h1::idle::{Idle, BUSY_LINGER};
 use crate::session::{admit, traced, Failure, Next, Worker, SHRINK_ABOVE};
 use crate::telemetry::{trace::Span, Event};
 use crate::wire::fields::Fields;
-use crate::wire::interim::InterimAnswers;
+use crate::wire::interim::{ClientVersion, InterimAnswers};
 use crate::wire::normalize::Refusal;
 use http1::conn::{Deadlines, ReadEnd, ReadReady, ServerConnection};
 use http1::{ChunkedDecoder, Field, Framing as RequestFraming, Head};
@@ -131,7 +131,7 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
             max_body: 0,
             decided: Decided::default(),
             body_abandoned: false,
-            interim: InterimAnswers::default(),
+            interim: InterimAnswers::new(ClientVersion::Http11),
             chatty: idle.chatty,
             span: None,
         }
@@ -254,7 +254,10 @@ impl<S: AsyncRead + AsyncWrite + ReadReady + Unpin + Send> Session<S> {
     /// Routes one request, forwards it and its answer.
     pub(super) async fn serve_request(&mut self, head: &Head) -> Next {
         self.body_abandoned = false;
-        self.interim = InterimAnswers::default();
+        self.interim = InterimAnswers::new(match head.http10 {
+            true => ClientVersion::Http10,
+            false => ClientVersion::Http11,
+        });
         let plan = Arc::clone(&self.plan);
         // Request normalisation (issue 15): routing, the chain and the
         // upstream all see the one normal spelling of the target and Host.

@@ -9,15 +9,14 @@ use crate::ids::HostId;
 use crate::session::{
     attempts::{
         hosts::Hosts,
-        to_upstream::{Failed, Http1, ToUpstream},
+        to_upstream::{ClientSide, Failed, Http1, ToUpstream},
     },
     h1::waits::UpstreamRead,
     Failure, Session, CLIENT_CLOSED, UPSTREAM_LIMITS,
 };
-use crate::telemetry::Event;
 use crate::upstream::pool::UpstreamConn;
 use crate::wire::fields::Fields;
-use crate::wire::interim::{self, ClientVersion, Interim, InterimAnswers, TooMany};
+use crate::wire::interim::{self, TooMany};
 use http1::io::write_bounded;
 use http1::{Head, ResponseHead};
 use Failed::{Final as SendFailed, Reset, Stale};
@@ -148,64 +147,22 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             if !interim::is_interim(response.status) {
                 return Ok(Some(response));
             }
-            let fields = Fields::H1 {
-                buf: &conn.buf,
-                fields: &self.response_fields,
-            };
-            let (wbuf, interim) = (&mut self.conn.wbuf, &mut self.interim);
-            match interim_for(wbuf, interim, head, response.status, fields) {
-                Ok(true) => return Ok(Some(response)),
-                Ok(false) => conn.buf.advance(response.len),
-                Err(TooMany) => {
-                    self.worker.metrics().event(Event::InterimFlood);
-                    return Err(TooMany::DETAIL.into());
-                }
-            }
+            // Taken out while the client side writes the interim head
+            // (rare: the fields are the session's own).
+            let fields = std::mem::take(&mut self.response_fields);
+            let passed = ClientSide::interim(
+                self,
+                response.status,
+                Fields::H1 {
+                    buf: &conn.buf,
+                    fields: &fields,
+                },
+            );
+            self.response_fields = fields;
+            passed.map_err(|TooMany| TooMany::DETAIL.to_string())?;
+            conn.buf.advance(response.len);
         }
     }
-
-    /// [`interim_for`] an HTTP/2 upstream's interim answer; past the
-    /// bound the exchange fails with `failed` (the stream is dropped:
-    /// reset).
-    pub(in crate::session) fn take_interim(
-        &mut self,
-        head: &Head,
-        status: StatusCode,
-        fields: Fields<'_>,
-        failed: impl FnOnce() -> Failure,
-    ) -> Result<(), Failure> {
-        let (wbuf, interim) = (&mut self.conn.wbuf, &mut self.interim);
-        match interim_for(wbuf, interim, head, status, fields) {
-            Ok(_) => Ok(()),
-            Err(TooMany) => {
-                self.worker.metrics().event(Event::InterimFlood);
-                Err(failed())
-            }
-        }
-    }
-}
-
-/// Applies the interim rule (`wire::interim`) to a response head with
-/// `status` from the upstream (either protocol): true when it is the
-/// final one; an interim one goes into `wbuf` for the client, or not.
-fn interim_for(
-    wbuf: &mut Vec<u8>,
-    interim: &mut InterimAnswers,
-    head: &Head,
-    status: StatusCode,
-    fields: Fields<'_>,
-) -> Result<bool, TooMany> {
-    let client = if head.http10 {
-        ClientVersion::Http10
-    } else {
-        ClientVersion::Http11
-    };
-    match interim.classify(status, client)? {
-        Interim::Final => return Ok(true),
-        Interim::Drop => {}
-        Interim::Forward => interim::interim_head(wbuf, status, fields),
-    }
-    Ok(false)
 }
 
 /// An HTTP/1.1 client's request to an HTTP/1.1 upstream, one attempt at

@@ -19,7 +19,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use crate::session::{
     attempts::{
         hosts::{H2Stream, Hosts},
-        to_upstream::{stream_handle, Failed, Http2, ToUpstream},
+        to_upstream::{stream_handle, ClientSide, Failed, Http2, ToUpstream},
     },
     h1::waits::Waited,
     Failure, Session, CLIENT_CLOSED,
@@ -66,10 +66,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 self.body_abandoned = true;
                 Some(answered)
             }
-            None => {
-                self.wait_head(head, &mut response, timeout, &too_many)
-                    .await?
-            }
+            None => self.wait_head(&mut response, timeout, &too_many).await?,
         };
         match response {
             Some(Ok(response)) => Ok(response),
@@ -83,7 +80,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// (counted afresh after each interim answer).
     async fn wait_head(
         &mut self,
-        head: &Head,
         response: &mut ResponseFuture,
         timeout: std::time::Duration,
         failed: &(dyn Fn() -> Failure + Sync),
@@ -96,14 +92,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     let gone = Failure::new(CLIENT_CLOSED, "the client closed its connection");
                     return Err(Failed::Final(gone));
                 }
-                Waited::Done(Ok(UpstreamHead::Interim(interim))) => self
-                    .take_interim(
-                        head,
-                        interim.status(),
-                        Fields::Map(interim.headers()),
-                        failed,
-                    )
-                    .map_err(Failed::Final)?,
+                Waited::Done(Ok(UpstreamHead::Interim(interim))) => {
+                    let fields = Fields::Map(interim.headers());
+                    let passed = ClientSide::interim(self, interim.status(), fields);
+                    passed.map_err(|TooMany| Failed::Final(failed()))?;
+                }
                 Waited::Done(Ok(UpstreamHead::Final(answered))) => return Ok(Some(Ok(answered))),
                 Waited::Done(Err(err)) => return Ok(Some(Err(err))),
             }
@@ -142,12 +135,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 let data = self.conn.rbuf.split_to(take).freeze();
                 let data = self.request_filtered(data, left == 0)?;
                 if send_data(send, data, left == 0, None).await.is_err() {
-                    return self.answered_first(head, response, &too_many, broken);
+                    return self.answered_first(response, &too_many, broken);
                 }
                 if left == 0 {
                     return Ok(None);
                 }
-                if let Some(answered) = self.more_body_or_answer(head, response, &too_many).await? {
+                if let Some(answered) = self.more_body_or_answer(response, &too_many).await? {
                     return Ok(Some(answered));
                 }
             }
@@ -168,7 +161,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             let _ = self.conn.rbuf.split_to(decoded.consumed);
             let data = self.request_filtered(data.freeze(), decoded.done)?;
             if send_data(send, data, decoded.done, None).await.is_err() {
-                return self.answered_first(head, response, &too_many, broken);
+                return self.answered_first(response, &too_many, broken);
             }
             if decoded.done {
                 return Ok(None);
@@ -176,7 +169,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             if self.chunked.data_len() > self.max_body {
                 return Err(Failure::body_too_large(self.max_body));
             }
-            if let Some(answered) = self.more_body_or_answer(head, response, &too_many).await? {
+            if let Some(answered) = self.more_body_or_answer(response, &too_many).await? {
                 return Ok(Some(answered));
             }
         }
@@ -207,7 +200,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// RFC 9113 8.1), if it is in; else `broken`.
     fn answered_first(
         &mut self,
-        head: &Head,
         response: &mut ResponseFuture,
         failed: &(dyn Fn() -> Failure + Sync),
         broken: impl Fn() -> Failure,
@@ -218,7 +210,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             match h2_pool::poll_head(response, &mut cx) {
                 Poll::Ready(Ok(UpstreamHead::Interim(interim))) => {
                     let fields = Fields::Map(interim.headers());
-                    self.take_interim(head, interim.status(), fields, failed)?;
+                    let passed = ClientSide::interim(self, interim.status(), fields);
+                    passed.map_err(|TooMany| failed())?;
                 }
                 Poll::Ready(Ok(UpstreamHead::Final(answered))) => return Ok(Some(Ok(answered))),
                 Poll::Ready(Err(_)) | Poll::Pending => return Err(broken()),
@@ -230,7 +223,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// (its interim answers are taken as they come, and the body goes on).
     async fn more_body_or_answer(
         &mut self,
-        head: &Head,
         response: &mut ResponseFuture,
         failed: &(dyn Fn() -> Failure + Sync),
     ) -> Result<Option<Headed>, Failure> {
@@ -243,7 +235,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             match answered {
                 Ok(UpstreamHead::Interim(interim)) => {
                     let fields = Fields::Map(interim.headers());
-                    self.take_interim(head, interim.status(), fields, failed)?;
+                    let passed = ClientSide::interim(self, interim.status(), fields);
+                    passed.map_err(|TooMany| failed())?;
                 }
                 Ok(UpstreamHead::Final(answered)) => return Ok(Some(Ok(answered))),
                 Err(err) => return Ok(Some(Err(err))),

@@ -20,7 +20,12 @@ use tokio::{
 
 use crate::session::attempts::to_upstream::ClientSide;
 use crate::session::{Failure, Session, BATCH_WINDOW, CLIENT_CLOSED, READ_RESERVE};
+use crate::telemetry::Event;
 use crate::upstream::pool::UpstreamConn;
+use crate::wire::{
+    fields::Fields,
+    interim::{self, Interim, TooMany},
+};
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Reads more of a request body from the client.
@@ -170,6 +175,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ClientSide for Session<S> {
         work: F,
     ) -> impl Future<Output = Result<F::Output, Failure>> + Send {
         self.unless_client_gone(work)
+    }
+
+    /// Its status line and fields, after the answers already waiting;
+    /// an HTTP/1.0 client gets none.
+    fn interim(&mut self, status: StatusCode, fields: Fields<'_>) -> Result<(), TooMany> {
+        match self.interim.classify(status) {
+            Ok(Interim::Forward) => interim::interim_head(&mut self.conn.wbuf, status, fields),
+            Ok(_) => {}
+            Err(TooMany) => {
+                self.worker.metrics().event(Event::InterimFlood);
+                return Err(TooMany);
+            }
+        }
+        Ok(())
     }
 }
 

@@ -23,7 +23,7 @@ use crate::{
         edits::HeaderEdits,
         fields::Fields,
         http2,
-        interim::{ClientVersion, Interim, TooMany},
+        interim::{Interim, TooMany},
     },
 };
 
@@ -79,6 +79,24 @@ impl ClientSide for Stream {
     ) -> impl Future<Output = Result<F::Output, Failure>> + Send {
         self.unless_reset(work)
     }
+
+    /// A non-final HEADERS frame, or dropped.
+    fn interim(&mut self, status: StatusCode, fields: Fields<'_>) -> Result<(), TooMany> {
+        match self.interim.classify(status) {
+            Ok(Interim::Forward) => {
+                if let Some(respond) = self.respond.as_mut() {
+                    let head = http2::client_response(status, fields, false, None);
+                    let _ = respond.send_informational(head);
+                }
+            }
+            Ok(_) => {}
+            Err(TooMany) => {
+                self.worker.metrics().event(Event::InterimFlood);
+                return Err(TooMany);
+            }
+        }
+        Ok(())
+    }
 }
 
 /// What may become of a client's request trailers on their way upstream.
@@ -115,22 +133,6 @@ impl Stream {
     pub(super) fn response_edits(&mut self, status: StatusCode) -> Option<HeaderEdits> {
         let alt_svc = self.origin.alt_svc;
         crate::session::response_edits(self.chain.as_ref(), &mut self.exchange, status, alt_svc)
-    }
-
-    /// An interim answer from the upstream (either protocol), sent on as
-    /// a non-final HEADERS frame or dropped, as `wire::interim` says.
-    pub(super) fn interim(
-        &mut self,
-        status: StatusCode,
-        fields: Fields<'_>,
-    ) -> Result<(), TooMany> {
-        if self.interim.classify(status, ClientVersion::Http2)? == Interim::Forward {
-            if let Some(respond) = self.respond.as_mut() {
-                let _ =
-                    respond.send_informational(http2::client_response(status, fields, false, None));
-            }
-        }
-        Ok(())
     }
 
     /// Runs `work` unless the client resets the stream first: then `work`

@@ -38,7 +38,7 @@ use crate::{
         fields::Fields,
         head::{Framing, Outgoing, RequestContext},
         http2,
-        interim::InterimAnswers,
+        interim::{ClientVersion, InterimAnswers},
         normalize::{self, Refusal},
     },
 };
@@ -86,7 +86,7 @@ pub(crate) async fn serve_stream(
             upstream: None,
             body_bytes: 0,
         },
-        interim: InterimAnswers::default(),
+        interim: InterimAnswers::new(ClientVersion::Http2),
         reset: false,
         span: None,
     };

@@ -17,6 +17,7 @@ use super::{
     pump_h1::{BodyPump, PumpStop},
     unless_reset, RequestBody, Stream, TrailerRules,
 };
+use crate::session::attempts::to_upstream::ClientSide;
 use crate::{
     config::TrailerPolicy,
     ids::{HostId, UpstreamId},
@@ -233,7 +234,6 @@ impl<'a> ToUpstream for H2ToH1<'_, 'a> {
         conn: &mut UpstreamConn,
         _sent_at: Instant,
     ) -> Result<Self::Head, Failed> {
-        let metrics = hosts.worker.metrics();
         // Not watched for a reset: the write is bounded by `timeout`, and
         // a reset is seen at the wait for the answer, right after.
         if self.taken || !write_bounded(&mut conn.stream, &self.request, self.timeout).await {
@@ -260,8 +260,7 @@ impl<'a> ToUpstream for H2ToH1<'_, 'a> {
                         buf: &conn.buf,
                         fields: &fields,
                     };
-                    if self.stream.interim(interim.status, fields).is_err() {
-                        metrics.event(Event::InterimFlood);
+                    if ClientSide::interim(self.stream, interim.status, fields).is_err() {
                         break Err(HeadError::Broken(TooMany::DETAIL.into()));
                     }
                     conn.buf.advance(interim.len);

@@ -21,6 +21,7 @@ use super::{
     to_h1::{stopped, RelayStop},
     unless_reset, RequestBody, ResetWatch, Stream, TrailerRules,
 };
+use crate::session::attempts::to_upstream::ClientSide;
 use crate::{
     config::TrailerPolicy,
     ids::{HostId, UpstreamId},
@@ -175,8 +176,7 @@ async fn wait_head<F: Future<Output = Result<(), PumpError>>>(
         match next {
             Ok(Ok(Ok(UpstreamHead::Interim(interim)))) => {
                 let fields = Fields::Map(interim.headers());
-                if stream.interim(interim.status(), fields).is_err() {
-                    hosts.worker.metrics().event(Event::InterimFlood);
+                if ClientSide::interim(stream, interim.status(), fields).is_err() {
                     return Err(hosts.broken(host, TooMany::DETAIL, false));
                 }
             }
