@@ -23,6 +23,8 @@ DURATION=${DURATION:-5s}
 PORT=${PORT:-18443}
 ADMIN_PORT=${ADMIN_PORT:-18444}
 BACKEND_PORT=${BACKEND_PORT:-18092}
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
 WORK=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$WORK"' EXIT
 
@@ -43,16 +45,9 @@ routes:
 log: { level: warn }
 YAML
 
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 load() {
   "$SLUICE" load -q --h3 -t1 -c"$1" -m8 -d"$2" --cacert "$WORK/certs/ca.pem" \
     "https://127.0.0.1:$PORT/v1/pets" 2>&1
-}
-wait_port() {
-  for _ in $(seq 50); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return
-    sleep 0.1
-  done
 }
 
 builds=("after $SLUICE")
@@ -67,9 +62,9 @@ for round in $(seq "$ROUNDS"); do
       pid=$!
       wait_port "$PORT"
       load "$conns" 2s >/dev/null
-      t0=$(ticks "$pid")
+      t0=$(cpu_ticks "$pid")
       out=$(load "$conns" "$DURATION")
-      t1=$(ticks "$pid")
+      t1=$(cpu_ticks "$pid")
       grep -q '^  Errors:' <<<"$out" && echo "round $round, $name: sluice load reported errors" >&2
       n=$(awk '/requests in/ {print $1; exit}' <<<"$out")
       rps=$(awk '/^Requests\/sec:/ {printf "%.0f", $2}' <<<"$out")
@@ -85,4 +80,4 @@ print(c.get("h3_connections_per_worker", "-"), "|", c.get("h3_streams_per_worker
   done
 done
 echo
-echo "load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "load average $(load_average)"
